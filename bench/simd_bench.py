@@ -2,15 +2,22 @@
 
 - ``single``: the single-state kernel called once per state from Python (cffi), the cost of a
   Python loop over states;
-- ``scalar batch``: the former ``_batch`` body, a C loop calling the single-state kernel per
-  state (compiled here beside the kernels, same flags);
+- ``scalar batch``: a C loop calling the single-state kernel per state (compiled here beside
+  the kernels, same flags): what the ``_batch`` kernels are in the default build (without
+  ``MECHGEN_SIMD=1`` the SIMD blocks are not compiled);
 - ``SIMD batch``: the generated ``_batch`` (blocks of W states vectorised across the states,
   ``mechgen.generator.simd``).
 
-All three are compiled in one library with the runtime's flags (``cbuild.cflags(simd=True)``, the ``MECHGEN_SIMD=1`` build) and timed
-in one run, interleaved, best of several repetitions. A benchmark, not a test.
+Each library is compiled with the runtime's SIMD flags (``cbuild.cflags(simd=True)``, the
+``MECHGEN_SIMD=1`` build: ``-march=native``) or, with ``--builds native portable x86-64-v3``,
+also without ``-march=native`` (``portable``: the compiler's baseline target, SSE2 on x86-64)
+or for another target (``x86-64-v3``: AVX2, what a CPU without AVX-512 gets from native).
+``--before DIR`` times a second copy of the kernels (e.g. the previous commit's generated/,
+``git archive HEAD generated | tar -x -C DIR``) in the same run. All variants of a kernel are
+timed interleaved (each round times every variant once), best of ``repeat``. A benchmark,
+not a test.
 
-    python -m bench.simd_bench [--states N] [--repeat R]
+    python -m bench.simd_bench [--states N] [--repeat R] [--before DIR] [--builds ...] [--all]
 """
 
 from __future__ import annotations
@@ -33,12 +40,16 @@ sys.path.insert(0, str(ROOT))
 from bench.timing import best  # noqa: E402
 from mechgen.runtime import cbuild  # noqa: E402
 
+SERIAL = ["forward_kinematics", "mass_matrix", "inverse_dynamics", "forward_dynamics"]
 CASES = {
-    "ur5": ["mass_matrix", "inverse_dynamics", "forward_dynamics"],
-    "panda": ["mass_matrix", "inverse_dynamics", "forward_dynamics"],
-    "solo12": ["mass_matrix", "inverse_dynamics", "forward_dynamics"],
+    "ur5": SERIAL[1:],
+    "panda": SERIAL[1:],
+    "solo12": SERIAL[1:],
     "gough_stewart_docking": ["step"],
 }
+ALL_CASES = {**{m: SERIAL for m in ("ur5", "ur5_arm", "panda", "rx90", "space_arm7", "solo12")},
+             "gough_stewart_docking": ["step", "step_accel"]}
+"""``--all``: every bundled serial mechanism and the platform's steps."""
 
 
 def scalar_batch_source(meta: dict) -> str:
@@ -54,7 +65,18 @@ def scalar_batch_source(meta: dict) -> str:
             f"        failed += (s != 0);\n    }}\n    return failed;\n}}\n")
 
 
-def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "generated"):
+def build_flags(build: str) -> list[str]:
+    """``native``: the runtime's SIMD build; ``portable``: the same without -march=native (the
+    compiler's default target); any other name: ``-march=<name>`` instead of native (e.g.
+    ``x86-64-v3``, an AVX2 CPU)."""
+    flags = [f for f in cbuild.cflags(simd=True) if f != "-march=native"]
+    if build == "portable":
+        return flags
+    return flags[:-1] + [f"-march={build}", flags[-1]]
+
+
+def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "generated",
+          flags: list[str] | None = None):
     """One cffi module with the chosen kernels of a generated mechanism, their SIMD batches and
     their scalar batches; returns (ffi, lib, manifest entries by kernel name)."""
     folder = generated / mech
@@ -78,7 +100,7 @@ def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "ge
     ffi = cffi.FFI()
     ffi.cdef("\n".join(decls))
     name = f"_simd_bench_{mech}_{int(time.time() * 1e6) % 10**9}"
-    ffi.set_source(name, source, extra_compile_args=cbuild.cflags(simd=True) + ["-iquote", str(folder)],
+    ffi.set_source(name, source, extra_compile_args=(flags or build_flags("native")) + ["-iquote", str(folder)],
                    libraries=["m"])
     so = ffi.compile(tmpdir=str(tmp), verbose=False)
     spec = importlib.util.spec_from_file_location(name, so)
@@ -104,56 +126,83 @@ def random_inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
     return arrays
 
 
-def time_kernel(ffi, lib, meta: dict, inputs: list[np.ndarray], repeat: int) -> dict:
-    """ns per state of the three ways, interleaved, best of ``repeat``."""
+def time_kernel(variants: dict, meta: dict, inputs: list[np.ndarray], repeat: int,
+                single: bool = True) -> dict:
+    """ns per state of each variant's scalar batch and SIMD batch (and of the first variant's
+    single-state calls from Python), interleaved, best of ``repeat``. ``variants``: label ->
+    (ffi, lib). Returns label -> {"scalar", "simd", "speedup"} and "single", "failed_states"."""
     n = len(inputs[0])
-    outs = [np.zeros((n, prod(p["shape"]))) for p in meta["outputs"]]
-    status = np.zeros(n, dtype=np.int32)
-    ptr = lambda a: ffi.cast("double *", a.ctypes.data)
-    in_p = [ptr(a) for a in inputs]
-    out_p = [ptr(a) for a in outs]
-    st_p = ffi.cast("int32_t *", status.ctypes.data)
     fn = meta["c_function"]
-    simd, scalar, single = (getattr(lib, fn + "_batch"), getattr(lib, fn + "_scalar_batch"),
-                            getattr(lib, fn))
-    sizes = [a.shape[1] for a in inputs] + [a.shape[1] for a in outs]
+    calls = {}
+    status = np.zeros(n, dtype=np.int32)
+    outs = [np.zeros((n, prod(p["shape"]))) for p in meta["outputs"]]     # shared by all
+    for label, (ffi, lib) in variants.items():
+        ptr = lambda a, ffi=ffi: ffi.cast("double *", a.ctypes.data)
+        args = [ptr(a) for a in inputs] + [ptr(a) for a in outs]
+        st = ffi.cast("int32_t *", status.ctypes.data)
+        scalar, simd = getattr(lib, fn + "_scalar_batch"), getattr(lib, fn + "_batch")
+        calls[(label, "scalar")] = lambda f=scalar, a=args, st=st: f(n, *a, st)
+        calls[(label, "simd")] = lambda f=simd, a=args, st=st: f(n, *a, st)
+    ffi, lib = next(iter(variants.values()))
+    sizes = [a.shape[1] for a in inputs] + [prod(p["shape"]) for p in meta["outputs"]]
+    ptrs = [ffi.cast("double *", a.ctypes.data) for a in (*inputs, *outs)]
     n_single = min(n, 2000)
+    one = getattr(lib, fn)
 
     def one_by_one():
         for i in range(n_single):
-            single(*[p + i * s for p, s in zip(in_p + out_p, sizes)])
+            one(*[p + i * s for p, s in zip(ptrs, sizes)])
 
-    times = {"single": [], "scalar": [], "simd": []}
-    for _ in range(repeat):        # interleaved: each round times all three
-        times["scalar"].append(best(lambda: scalar(n, *in_p, *out_p, st_p), 1) / n)
-        times["simd"].append(best(lambda: simd(n, *in_p, *out_p, st_p), 1) / n)
-        times["single"].append(best(one_by_one, 1) / n_single)
-    ns = {k: min(v) * 1e9 for k, v in times.items()}
-    failed = int(np.count_nonzero(status))
-    return {**ns, "speedup": ns["scalar"] / ns["simd"], "failed_states": failed, "states": n}
+    times = {key: [] for key in calls}
+    times["single"] = []
+    for _ in range(repeat):        # interleaved: each round times every variant
+        for key, call in calls.items():
+            times[key].append(best(call, 1) / n)
+        if single:
+            times["single"].append(best(one_by_one, 1) / n_single)
+    ns = {key: min(v) * 1e9 for key, v in times.items() if v}
+    out = {label: {"scalar": ns[(label, "scalar")], "simd": ns[(label, "simd")],
+                   "speedup": ns[(label, "scalar")] / ns[(label, "simd")]} for label in variants}
+    return {**out, "single": ns.get("single"), "failed_states": int(np.count_nonzero(status)),
+            "states": n}
 
 
 def run(states: int = 4096, repeat: int = 15, cases: dict | None = None,
-        generated: Path = ROOT / "generated") -> dict:
+        generated: Path = ROOT / "generated", before: Path | None = None,
+        builds: tuple[str, ...] = ("native",)) -> dict:
     """Build and time every case; prints a table, returns the rows (ns per state, the
-    scalar/SIMD ratio, how many states failed a check)."""
+    scalar/SIMD ratio, how many states failed a check), one column pair per build and
+    version (``before``: a second generated/ folder timed in the same run)."""
     rng = np.random.default_rng(13)
     rows = {}
-    print(f"SIMD batch (flags: {' '.join(cbuild.cflags(simd=True))}; {states} states, best of {repeat})")
-    header = (f"{'mechanism':22s} {'kernel':18s} {'single ns':>10s} {'scalar ns':>10s} "
-              f"{'SIMD ns':>9s} {'scalar/SIMD':>11s}")
+    versions = {"": generated} if before is None else {"before ": before, "after ": generated}
+    labels = [f"{v}{b}" for b in builds for v in versions]
+    print(f"SIMD batch: ns per state, {states} states, best of {repeat}, interleaved; scalar = "
+          f"C loop over the single-state kernel (the default build's _batch), SIMD = the "
+          f"_batch blocks")
+    for b in builds:
+        print(f"  {b}: {' '.join(build_flags(b))}")
+    header = f"{'mechanism':22s} {'kernel':18s} {'single':>8s}" + "".join(
+        f" | {lab + ' scalar':>16s} {'SIMD':>7s} {'ratio':>6s}" for lab in labels)
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="mechgen_simd_bench_") as tmp:
         for mech, kernels in (cases or CASES).items():
-            ffi, lib, metas, manifest = build(mech, kernels, Path(tmp), generated)
+            libs = {}
+            for b in builds:
+                for v, folder in versions.items():
+                    ffi, lib, metas, manifest = build(mech, kernels, Path(tmp), folder,
+                                                      build_flags(b))
+                    libs[f"{v}{b}"] = (ffi, lib)
             for k in kernels:
-                r = time_kernel(ffi, lib, metas[k],
-                                random_inputs(manifest, metas[k], states, rng), repeat)
+                r = time_kernel(libs, metas[k], random_inputs(manifest, metas[k], states, rng),
+                                repeat)
                 rows[f"{mech}.{k}"] = r
-                print(f"{mech:22s} {k:18s} {r['single']:10.1f} {r['scalar']:10.1f} "
-                      f"{r['simd']:9.1f} {r['speedup']:10.2f}x"
-                      + (f"  ({r['failed_states']} states failed)" if r["failed_states"] else ""))
+                print(f"{mech:22s} {k:18s} {r['single']:8.1f}" + "".join(
+                    f" | {r[lab]['scalar']:16.1f} {r[lab]['simd']:7.1f} {r[lab]['speedup']:5.2f}x"
+                    for lab in labels)
+                    + (f"  ({r['failed_states']} states failed)" if r["failed_states"] else ""),
+                    flush=True)
     return rows
 
 
@@ -162,8 +211,19 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--states", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--before", type=Path, help="a second generated/ folder, timed alongside")
+    ap.add_argument("--builds", nargs="+", default=["native"],
+                    help="native, portable, or a -march= value (e.g. x86-64-v3)")
+    ap.add_argument("--all", action="store_true", help="every bundled serial mechanism")
+    ap.add_argument("--only", nargs="+", metavar="MECH.KERNEL", help="just these kernels")
     args = ap.parse_args()
-    run(args.states, args.repeat)
+    cases = ALL_CASES if args.all else CASES
+    if args.only:
+        cases = {}
+        for item in args.only:
+            mech, kernel = item.split(".")
+            cases.setdefault(mech, []).append(kernel)
+    run(args.states, args.repeat, cases, before=args.before, builds=tuple(args.builds))
 
 
 if __name__ == "__main__":

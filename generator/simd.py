@@ -27,6 +27,19 @@ A value crossing a stage is kept in an array of W doubles; everything else stays
 its loop. Replacing a call by a variable holding its result, and evaluating the same
 arithmetic in vector lanes (IEEE operations, ``-ffp-contract=off``), changes no bit: the batch
 equals the single-state kernel bitwise (``tests/test_simd_batch.py``).
+
+Three choices of layout decide the speed (docs/architecture.md, "Batches across states";
+measured with bench/simd_bench.py):
+
+- the lanes' flags (status, trig range) are 64-bit integers, as wide as a double: with a
+  32-bit flag in the loop GCC sizes its vectors for the int (8 x 32 bits = 256 bits), so every
+  double of the block took two registers, and a large kernel spilled most of them;
+- inputs and outputs go through ``[element][lane]`` copies of the block, filled and emptied by
+  loops over the elements that the compiler vectorises as transposes in registers; the vector
+  loops read and write them with whole-vector moves (a state's row is strided across lanes);
+- in a vector loop each load, sine and cosine comes just before its first use, and each
+  output or crossing value is stored as soon as it is computed (:func:`in_use_order`), so
+  fewer values are live at once.
 """
 
 from __future__ import annotations
@@ -135,10 +148,12 @@ def free_prefix(taken: set[str], base: str = "mg_") -> str:
 def simd_plan(k: dict) -> dict:
     """The staged batch of a kernel context (``mechgen.generator.emit._kernel_context``).
 
-    Returns ``{"width", "prefix", "stages", "arrays", "gathered", "has_checks", "blocks"}``:
-    each stage a :class:`Stage` as a dict; ``arrays`` the names kept in per-lane arrays,
-    ``gathered`` the input elements among them; ``blocks`` False when the block buffers would
-    exceed :data:`STACK_BYTES` (the batch then stays the plain loop).
+    Returns ``{"width", "prefix", "stages", "arrays", "inputs", "has_checks", "trig",
+    "blocks"}``: each stage a :class:`Stage` as a dict, its lines in the order they are
+    printed (loads included, each with the values it ``stores`` for later stages);
+    ``arrays`` the names kept in per-lane arrays across stages, ``inputs`` the input ports
+    the vector loops read (copied into the block); ``blocks`` False when the block buffers
+    would exceed :data:`STACK_BYTES` (the batch then stays the plain loop).
     """
     inputs = {s["name"]: (p["name"], p["size"], s["index"])
               for p in k["inputs"] for s in p["used"]}
@@ -169,9 +184,80 @@ def simd_plan(k: dict) -> dict:
             lines.append(("output", p["name"], text, None, j))
     plan = _staged(lines, inputs, prefix, k["has_checks"])
     plan["trig"] = poly_trig(plan["stages"])
-    values = len(plan["arrays"]) + sum(p["size"] for p in k["outputs"])
+    for st in plan["stages"]:
+        st["lines"] = in_use_order(st) if st["vector"] else loads_first(st)
+    values = len(plan["arrays"]) + sum(p["size"] for p in (*plan["inputs"], *k["outputs"]))
     plan["blocks"] = 8 * WIDTH * values <= STACK_BYTES
     return plan
+
+
+def _targets(line: dict) -> tuple[str, ...]:
+    """The names a line defines."""
+    if line["kind"] == "sincos":
+        return tuple(line["target"])
+    return (line["name"],) if line["kind"] == "load" else (
+        (line["target"],) if line["kind"] in ("assign", "call") else ())
+
+
+def _load_lines(stage: dict) -> list[dict]:
+    """A stage's loads (inputs and crossing values it reads) as lines of kind ``load``."""
+    return [{"kind": "load", **ld, "text": "", "ranges": []} for ld in stage["loads"]]
+
+
+def loads_first(stage: dict) -> list[dict]:
+    """A scalar stage's lines after its loads, each line with the arrays it stores."""
+    return [{**ln, "stores": [t for t in _targets(ln) if t in stage["stores"]]}
+            for ln in _load_lines(stage) + stage["lines"]]
+
+
+def in_use_order(stage: dict) -> list[dict]:
+    """A vector stage's lines, its loads included, reordered so that few values are live at
+    once. The assignments and checks keep their order (the generator's, a recursion from the
+    leaves); a load or a sine and cosine comes just before the first line that needs it; an
+    output, and a value a later stage reads, is stored as soon as its inputs are computed.
+    The compiler keeps the program order of a long straight-line block (GCC schedules x86
+    code after register allocation only), so the order decides how many vector registers are
+    spilled; the lines are pure, so any order that respects their inputs gives the same bits.
+    (``emit`` recurses only into loads and sines and cosines not yet placed: the other lines
+    come in program order, after everything they read, so its depth is at most three.)"""
+    lines = _load_lines(stage) + stage["lines"]
+    defined_at = {t: i for i, ln in enumerate(lines) for t in _targets(ln)}
+    needs = [[defined_at[n] for n in dict.fromkeys(names_in(ln["text"]))
+              if defined_at.get(n, i) != i] for i, ln in enumerate(lines)]
+    outputs = [i for i, ln in enumerate(lines) if ln["kind"] == "output"]
+    waiting = {i: set(needs[i]) for i in outputs}
+    readers: dict[int, list[int]] = {}
+    for i in outputs:
+        for j in needs[i]:
+            readers.setdefault(j, []).append(i)
+    done: set[int] = set()
+    order: list[int] = []
+
+    def emit(i: int) -> None:
+        for j in needs[i]:
+            if j not in done:
+                emit(j)
+        done.add(i)
+        order.append(i)
+        for o in readers.get(i, ()):
+            waiting[o].discard(i)
+            if not waiting[o] and o not in done:
+                done.add(o)
+                order.append(o)
+
+    for i in outputs:
+        if not waiting[i]:
+            done.add(i)
+            order.append(i)
+    for i, ln in enumerate(lines):
+        if ln["kind"] in ("assign", "check") and i not in done:
+            emit(i)
+    for i in range(len(lines)):     # outputs, and sines and cosines only later stages read
+        if i not in done:
+            emit(i)
+    stored = set(stage["stores"])
+    return [{**lines[i], "stores": [t for t in _targets(lines[i]) if t in stored]}
+            for i in order]
 
 
 def poly_trig(stages: list[dict]) -> bool:
@@ -240,9 +326,9 @@ def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
             where[target] = index
         elif kind == "sincos":
             where.update(dict.fromkeys(target, index))
-    arrays, gathered = _loads_and_stores(stages, where, inputs)
+    arrays, blocked = _loads_and_stores(stages, where, inputs)
     return {"width": WIDTH, "prefix": prefix, "has_checks": has_checks,
-            "arrays": arrays, "gathered": gathered,
+            "arrays": arrays, "inputs": blocked,
             "stages": [{"vector": st.vector, "lines": st.lines, "stores": st.stores,
                         "loads": st.loads,
                         "checks": any(ln["kind"] == "check" for ln in st.lines)}
@@ -253,10 +339,12 @@ def _loads_and_stores(stages: list[Stage], where: dict[str, int], inputs: dict
                       ) -> tuple[list[str], list[dict]]:
     """Fill each stage's loads (inputs and arrays it reads, as template dicts) and stores
     (its values read by a later stage). Returns the names kept in arrays, in order, and the
-    input elements among them: a vector loop reads an input from an array of its W lanes
-    (copied once per block), as a strided read of the states' rows with gaps does not
+    input ports the vector loops read: a vector loop reads an input from the block's copy of
+    its port, ``port[element][lane]`` (filled once per block by a loop the compiler turns
+    into a transpose in registers), as a strided read of the states' rows does not
     vectorise; a scalar loop reads the rows directly."""
     crossing: dict[str, None] = {}
+    blocked: dict[str, int] = {}            # input ports copied into the block: name -> size
     for index, st in enumerate(stages):
         seen: dict[str, None] = {}
         for ln in st.lines:
@@ -264,12 +352,14 @@ def _loads_and_stores(stages: list[Stage], where: dict[str, int], inputs: dict
                 if n in inputs or (n in where and (where[n] != index or not st.vector)):
                     seen.setdefault(n)
         for n in seen:
-            if n in inputs and not st.vector:
+            if n in inputs:
                 port, size, element = inputs[n]
-                st.loads.append({"name": n, "array": False, "port": port, "size": size,
-                                 "index": element})
+                st.loads.append({"name": n, "array": False, "block": st.vector, "port": port,
+                                 "size": size, "index": element})
+                if st.vector:
+                    blocked[port] = size
             else:
-                st.loads.append({"name": n, "array": True})
+                st.loads.append({"name": n, "array": True, "block": False})
                 crossing.setdefault(n)
     for index, st in enumerate(stages):
         targets = [t for ln in st.lines if ln["kind"] in ("assign", "sincos")
@@ -279,6 +369,4 @@ def _loads_and_stores(stages: list[Stage], where: dict[str, int], inputs: dict
         for ln in st.lines:
             if ln["kind"] == "call":
                 crossing.setdefault(ln["target"])
-    gathered = [{"name": n, "port": inputs[n][0], "size": inputs[n][1], "index": inputs[n][2]}
-                for n in crossing if n in inputs]
-    return list(crossing), gathered
+    return list(crossing), [{"name": n, "size": size} for n, size in blocked.items()]

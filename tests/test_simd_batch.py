@@ -214,3 +214,42 @@ def test_a_kernel_too_large_for_the_stack_keeps_the_plain_loop(monkeypatch):
     assert simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
     monkeypatch.setattr(simd, "STACK_BYTES", 8 * simd.WIDTH * 2)
     assert not simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
+
+
+def _vector_lines(plan: dict) -> list[tuple]:
+    """(kind, target or load name) of the first vector stage's lines, in printed order."""
+    stage = next(st for st in plan["stages"] if st["vector"])
+    label = {"load": "name", "output": "extra", "check": "status"}
+    return [(ln["kind"], ln[label.get(ln["kind"], "target")]) for ln in stage["lines"]]
+
+
+def test_vector_lines_load_and_compute_sines_just_before_their_first_use():
+    body = [{"assign": True, "target": "a", "expr": "2.0*q1"},
+            {"assign": True, "target": "b", "expr": "mg_sin(q0)"},
+            {"assign": True, "target": "d", "expr": "a*b"}]
+    order = _vector_lines(simd_plan(_context(body, ["d", "a"])))
+    # q0 is read and its sine taken only after a, the line before the first one needing them
+    assert order == [("load", "q1"), ("assign", "a"), ("output", 1), ("load", "q0"),
+                     ("assign", "b"), ("assign", "d"), ("output", 0)]
+
+
+def test_outputs_are_stored_as_soon_as_their_inputs_exist_and_checks_keep_their_order():
+    body = [{"assign": True, "target": "a", "expr": "q0 + 1.0"},
+            {"assign": False, "expr": "a", "status": 1, "message": "first"},
+            {"assign": True, "target": "b", "expr": "a*q1"},
+            {"assign": False, "expr": "q1", "status": 2, "message": "second"}]
+    order = _vector_lines(simd_plan(_context(body, ["b", "3.0", "a"])))
+    assert order.index(("output", 1)) == 0                     # a constant: first
+    assert order.index(("output", 2)) == order.index(("assign", "a")) + 1
+    assert order.index(("output", 0)) == order.index(("assign", "b")) + 1
+    assert [t for t in order if t[0] == "check"] == [("check", 1), ("check", 2)]
+
+
+def test_a_sine_only_a_later_stage_reads_is_still_computed_and_stored():
+    # s = sin(q0) feeds only atan2 (a scalar stage); its vector line must not be dropped
+    body = [{"assign": True, "target": "s", "expr": "mg_sin(q0)"},
+            {"assign": True, "target": "t", "expr": "atan2(s, q1)"}]
+    plan = simd_plan(_context(body, ["t"]))
+    first = next(st for st in plan["stages"] if st["vector"])
+    line = next(ln for ln in first["lines"] if ln.get("target") == "s")
+    assert line["stores"] == ["s"]

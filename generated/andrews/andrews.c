@@ -278,52 +278,61 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
         double mg_o_phi[6][8];
         double mg_o_G[42][8];
         double mg_o_orientation[3][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
+            mg_o_G[0][mg_l] = 0.0;
+            mg_o_G[1][mg_l] = 0.0;
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_G[6][mg_l] = 0.0;
+            mg_o_G[7][mg_l] = 0.0;
+            mg_o_G[8][mg_l] = 0.0;
+            mg_o_G[12][mg_l] = 0.0;
+            mg_o_G[13][mg_l] = 0.0;
+            mg_o_G[14][mg_l] = 0.0;
+            mg_o_G[16][mg_l] = 0.0;
+            mg_o_G[20][mg_l] = 0.0;
+            mg_o_G[21][mg_l] = 0.0;
+            mg_o_G[23][mg_l] = 0.0;
+            mg_o_G[27][mg_l] = 0.0;
+            mg_o_G[29][mg_l] = 0.0;
+            mg_o_G[30][mg_l] = 0.0;
+            mg_o_G[33][mg_l] = 0.0;
+            mg_o_G[36][mg_l] = 0.0;
+            mg_o_G[37][mg_l] = 0.0;
+            mg_o_G[40][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            mg_o_orientation[2][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -333,7 +342,11 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -345,7 +358,11 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -359,80 +376,93 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             const double r7_y = r_rel0_7_y - 0.00227;
             const double E23_f1_d_x = -0.02794669646180578*tau5_00 + (0.0017268922582755817)*tau5_10;
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
+            mg_o_G[4][mg_l] = E23_f1_d_y;
+            mg_o_G[18][mg_l] = E23_f1_d_y;
+            mg_o_G[32][mg_l] = E23_f1_d_y;
             const double E23_f1_o_x = E23_f1_d_x + r_rel0_5_x;
             const double cse9 = E23_f1_d_y + r_rel0_5_y;
             const double E23_f1_o_y = cse9;
             const double E23_f1_T4_x = -cse9;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
-            const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
-            const double E23_f2_o_x = E23_f2_d_x - 0.03635;
-            const double E23_f2_o_y = E23_f2_d_y + 0.03273;
-            const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
-            const double E24_f2_d_y = -0.015166802481290995*tau6_00 + (0.013037181539485646)*tau6_01;
-            const double E24_f2_o_x = E24_f2_d_x + r6_x;
-            const double E24_f2_o_y = E24_f2_d_y + r6_y;
-            const double E24_f2_T2_x = -E24_f2_d_y - r_rel0_6_y;
-            const double E24_f2_T2_y = E24_f2_d_x + r_rel0_6_x;
-            const double E26_f2_d_x = (0.010673112161054564)*tau7_00 + (0.016914037862011223)*tau7_10;
-            const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
-            const double E26_f2_o_x = E26_f2_d_x + r7_x;
-            const double E26_f2_o_y = E26_f2_d_y + r7_y;
-            const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
-            const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
-            const double cse10 = -E23_f1_T4_x;
-            const double cse11 = -E23_f1_o_x;
-            const double cse12 = -E23_f1_d_x;
-            mg_o_phi[0][mg_l] = -E23_f1_o_x + E23_f2_o_x;
-            mg_o_phi[1][mg_l] = -E23_f1_o_y + E23_f2_o_y;
-            mg_o_phi[2][mg_l] = -E23_f1_o_x + E24_f2_o_x;
-            mg_o_phi[3][mg_l] = -E23_f1_o_y + E24_f2_o_y;
-            mg_o_phi[4][mg_l] = -E23_f1_o_x + E26_f2_o_x;
-            mg_o_phi[5][mg_l] = -E23_f1_o_y + E26_f2_o_y;
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = 0.0;
-            mg_o_G[2][mg_l] = -E23_f2_d_y;
-            mg_o_G[3][mg_l] = cse10;
-            mg_o_G[4][mg_l] = E23_f1_d_y;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = 0.0;
             mg_o_G[9][mg_l] = E23_f2_d_x;
-            mg_o_G[10][mg_l] = cse11;
-            mg_o_G[11][mg_l] = cse12;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = 0.0;
-            mg_o_G[15][mg_l] = E24_f2_T2_x;
-            mg_o_G[16][mg_l] = 0.0;
-            mg_o_G[17][mg_l] = cse10;
-            mg_o_G[18][mg_l] = E23_f1_d_y;
-            mg_o_G[19][mg_l] = -E24_f2_d_y;
-            mg_o_G[20][mg_l] = 0.0;
-            mg_o_G[21][mg_l] = 0.0;
-            mg_o_G[22][mg_l] = E24_f2_T2_y;
-            mg_o_G[23][mg_l] = 0.0;
-            mg_o_G[24][mg_l] = cse11;
-            mg_o_G[25][mg_l] = cse12;
+            const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            mg_o_G[2][mg_l] = -E23_f2_d_y;
+            const double E23_f2_o_x = E23_f2_d_x - 0.03635;
+            mg_o_phi[0][mg_l] = -E23_f1_o_x + E23_f2_o_x;
+            const double E23_f2_o_y = E23_f2_d_y + 0.03273;
+            mg_o_phi[1][mg_l] = -E23_f1_o_y + E23_f2_o_y;
+            const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
             mg_o_G[26][mg_l] = E24_f2_d_x;
-            mg_o_G[27][mg_l] = 0.0;
-            mg_o_G[28][mg_l] = E26_f2_T1_x;
-            mg_o_G[29][mg_l] = 0.0;
-            mg_o_G[30][mg_l] = 0.0;
-            mg_o_G[31][mg_l] = cse10;
-            mg_o_G[32][mg_l] = E23_f1_d_y;
-            mg_o_G[33][mg_l] = 0.0;
-            mg_o_G[34][mg_l] = -E26_f2_d_y;
-            mg_o_G[35][mg_l] = E26_f2_T1_y;
-            mg_o_G[36][mg_l] = 0.0;
-            mg_o_G[37][mg_l] = 0.0;
-            mg_o_G[38][mg_l] = cse11;
-            mg_o_G[39][mg_l] = cse12;
-            mg_o_G[40][mg_l] = 0.0;
+            const double E24_f2_d_y = -0.015166802481290995*tau6_00 + (0.013037181539485646)*tau6_01;
+            mg_o_G[19][mg_l] = -E24_f2_d_y;
+            const double E24_f2_o_x = E24_f2_d_x + r6_x;
+            mg_o_phi[2][mg_l] = -E23_f1_o_x + E24_f2_o_x;
+            const double E24_f2_o_y = E24_f2_d_y + r6_y;
+            mg_o_phi[3][mg_l] = -E23_f1_o_y + E24_f2_o_y;
+            const double E24_f2_T2_x = -E24_f2_d_y - r_rel0_6_y;
+            mg_o_G[15][mg_l] = E24_f2_T2_x;
+            const double E24_f2_T2_y = E24_f2_d_x + r_rel0_6_x;
+            mg_o_G[22][mg_l] = E24_f2_T2_y;
+            const double E26_f2_d_x = (0.010673112161054564)*tau7_00 + (0.016914037862011223)*tau7_10;
             mg_o_G[41][mg_l] = E26_f2_d_x;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
-            mg_o_orientation[2][mg_l] = 1.0;
+            const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
+            mg_o_G[34][mg_l] = -E26_f2_d_y;
+            const double E26_f2_o_x = E26_f2_d_x + r7_x;
+            mg_o_phi[4][mg_l] = -E23_f1_o_x + E26_f2_o_x;
+            const double E26_f2_o_y = E26_f2_d_y + r7_y;
+            mg_o_phi[5][mg_l] = -E23_f1_o_y + E26_f2_o_y;
+            const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
+            mg_o_G[28][mg_l] = E26_f2_T1_x;
+            const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
+            mg_o_G[35][mg_l] = E26_f2_T1_y;
+            const double cse10 = -E23_f1_T4_x;
+            mg_o_G[3][mg_l] = cse10;
+            mg_o_G[17][mg_l] = cse10;
+            mg_o_G[31][mg_l] = cse10;
+            const double cse11 = -E23_f1_o_x;
+            mg_o_G[10][mg_l] = cse11;
+            mg_o_G[24][mg_l] = cse11;
+            mg_o_G[38][mg_l] = cse11;
+            const double cse12 = -E23_f1_d_x;
+            mg_o_G[11][mg_l] = cse12;
+            mg_o_G[25][mg_l] = cse12;
+            mg_o_G[39][mg_l] = cse12;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            phi[(mg_i + 0) * 6 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 6 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 6 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 6 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 6 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 6 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 6 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 6 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 42; ++mg_j) {
+            G[(mg_i + 0) * 42 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 42 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 42 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 42 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 42 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 42 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 42 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 42 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            orientation[(mg_i + 0) * 3 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 3 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 3 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 3 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 3 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 3 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 3 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 3 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -441,10 +471,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) phi[(mg_i + mg_l) * 6 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 42; ++mg_j) G[(mg_i + mg_l) * 42 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) orientation[(mg_i + mg_l) * 3 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -615,54 +642,44 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
         double mg_o_q_next[7][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[3][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            mg_o_orientation[2][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
+            mg_o_q_next[3][mg_l] = q4;
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -672,7 +689,11 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -684,7 +705,11 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -700,6 +725,9 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
             const double E23_f1_o_x = E23_f1_d_x + r_rel0_5_x;
             const double E23_f1_o_y = E23_f1_d_y + r_rel0_5_y;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
             const double E23_f2_o_x = E23_f2_d_x - 0.03635;
@@ -716,28 +744,47 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double E26_f2_o_y = E26_f2_d_y + r7_y;
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double cse9 = E23_f1_o_x - E23_f2_o_x;
             const double err = sqrt(cse9*cse9 + (-E23_f1_o_x + E24_f2_o_x)*(-E23_f1_o_x + E24_f2_o_x) + (-E23_f1_o_x + E26_f2_o_x)*(-E23_f1_o_x + E26_f2_o_x) + (-E23_f1_o_y + E23_f2_o_y)*(-E23_f1_o_y + E23_f2_o_y) + (-E23_f1_o_y + E24_f2_o_y)*(-E23_f1_o_y + E24_f2_o_y) + (-E23_f1_o_y + E26_f2_o_y)*(-E23_f1_o_y + E26_f2_o_y));
+            mg_o_error[0][mg_l] = err;
             const double cse10 = -E23_f1_o_y;
             const double dq_e2 = -E23_f2_o_y - cse10 - cse9*lu_f23;
             const double cse11 = -E23_f1_o_x;
@@ -750,25 +797,64 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double dq_e5_2 = dq_e5 - dq_e6*lu_f51;
             const double dq_e3_2 = dq_e3 - dq_e4*lu_f32;
             const double dq5 = dq_e3_2*lu_inv6;
-            const double dq2 = lu_inv5*(-E24_f2_d_x*dq5 + dq_e4);
-            const double dq6 = dq_e5_2*lu_inv4;
-            const double dq1 = lu_inv3*(-E26_f2_d_x*dq6 + dq_e6);
-            const double dq4 = dq_e2*lu_inv2;
-            const double dq3 = lu_inv1*(-E23_f1_d_y*dq4 - E23_f2_o_x - cse11);
-            const double det_GD = -E23_f2_d_y*E24_f2_T2_y*E26_f2_T1_y*lu_u24*lu_u35*lu_u56;
-            mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = dq2 + q2;
-            mg_o_q_next[2][mg_l] = dq3 + q3;
-            mg_o_q_next[3][mg_l] = q4;
-            mg_o_q_next[4][mg_l] = dq4 + q5;
             mg_o_q_next[5][mg_l] = dq5 + q6;
+            const double dq2 = lu_inv5*(-E24_f2_d_x*dq5 + dq_e4);
+            mg_o_q_next[1][mg_l] = dq2 + q2;
+            const double dq6 = dq_e5_2*lu_inv4;
             mg_o_q_next[6][mg_l] = dq6 + q7;
-            mg_o_error[0][mg_l] = err;
+            const double dq1 = lu_inv3*(-E26_f2_d_x*dq6 + dq_e6);
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            const double dq4 = dq_e2*lu_inv2;
+            mg_o_q_next[4][mg_l] = dq4 + q5;
+            const double dq3 = lu_inv1*(-E23_f1_d_y*dq4 - E23_f2_o_x - cse11);
+            mg_o_q_next[2][mg_l] = dq3 + q3;
+            const double det_GD = -E23_f2_d_y*E24_f2_T2_y*E26_f2_T1_y*lu_u24*lu_u35*lu_u56;
             mg_o_branch[0][mg_l] = det_GD;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
-            mg_o_orientation[2][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            q_next[(mg_i + 0) * 7 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 7 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 7 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 7 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 7 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 7 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 7 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 7 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            orientation[(mg_i + 0) * 3 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 3 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 3 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 3 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 3 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 3 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 3 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 3 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -777,11 +863,7 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 7; ++mg_j) q_next[(mg_i + mg_l) * 7 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) orientation[(mg_i + mg_l) * 3 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 7; ++mg_j) q_next[(mg_i + mg_l) * 7 + mg_j] = NAN;
@@ -947,55 +1029,51 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[7][8];
         double mg_o_H[7][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[3][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -1005,7 +1083,11 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -1015,7 +1097,11 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -1029,6 +1115,9 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
             const double E23_f1_o_x = E23_f1_d_x + r_rel0_5_x;
             const double E23_f1_T4_x = -E23_f1_d_y - r_rel0_5_y;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
             const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
@@ -1039,25 +1128,43 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;
@@ -1065,33 +1172,55 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double X1__e5 = X1__e3 - X1__e4*lu_f51;
             const double X1__e3_2 = X1__e3 - X1__e4*lu_f32;
             const double X1_5 = X1__e3_2*lu_inv6;
+            mg_o_H[5][mg_l] = -X1_5;
             const double cse9 = -X1__e4;
             const double X1_2 = lu_inv5*(-E24_f2_d_x*X1_5 - cse9);
-            const double X1_6 = X1__e5*lu_inv4;
-            const double X1_1 = lu_inv3*(-E26_f2_d_x*X1_6 - cse9);
-            const double X1_4 = X1__e2*lu_inv2;
-            const double X1_3 = lu_inv1*(-E23_f1_T4_x - E23_f1_d_y*X1_4);
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            const double qd_dep3 = -X1_3*qd_ind1;
-            const double qd_dep4 = -X1_4*qd_ind1;
-            const double qd_dep5 = -X1_5*qd_ind1;
-            const double qd_dep6 = -X1_6*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_dep2;
-            mg_o_qd[2][mg_l] = qd_dep3;
-            mg_o_qd[3][mg_l] = qd_ind1;
-            mg_o_qd[4][mg_l] = qd_dep4;
-            mg_o_qd[5][mg_l] = qd_dep5;
-            mg_o_qd[6][mg_l] = qd_dep6;
-            mg_o_H[0][mg_l] = -X1_1;
             mg_o_H[1][mg_l] = -X1_2;
-            mg_o_H[2][mg_l] = -X1_3;
-            mg_o_H[3][mg_l] = 1.0;
-            mg_o_H[4][mg_l] = -X1_4;
-            mg_o_H[5][mg_l] = -X1_5;
+            const double X1_6 = X1__e5*lu_inv4;
             mg_o_H[6][mg_l] = -X1_6;
+            const double X1_1 = lu_inv3*(-E26_f2_d_x*X1_6 - cse9);
+            mg_o_H[0][mg_l] = -X1_1;
+            const double X1_4 = X1__e2*lu_inv2;
+            mg_o_H[4][mg_l] = -X1_4;
+            const double X1_3 = lu_inv1*(-E23_f1_T4_x - E23_f1_d_y*X1_4);
+            mg_o_H[2][mg_l] = -X1_3;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[3][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[1][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep3;
+            const double qd_dep4 = -X1_4*qd_ind1;
+            mg_o_qd[4][mg_l] = qd_dep4;
+            const double qd_dep5 = -X1_5*qd_ind1;
+            mg_o_qd[5][mg_l] = qd_dep5;
+            const double qd_dep6 = -X1_6*qd_ind1;
+            mg_o_qd[6][mg_l] = qd_dep6;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            qd[(mg_i + 0) * 7 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 7 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 7 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 7 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 7 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 7 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 7 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 7 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            H[(mg_i + 0) * 7 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 7 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 7 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 7 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 7 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 7 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 7 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 7 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1100,9 +1229,7 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 7; ++mg_j) qd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 7; ++mg_j) H[(mg_i + mg_l) * 7 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 7; ++mg_j) qd[(mg_i + mg_l) * 7 + mg_j] = NAN;
@@ -1525,147 +1652,249 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_qdd[7][8];
         double mg_o_r[27][8];
         double mg_o_v[27][8];
         double mg_o_a[27][8];
         double mg_o_R[63][8];
         double mg_o_omega[21][8];
         double mg_o_alpha[21][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd2[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_qd1[8];
-        double mg_w_qd7[8];
-        double mg_w_qdd4[8];
-        double mg_w_qdd5[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd6[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 7 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 7 + 5];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd6 = mg_w_qdd6[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd7 = mg_w_qdd7[mg_l];
+            mg_o_r[2][mg_l] = 0.0;
+            mg_o_r[5][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = 0.0;
+            mg_o_r[11][mg_l] = 0.0;
+            mg_o_r[14][mg_l] = 0.0;
+            mg_o_r[17][mg_l] = 0.0;
+            mg_o_r[20][mg_l] = 0.0;
+            mg_o_r[23][mg_l] = 0.0;
+            mg_o_r[26][mg_l] = 0.0;
+            mg_o_v[2][mg_l] = 0.0;
+            mg_o_v[5][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_v[11][mg_l] = 0.0;
+            mg_o_v[14][mg_l] = 0.0;
+            mg_o_v[17][mg_l] = 0.0;
+            mg_o_v[20][mg_l] = 0.0;
+            mg_o_v[23][mg_l] = 0.0;
+            mg_o_v[26][mg_l] = 0.0;
+            mg_o_a[2][mg_l] = 0.0;
+            mg_o_a[5][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_a[11][mg_l] = 0.0;
+            mg_o_a[14][mg_l] = 0.0;
+            mg_o_a[17][mg_l] = 0.0;
+            mg_o_a[20][mg_l] = 0.0;
+            mg_o_a[23][mg_l] = 0.0;
+            mg_o_a[26][mg_l] = 0.0;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[5][mg_l] = 0.0;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = 0.0;
+            mg_o_R[8][mg_l] = 1.0;
+            mg_o_R[11][mg_l] = 0.0;
+            mg_o_R[14][mg_l] = 0.0;
+            mg_o_R[15][mg_l] = 0.0;
+            mg_o_R[16][mg_l] = 0.0;
+            mg_o_R[17][mg_l] = 1.0;
+            mg_o_R[20][mg_l] = 0.0;
+            mg_o_R[23][mg_l] = 0.0;
+            mg_o_R[24][mg_l] = 0.0;
+            mg_o_R[25][mg_l] = 0.0;
+            mg_o_R[26][mg_l] = 1.0;
+            mg_o_R[29][mg_l] = 0.0;
+            mg_o_R[32][mg_l] = 0.0;
+            mg_o_R[33][mg_l] = 0.0;
+            mg_o_R[34][mg_l] = 0.0;
+            mg_o_R[35][mg_l] = 1.0;
+            mg_o_R[38][mg_l] = 0.0;
+            mg_o_R[41][mg_l] = 0.0;
+            mg_o_R[42][mg_l] = 0.0;
+            mg_o_R[43][mg_l] = 0.0;
+            mg_o_R[44][mg_l] = 1.0;
+            mg_o_R[47][mg_l] = 0.0;
+            mg_o_R[50][mg_l] = 0.0;
+            mg_o_R[51][mg_l] = 0.0;
+            mg_o_R[52][mg_l] = 0.0;
+            mg_o_R[53][mg_l] = 1.0;
+            mg_o_R[56][mg_l] = 0.0;
+            mg_o_R[59][mg_l] = 0.0;
+            mg_o_R[60][mg_l] = 0.0;
+            mg_o_R[61][mg_l] = 0.0;
+            mg_o_R[62][mg_l] = 1.0;
+            mg_o_omega[0][mg_l] = 0.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[3][mg_l] = 0.0;
+            mg_o_omega[4][mg_l] = 0.0;
+            mg_o_omega[6][mg_l] = 0.0;
+            mg_o_omega[7][mg_l] = 0.0;
+            mg_o_omega[9][mg_l] = 0.0;
+            mg_o_omega[10][mg_l] = 0.0;
+            mg_o_omega[12][mg_l] = 0.0;
+            mg_o_omega[13][mg_l] = 0.0;
+            mg_o_omega[15][mg_l] = 0.0;
+            mg_o_omega[16][mg_l] = 0.0;
+            mg_o_omega[18][mg_l] = 0.0;
+            mg_o_omega[19][mg_l] = 0.0;
+            mg_o_alpha[0][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[3][mg_l] = 0.0;
+            mg_o_alpha[4][mg_l] = 0.0;
+            mg_o_alpha[6][mg_l] = 0.0;
+            mg_o_alpha[7][mg_l] = 0.0;
+            mg_o_alpha[9][mg_l] = 0.0;
+            mg_o_alpha[10][mg_l] = 0.0;
+            mg_o_alpha[12][mg_l] = 0.0;
+            mg_o_alpha[13][mg_l] = 0.0;
+            mg_o_alpha[15][mg_l] = 0.0;
+            mg_o_alpha[16][mg_l] = 0.0;
+            mg_o_alpha[18][mg_l] = 0.0;
+            mg_o_alpha[19][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            mg_o_R[0][mg_l] = c4;
+            mg_o_R[1][mg_l] = -s4;
+            mg_o_R[3][mg_l] = s4;
+            mg_o_R[4][mg_l] = c4;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
+            mg_o_R[9][mg_l] = tau5_00;
+            mg_o_R[13][mg_l] = tau5_00;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
+            mg_o_R[12][mg_l] = tau5_01;
             const double tau5_10 = -cse4;
+            mg_o_R[10][mg_l] = tau5_10;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
+            mg_o_omega[2][mg_l] = qd4;
             const double cse5 = qd4*qd4;
             const double oo4_zz = cse5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd4 + qd5;
+            mg_o_omega[5][mg_l] = omega5_z;
             const double v5_x = -qd4*r_rel0_5_y;
             const double v5_y = qd4*r_rel0_5_x;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse6 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            mg_o_R[36][mg_l] = c2;
+            mg_o_R[37][mg_l] = -s2;
+            mg_o_R[39][mg_l] = s2;
+            mg_o_R[40][mg_l] = c2;
             double s6, c6;
             mg_sincos_poly(cse6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse6);
             const double tau6_00 = c2*c6 - s2*s6;
+            mg_o_R[27][mg_l] = tau6_00;
+            mg_o_R[31][mg_l] = tau6_00;
             const double cse7 = c2*s6 + c6*s2;
             const double tau6_01 = cse7;
+            mg_o_R[30][mg_l] = tau6_01;
             const double tau6_10 = -cse7;
+            mg_o_R[28][mg_l] = tau6_10;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[14][mg_l] = qd2;
             const double cse8 = qd2*qd2;
             const double oo5_zz = cse8;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_z = qd2 + qd6;
+            mg_o_omega[11][mg_l] = omega6_z;
             const double v6_x = -qd2*r_rel0_6_y;
             const double v6_y = qd2*r_rel0_6_x;
             const double w6_x = -oo5_zz*r_rel0_6_x;
             const double w6_y = -oo5_zz*r_rel0_6_y;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse9 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_R[54][mg_l] = c1;
+            mg_o_R[55][mg_l] = -s1;
+            mg_o_R[57][mg_l] = s1;
+            mg_o_R[58][mg_l] = c1;
             double s7, c7;
             mg_sincos_poly(cse9, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse9);
             const double tau7_00 = c1*c7 - s1*s7;
+            mg_o_R[45][mg_l] = tau7_00;
+            mg_o_R[49][mg_l] = tau7_00;
             const double cse10 = c1*s7 + c7*s1;
             const double tau7_01 = cse10;
+            mg_o_R[48][mg_l] = tau7_01;
             const double tau7_10 = -cse10;
+            mg_o_R[46][mg_l] = tau7_10;
             const double r_rel0_7_x = (0.0377068654925911)*c1 + (0.013348868668304538)*s1;
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
             const double r7_x = r_rel0_7_x - 0.06934;
             const double r7_y = r_rel0_7_y - 0.00227;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[20][mg_l] = qd1;
             const double cse11 = qd1*qd1;
             const double oo6_zz = cse11;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega7_z = qd1 + qd7;
+            mg_o_omega[17][mg_l] = omega7_z;
             const double v7_x = -qd1*r_rel0_7_y;
             const double v7_y = qd1*r_rel0_7_x;
             const double w7_x = -oo6_zz*r_rel0_7_x;
@@ -1673,295 +1902,252 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double E_d_x = -0.02794669646180578*tau5_00 + (0.0017268922582755817)*tau5_10;
             const double E_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
             const double E_o_x = E_d_x + r_rel0_5_x;
+            mg_o_r[0][mg_l] = E_o_x;
             const double cse12 = E_d_y + r_rel0_5_y;
             const double E_o_y = cse12;
+            mg_o_r[1][mg_l] = E_o_y;
             const double E_T4_x = -cse12;
             const double cse13 = -v5_x;
             const double E_v_x = -E_d_y*omega5_z - cse13;
+            mg_o_v[0][mg_l] = E_v_x;
             const double E_v_y = E_d_x*omega5_z + v5_y;
+            mg_o_v[1][mg_l] = E_v_y;
             const double cse14 = -w5_x;
             const double cse15 = omega5_z*omega5_z;
             const double E_abias_x = -E_d_x*cse15 - cse14;
             const double cse16 = -w5_y;
             const double E_abias_y = -E_d_y*cse15 - cse16;
+            const double qdd4 = mg_in_qdd[3][mg_l];
+            mg_o_alpha[2][mg_l] = qdd4;
+            const double qdd5 = mg_in_qdd[4][mg_l];
             const double E_ax = E_T4_x*qdd4 + E_abias_x - E_d_y*qdd5;
+            mg_o_a[0][mg_l] = E_ax;
             const double E_ay = E_abias_y + E_d_x*qdd5 + E_o_x*qdd4;
+            mg_o_a[1][mg_l] = E_ay;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            mg_o_R[18][mg_l] = c3;
+            mg_o_R[19][mg_l] = -s3;
+            mg_o_R[21][mg_l] = s3;
+            mg_o_R[22][mg_l] = c3;
             const double D_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double D_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double D_o_x = D_d_x - 0.03635;
+            mg_o_r[3][mg_l] = D_o_x;
             const double D_o_y = D_d_y + 0.03273;
+            mg_o_r[4][mg_l] = D_o_y;
+            const double qd3 = mg_in_qd[2][mg_l];
+            mg_o_omega[8][mg_l] = qd3;
             const double D_v_x = -D_d_y*qd3;
+            mg_o_v[3][mg_l] = D_v_x;
             const double D_v_y = D_d_x*qd3;
+            mg_o_v[4][mg_l] = D_v_y;
             const double cse17 = qd3*qd3;
             const double D_abias_x = -D_d_x*cse17;
             const double D_abias_y = -D_d_y*cse17;
+            const double qdd3 = mg_in_qdd[2][mg_l];
+            mg_o_alpha[8][mg_l] = qdd3;
             const double D_ax = D_abias_x - D_d_y*qdd3;
+            mg_o_a[3][mg_l] = D_ax;
             const double D_ay = D_abias_y + D_d_x*qdd3;
+            mg_o_a[4][mg_l] = D_ay;
             const double body1_d_x = (0.0009182485980307614)*c4 + (5.674074562905483e-05)*s4;
+            mg_o_r[6][mg_l] = body1_d_x;
             const double body1_d_y = -5.674074562905483e-05*c4 + (0.0009182485980307614)*s4;
+            mg_o_r[7][mg_l] = body1_d_y;
             const double body1_v_x = -body1_d_y*qd4;
+            mg_o_v[6][mg_l] = body1_v_x;
             const double body1_v_y = body1_d_x*qd4;
+            mg_o_v[7][mg_l] = body1_v_y;
             const double body1_abias_x = -body1_d_x*cse5;
             const double body1_abias_y = -body1_d_y*cse5;
             const double body1_ax = body1_abias_x - body1_d_y*qdd4;
+            mg_o_a[6][mg_l] = body1_ax;
             const double body1_ay = body1_abias_y + body1_d_x*qdd4;
+            mg_o_a[7][mg_l] = body1_ay;
             const double body2_d_x = -0.011478107475384518*tau5_00 + (0.0007092593203631854)*tau5_10;
             const double body2_d_y = (0.0007092593203631854)*tau5_00 - 0.011478107475384518*tau5_01;
             const double body2_o_x = body2_d_x + r_rel0_5_x;
+            mg_o_r[9][mg_l] = body2_o_x;
             const double cse18 = body2_d_y + r_rel0_5_y;
             const double body2_o_y = cse18;
+            mg_o_r[10][mg_l] = body2_o_y;
             const double body2_T4_x = -cse18;
             const double body2_v_x = -body2_d_y*omega5_z - cse13;
+            mg_o_v[9][mg_l] = body2_v_x;
             const double body2_v_y = body2_d_x*omega5_z + v5_y;
+            mg_o_v[10][mg_l] = body2_v_y;
             const double body2_abias_x = -body2_d_x*cse15 - cse14;
             const double body2_abias_y = -body2_d_y*cse15 - cse16;
             const double body2_ax = body2_T4_x*qdd4 + body2_abias_x - body2_d_y*qdd5;
+            mg_o_a[9][mg_l] = body2_ax;
             const double body2_ay = body2_abias_y + body2_d_x*qdd5 + body2_o_x*qdd4;
+            mg_o_a[10][mg_l] = body2_ay;
             const double body3_d_x = (0.017607813329684543)*c3 + (0.012244893210926071)*s3;
             const double body3_d_y = -0.012244893210926071*c3 + (0.017607813329684543)*s3;
             const double body3_o_x = body3_d_x - 0.03635;
+            mg_o_r[12][mg_l] = body3_o_x;
             const double body3_o_y = body3_d_y + 0.03273;
+            mg_o_r[13][mg_l] = body3_o_y;
             const double body3_v_x = -body3_d_y*qd3;
+            mg_o_v[12][mg_l] = body3_v_x;
             const double body3_v_y = body3_d_x*qd3;
+            mg_o_v[13][mg_l] = body3_v_y;
             const double body3_abias_x = -body3_d_x*cse17;
             const double body3_abias_y = -body3_d_y*cse17;
             const double body3_ax = body3_abias_x - body3_d_y*qdd3;
+            mg_o_a[12][mg_l] = body3_ax;
             const double body3_ay = body3_abias_y + body3_d_x*qdd3;
+            mg_o_a[13][mg_l] = body3_ay;
             const double body4_d_x = (0.0037742640556810945)*tau6_00 - 0.004390789318333742*tau6_10;
             const double body4_d_y = -0.004390789318333742*tau6_00 + (0.0037742640556810945)*tau6_01;
             const double body4_o_x = body4_d_x + r6_x;
+            mg_o_r[15][mg_l] = body4_o_x;
             const double body4_o_y = body4_d_y + r6_y;
+            mg_o_r[16][mg_l] = body4_o_y;
             const double body4_T2_x = -body4_d_y - r_rel0_6_y;
             const double body4_T2_y = body4_d_x + r_rel0_6_x;
             const double body4_v_x = -body4_d_y*omega6_z + v6_x;
+            mg_o_v[15][mg_l] = body4_v_x;
             const double body4_v_y = body4_d_x*omega6_z + v6_y;
+            mg_o_v[16][mg_l] = body4_v_y;
             const double cse19 = omega6_z*omega6_z;
             const double body4_abias_x = -body4_d_x*cse19 + w6_x;
             const double body4_abias_y = -body4_d_y*cse19 + w6_y;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[14][mg_l] = qdd2;
+            const double qdd6 = mg_in_qdd[5][mg_l];
             const double body4_ax = body4_T2_x*qdd2 + body4_abias_x - body4_d_y*qdd6;
+            mg_o_a[15][mg_l] = body4_ax;
             const double body4_ay = body4_T2_y*qdd2 + body4_abias_y + body4_d_x*qdd6;
+            mg_o_a[16][mg_l] = body4_ay;
             const double body5_d_x = (0.024682414871444798)*c2 - 0.002714847346331019*s2;
             const double body5_d_y = (0.002714847346331019)*c2 + (0.024682414871444798)*s2;
             const double body5_o_x = body5_d_x - 0.06934;
+            mg_o_r[18][mg_l] = body5_o_x;
             const double body5_o_y = body5_d_y - 0.00227;
+            mg_o_r[19][mg_l] = body5_o_y;
             const double body5_v_x = -body5_d_y*qd2;
+            mg_o_v[18][mg_l] = body5_v_x;
             const double body5_v_y = body5_d_x*qd2;
+            mg_o_v[19][mg_l] = body5_v_y;
             const double body5_abias_x = -body5_d_x*cse8;
             const double body5_abias_y = -body5_d_y*cse8;
             const double body5_ax = body5_abias_x - body5_d_y*qdd2;
+            mg_o_a[18][mg_l] = body5_ax;
             const double body5_ay = body5_abias_y + body5_d_x*qdd2;
+            mg_o_a[19][mg_l] = body5_ay;
             const double body6_d_x = (0.003089865970625296)*tau7_00 + (0.004896613961052249)*tau7_10;
             const double body6_d_y = (0.004896613961052249)*tau7_00 + (0.003089865970625296)*tau7_01;
             const double body6_o_x = body6_d_x + r7_x;
+            mg_o_r[21][mg_l] = body6_o_x;
             const double body6_o_y = body6_d_y + r7_y;
+            mg_o_r[22][mg_l] = body6_o_y;
             const double body6_T1_x = -body6_d_y - r_rel0_7_y;
             const double body6_T1_y = body6_d_x + r_rel0_7_x;
             const double body6_v_x = -body6_d_y*omega7_z + v7_x;
+            mg_o_v[21][mg_l] = body6_v_x;
             const double body6_v_y = body6_d_x*omega7_z + v7_y;
+            mg_o_v[22][mg_l] = body6_v_y;
             const double cse20 = omega7_z*omega7_z;
             const double body6_abias_x = -body6_d_x*cse20 + w7_x;
             const double body6_abias_y = -body6_d_y*cse20 + w7_y;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_alpha[20][mg_l] = qdd1;
+            const double qdd7 = mg_in_qdd[6][mg_l];
             const double body6_ax = body6_T1_x*qdd1 + body6_abias_x - body6_d_y*qdd7;
+            mg_o_a[21][mg_l] = body6_ax;
             const double body6_ay = body6_T1_y*qdd1 + body6_abias_y + body6_d_x*qdd7;
+            mg_o_a[22][mg_l] = body6_ay;
             const double body7_d_x = (0.013074418214242649)*c1 - 0.00013449297037385803*s1;
             const double body7_d_y = (0.00013449297037385803)*c1 + (0.013074418214242649)*s1;
             const double body7_o_x = body7_d_x - 0.06934;
+            mg_o_r[24][mg_l] = body7_o_x;
             const double body7_o_y = body7_d_y - 0.00227;
+            mg_o_r[25][mg_l] = body7_o_y;
             const double body7_v_x = -body7_d_y*qd1;
+            mg_o_v[24][mg_l] = body7_v_x;
             const double body7_v_y = body7_d_x*qd1;
+            mg_o_v[25][mg_l] = body7_v_y;
             const double body7_abias_x = -body7_d_x*cse11;
             const double body7_abias_y = -body7_d_y*cse11;
             const double body7_ax = body7_abias_x - body7_d_y*qdd1;
-            const double body7_ay = body7_abias_y + body7_d_x*qdd1;
-            const double body2_alphaz = qdd4 + qdd5;
-            const double body4_alphaz = qdd2 + qdd6;
-            const double body6_alphaz = qdd1 + qdd7;
-            mg_o_r[0][mg_l] = E_o_x;
-            mg_o_r[1][mg_l] = E_o_y;
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = D_o_x;
-            mg_o_r[4][mg_l] = D_o_y;
-            mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = body1_d_x;
-            mg_o_r[7][mg_l] = body1_d_y;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = body2_o_x;
-            mg_o_r[10][mg_l] = body2_o_y;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = body3_o_x;
-            mg_o_r[13][mg_l] = body3_o_y;
-            mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[15][mg_l] = body4_o_x;
-            mg_o_r[16][mg_l] = body4_o_y;
-            mg_o_r[17][mg_l] = 0.0;
-            mg_o_r[18][mg_l] = body5_o_x;
-            mg_o_r[19][mg_l] = body5_o_y;
-            mg_o_r[20][mg_l] = 0.0;
-            mg_o_r[21][mg_l] = body6_o_x;
-            mg_o_r[22][mg_l] = body6_o_y;
-            mg_o_r[23][mg_l] = 0.0;
-            mg_o_r[24][mg_l] = body7_o_x;
-            mg_o_r[25][mg_l] = body7_o_y;
-            mg_o_r[26][mg_l] = 0.0;
-            mg_o_v[0][mg_l] = E_v_x;
-            mg_o_v[1][mg_l] = E_v_y;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = D_v_x;
-            mg_o_v[4][mg_l] = D_v_y;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = body1_v_x;
-            mg_o_v[7][mg_l] = body1_v_y;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = body2_v_x;
-            mg_o_v[10][mg_l] = body2_v_y;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = body3_v_x;
-            mg_o_v[13][mg_l] = body3_v_y;
-            mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[15][mg_l] = body4_v_x;
-            mg_o_v[16][mg_l] = body4_v_y;
-            mg_o_v[17][mg_l] = 0.0;
-            mg_o_v[18][mg_l] = body5_v_x;
-            mg_o_v[19][mg_l] = body5_v_y;
-            mg_o_v[20][mg_l] = 0.0;
-            mg_o_v[21][mg_l] = body6_v_x;
-            mg_o_v[22][mg_l] = body6_v_y;
-            mg_o_v[23][mg_l] = 0.0;
-            mg_o_v[24][mg_l] = body7_v_x;
-            mg_o_v[25][mg_l] = body7_v_y;
-            mg_o_v[26][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = E_ax;
-            mg_o_a[1][mg_l] = E_ay;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[3][mg_l] = D_ax;
-            mg_o_a[4][mg_l] = D_ay;
-            mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = body1_ax;
-            mg_o_a[7][mg_l] = body1_ay;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = body2_ax;
-            mg_o_a[10][mg_l] = body2_ay;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = body3_ax;
-            mg_o_a[13][mg_l] = body3_ay;
-            mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[15][mg_l] = body4_ax;
-            mg_o_a[16][mg_l] = body4_ay;
-            mg_o_a[17][mg_l] = 0.0;
-            mg_o_a[18][mg_l] = body5_ax;
-            mg_o_a[19][mg_l] = body5_ay;
-            mg_o_a[20][mg_l] = 0.0;
-            mg_o_a[21][mg_l] = body6_ax;
-            mg_o_a[22][mg_l] = body6_ay;
-            mg_o_a[23][mg_l] = 0.0;
             mg_o_a[24][mg_l] = body7_ax;
+            const double body7_ay = body7_abias_y + body7_d_x*qdd1;
             mg_o_a[25][mg_l] = body7_ay;
-            mg_o_a[26][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = c4;
-            mg_o_R[1][mg_l] = -s4;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s4;
-            mg_o_R[4][mg_l] = c4;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[9][mg_l] = tau5_00;
-            mg_o_R[10][mg_l] = tau5_10;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = tau5_01;
-            mg_o_R[13][mg_l] = tau5_00;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[18][mg_l] = c3;
-            mg_o_R[19][mg_l] = -s3;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = s3;
-            mg_o_R[22][mg_l] = c3;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 1.0;
-            mg_o_R[27][mg_l] = tau6_00;
-            mg_o_R[28][mg_l] = tau6_10;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = tau6_01;
-            mg_o_R[31][mg_l] = tau6_00;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 1.0;
-            mg_o_R[36][mg_l] = c2;
-            mg_o_R[37][mg_l] = -s2;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = s2;
-            mg_o_R[40][mg_l] = c2;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[43][mg_l] = 0.0;
-            mg_o_R[44][mg_l] = 1.0;
-            mg_o_R[45][mg_l] = tau7_00;
-            mg_o_R[46][mg_l] = tau7_10;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[48][mg_l] = tau7_01;
-            mg_o_R[49][mg_l] = tau7_00;
-            mg_o_R[50][mg_l] = 0.0;
-            mg_o_R[51][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 1.0;
-            mg_o_R[54][mg_l] = c1;
-            mg_o_R[55][mg_l] = -s1;
-            mg_o_R[56][mg_l] = 0.0;
-            mg_o_R[57][mg_l] = s1;
-            mg_o_R[58][mg_l] = c1;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[61][mg_l] = 0.0;
-            mg_o_R[62][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd4;
-            mg_o_omega[3][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = omega5_z;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = qd3;
-            mg_o_omega[9][mg_l] = 0.0;
-            mg_o_omega[10][mg_l] = 0.0;
-            mg_o_omega[11][mg_l] = omega6_z;
-            mg_o_omega[12][mg_l] = 0.0;
-            mg_o_omega[13][mg_l] = 0.0;
-            mg_o_omega[14][mg_l] = qd2;
-            mg_o_omega[15][mg_l] = 0.0;
-            mg_o_omega[16][mg_l] = 0.0;
-            mg_o_omega[17][mg_l] = omega7_z;
-            mg_o_omega[18][mg_l] = 0.0;
-            mg_o_omega[19][mg_l] = 0.0;
-            mg_o_omega[20][mg_l] = qd1;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd4;
-            mg_o_alpha[3][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
+            const double body2_alphaz = qdd4 + qdd5;
             mg_o_alpha[5][mg_l] = body2_alphaz;
-            mg_o_alpha[6][mg_l] = 0.0;
-            mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[8][mg_l] = qdd3;
-            mg_o_alpha[9][mg_l] = 0.0;
-            mg_o_alpha[10][mg_l] = 0.0;
+            const double body4_alphaz = qdd2 + qdd6;
             mg_o_alpha[11][mg_l] = body4_alphaz;
-            mg_o_alpha[12][mg_l] = 0.0;
-            mg_o_alpha[13][mg_l] = 0.0;
-            mg_o_alpha[14][mg_l] = qdd2;
-            mg_o_alpha[15][mg_l] = 0.0;
-            mg_o_alpha[16][mg_l] = 0.0;
+            const double body6_alphaz = qdd1 + qdd7;
             mg_o_alpha[17][mg_l] = body6_alphaz;
-            mg_o_alpha[18][mg_l] = 0.0;
-            mg_o_alpha[19][mg_l] = 0.0;
-            mg_o_alpha[20][mg_l] = qdd1;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            r[(mg_i + 0) * 27 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 27 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 27 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 27 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 27 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 27 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 27 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 27 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            v[(mg_i + 0) * 27 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 27 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 27 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 27 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 27 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 27 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 27 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 27 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            a[(mg_i + 0) * 27 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 27 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 27 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 27 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 27 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 27 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 27 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 27 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 63; ++mg_j) {
+            R[(mg_i + 0) * 63 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 63 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 63 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 63 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 63 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 63 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 63 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 63 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 21; ++mg_j) {
+            omega[(mg_i + 0) * 21 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 21 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 21 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 21 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 21 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 21 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 21 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 21 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 21; ++mg_j) {
+            alpha[(mg_i + 0) * 21 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 21 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 21 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 21 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 21 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 21 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 21 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 21 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1970,13 +2156,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 27; ++mg_j) r[(mg_i + mg_l) * 27 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 27; ++mg_j) v[(mg_i + mg_l) * 27 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 27; ++mg_j) a[(mg_i + mg_l) * 27 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 63; ++mg_j) R[(mg_i + mg_l) * 63 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 21; ++mg_j) omega[(mg_i + mg_l) * 21 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 21; ++mg_j) alpha[(mg_i + mg_l) * 21 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2091,64 +2271,33 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
         double mg_o_M[49][8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            const double cse0 = q6 - 0.22266839016588588;
-            double s6, c6;
-            mg_sincos_poly(cse0, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q7 + 0.22266839016588588;
-            double s7, c7;
-            mg_sincos_poly(cse1, &s7, &c7);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
-            const double cse2 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
-            const double cp7_y = cse2;
-            const double cp6_x = (2.664630423310853e-05)*c6 + (3.0998972587436223e-05)*s6;
-            const double cse3 = (3.0998972587436223e-05)*c6 - 2.664630423310853e-05*s6;
-            const double cp6_y = -cse3;
-            const double cp5_x = -4.189509228515349e-05*c5 - 2.5887965193256264e-06*s5;
-            const double cse4 = (2.5887965193256264e-06)*c5 - 4.189509228515349e-05*s5;
-            const double cp5_y = cse4;
-            const double Ic4_22 = (0.01397334823090289)*cp5_x - 0.0008634461291377909*cp5_y + 3.3331693e-06;
-            const double Ic2_22 = (0.07068559222832003)*cp6_x + (0.037463943349995366)*cp6_y + 6.725911614599999e-05;
-            const double Ic1_22 = (0.0754137309851822)*cp7_x - 0.026697737336609077*cp7_y + 4.0618678475999995e-05;
-            const double Fm7_1_x = -cse2;
-            const double Nm7_1_z = (0.013348868668304538)*Fm7_1_x + (0.0377068654925911)*cp7_x + 8.03380146e-07;
-            const double Fm6_2_x = cse3;
-            const double Nm6_2_z = -0.018731971674997683*Fm6_2_x + (0.03534279611416002)*cp6_x + 8.03380146e-07;
-            const double Fm5_4_x = -cse4;
-            const double Nm5_4_z = (0.00043172306456889544)*Fm5_4_x + (0.006986674115451445)*cp5_x + 9.237125e-07;
-            mg_o_M[0][mg_l] = Ic1_22;
             mg_o_M[1][mg_l] = 0.0;
             mg_o_M[2][mg_l] = 0.0;
             mg_o_M[3][mg_l] = 0.0;
             mg_o_M[4][mg_l] = 0.0;
             mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = Nm7_1_z;
             mg_o_M[7][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = Ic2_22;
             mg_o_M[9][mg_l] = 0.0;
             mg_o_M[10][mg_l] = 0.0;
             mg_o_M[11][mg_l] = 0.0;
-            mg_o_M[12][mg_l] = Nm6_2_z;
             mg_o_M[13][mg_l] = 0.0;
             mg_o_M[14][mg_l] = 0.0;
             mg_o_M[15][mg_l] = 0.0;
@@ -2160,31 +2309,78 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
             mg_o_M[21][mg_l] = 0.0;
             mg_o_M[22][mg_l] = 0.0;
             mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = Ic4_22;
-            mg_o_M[25][mg_l] = Nm5_4_z;
             mg_o_M[26][mg_l] = 0.0;
             mg_o_M[27][mg_l] = 0.0;
             mg_o_M[28][mg_l] = 0.0;
             mg_o_M[29][mg_l] = 0.0;
             mg_o_M[30][mg_l] = 0.0;
-            mg_o_M[31][mg_l] = Nm5_4_z;
             mg_o_M[32][mg_l] = 9.237125e-07;
             mg_o_M[33][mg_l] = 0.0;
             mg_o_M[34][mg_l] = 0.0;
             mg_o_M[35][mg_l] = 0.0;
-            mg_o_M[36][mg_l] = Nm6_2_z;
             mg_o_M[37][mg_l] = 0.0;
             mg_o_M[38][mg_l] = 0.0;
             mg_o_M[39][mg_l] = 0.0;
             mg_o_M[40][mg_l] = 8.03380146e-07;
             mg_o_M[41][mg_l] = 0.0;
-            mg_o_M[42][mg_l] = Nm7_1_z;
             mg_o_M[43][mg_l] = 0.0;
             mg_o_M[44][mg_l] = 0.0;
             mg_o_M[45][mg_l] = 0.0;
             mg_o_M[46][mg_l] = 0.0;
             mg_o_M[47][mg_l] = 0.0;
             mg_o_M[48][mg_l] = 8.03380146e-07;
+            const double q6 = mg_in_q[5][mg_l];
+            const double cse0 = q6 - 0.22266839016588588;
+            const double q7 = mg_in_q[6][mg_l];
+            const double cse1 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse1, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
+            const double cse2 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
+            const double cp7_y = cse2;
+            double s6, c6;
+            mg_sincos_poly(cse0, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cp6_x = (2.664630423310853e-05)*c6 + (3.0998972587436223e-05)*s6;
+            const double cse3 = (3.0998972587436223e-05)*c6 - 2.664630423310853e-05*s6;
+            const double cp6_y = -cse3;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double cp5_x = -4.189509228515349e-05*c5 - 2.5887965193256264e-06*s5;
+            const double cse4 = (2.5887965193256264e-06)*c5 - 4.189509228515349e-05*s5;
+            const double cp5_y = cse4;
+            const double Ic4_22 = (0.01397334823090289)*cp5_x - 0.0008634461291377909*cp5_y + 3.3331693e-06;
+            mg_o_M[24][mg_l] = Ic4_22;
+            const double Ic2_22 = (0.07068559222832003)*cp6_x + (0.037463943349995366)*cp6_y + 6.725911614599999e-05;
+            mg_o_M[8][mg_l] = Ic2_22;
+            const double Ic1_22 = (0.0754137309851822)*cp7_x - 0.026697737336609077*cp7_y + 4.0618678475999995e-05;
+            mg_o_M[0][mg_l] = Ic1_22;
+            const double Fm7_1_x = -cse2;
+            const double Nm7_1_z = (0.013348868668304538)*Fm7_1_x + (0.0377068654925911)*cp7_x + 8.03380146e-07;
+            mg_o_M[6][mg_l] = Nm7_1_z;
+            mg_o_M[42][mg_l] = Nm7_1_z;
+            const double Fm6_2_x = cse3;
+            const double Nm6_2_z = -0.018731971674997683*Fm6_2_x + (0.03534279611416002)*cp6_x + 8.03380146e-07;
+            mg_o_M[12][mg_l] = Nm6_2_z;
+            mg_o_M[36][mg_l] = Nm6_2_z;
+            const double Fm5_4_x = -cse4;
+            const double Nm5_4_z = (0.00043172306456889544)*Fm5_4_x + (0.006986674115451445)*cp5_x + 9.237125e-07;
+            mg_o_M[25][mg_l] = Nm5_4_z;
+            mg_o_M[31][mg_l] = Nm5_4_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 49; ++mg_j) {
+            M[(mg_i + 0) * 49 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 49 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 49 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 49 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 49 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 49 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 49 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 49 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2193,8 +2389,7 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 49; ++mg_j) M[(mg_i + mg_l) * 49 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2390,124 +2585,106 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_p[1][8];
+        double mg_in_tau[7][8];
         double mg_o_b[7][8];
         double mg_o_gamma[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd7[8];
-        double mg_w_p_c0[8];
-        double mg_w_qd3[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        double mg_w_tau7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 7 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 7 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 7 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 7 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 7 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 7 + 5];
-            mg_w_tau7[mg_l] = tau[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 7 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 7 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 7 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 7 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 7 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 7 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 7 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double p_c0 = mg_w_p_c0[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
-            const double tau7 = mg_w_tau7[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q6 = mg_in_q[5][mg_l];
+            const double cse4 = q6 - 0.22266839016588588;
+            const double q7 = mg_in_q[6][mg_l];
+            const double cse5 = q7 + 0.22266839016588588;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double oo1_zz = qd1*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double oo2_zz = qd2*qd2;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double oo4_zz = qd4*qd4;
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double omega5_z = qd4 + qd5;
+            const double cse6 = (0.006986674115451445)*oo4_zz;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            const double cse4 = q6 - 0.22266839016588588;
-            double s6, c6;
-            mg_sincos_poly(cse4, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
-            const double cse5 = q7 + 0.22266839016588588;
-            double s7, c7;
-            mg_sincos_poly(cse5, &s7, &c7);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
-            const double oo1_zz = qd1*qd1;
-            const double oo2_zz = qd2*qd2;
-            const double oo4_zz = qd4*qd4;
-            const double omega5_z = qd4 + qd5;
-            const double cse6 = (0.006986674115451445)*oo4_zz;
             const double a5_x = -c5*cse6 + (0.00043172306456889544)*oo4_zz*s5;
             const double a5_y = (0.00043172306456889544)*c5*oo4_zz + cse6*s5;
             const double cse7 = omega5_z*omega5_z;
             const double oo5_zz = cse7;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_z = qd2 + qd6;
+            double s6, c6;
+            mg_sincos_poly(cse4, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double cse8 = c6*oo2_zz;
             const double a6_x = -0.03534279611416002*cse8 - 0.018731971674997683*oo2_zz*s6;
             const double a6_y = -0.018731971674997683*cse8 + (0.03534279611416002)*oo2_zz*s6;
             const double cse9 = omega6_z*omega6_z;
             const double oo6_zz = cse9;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega7_z = qd1 + qd7;
             const double cse10 = (0.0377068654925911)*oo1_zz;
+            double s7, c7;
+            mg_sincos_poly(cse5, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double a7_x = -c7*cse10 + (0.013348868668304538)*oo1_zz*s7;
             const double a7_y = (0.013348868668304538)*c7*oo1_zz + cse10*s7;
             const double cse11 = omega7_z*omega7_z;
@@ -2530,6 +2707,9 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double F_c7_x = F7_x*c7 - F7_y*s7;
             const double F_c7_y = F7_x*s7 + F7_y*c7;
             const double N1_z = (0.013348868668304538)*F_c7_x + (0.0377068654925911)*F_c7_y + N7_z;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse12 = c4*s5 + c5*s4;
             const double tau5_01 = cse12;
@@ -2538,6 +2718,9 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse13 = c2*s6 + c6*s2;
             const double tau6_01 = cse13;
@@ -2546,6 +2729,9 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double w6_x = -oo2_zz*r_rel0_6_x;
             const double w6_y = -oo2_zz*r_rel0_6_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse14 = c1*s7 + c7*s1;
             const double tau7_01 = cse14;
@@ -2554,6 +2740,9 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
             const double w7_x = -oo1_zz*r_rel0_7_x;
             const double w7_y = -oo1_zz*r_rel0_7_y;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -2565,6 +2754,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double spring_u_x = cse15*spring_d_x;
             const double spring_u_y = cse15*spring_d_y;
             const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
+            const double p_c0 = mg_in_p[0][mg_l];
             const double spring_F = p_c0*(spring_L - 0.07785);
             const double E23_f1_d_x = -0.02794669646180578*tau5_00 + (0.0017268922582755817)*tau5_10;
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
@@ -2572,37 +2762,67 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double E23_f1_abias_y = -E23_f1_d_y*cse7 + w5_y;
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse16 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse16;
+            mg_o_gamma[0][mg_l] = E23_f1_abias_x - E23_f2_abias_x;
             const double E23_f2_abias_y = -E23_f2_d_y*cse16;
+            mg_o_gamma[1][mg_l] = E23_f1_abias_y - E23_f2_abias_y;
             const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
             const double E24_f2_d_y = -0.015166802481290995*tau6_00 + (0.013037181539485646)*tau6_01;
             const double E24_f2_abias_x = -E24_f2_d_x*cse9 + w6_x;
+            mg_o_gamma[2][mg_l] = E23_f1_abias_x - E24_f2_abias_x;
             const double E24_f2_abias_y = -E24_f2_d_y*cse9 + w6_y;
+            mg_o_gamma[3][mg_l] = E23_f1_abias_y - E24_f2_abias_y;
             const double E26_f2_d_x = (0.010673112161054564)*tau7_00 + (0.016914037862011223)*tau7_10;
             const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
             const double E26_f2_abias_x = -E26_f2_d_x*cse11 + w7_x;
-            const double E26_f2_abias_y = -E26_f2_d_y*cse11 + w7_y;
-            const double b1 = -N1_z + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -spring_F*spring_J3 + tau3;
-            const double b4 = -N4_z + tau4;
-            const double b5 = -N5_z + tau5;
-            const double b6 = -N6_z + tau6;
-            const double b7 = -N7_z + tau7;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_b[4][mg_l] = b5;
-            mg_o_b[5][mg_l] = b6;
-            mg_o_b[6][mg_l] = b7;
-            mg_o_gamma[0][mg_l] = E23_f1_abias_x - E23_f2_abias_x;
-            mg_o_gamma[1][mg_l] = E23_f1_abias_y - E23_f2_abias_y;
-            mg_o_gamma[2][mg_l] = E23_f1_abias_x - E24_f2_abias_x;
-            mg_o_gamma[3][mg_l] = E23_f1_abias_y - E24_f2_abias_y;
             mg_o_gamma[4][mg_l] = E23_f1_abias_x - E26_f2_abias_x;
+            const double E26_f2_abias_y = -E26_f2_d_y*cse11 + w7_y;
             mg_o_gamma[5][mg_l] = E23_f1_abias_y - E26_f2_abias_y;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -spring_F*spring_J3 + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_z + tau4;
+            mg_o_b[3][mg_l] = b4;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_z + tau5;
+            mg_o_b[4][mg_l] = b5;
+            const double tau6 = mg_in_tau[5][mg_l];
+            const double b6 = -N6_z + tau6;
+            mg_o_b[5][mg_l] = b6;
+            const double tau7 = mg_in_tau[6][mg_l];
+            const double b7 = -N7_z + tau7;
+            mg_o_b[6][mg_l] = b7;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            b[(mg_i + 0) * 7 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 7 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 7 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 7 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 7 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 7 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 7 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 7 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            gamma[(mg_i + 0) * 6 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 6 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 6 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 6 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 6 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 6 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 6 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 6 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2611,9 +2831,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 7; ++mg_j) b[(mg_i + mg_l) * 7 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) gamma[(mg_i + mg_l) * 6 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2951,105 +3169,86 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_p[1][8];
+        double mg_in_tau[7][8];
         double mg_o_qdd[7][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[18][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd7[8];
-        double mg_w_p_c0[8];
-        double mg_w_qd3[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        double mg_w_tau7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 7 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 7 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 7 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 7 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 7 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 7 + 5];
-            mg_w_tau7[mg_l] = tau[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 7 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 7 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 7 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 7 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 7 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 7 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 7 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double p_c0 = mg_w_p_c0[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
-            const double tau7 = mg_w_tau7[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            mg_o_reaction[14][mg_l] = 0.0;
+            mg_o_reaction[15][mg_l] = 0.0;
+            mg_o_reaction[16][mg_l] = 0.0;
+            mg_o_reaction[17][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double q6 = mg_in_q[5][mg_l];
             const double cse4 = q6 - 0.22266839016588588;
-            double s6, c6;
-            mg_sincos_poly(cse4, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double q7 = mg_in_q[6][mg_l];
             const double cse5 = q7 + 0.22266839016588588;
             double s7, c7;
             mg_sincos_poly(cse5, &s7, &c7);
@@ -3057,9 +3256,16 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
             const double cse6 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
             const double cp7_y = cse6;
+            double s6, c6;
+            mg_sincos_poly(cse4, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double cp6_x = (2.664630423310853e-05)*c6 + (3.0998972587436223e-05)*s6;
             const double cse7 = (3.0998972587436223e-05)*c6 - 2.664630423310853e-05*s6;
             const double cp6_y = -cse7;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cp5_x = -4.189509228515349e-05*c5 - 2.5887965193256264e-06*s5;
             const double cse8 = (2.5887965193256264e-06)*c5 - 4.189509228515349e-05*s5;
             const double cp5_y = cse8;
@@ -3072,21 +3278,27 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double Nm6_2_z = -0.018731971674997683*Fm6_2_x + (0.03534279611416002)*cp6_x + 8.03380146e-07;
             const double Fm5_4_x = -cse8;
             const double Nm5_4_z = (0.00043172306456889544)*Fm5_4_x + (0.006986674115451445)*cp5_x + 9.237125e-07;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double oo1_zz = qd1*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double oo4_zz = qd4*qd4;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd4 + qd5;
             const double cse9 = (0.006986674115451445)*oo4_zz;
             const double a5_x = -c5*cse9 + (0.00043172306456889544)*oo4_zz*s5;
             const double a5_y = (0.00043172306456889544)*c5*oo4_zz + cse9*s5;
             const double cse10 = omega5_z*omega5_z;
             const double oo5_zz = cse10;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_z = qd2 + qd6;
             const double cse11 = c6*oo2_zz;
             const double a6_x = -0.03534279611416002*cse11 - 0.018731971674997683*oo2_zz*s6;
             const double a6_y = -0.018731971674997683*cse11 + (0.03534279611416002)*oo2_zz*s6;
             const double cse12 = omega6_z*omega6_z;
             const double oo6_zz = cse12;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega7_z = qd1 + qd7;
             const double cse13 = (0.0377068654925911)*oo1_zz;
             const double a7_x = -c7*cse13 + (0.013348868668304538)*oo1_zz*s7;
@@ -3111,6 +3323,9 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double F_c7_x = F7_x*c7 - F7_y*s7;
             const double F_c7_y = F7_x*s7 + F7_y*c7;
             const double N1_z = (0.013348868668304538)*F_c7_x + (0.0377068654925911)*F_c7_y + N7_z;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse15 = c4*s5 + c5*s4;
             const double tau5_01 = cse15;
@@ -3119,6 +3334,9 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse16 = c2*s6 + c6*s2;
             const double tau6_01 = cse16;
@@ -3127,6 +3345,9 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double w6_x = -oo2_zz*r_rel0_6_x;
             const double w6_y = -oo2_zz*r_rel0_6_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse17 = c1*s7 + c7*s1;
             const double tau7_01 = cse17;
@@ -3135,6 +3356,9 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
             const double w7_x = -oo1_zz*r_rel0_7_x;
             const double w7_y = -oo1_zz*r_rel0_7_y;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -3146,6 +3370,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double spring_u_x = cse18*spring_d_x;
             const double spring_u_y = cse18*spring_d_y;
             const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
+            const double p_c0 = mg_in_p[0][mg_l];
             const double spring_F = p_c0*(spring_L - 0.07785);
             const double E23_f1_d_x = -0.02794669646180578*tau5_00 + (0.0017268922582755817)*tau5_10;
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
@@ -3155,6 +3380,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double E23_f1_abias_y = -E23_f1_d_y*cse10 + w5_y;
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse19 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse19;
             const double E23_f2_abias_y = -E23_f2_d_y*cse19;
@@ -3170,25 +3396,43 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
             const double E26_f2_abias_x = -E26_f2_d_x*cse14 + w7_x;
             const double E26_f2_abias_y = -E26_f2_d_y*cse14 + w7_y;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;
@@ -3202,12 +3446,19 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_1 = lu_inv3*(-E26_f2_d_x*X1_6 - cse20);
             const double X1_4 = X1__e2*lu_inv2;
             const double X1_3 = lu_inv1*(-E23_f1_T4_x - E23_f1_d_y*X1_4);
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -spring_F*spring_J3 + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -N4_z + tau4;
+            const double tau5 = mg_in_tau[4][mg_l];
             const double b5 = -N5_z + tau5;
+            const double tau6 = mg_in_tau[5][mg_l];
             const double b6 = -N6_z + tau6;
+            const double tau7 = mg_in_tau[6][mg_l];
             const double b7 = -N7_z + tau7;
             const double cse21 = -E23_f1_abias_y;
             const double qdd0__e2 = -E23_f2_abias_y - cse21 - lu_f23*(E23_f1_abias_x - E23_f2_abias_x);
@@ -3246,15 +3497,25 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH7_1 = -Nm7_1_z*X1_1 - 8.03380146e-07*X1_6;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 - MH3_1*X1_3 + MH4_1 - MH5_1*X1_4 - MH6_1*X1_5 - MH7_1*X1_6;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c3_2 - X1_4*c5_2 - X1_5*c6_2 - X1_6*c7_2 + c4_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
+            mg_o_qdd[3][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[2][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 + qdd0_5;
+            mg_o_qdd[5][mg_l] = qdd_dep5;
             const double qdd_dep6 = -X1_6*qdd_ind1 + qdd0_6;
+            mg_o_qdd[6][mg_l] = qdd_dep6;
             const double resD1 = Ic1_22*qdd_dep1 + Nm7_1_z*qdd_dep6 + cse25;
             const double resD2 = Ic2_22*qdd_dep2 + Nm6_2_z*qdd_dep5 + cse26;
             const double resD3 = -b3 + (1.6170147425000003e-05)*qdd_dep3;
@@ -3265,44 +3526,58 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double lambda_z2 = lu_inv2*(-E23_f1_d_y*lambda_z1 + resD4);
             const double lambda_z6 = lu_inv3*resD1;
             const double lambda_z5 = lu_inv4*(-E26_f2_d_x*lambda_z6 + resD6);
+            mg_o_multipliers[4][mg_l] = lambda_z5;
+            mg_o_reaction[12][mg_l] = lambda_z5;
             const double lambda_z4 = lu_inv5*resD2;
             const double lambda_z3 = lu_inv6*(-E24_f2_d_x*lambda_z4 + resD5);
-            const double lambda4 = -lambda_z3*lu_f32 + lambda_z4;
-            const double lambda6 = -lambda_z5*lu_f51 + lambda_z6;
-            const double lambda2 = -lambda4*lu_f44 - lambda6*lu_f44 + lambda_z2 - lambda_z3*lu_f34 - lambda_z5*lu_f34;
-            const double lambda1 = -lambda2*lu_f23 + lambda_z1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_dep3;
-            mg_o_qdd[3][mg_l] = qdd_ind1;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
-            mg_o_qdd[5][mg_l] = qdd_dep5;
-            mg_o_qdd[6][mg_l] = qdd_dep6;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_multipliers[2][mg_l] = lambda_z3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda_z5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
             mg_o_reaction[6][mg_l] = lambda_z3;
+            const double lambda4 = -lambda_z3*lu_f32 + lambda_z4;
+            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_reaction[7][mg_l] = lambda4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
-            mg_o_reaction[12][mg_l] = lambda_z5;
+            const double lambda6 = -lambda_z5*lu_f51 + lambda_z6;
+            mg_o_multipliers[5][mg_l] = lambda6;
             mg_o_reaction[13][mg_l] = lambda6;
-            mg_o_reaction[14][mg_l] = 0.0;
-            mg_o_reaction[15][mg_l] = 0.0;
-            mg_o_reaction[16][mg_l] = 0.0;
-            mg_o_reaction[17][mg_l] = 0.0;
+            const double lambda2 = -lambda4*lu_f44 - lambda6*lu_f44 + lambda_z2 - lambda_z3*lu_f34 - lambda_z5*lu_f34;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda1 = -lambda2*lu_f23 + lambda_z1;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            qdd[(mg_i + 0) * 7 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 7 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 7 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 7 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 7 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 7 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 7 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 7 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            multipliers[(mg_i + 0) * 6 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 6 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 6 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 6 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 6 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 6 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 6 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 6 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            reaction[(mg_i + 0) * 18 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 18 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 18 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 18 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 18 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 18 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 18 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 18 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3311,10 +3586,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) reaction[(mg_i + mg_l) * 18 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = NAN;
@@ -3609,81 +3881,88 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_qdd_ind[1][8];
+        double mg_in_p[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[7][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[18][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd2[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_qd1[8];
-        double mg_w_qd7[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd_ind1[8];
-        double mg_w_p_c0[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
-            mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double p_c0 = mg_w_p_c0[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            mg_o_reaction[14][mg_l] = 0.0;
+            mg_o_reaction[15][mg_l] = 0.0;
+            mg_o_reaction[16][mg_l] = 0.0;
+            mg_o_reaction[17][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -3693,11 +3972,17 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double oo4_zz = qd4*qd4;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd4 + qd5;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -3707,11 +3992,17 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo5_zz = qd2*qd2;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_z = qd2 + qd6;
             const double w6_x = -oo5_zz*r_rel0_6_x;
             const double w6_y = -oo5_zz*r_rel0_6_y;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -3721,7 +4012,9 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau7_10 = -cse8;
             const double r_rel0_7_x = (0.0377068654925911)*c1 + (0.013348868668304538)*s1;
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double oo6_zz = qd1*qd1;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega7_z = qd1 + qd7;
             const double w7_x = -oo6_zz*r_rel0_7_x;
             const double w7_y = -oo6_zz*r_rel0_7_y;
@@ -3732,8 +4025,12 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse9 = omega5_z*omega5_z;
             const double E23_f1_abias_x = -E23_f1_d_x*cse9 + w5_x;
             const double E23_f1_abias_y = -E23_f1_d_y*cse9 + w5_y;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse10 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse10;
             const double E23_f2_abias_y = -E23_f2_d_y*cse10;
@@ -3751,25 +4048,43 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse12 = omega7_z*omega7_z;
             const double E26_f2_abias_x = -E26_f2_d_x*cse12 + w7_x;
             const double E26_f2_abias_y = -E26_f2_d_y*cse12 + w7_y;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;
@@ -3800,12 +4115,20 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_1 = lu_inv3*(-E26_f2_d_x*qdd0_6 + qdd0__e6);
             const double qdd0_4 = lu_inv2*qdd0__e2;
             const double qdd0_3 = lu_inv1*(-E23_f1_d_y*qdd0_4 - E23_f2_abias_x - cse15);
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[3][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[2][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 + qdd0_5;
+            mg_o_qdd[5][mg_l] = qdd_dep5;
             const double qdd_dep6 = -X1_6*qdd_ind1 + qdd0_6;
+            mg_o_qdd[6][mg_l] = qdd_dep6;
             const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -3817,6 +4140,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double spring_u_x = cse18*spring_d_x;
             const double spring_u_y = cse18*spring_d_y;
             const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
+            const double p_c0 = mg_in_p[0][mg_l];
             const double spring_F = p_c0*(spring_L - 0.07785);
             const double epsd5_z = qdd_dep4 + qdd_ind1;
             const double cse19 = -0.006986674115451445*oo4_zz + (0.00043172306456889544)*qdd_ind1;
@@ -3860,46 +4184,71 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double lambda_z2 = lu_inv2*(-E23_f1_d_y*lambda_z1 + N5_z);
             const double lambda_z6 = N1_z*lu_inv3;
             const double lambda_z5 = lu_inv4*(-E26_f2_d_x*lambda_z6 + N7_z);
+            mg_o_multipliers[4][mg_l] = lambda_z5;
+            mg_o_reaction[12][mg_l] = lambda_z5;
             const double lambda_z4 = N2_z*lu_inv5;
             const double lambda_z3 = lu_inv6*(-E24_f2_d_x*lambda_z4 + N6_z);
+            mg_o_multipliers[2][mg_l] = lambda_z3;
+            mg_o_reaction[6][mg_l] = lambda_z3;
             const double lambda4 = -lambda_z3*lu_f32 + lambda_z4;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[7][mg_l] = lambda4;
             const double lambda6 = -lambda_z5*lu_f51 + lambda_z6;
+            mg_o_multipliers[5][mg_l] = lambda6;
+            mg_o_reaction[13][mg_l] = lambda6;
             const double lambda2 = -lambda4*lu_f44 - lambda6*lu_f44 + lambda_z2 - lambda_z3*lu_f34 - lambda_z5*lu_f34;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             const double lambda1 = -lambda2*lu_f23 + lambda_z1;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double tau_ind1 = E23_f1_T4_x*lambda1 + E23_f1_T4_x*lambda_z3 + E23_f1_T4_x*lambda_z5 + E23_f1_o_x*lambda2 + E23_f1_o_x*lambda4 + E23_f1_o_x*lambda6 + N4_z;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_dep3;
-            mg_o_qdd[3][mg_l] = qdd_ind1;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
-            mg_o_qdd[5][mg_l] = qdd_dep5;
-            mg_o_qdd[6][mg_l] = qdd_dep6;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda_z3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda_z5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda_z3;
-            mg_o_reaction[7][mg_l] = lambda4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
-            mg_o_reaction[12][mg_l] = lambda_z5;
-            mg_o_reaction[13][mg_l] = lambda6;
-            mg_o_reaction[14][mg_l] = 0.0;
-            mg_o_reaction[15][mg_l] = 0.0;
-            mg_o_reaction[16][mg_l] = 0.0;
-            mg_o_reaction[17][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            qdd[(mg_i + 0) * 7 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 7 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 7 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 7 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 7 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 7 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 7 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 7 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            multipliers[(mg_i + 0) * 6 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 6 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 6 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 6 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 6 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 6 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 6 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 6 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            reaction[(mg_i + 0) * 18 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 18 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 18 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 18 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 18 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 18 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 18 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 18 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3908,11 +4257,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) reaction[(mg_i + mg_l) * 18 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -4038,75 +4383,61 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_p[1][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd2[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_qd1[8];
-        double mg_w_qd7[8];
-        double mg_w_qd3[8];
-        double mg_w_p_c0[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double p_c0 = mg_w_p_c0[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -4116,10 +4447,16 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd4 + qd5;
             const double v5_x = -qd4*r_rel0_5_y;
             const double v5_y = qd4*r_rel0_5_x;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -4129,10 +4466,16 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_z = qd2 + qd6;
             const double v6_x = -qd2*r_rel0_6_y;
             const double v6_y = qd2*r_rel0_6_x;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -4142,6 +4485,8 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double tau7_10 = -cse8;
             const double r_rel0_7_x = (0.0377068654925911)*c1 + (0.013348868668304538)*s1;
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega7_z = qd1 + qd7;
             const double v7_x = -qd1*r_rel0_7_y;
             const double v7_y = qd1*r_rel0_7_x;
@@ -4151,6 +4496,9 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double v_loc6_y = tau6_00*v6_y + tau6_10*v6_x;
             const double v_loc7_x = tau7_00*v7_x + tau7_01*v7_y;
             const double v_loc7_y = tau7_00*v7_y + tau7_10*v7_x;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -4158,8 +4506,32 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double spring_d_x = spring_b_o_x - 0.014;
             const double spring_d_y = spring_b_o_y - 0.072;
             const double spring_L = sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y);
+            const double qd3 = mg_in_qd[2][mg_l];
             mg_o_T[0][mg_l] = (4.6185625e-07)*omega5_z*omega5_z - 2.5887965193256264e-06*omega5_z*v_loc5_x - 4.189509228515349e-05*omega5_z*v_loc5_y + (4.01690073e-07)*omega6_z*omega6_z + (3.0998972587436223e-05)*omega6_z*v_loc6_x + (2.664630423310853e-05)*omega6_z*v_loc6_y + (4.01690073e-07)*omega7_z*omega7_z - 3.457009456502888e-05*omega7_z*v_loc7_x + (2.1814453752614592e-05)*omega7_z*v_loc7_y + (1.4259649164999998e-05)*qd1*qd1 + (2.7579867999999996e-05)*qd2*qd2 + (8.085073712500001e-06)*qd3*qd3 + (1.1153034e-06)*qd4*qd4 + (0.001825)*v_loc5_x*v_loc5_x + (0.001825)*v_loc5_y*v_loc5_y + (0.00353)*v_loc6_x*v_loc6_x + (0.00353)*v_loc6_y*v_loc6_y + (0.00353)*v_loc7_x*v_loc7_x + (0.00353)*v_loc7_y*v_loc7_y;
+            const double p_c0 = mg_in_p[0][mg_l];
             mg_o_V[0][mg_l] = (0.5)*p_c0*(spring_L - 0.07785)*(spring_L - 0.07785);
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4168,9 +4540,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -4219,22 +4589,49 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
+        double mg_in_p[1][8];
         double mg_o_state[3][8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_p_c0[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double p_c0 = mg_w_p_c0[mg_l];
+            const double q3 = mg_in_q[2][mg_l];
             const double cse0 = q3 - 0.45527981916307037;
             double s3, c3;
             mg_sincos_poly(cse0, &s3, &c3);
@@ -4246,15 +4643,28 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
             const double spring_d_x = spring_b_o_x - 0.014;
             const double spring_d_y = spring_b_o_y - 0.072;
             const double spring_L = sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y);
+            mg_o_state[0][mg_l] = spring_L;
             const double cse1 = 1.0/spring_L;
             const double spring_u_x = cse1*spring_d_x;
             const double spring_u_y = cse1*spring_d_y;
             const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double spring_Ld = qd3*spring_J3;
-            const double spring_F = p_c0*(spring_L - 0.07785);
-            mg_o_state[0][mg_l] = spring_L;
             mg_o_state[1][mg_l] = spring_Ld;
+            const double p_c0 = mg_in_p[0][mg_l];
+            const double spring_F = p_c0*(spring_L - 0.07785);
             mg_o_state[2][mg_l] = spring_F;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4263,8 +4673,7 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -4387,72 +4796,49 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[7][8];
+        double mg_in_qd[7][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd6[8];
-        double mg_w_qd1[8];
-        double mg_w_qd7[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 0.48736497954384256;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -4462,7 +4848,11 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse5 = q6 - 0.22266839016588588;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s6, c6;
             mg_sincos_poly(cse5, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(cse5);
@@ -4474,7 +4864,11 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double q7 = mg_in_q[6][mg_l];
             const double cse7 = q7 + 0.22266839016588588;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s7, c7;
             mg_sincos_poly(cse7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(cse7);
@@ -4492,6 +4886,9 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double cse9 = E23_f1_d_y + r_rel0_5_y;
             const double E23_f1_o_y = cse9;
             const double E23_f1_T4_x = -cse9;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
             const double E23_f2_o_x = E23_f2_d_x - 0.03635;
@@ -4506,12 +4903,41 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
             const double E26_f2_o_x = E26_f2_d_x + r7_x;
             const double E26_f2_o_y = E26_f2_d_y + r7_y;
+            mg_o_position[0][mg_l] = sqrt((-E23_f1_o_x + E23_f2_o_x)*(-E23_f1_o_x + E23_f2_o_x) + (-E23_f1_o_x + E24_f2_o_x)*(-E23_f1_o_x + E24_f2_o_x) + (-E23_f1_o_x + E26_f2_o_x)*(-E23_f1_o_x + E26_f2_o_x) + (-E23_f1_o_y + E23_f2_o_y)*(-E23_f1_o_y + E23_f2_o_y) + (-E23_f1_o_y + E24_f2_o_y)*(-E23_f1_o_y + E24_f2_o_y) + (-E23_f1_o_y + E26_f2_o_y)*(-E23_f1_o_y + E26_f2_o_y));
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
             const double cse10 = E23_f1_T4_x*qd4 - E23_f1_d_y*qd5;
             const double cse11 = E23_f1_d_x*qd5 + E23_f1_o_x*qd4;
-            mg_o_position[0][mg_l] = sqrt((-E23_f1_o_x + E23_f2_o_x)*(-E23_f1_o_x + E23_f2_o_x) + (-E23_f1_o_x + E24_f2_o_x)*(-E23_f1_o_x + E24_f2_o_x) + (-E23_f1_o_x + E26_f2_o_x)*(-E23_f1_o_x + E26_f2_o_x) + (-E23_f1_o_y + E23_f2_o_y)*(-E23_f1_o_y + E23_f2_o_y) + (-E23_f1_o_y + E24_f2_o_y)*(-E23_f1_o_y + E24_f2_o_y) + (-E23_f1_o_y + E26_f2_o_y)*(-E23_f1_o_y + E26_f2_o_y));
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd6 = mg_in_qd[5][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd7 = mg_in_qd[6][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((E23_f2_d_x*qd3 - cse11)*(E23_f2_d_x*qd3 - cse11) + (-E23_f2_d_y*qd3 - cse10)*(-E23_f2_d_y*qd3 - cse10) + (E24_f2_T2_x*qd2 - E24_f2_d_y*qd6 - cse10)*(E24_f2_T2_x*qd2 - E24_f2_d_y*qd6 - cse10) + (E24_f2_T2_y*qd2 + E24_f2_d_x*qd6 - cse11)*(E24_f2_T2_y*qd2 + E24_f2_d_x*qd6 - cse11) + (E26_f2_T1_x*qd1 - E26_f2_d_y*qd7 - cse10)*(E26_f2_T1_x*qd1 - E26_f2_d_y*qd7 - cse10) + (E26_f2_T1_y*qd1 + E26_f2_d_x*qd7 - cse11)*(E26_f2_T1_y*qd1 + E26_f2_d_x*qd7 - cse11));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4520,9 +4946,7 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

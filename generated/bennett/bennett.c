@@ -237,24 +237,28 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_phi[5][8];
         double mg_o_G[15][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            mg_o_G[7][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -263,14 +267,13 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -279,6 +282,9 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -291,6 +297,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
             const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
             const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            mg_o_G[4][mg_l] = -J3_f1_o_x;
             const double cse5 = J3_f1_d_y + r_rel0_3_y;
             const double J3_f1_o_y = cse5;
             const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
@@ -303,46 +310,77 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             const double J3_f1_z_y = -0.3513140727530572*tau3_01 + (0.8786707450705684)*tau3_11 - 0.3232895668635034*theta_J3_21;
             const double J3_f1_z_z = -0.3513140727530572*tau3_02 + (0.8786707450705684)*tau3_12 - 0.2472654994461368;
             const double J3_f1_T2_x = -cse5;
+            mg_o_G[1][mg_l] = -J3_f1_T2_x;
             const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            mg_o_G[2][mg_l] = -J3_f1_T3_x;
             const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            mg_o_G[5][mg_l] = -J3_f1_T3_y;
             const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            mg_o_G[8][mg_l] = -J3_f1_T3_z;
             const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
             const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            mg_o_phi[1][mg_l] = -J3_f1_o_y + J3_f2_d_y;
             const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            mg_o_phi[2][mg_l] = -J3_f1_d_z + J3_f2_d_z;
             const double J3_f2_o_x = J3_f2_d_x - 1.2301901139936389;
+            mg_o_phi[0][mg_l] = -J3_f1_o_x + J3_f2_o_x;
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
             const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
             const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
-            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
-            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
-            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
-            const double cse6 = J3_f1_x_x*J3_f2_z_y;
-            const double cse7 = J3_f1_x_x*J3_f2_z_z;
-            const double cse8 = J3_f1_x_y*J3_f2_z_x;
-            const double cse9 = J3_f1_y_x*J3_f2_z_y;
-            const double cse10 = J3_f1_y_x*J3_f2_z_z;
-            const double cse11 = J3_f1_y_y*J3_f2_z_x;
-            mg_o_phi[0][mg_l] = -J3_f1_o_x + J3_f2_o_x;
-            mg_o_phi[1][mg_l] = -J3_f1_o_y + J3_f2_d_y;
-            mg_o_phi[2][mg_l] = -J3_f1_d_z + J3_f2_d_z;
             mg_o_phi[3][mg_l] = J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z;
             mg_o_phi[4][mg_l] = J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z;
+            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
             mg_o_G[0][mg_l] = J3_f2_T1_x;
-            mg_o_G[1][mg_l] = -J3_f1_T2_x;
-            mg_o_G[2][mg_l] = -J3_f1_T3_x;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
             mg_o_G[3][mg_l] = J3_f2_T1_y;
-            mg_o_G[4][mg_l] = -J3_f1_o_x;
-            mg_o_G[5][mg_l] = -J3_f1_T3_y;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
             mg_o_G[6][mg_l] = J3_f2_T1_z;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = -J3_f1_T3_z;
+            const double cse6 = J3_f1_x_x*J3_f2_z_y;
+            const double cse7 = J3_f1_x_x*J3_f2_z_z;
             mg_o_G[9][mg_l] = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7;
+            const double cse8 = J3_f1_x_y*J3_f2_z_x;
             mg_o_G[10][mg_l] = cse6 - cse8;
             mg_o_G[11][mg_l] = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7);
+            const double cse9 = J3_f1_y_x*J3_f2_z_y;
+            const double cse10 = J3_f1_y_x*J3_f2_z_z;
             mg_o_G[12][mg_l] = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9;
+            const double cse11 = J3_f1_y_y*J3_f2_z_x;
             mg_o_G[13][mg_l] = -cse11 + cse9;
             mg_o_G[14][mg_l] = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10);
-            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            phi[(mg_i + 0) * 5 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 5 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 5 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 5 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 5 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 5 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 5 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 5 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            G[(mg_i + 0) * 15 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 15 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 15 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 15 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 15 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 15 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 15 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 15 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -351,10 +389,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) phi[(mg_i + mg_l) * 5 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) G[(mg_i + mg_l) * 15 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -495,26 +530,30 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_branch[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -523,14 +562,14 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
+            mg_o_q_next[1][mg_l] = q2;
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -539,6 +578,9 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -571,6 +613,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
             const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
             const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
             const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
             const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
             const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
@@ -591,26 +634,73 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double cse16 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z;
             const double cse17 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z;
             const double err = sqrt(cse13*cse13 + cse14*cse14 + cse15*cse15 + cse16*cse16 + cse17*cse17);
+            mg_o_error[0][mg_l] = err;
             const double cse18 = -cse16;
             const double cse19 = -cse17;
             const double dqrhs1 = J3_f2_T1_x*cse15 + J3_f2_T1_y*cse13 + J3_f2_T1_z*cse14 + cse18*cse7 + cse19*cse9;
             const double dqrhs2 = -J3_f1_T3_x*cse15 - J3_f1_T3_y*cse13 - J3_f1_T3_z*cse14 + cse11*cse18 + cse12*cse19;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double dq2 = invD2*y2;
+            mg_o_q_next[2][mg_l] = dq2 + q3;
             const double dq1 = -L2_1*dq2 + dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = q2;
-            mg_o_q_next[2][mg_l] = dq2 + q3;
-            mg_o_error[0][mg_l] = err;
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            q_next[(mg_i + 0) * 3 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 3 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 3 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 3 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 3 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 3 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 3 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 3 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -619,11 +709,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -763,27 +849,40 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -792,14 +891,13 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -808,6 +906,9 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -856,24 +957,52 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double cse16 = -cse13 + cse8;
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse10*cse16 + cse15*cse7;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse12*cse15 + cse14*cse16;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
-            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_ind1;
-            mg_o_qd[2][mg_l] = qd_dep2;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = 1.0;
             mg_o_H[2][mg_l] = -X1_2;
+            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[1][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qd[(mg_i + 0) * 3 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 3 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 3 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 3 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 3 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 3 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 3 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 3 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            H[(mg_i + 0) * 3 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 3 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 3 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 3 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 3 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 3 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 3 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 3 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -882,9 +1011,7 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -1177,65 +1304,109 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd[3][8];
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
         double mg_o_R[27][8];
         double mg_o_omega[9][8];
         double mg_o_alpha[9][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
+            mg_o_r[2][mg_l] = 0.0;
+            mg_o_r[6][mg_l] = -1.2301901139936389;
+            mg_o_r[7][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = 0.0;
+            mg_o_r[11][mg_l] = 0.0;
+            mg_o_v[2][mg_l] = 0.0;
+            mg_o_v[6][mg_l] = 0.0;
+            mg_o_v[7][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_v[11][mg_l] = 0.0;
+            mg_o_a[2][mg_l] = 0.0;
+            mg_o_a[6][mg_l] = 0.0;
+            mg_o_a[7][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_a[11][mg_l] = 0.0;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[5][mg_l] = 0.0;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = 0.0;
+            mg_o_R[8][mg_l] = 1.0;
+            mg_o_omega[0][mg_l] = 0.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[6][mg_l] = 0.0;
+            mg_o_alpha[0][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[6][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_R[18][mg_l] = c1;
             const double cse1 = (0.3232895668635034)*s1;
             const double tau1_01 = cse1;
+            mg_o_R[21][mg_l] = tau1_01;
             const double cse2 = (0.9463000876874145)*s1;
             const double tau1_02 = cse2;
+            mg_o_R[24][mg_l] = tau1_02;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
+            mg_o_omega[7][mg_l] = omega1_y;
             const double omega1_z = (0.3232895668635034)*qd1;
+            mg_o_omega[8][mg_l] = omega1_z;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse3 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse4 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse3, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            const double cse4 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse4, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            mg_o_R[0][mg_l] = c2;
+            mg_o_R[1][mg_l] = -s2;
+            mg_o_R[3][mg_l] = s2;
+            mg_o_R[4][mg_l] = c2;
             const double cse5 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
             const double cse6 = (0.10691419700008513)*c2;
@@ -1244,6 +1415,9 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             const double theta_J3_11 = (0.931351183567697)*c2 + cse5;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse4, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -1251,215 +1425,251 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
             const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            mg_o_r[0][mg_l] = r_rel0_3_x;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            mg_o_r[1][mg_l] = r_rel0_3_y;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[2][mg_l] = qd2;
             const double cse7 = qd2*qd2;
             const double oo2_zz = cse7;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse8 = qd3*theta_J3_20;
             const double omega3_x = cse8;
+            mg_o_omega[3][mg_l] = omega3_x;
             const double cse9 = qd3*theta_J3_21;
             const double omega3_y = cse9;
+            mg_o_omega[4][mg_l] = omega3_y;
             const double omega3_z = qd2 + (0.7648421872844884)*qd3;
+            mg_o_omega[5][mg_l] = omega3_z;
             const double v3_x = -qd2*r_rel0_3_y;
+            mg_o_v[0][mg_l] = v3_x;
             const double v3_y = qd2*r_rel0_3_x;
+            mg_o_v[1][mg_l] = v3_y;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double eps3_x = -cse9*qd2;
             const double eps3_y = cse8*qd2;
             const double joint2_abias_x = -cse7*r_rel0_3_x;
             const double joint2_abias_y = -cse7*r_rel0_3_y;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[2][mg_l] = qdd2;
             const double joint2_ax = joint2_abias_x - qdd2*r_rel0_3_y;
+            mg_o_a[0][mg_l] = joint2_ax;
             const double joint2_ay = joint2_abias_y + qdd2*r_rel0_3_x;
+            mg_o_a[1][mg_l] = joint2_ay;
             const double joint3_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
             const double joint3_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
             const double joint3_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            mg_o_r[5][mg_l] = joint3_d_z;
             const double joint3_o_x = joint3_d_x + r_rel0_3_x;
+            mg_o_r[3][mg_l] = joint3_o_x;
             const double cse10 = joint3_d_y + r_rel0_3_y;
             const double joint3_o_y = cse10;
+            mg_o_r[4][mg_l] = joint3_o_y;
             const double joint3_T2_x = -cse10;
             const double joint3_T3_x = -0.7648421872844884*joint3_d_y + joint3_d_z*theta_J3_21;
             const double joint3_T3_y = (0.7648421872844884)*joint3_d_x - joint3_d_z*theta_J3_20;
             const double joint3_T3_z = -joint3_d_x*theta_J3_21 + joint3_d_y*theta_J3_20;
             const double cse11 = joint3_d_y*omega3_z;
             const double joint3_v_x = -cse11 + joint3_d_z*omega3_y + v3_x;
+            mg_o_v[3][mg_l] = joint3_v_x;
             const double cse12 = joint3_d_x*omega3_z - joint3_d_z*omega3_x;
             const double joint3_v_y = cse12 + v3_y;
+            mg_o_v[4][mg_l] = joint3_v_y;
             const double cse13 = -joint3_d_x*omega3_y + joint3_d_y*omega3_x;
             const double joint3_v_z = cse13;
+            mg_o_v[5][mg_l] = joint3_v_z;
             const double joint3_abias_x = -cse12*omega3_z + cse13*omega3_y + eps3_y*joint3_d_z + w3_x;
             const double cse14 = -w3_y;
             const double cse15 = -cse11 + joint3_d_z*omega3_y;
             const double joint3_abias_y = -cse13*omega3_x - cse14 + cse15*omega3_z - eps3_x*joint3_d_z;
             const double joint3_abias_z = cse12*omega3_x - cse15*omega3_y + eps3_x*joint3_d_y - eps3_y*joint3_d_x;
+            const double qdd3 = mg_in_qdd[2][mg_l];
             const double joint3_ax = joint3_T2_x*qdd2 + joint3_T3_x*qdd3 + joint3_abias_x;
+            mg_o_a[3][mg_l] = joint3_ax;
             const double joint3_ay = joint3_T3_y*qdd3 + joint3_abias_y + joint3_o_x*qdd2;
+            mg_o_a[4][mg_l] = joint3_ay;
             const double joint3_az = joint3_T3_z*qdd3 + joint3_abias_z;
+            mg_o_a[5][mg_l] = joint3_az;
             const double link1_d_x = (0.22624699623211694)*c2 - 0.3523588196118675*s2;
+            mg_o_r[9][mg_l] = link1_d_x;
             const double link1_d_y = (0.3523588196118675)*c2 + (0.22624699623211694)*s2;
+            mg_o_r[10][mg_l] = link1_d_y;
             const double link1_v_x = -link1_d_y*qd2;
+            mg_o_v[9][mg_l] = link1_v_x;
             const double link1_v_y = link1_d_x*qd2;
+            mg_o_v[10][mg_l] = link1_v_y;
             const double link1_abias_x = -cse7*link1_d_x;
             const double link1_abias_y = -cse7*link1_d_y;
             const double link1_ax = link1_abias_x - link1_d_y*qdd2;
+            mg_o_a[9][mg_l] = link1_ax;
             const double link1_ay = link1_abias_y + link1_d_x*qdd2;
+            mg_o_a[10][mg_l] = link1_ay;
             const double link2_d_x = -0.5711359842958694*tau3_00 - 0.22835414728948722*tau3_10 + (1.7918238850726456e-18)*theta_J3_20;
             const double link2_d_y = -0.5711359842958694*tau3_01 - 0.22835414728948722*tau3_11 + (1.7918238850726456e-18)*theta_J3_21;
             const double link2_d_z = -0.5711359842958694*tau3_02 - 0.22835414728948722*tau3_12 + 1.370462499487552e-18;
+            mg_o_r[14][mg_l] = link2_d_z;
             const double link2_o_x = link2_d_x + r_rel0_3_x;
+            mg_o_r[12][mg_l] = link2_o_x;
             const double cse16 = link2_d_y + r_rel0_3_y;
             const double link2_o_y = cse16;
+            mg_o_r[13][mg_l] = link2_o_y;
             const double link2_T2_x = -cse16;
             const double link2_T3_x = -0.7648421872844884*link2_d_y + link2_d_z*theta_J3_21;
             const double link2_T3_y = (0.7648421872844884)*link2_d_x - link2_d_z*theta_J3_20;
             const double link2_T3_z = -link2_d_x*theta_J3_21 + link2_d_y*theta_J3_20;
             const double cse17 = link2_d_y*omega3_z;
             const double link2_v_x = -cse17 + link2_d_z*omega3_y + v3_x;
+            mg_o_v[12][mg_l] = link2_v_x;
             const double cse18 = link2_d_x*omega3_z - link2_d_z*omega3_x;
             const double link2_v_y = cse18 + v3_y;
+            mg_o_v[13][mg_l] = link2_v_y;
             const double cse19 = -link2_d_x*omega3_y + link2_d_y*omega3_x;
             const double link2_v_z = cse19;
+            mg_o_v[14][mg_l] = link2_v_z;
             const double link2_abias_x = -cse18*omega3_z + cse19*omega3_y + eps3_y*link2_d_z + w3_x;
             const double cse20 = -cse17 + link2_d_z*omega3_y;
             const double link2_abias_y = -cse14 - cse19*omega3_x + cse20*omega3_z - eps3_x*link2_d_z;
             const double link2_abias_z = cse18*omega3_x - cse20*omega3_y + eps3_x*link2_d_y - eps3_y*link2_d_x;
             const double link2_ax = link2_T2_x*qdd2 + link2_T3_x*qdd3 + link2_abias_x;
+            mg_o_a[12][mg_l] = link2_ax;
             const double link2_ay = link2_T3_y*qdd3 + link2_abias_y + link2_o_x*qdd2;
+            mg_o_a[13][mg_l] = link2_ay;
             const double link2_az = link2_T3_z*qdd3 + link2_abias_z;
+            mg_o_a[14][mg_l] = link2_az;
             const double link3_d_x = (0.3408910481302998)*c1 - 0.24318251246121658*s1;
             const double link3_d_y = (0.3408910481302998)*tau1_01 + (0.24318251246121658)*tau1_11 + 3.700175422185523e-18;
+            mg_o_r[16][mg_l] = link3_d_y;
             const double link3_d_z = (0.3408910481302998)*tau1_02 + (0.24318251246121658)*tau1_12 - 1.264110745757937e-18;
+            mg_o_r[17][mg_l] = link3_d_z;
             const double link3_o_x = link3_d_x - 1.2301901139936389;
+            mg_o_r[15][mg_l] = link3_o_x;
             const double link3_T1_x = -0.3232895668635034*link3_d_y - 0.9463000876874145*link3_d_z;
             const double link3_T1_y = (0.3232895668635034)*link3_d_x;
             const double link3_T1_z = (0.9463000876874145)*link3_d_x;
             const double cse21 = -link3_d_y*omega1_z + link3_d_z*omega1_y;
             const double link3_v_x = cse21;
+            mg_o_v[15][mg_l] = link3_v_x;
             const double link3_v_y = link3_d_x*omega1_z;
+            mg_o_v[16][mg_l] = link3_v_y;
             const double link3_v_z = -link3_d_x*omega1_y;
+            mg_o_v[17][mg_l] = link3_v_z;
             const double link3_abias_x = -link3_d_x*omega1_y*omega1_y - link3_d_x*omega1_z*omega1_z;
             const double link3_abias_y = cse21*omega1_z;
             const double link3_abias_z = -cse21*omega1_y;
+            const double qdd1 = mg_in_qdd[0][mg_l];
             const double link3_ax = link3_T1_x*qdd1 + link3_abias_x;
-            const double link3_ay = link3_T1_y*qdd1 + link3_abias_y;
-            const double link3_az = link3_T1_z*qdd1 + link3_abias_z;
-            const double link2_R00 = (0.8334910037167914)*tau3_00 + (0.10691419700008513)*tau3_10 + (0.5420904917105653)*theta_J3_20;
-            const double link2_R01 = (0.10691419700008513)*tau3_00 + (0.931351183567697)*tau3_10 - 0.34807230189556454*theta_J3_20;
-            const double link2_R02 = -0.5420904917105653*tau3_00 + (0.34807230189556454)*tau3_10 + (0.7648421872844884)*theta_J3_20;
-            const double link2_R10 = (0.8334910037167914)*tau3_01 + (0.10691419700008513)*tau3_11 + (0.5420904917105653)*theta_J3_21;
-            const double link2_R11 = (0.10691419700008513)*tau3_01 + (0.931351183567697)*tau3_11 - 0.34807230189556454*theta_J3_21;
-            const double link2_R12 = -0.5420904917105653*tau3_01 + (0.34807230189556454)*tau3_11 + (0.7648421872844884)*theta_J3_21;
-            const double link2_R20 = (0.8334910037167914)*tau3_02 + (0.10691419700008513)*tau3_12 + 0.4146136773860326;
-            const double link2_R21 = (0.10691419700008513)*tau3_02 + (0.931351183567697)*tau3_12 - 0.26622038071495036;
-            const double link2_R22 = -0.5420904917105653*tau3_02 + (0.34807230189556454)*tau3_12 + 0.5849835714501204;
-            const double link2_alphax = eps3_x + qdd3*theta_J3_20;
-            const double link2_alphay = eps3_y + qdd3*theta_J3_21;
-            const double link2_alphaz = qdd2 + (0.7648421872844884)*qdd3;
-            const double link3_R01 = -cse1;
-            const double link3_R02 = -cse2;
-            const double link3_R11 = (0.3232895668635034)*tau1_11 + 0.8954838559572084;
-            const double link3_R12 = (0.9463000876874145)*tau1_11 - 0.3059289454713595;
-            const double link3_R21 = (0.3232895668635034)*tau1_12 - 0.3059289454713595;
-            const double link3_R22 = (0.9463000876874145)*tau1_12 + 0.10451614404279164;
-            const double link3_alphay = -0.9463000876874145*qdd1;
-            const double link3_alphaz = (0.3232895668635034)*qdd1;
-            mg_o_r[0][mg_l] = r_rel0_3_x;
-            mg_o_r[1][mg_l] = r_rel0_3_y;
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = joint3_o_x;
-            mg_o_r[4][mg_l] = joint3_o_y;
-            mg_o_r[5][mg_l] = joint3_d_z;
-            mg_o_r[6][mg_l] = -1.2301901139936389;
-            mg_o_r[7][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = link1_d_x;
-            mg_o_r[10][mg_l] = link1_d_y;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = link2_o_x;
-            mg_o_r[13][mg_l] = link2_o_y;
-            mg_o_r[14][mg_l] = link2_d_z;
-            mg_o_r[15][mg_l] = link3_o_x;
-            mg_o_r[16][mg_l] = link3_d_y;
-            mg_o_r[17][mg_l] = link3_d_z;
-            mg_o_v[0][mg_l] = v3_x;
-            mg_o_v[1][mg_l] = v3_y;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = joint3_v_x;
-            mg_o_v[4][mg_l] = joint3_v_y;
-            mg_o_v[5][mg_l] = joint3_v_z;
-            mg_o_v[6][mg_l] = 0.0;
-            mg_o_v[7][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = link1_v_x;
-            mg_o_v[10][mg_l] = link1_v_y;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = link2_v_x;
-            mg_o_v[13][mg_l] = link2_v_y;
-            mg_o_v[14][mg_l] = link2_v_z;
-            mg_o_v[15][mg_l] = link3_v_x;
-            mg_o_v[16][mg_l] = link3_v_y;
-            mg_o_v[17][mg_l] = link3_v_z;
-            mg_o_a[0][mg_l] = joint2_ax;
-            mg_o_a[1][mg_l] = joint2_ay;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[3][mg_l] = joint3_ax;
-            mg_o_a[4][mg_l] = joint3_ay;
-            mg_o_a[5][mg_l] = joint3_az;
-            mg_o_a[6][mg_l] = 0.0;
-            mg_o_a[7][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = link1_ax;
-            mg_o_a[10][mg_l] = link1_ay;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = link2_ax;
-            mg_o_a[13][mg_l] = link2_ay;
-            mg_o_a[14][mg_l] = link2_az;
             mg_o_a[15][mg_l] = link3_ax;
+            const double link3_ay = link3_T1_y*qdd1 + link3_abias_y;
             mg_o_a[16][mg_l] = link3_ay;
+            const double link3_az = link3_T1_z*qdd1 + link3_abias_z;
             mg_o_a[17][mg_l] = link3_az;
-            mg_o_R[0][mg_l] = c2;
-            mg_o_R[1][mg_l] = -s2;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s2;
-            mg_o_R[4][mg_l] = c2;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
+            const double link2_R00 = (0.8334910037167914)*tau3_00 + (0.10691419700008513)*tau3_10 + (0.5420904917105653)*theta_J3_20;
             mg_o_R[9][mg_l] = link2_R00;
+            const double link2_R01 = (0.10691419700008513)*tau3_00 + (0.931351183567697)*tau3_10 - 0.34807230189556454*theta_J3_20;
             mg_o_R[10][mg_l] = link2_R01;
+            const double link2_R02 = -0.5420904917105653*tau3_00 + (0.34807230189556454)*tau3_10 + (0.7648421872844884)*theta_J3_20;
             mg_o_R[11][mg_l] = link2_R02;
+            const double link2_R10 = (0.8334910037167914)*tau3_01 + (0.10691419700008513)*tau3_11 + (0.5420904917105653)*theta_J3_21;
             mg_o_R[12][mg_l] = link2_R10;
+            const double link2_R11 = (0.10691419700008513)*tau3_01 + (0.931351183567697)*tau3_11 - 0.34807230189556454*theta_J3_21;
             mg_o_R[13][mg_l] = link2_R11;
+            const double link2_R12 = -0.5420904917105653*tau3_01 + (0.34807230189556454)*tau3_11 + (0.7648421872844884)*theta_J3_21;
             mg_o_R[14][mg_l] = link2_R12;
+            const double link2_R20 = (0.8334910037167914)*tau3_02 + (0.10691419700008513)*tau3_12 + 0.4146136773860326;
             mg_o_R[15][mg_l] = link2_R20;
+            const double link2_R21 = (0.10691419700008513)*tau3_02 + (0.931351183567697)*tau3_12 - 0.26622038071495036;
             mg_o_R[16][mg_l] = link2_R21;
+            const double link2_R22 = -0.5420904917105653*tau3_02 + (0.34807230189556454)*tau3_12 + 0.5849835714501204;
             mg_o_R[17][mg_l] = link2_R22;
-            mg_o_R[18][mg_l] = c1;
-            mg_o_R[19][mg_l] = link3_R01;
-            mg_o_R[20][mg_l] = link3_R02;
-            mg_o_R[21][mg_l] = tau1_01;
-            mg_o_R[22][mg_l] = link3_R11;
-            mg_o_R[23][mg_l] = link3_R12;
-            mg_o_R[24][mg_l] = tau1_02;
-            mg_o_R[25][mg_l] = link3_R21;
-            mg_o_R[26][mg_l] = link3_R22;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd2;
-            mg_o_omega[3][mg_l] = omega3_x;
-            mg_o_omega[4][mg_l] = omega3_y;
-            mg_o_omega[5][mg_l] = omega3_z;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = omega1_y;
-            mg_o_omega[8][mg_l] = omega1_z;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd2;
+            const double link2_alphax = eps3_x + qdd3*theta_J3_20;
             mg_o_alpha[3][mg_l] = link2_alphax;
+            const double link2_alphay = eps3_y + qdd3*theta_J3_21;
             mg_o_alpha[4][mg_l] = link2_alphay;
+            const double link2_alphaz = qdd2 + (0.7648421872844884)*qdd3;
             mg_o_alpha[5][mg_l] = link2_alphaz;
-            mg_o_alpha[6][mg_l] = 0.0;
+            const double link3_R01 = -cse1;
+            mg_o_R[19][mg_l] = link3_R01;
+            const double link3_R02 = -cse2;
+            mg_o_R[20][mg_l] = link3_R02;
+            const double link3_R11 = (0.3232895668635034)*tau1_11 + 0.8954838559572084;
+            mg_o_R[22][mg_l] = link3_R11;
+            const double link3_R12 = (0.9463000876874145)*tau1_11 - 0.3059289454713595;
+            mg_o_R[23][mg_l] = link3_R12;
+            const double link3_R21 = (0.3232895668635034)*tau1_12 - 0.3059289454713595;
+            mg_o_R[25][mg_l] = link3_R21;
+            const double link3_R22 = (0.9463000876874145)*tau1_12 + 0.10451614404279164;
+            mg_o_R[26][mg_l] = link3_R22;
+            const double link3_alphay = -0.9463000876874145*qdd1;
             mg_o_alpha[7][mg_l] = link3_alphay;
+            const double link3_alphaz = (0.3232895668635034)*qdd1;
             mg_o_alpha[8][mg_l] = link3_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            r[(mg_i + 0) * 18 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 18 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 18 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 18 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 18 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 18 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 18 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 18 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            a[(mg_i + 0) * 18 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 18 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 18 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 18 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 18 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 18 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 18 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 18 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            R[(mg_i + 0) * 27 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 27 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 27 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 27 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 27 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 27 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 27 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 27 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            omega[(mg_i + 0) * 9 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 9 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 9 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 9 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 9 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 9 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 9 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 9 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            alpha[(mg_i + 0) * 9 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 9 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 9 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 9 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 9 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 9 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 9 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 9 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1468,13 +1678,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 27; ++mg_j) R[(mg_i + mg_l) * 27 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) omega[(mg_i + mg_l) * 9 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) alpha[(mg_i + mg_l) * 9 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1535,16 +1739,31 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_M[9][8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q3 = mg_w_q3[mg_l];
+            mg_o_M[0][mg_l] = 0.39181796180758344;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[6][mg_l] = 0.0;
+            mg_o_M[8][mg_l] = 1.2414813865361913;
+            const double q3 = mg_in_q[2][mg_l];
             const double cse0 = q3 - 2.5219477102325203;
             double s3, c3;
             mg_sincos_poly(cse0, &s3, &c3);
@@ -1567,18 +1786,23 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
             const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
             const double Ic2_22 = (0.2938621012030025)*IJ3_00 - 0.37737337057078985*IJ3_01 - 0.8292273547720652*IJ3_02 + (0.12115432734687702)*IJ3_11 + (0.5324407614299007)*IJ3_12 + (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y + 2.843720160701263;
+            mg_o_M[4][mg_l] = Ic2_22;
             const double Fm3_2_x = (0.5618380289699489)*beta3_00 - 1.4052116832536095*beta3_10;
             const double Fm3_2_y = (0.5618380289699489)*beta3_01 - 1.4052116832536095*beta3_11;
             const double Nm3_2_z = -0.704717639223735*Fm3_2_x + (0.4524939924642339)*Fm3_2_y - 5.696828175998484e-18*beta3_02 + (4.141755410787972e-18)*beta3_12 + 0.9495373391513199;
-            mg_o_M[0][mg_l] = 0.39181796180758344;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = Ic2_22;
             mg_o_M[5][mg_l] = Nm3_2_z;
-            mg_o_M[6][mg_l] = 0.0;
             mg_o_M[7][mg_l] = Nm3_2_z;
-            mg_o_M[8][mg_l] = 1.2414813865361913;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            M[(mg_i + 0) * 9 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 9 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 9 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 9 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 9 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 9 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 9 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 9 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1587,8 +1811,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1765,41 +1988,50 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_b[3][8];
         double mg_o_gamma[5][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -1808,10 +2040,9 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double beta1_02 = (0.9463000876874145)*s1;
             const double beta1_11 = (0.3232895668635034)*c1;
             const double beta1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 2.5219477102325203;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
@@ -1826,14 +2057,19 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double beta3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double a1_x = (3.1714706509309685)*s1;
             const double a1_y = (3.1714706509309685)*c1;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
             const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
             const double omega_p3_x = beta3_02*qd2;
             const double omega_p3_y = beta3_12*qd2;
             const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = omega_p3_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
@@ -1859,6 +2095,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
             const double omega1_z = (0.3232895668635034)*qd1;
             const double cse5 = (0.10691419700008513)*s2;
@@ -1906,12 +2143,21 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double J3_f2_z_y = -0.3741269422480255*beta1_01 + (0.5244477663543072)*beta1_11 + 0.7237702288943453;
             const double J3_f2_z_z = -0.3741269422480255*beta1_02 + (0.5244477663543072)*beta1_12 - 0.2472654994461368;
             const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
+            mg_o_gamma[0][mg_l] = J3_f1_abias_x - J3_f2_abias_x;
             const double cse12 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
             const double J3_f2_abias_y = cse12*omega1_z;
+            mg_o_gamma[1][mg_l] = J3_f1_abias_y - J3_f2_abias_y;
             const double J3_f2_abias_z = -cse12*omega1_y;
+            mg_o_gamma[2][mg_l] = J3_f1_abias_z - J3_f2_abias_z;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
             const double cse13 = J3_f1_x_z*J3_f2_z_x;
             const double cse14 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
             const double cse15 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x;
@@ -1921,18 +2167,34 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double cse19 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y;
             const double cse20 = omega1_z - omega3_z_2;
             const double cse21 = J3_f2_z_x*omega1_z;
+            mg_o_gamma[3][mg_l] = -cse17*(-J3_f1_x_x*cse16 - J3_f1_x_z*cse18 - J3_f2_z_x*cse14 + J3_f2_z_z*cse19) - cse20*(-J3_f1_x_x*cse21 + J3_f1_x_y*cse18 + J3_f2_z_x*cse15 - J3_f2_z_y*cse19) + eps3_x*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) + eps3_y*(J3_f1_x_x*J3_f2_z_z - cse13) + omega3_x*(J3_f1_x_y*cse16 + J3_f2_z_y*cse14 - J3_f2_z_z*cse15 + cse13*omega1_z);
             const double cse22 = J3_f1_y_z*J3_f2_z_x;
             const double cse23 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
             const double cse24 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x;
             const double cse25 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_gamma[0][mg_l] = J3_f1_abias_x - J3_f2_abias_x;
-            mg_o_gamma[1][mg_l] = J3_f1_abias_y - J3_f2_abias_y;
-            mg_o_gamma[2][mg_l] = J3_f1_abias_z - J3_f2_abias_z;
-            mg_o_gamma[3][mg_l] = -cse17*(-J3_f1_x_x*cse16 - J3_f1_x_z*cse18 - J3_f2_z_x*cse14 + J3_f2_z_z*cse19) - cse20*(-J3_f1_x_x*cse21 + J3_f1_x_y*cse18 + J3_f2_z_x*cse15 - J3_f2_z_y*cse19) + eps3_x*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) + eps3_y*(J3_f1_x_x*J3_f2_z_z - cse13) + omega3_x*(J3_f1_x_y*cse16 + J3_f2_z_y*cse14 - J3_f2_z_z*cse15 + cse13*omega1_z);
             mg_o_gamma[4][mg_l] = -cse17*(-J3_f1_y_x*cse16 - J3_f1_y_z*cse18 - J3_f2_z_x*cse23 + J3_f2_z_z*cse25) - cse20*(-J3_f1_y_x*cse21 + J3_f1_y_y*cse18 + J3_f2_z_x*cse24 - J3_f2_z_y*cse25) + eps3_x*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) + eps3_y*(J3_f1_y_x*J3_f2_z_z - cse22) + omega3_x*(J3_f1_y_y*cse16 + J3_f2_z_y*cse23 - J3_f2_z_z*cse24 + cse22*omega1_z);
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            b[(mg_i + 0) * 3 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 3 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 3 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 3 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 3 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 3 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 3 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 3 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            gamma[(mg_i + 0) * 5 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 5 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 5 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 5 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 5 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 5 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 5 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 5 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1941,9 +2203,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) gamma[(mg_i + mg_l) * 5 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2225,43 +2485,52 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -2270,10 +2539,9 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double beta1_02 = (0.9463000876874145)*s1;
             const double beta1_11 = (0.3232895668635034)*c1;
             const double beta1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 2.5219477102325203;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
@@ -2301,14 +2569,19 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double Nm3_2_z = -0.704717639223735*Fm3_2_x + (0.4524939924642339)*Fm3_2_y - 5.696828175998484e-18*beta3_02 + (4.141755410787972e-18)*beta3_12 + 0.9495373391513199;
             const double a1_x = (3.1714706509309685)*s1;
             const double a1_y = (3.1714706509309685)*c1;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
             const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
             const double omega_p3_x = beta3_02*qd2;
             const double omega_p3_y = beta3_12*qd2;
             const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = omega_p3_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
@@ -2334,6 +2607,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
             const double omega1_z = (0.3232895668635034)*qd1;
             const double cse5 = (0.10691419700008513)*s2;
@@ -2416,18 +2690,27 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse15*cse29 + cse18*cse30;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse23*cse29 + cse28*cse30;
             const double cse31 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse32 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
             const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
             const double cse33 = J3_f1_abias_x - J3_f2_abias_x;
             const double cse34 = J3_f1_abias_y - J3_f2_abias_y;
@@ -2447,8 +2730,14 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse48 = cse24*eps3_x + cse26*eps3_y - cse38*(-J3_f1_y_z*cse39 - J3_f2_z_x*cse44 + J3_f2_z_z*cse46 - cse47*omega1_y) - cse42*(J3_f1_y_y*cse39 + J3_f2_z_x*cse45 - J3_f2_z_y*cse46 - cse47*omega1_z) + omega3_x*(J3_f2_z_y*cse44 - J3_f2_z_z*cse45 + cse25*omega1_z + cse27*omega1_y);
             const double qdd0_rhs1 = J3_f2_T1_x*cse33 + J3_f2_T1_y*cse34 + J3_f2_T1_z*cse35 + cse15*cse43 + cse18*cse48;
             const double qdd0_rhs2 = -J3_f1_T3_x*cse33 - J3_f1_T3_y*cse34 - J3_f1_T3_z*cse35 + cse23*cse43 + cse28*cse48;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double qdd0_2 = invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
@@ -2460,41 +2749,83 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH3_1 = Nm3_2_z - 1.2414813865361913*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double resD1 = -b1 + (0.39181796180758344)*qdd_dep1;
             const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (1.2414813865361913)*qdd_dep2;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double lambda_z2 = invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 + invD1*resD1;
             const double lambda1 = -J3_f1_T3_x*lambda_z2 + J3_f2_T1_x*lambda_z1;
-            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
-            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
-            const double lambda4 = cse15*lambda_z1 + cse23*lambda_z2;
-            const double lambda5 = cse18*lambda_z1 + cse28*lambda_z2;
-            const double J3_reaction_mx = cse19*lambda4 + cse24*lambda5;
-            const double J3_reaction_my = cse21*lambda4 + cse26*lambda5;
-            const double J3_reaction_mz = -cse29*lambda4 - cse30*lambda5;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda5;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda4 = cse15*lambda_z1 + cse23*lambda_z2;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            const double lambda5 = cse18*lambda_z1 + cse28*lambda_z2;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            const double J3_reaction_mx = cse19*lambda4 + cse24*lambda5;
             mg_o_reaction[3][mg_l] = J3_reaction_mx;
+            const double J3_reaction_my = cse21*lambda4 + cse26*lambda5;
             mg_o_reaction[4][mg_l] = J3_reaction_my;
+            const double J3_reaction_mz = -cse29*lambda4 - cse30*lambda5;
             mg_o_reaction[5][mg_l] = J3_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            multipliers[(mg_i + 0) * 5 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 5 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 5 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 5 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 5 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 5 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 5 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 5 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2503,10 +2834,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -2767,38 +3095,53 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -2807,16 +3150,16 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
             const double omega1_z = (0.3232895668635034)*qd1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -2825,6 +3168,9 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -2833,7 +3179,9 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse5 = qd3*theta_J3_20;
             const double omega3_x = cse5;
             const double cse6 = qd3*theta_J3_21;
@@ -2900,12 +3248,18 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse13*cse27 + cse16*cse28;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse21*cse27 + cse26*cse28;
             const double cse29 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse30 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
@@ -2928,13 +3282,23 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse46 = cse22*eps3_x + cse24*eps3_y - cse36*(-J3_f1_y_z*cse37 - J3_f2_z_x*cse42 + J3_f2_z_z*cse44 - cse45*omega1_y) - cse40*(J3_f1_y_y*cse37 + J3_f2_z_x*cse43 - J3_f2_z_y*cse44 - cse45*omega1_z) + omega3_x*(J3_f2_z_y*cse42 - J3_f2_z_z*cse43 + cse23*omega1_z + cse25*omega1_y);
             const double qdd0_rhs1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32 + J3_f2_T1_z*cse33 + cse13*cse41 + cse16*cse46;
             const double qdd0_rhs2 = -J3_f1_T3_x*cse31 - J3_f1_T3_y*cse32 - J3_f1_T3_z*cse33 + cse21*cse41 + cse26*cse46;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double qdd0_2 = invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double cse47 = (0.10691419700008513)*s3;
             const double beta3_00 = (0.8334910037167914)*c3 + cse47;
             const double cse48 = (0.10691419700008513)*c3;
@@ -2976,36 +3340,83 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*tau3_02 + N3_y*tau3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y + (0.39181796180758344)*qdd_ind1;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y + (0.39181796180758344)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N1_z + N3_z;
             const double lambda_z2 = invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 + N1_z*invD1;
             const double lambda1 = -J3_f1_T3_x*lambda_z2 + J3_f2_T1_x*lambda_z1;
-            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
-            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
-            const double lambda4 = cse13*lambda_z1 + cse21*lambda_z2;
-            const double lambda5 = cse16*lambda_z1 + cse26*lambda_z2;
-            const double tau_ind1 = J3_f1_T2_x*lambda1 + J3_f1_o_x*lambda2 + N2_z - cse27*lambda4 - cse28*lambda5;
-            const double J3_reaction_mx = cse17*lambda4 + cse22*lambda5;
-            const double J3_reaction_my = cse19*lambda4 + cse24*lambda5;
-            const double J3_reaction_mz = -cse27*lambda4 - cse28*lambda5;
-            mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda5;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda4 = cse13*lambda_z1 + cse21*lambda_z2;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            const double lambda5 = cse16*lambda_z1 + cse26*lambda_z2;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            const double tau_ind1 = J3_f1_T2_x*lambda1 + J3_f1_o_x*lambda2 + N2_z - cse27*lambda4 - cse28*lambda5;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            const double J3_reaction_mx = cse17*lambda4 + cse22*lambda5;
             mg_o_reaction[3][mg_l] = J3_reaction_mx;
+            const double J3_reaction_my = cse19*lambda4 + cse24*lambda5;
             mg_o_reaction[4][mg_l] = J3_reaction_my;
+            const double J3_reaction_mz = -cse27*lambda4 - cse28*lambda5;
             mg_o_reaction[5][mg_l] = J3_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            multipliers[(mg_i + 0) * 5 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 5 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 5 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 5 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 5 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 5 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 5 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 5 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3014,11 +3425,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -3116,32 +3523,38 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -3150,16 +3563,16 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
             const double omega1_z = (0.3232895668635034)*qd1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -3168,6 +3581,9 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -3176,8 +3592,11 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            mg_o_V[0][mg_l] = (5.78975446283117)*c2 + (24.136330036555197)*r_rel0_3_y + (3.7175585886567317)*s2 + (5.6013227352323804)*tau1_01 + (3.9958331065921326)*tau1_11 - 13.78512661271791*tau3_01 - 5.5116310641952*tau3_11 + (4.3248052657495925e-17)*theta_J3_21 + 6.07991228584968e-17;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = qd3*theta_J3_20;
             const double omega3_y = qd3*theta_J3_21;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
@@ -3191,7 +3610,28 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double omega_loc3_y = omega3_x*tau3_10 + omega3_y*tau3_11 + omega3_z*tau3_12;
             const double omega_loc3_z = omega3_x*theta_J3_20 + omega3_y*theta_J3_21 + (0.7648421872844884)*omega3_z;
             mg_o_T[0][mg_l] = (0.5)*omega_loc1_x*((0.1324429278349926)*omega_loc1_x - 0.18503117866286278*omega_loc1_y + (3.1539359977293548e-18)*omega_loc1_z) + (0.5)*omega_loc1_y*(-0.18503117866286278*omega_loc1_x + (0.25982169156907564)*omega_loc1_y + (4.205033077564196e-18)*omega_loc1_z) + (0.5)*omega_loc1_z*((3.1539359977293548e-18)*omega_loc1_x + (4.205033077564196e-18)*omega_loc1_y + (0.39181796180758344)*omega_loc1_z) + (0.5)*omega_loc3_x*((0.17167494594535737)*omega_loc3_x - 0.42773480260940394*omega_loc3_y - 5.696828175998484e-18*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.42773480260940394*omega_loc3_x + (1.0704625419849638)*omega_loc3_y + (4.141755410787972e-18)*omega_loc3_z) + (0.5)*omega_loc3_z*(-5.696828175998484e-18*omega_loc3_x + (4.141755410787972e-18)*omega_loc3_y + (1.2414813865361913)*omega_loc3_z) + (0.19590898090379172)*qd2*qd2 + (1.2301901139936389)*v_loc3_x*v_loc3_x + v_loc3_x*((4.408568058868086e-18)*omega_loc3_y + (0.5618380289699489)*omega_loc3_z) + (1.2301901139936389)*v_loc3_y*v_loc3_y + v_loc3_y*(-4.408568058868086e-18*omega_loc3_x - 1.4052116832536095*omega_loc3_z) + (1.2301901139936389)*v_loc3_z*v_loc3_z + v_loc3_z*(-0.5618380289699489*omega_loc3_x + (1.4052116832536095)*omega_loc3_y);
-            mg_o_V[0][mg_l] = (5.78975446283117)*c2 + (24.136330036555197)*r_rel0_3_y + (3.7175585886567317)*s2 + (5.6013227352323804)*tau1_01 + (3.9958331065921326)*tau1_11 - 13.78512661271791*tau3_01 - 5.5116310641952*tau3_11 + (4.3248052657495925e-17)*theta_J3_21 + 6.07991228584968e-17;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3200,9 +3640,7 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3232,7 +3670,8 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -3240,9 +3679,19 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3348,32 +3797,38 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 2.5219477102325203;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
@@ -3382,14 +3837,13 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 2.5219477102325203;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 2.5219477102325203;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -3398,6 +3852,9 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
             const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
             const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
             const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
             const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
@@ -3429,6 +3886,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
             const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
             const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            mg_o_position[0][mg_l] = sqrt((-J3_f1_d_z + J3_f2_d_z)*(-J3_f1_d_z + J3_f2_d_z) + (-J3_f1_o_x + J3_f2_o_x)*(-J3_f1_o_x + J3_f2_o_x) + (-J3_f1_o_y + J3_f2_d_y)*(-J3_f1_o_y + J3_f2_d_y) + (J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z)*(J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z) + (J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z)*(J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z));
             const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
             const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
             const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
@@ -3438,8 +3896,32 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             const double cse9 = J3_f1_y_x*J3_f2_z_y;
             const double cse10 = J3_f1_y_x*J3_f2_z_z;
             const double cse11 = J3_f1_y_y*J3_f2_z_x;
-            mg_o_position[0][mg_l] = sqrt((-J3_f1_d_z + J3_f2_d_z)*(-J3_f1_d_z + J3_f2_d_z) + (-J3_f1_o_x + J3_f2_o_x)*(-J3_f1_o_x + J3_f2_o_x) + (-J3_f1_o_y + J3_f2_d_y)*(-J3_f1_o_y + J3_f2_d_y) + (J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z)*(J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z) + (J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z)*(J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z));
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd2 = mg_in_qd[1][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1)*(-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1) + (-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1)*(-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1) + (-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1)*(-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1) + (qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7)))*(qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7))) + (qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10)))*(qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10))));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3448,9 +3930,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

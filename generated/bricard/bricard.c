@@ -265,33 +265,33 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_phi[5][8];
         double mg_o_G[25][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_G[24][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -299,6 +299,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -313,6 +314,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -cse0;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -320,8 +322,13 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
             const double tau4_20 = c4*tau3_20 + s4*tau2_00;
+            mg_o_phi[4][mg_l] = tau4_20;
             const double tau4_21 = c4*tau3_21 + s2*s4;
+            mg_o_G[21][mg_l] = -c1*tau4_21;
             const double tau4_22 = c4*tau3_22 + s4*tau2_02;
+            mg_o_G[20][mg_l] = tau4_22;
+            mg_o_G[22][mg_l] = s2*tau4_22 - tau2_02*tau4_21;
+            mg_o_G[23][mg_l] = tau3_11*tau4_22 - tau3_12*tau4_21;
             const double r4_x = r3_x + tau3_20;
             const double r4_y = -c2 + tau3_21;
             const double r4_z = r3_z + tau3_22;
@@ -332,13 +339,17 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
+            mg_o_orientation[0][mg_l] = tau5_00;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
+            mg_o_phi[3][mg_l] = tau5_10;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
+            mg_o_G[15][mg_l] = tau5_12;
             const double r5_x = r4_x - tau4_00;
             const double r5_y = r4_y - tau4_01;
             const double r5_z = r4_z - tau4_02;
@@ -353,56 +364,79 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double T5_4_y = tau3_10*tau4_02 - tau3_12*tau4_00;
             const double T5_4_z = -tau3_10*tau4_01 + tau3_11*tau4_00;
             const double J6_f1_o_x = r5_x + tau5_10;
-            const double J6_f1_o_y = r5_y + tau5_11;
-            const double J6_f1_o_z = r5_z + tau5_12;
-            const double J6_f1_T1_z = T5_1_z - tau5_10;
-            const double cse1 = -c1*tau5_11;
-            const double J6_f1_T2_x = T5_2_x + cse1;
-            const double J6_f1_T2_y = T5_2_y + c1*tau5_10 - s1*tau5_12;
-            const double J6_f1_T2_z = T5_2_z + s1*tau5_11;
-            const double cse2 = s2*tau5_12 - tau2_02*tau5_11;
-            const double J6_f1_T3_x = T5_3_x + cse2;
-            const double J6_f1_T3_y = T5_3_y - tau2_00*tau5_12 + tau2_02*tau5_10;
-            const double J6_f1_T3_z = T5_3_z - s2*tau5_10 + tau2_00*tau5_11;
-            const double cse3 = tau3_11*tau5_12 - tau3_12*tau5_11;
-            const double J6_f1_T4_x = T5_4_x + cse3;
-            const double J6_f1_T4_y = T5_4_y - tau3_10*tau5_12 + tau3_12*tau5_10;
-            const double J6_f1_T4_z = T5_4_z + tau3_10*tau5_11 - tau3_11*tau5_10;
-            const double cse4 = tau4_21*tau5_12 - tau4_22*tau5_11;
-            const double J6_f1_T5_x = cse4;
-            const double J6_f1_T5_y = -tau4_20*tau5_12 + tau4_22*tau5_10;
-            const double J6_f1_T5_z = tau4_20*tau5_11 - tau4_21*tau5_10;
             mg_o_phi[0][mg_l] = -J6_f1_o_x;
+            const double J6_f1_o_y = r5_y + tau5_11;
             mg_o_phi[1][mg_l] = -J6_f1_o_y;
+            const double J6_f1_o_z = r5_z + tau5_12;
             mg_o_phi[2][mg_l] = 1.0 - J6_f1_o_z;
-            mg_o_phi[3][mg_l] = tau5_10;
-            mg_o_phi[4][mg_l] = tau4_20;
             mg_o_G[0][mg_l] = -J6_f1_o_z;
-            mg_o_G[1][mg_l] = -J6_f1_T2_x;
-            mg_o_G[2][mg_l] = -J6_f1_T3_x;
-            mg_o_G[3][mg_l] = -J6_f1_T4_x;
-            mg_o_G[4][mg_l] = -J6_f1_T5_x;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = -J6_f1_T2_y;
-            mg_o_G[7][mg_l] = -J6_f1_T3_y;
-            mg_o_G[8][mg_l] = -J6_f1_T4_y;
-            mg_o_G[9][mg_l] = -J6_f1_T5_y;
+            const double J6_f1_T1_z = T5_1_z - tau5_10;
             mg_o_G[10][mg_l] = -J6_f1_T1_z;
-            mg_o_G[11][mg_l] = -J6_f1_T2_z;
-            mg_o_G[12][mg_l] = -J6_f1_T3_z;
-            mg_o_G[13][mg_l] = -J6_f1_T4_z;
-            mg_o_G[14][mg_l] = -J6_f1_T5_z;
-            mg_o_G[15][mg_l] = tau5_12;
+            const double cse1 = -c1*tau5_11;
             mg_o_G[16][mg_l] = cse1;
+            const double J6_f1_T2_x = T5_2_x + cse1;
+            mg_o_G[1][mg_l] = -J6_f1_T2_x;
+            const double J6_f1_T2_y = T5_2_y + c1*tau5_10 - s1*tau5_12;
+            mg_o_G[6][mg_l] = -J6_f1_T2_y;
+            const double J6_f1_T2_z = T5_2_z + s1*tau5_11;
+            mg_o_G[11][mg_l] = -J6_f1_T2_z;
+            const double cse2 = s2*tau5_12 - tau2_02*tau5_11;
             mg_o_G[17][mg_l] = cse2;
+            const double J6_f1_T3_x = T5_3_x + cse2;
+            mg_o_G[2][mg_l] = -J6_f1_T3_x;
+            const double J6_f1_T3_y = T5_3_y - tau2_00*tau5_12 + tau2_02*tau5_10;
+            mg_o_G[7][mg_l] = -J6_f1_T3_y;
+            const double J6_f1_T3_z = T5_3_z - s2*tau5_10 + tau2_00*tau5_11;
+            mg_o_G[12][mg_l] = -J6_f1_T3_z;
+            const double cse3 = tau3_11*tau5_12 - tau3_12*tau5_11;
             mg_o_G[18][mg_l] = cse3;
+            const double J6_f1_T4_x = T5_4_x + cse3;
+            mg_o_G[3][mg_l] = -J6_f1_T4_x;
+            const double J6_f1_T4_y = T5_4_y - tau3_10*tau5_12 + tau3_12*tau5_10;
+            mg_o_G[8][mg_l] = -J6_f1_T4_y;
+            const double J6_f1_T4_z = T5_4_z + tau3_10*tau5_11 - tau3_11*tau5_10;
+            mg_o_G[13][mg_l] = -J6_f1_T4_z;
+            const double cse4 = tau4_21*tau5_12 - tau4_22*tau5_11;
             mg_o_G[19][mg_l] = cse4;
-            mg_o_G[20][mg_l] = tau4_22;
-            mg_o_G[21][mg_l] = -c1*tau4_21;
-            mg_o_G[22][mg_l] = s2*tau4_22 - tau2_02*tau4_21;
-            mg_o_G[23][mg_l] = tau3_11*tau4_22 - tau3_12*tau4_21;
-            mg_o_G[24][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = tau5_00;
+            const double J6_f1_T5_x = cse4;
+            mg_o_G[4][mg_l] = -J6_f1_T5_x;
+            const double J6_f1_T5_y = -tau4_20*tau5_12 + tau4_22*tau5_10;
+            mg_o_G[9][mg_l] = -J6_f1_T5_y;
+            const double J6_f1_T5_z = tau4_20*tau5_11 - tau4_21*tau5_10;
+            mg_o_G[14][mg_l] = -J6_f1_T5_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            phi[(mg_i + 0) * 5 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 5 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 5 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 5 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 5 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 5 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 5 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 5 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 25; ++mg_j) {
+            G[(mg_i + 0) * 25 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 25 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 25 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 25 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 25 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 25 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 25 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 25 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -411,10 +445,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) phi[(mg_i + mg_l) * 5 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 25; ++mg_j) G[(mg_i + mg_l) * 25 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -595,35 +626,35 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_q_next[5][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_branch[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
+            mg_o_q_next[0][mg_l] = q1;
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -631,6 +662,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -643,6 +675,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double r3_x = c1 - tau2_10;
             const double r3_z = -s1 - tau2_12;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -661,10 +694,12 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
+            mg_o_orientation[0][mg_l] = tau5_00;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -715,46 +750,99 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double N4_4 = J6_f1_T5_x*J6_f1_T5_x + J6_f1_T5_y*J6_f1_T5_y + J6_f1_T5_z*J6_f1_T5_z + cse3*cse3;
             const double cse8 = J6_f1_o_z + (-1.0);
             const double err = sqrt(J6_f1_o_x*J6_f1_o_x + J6_f1_o_y*J6_f1_o_y + cse8*cse8 + tau4_20*tau4_20 + tau5_10*tau5_10);
+            mg_o_error[0][mg_l] = err;
             const double dqrhs1 = -J6_f1_T2_x*J6_f1_o_x - J6_f1_T2_y*J6_f1_o_y - J6_f1_T2_z*cse8 + c1*tau4_20*tau4_21 + c1*tau5_10*tau5_11;
             const double dqrhs2 = -J6_f1_T3_x*J6_f1_o_x - J6_f1_T3_y*J6_f1_o_y - J6_f1_T3_z*cse8 - cse1*tau5_10 - cse5*tau4_20;
             const double dqrhs3 = -J6_f1_T4_x*J6_f1_o_x - J6_f1_T4_y*J6_f1_o_y - J6_f1_T4_z*cse8 - cse2*tau5_10 - cse7*tau4_20;
             const double dqrhs4 = -J6_f1_T5_x*J6_f1_o_x - J6_f1_T5_y*J6_f1_o_y - J6_f1_T5_z*cse8 - cse3*tau5_10;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double y3 = -L3_1*dqrhs1 - L3_2*y2 + dqrhs3;
             const double y4 = -L4_1*dqrhs1 - L4_2*y2 - L4_3*y3 + dqrhs4;
             const double dq4 = invD4*y4;
-            const double dq3 = -L4_3*dq4 + invD3*y3;
-            const double dq2 = -L3_2*dq3 - L4_2*dq4 + invD2*y2;
-            const double dq1 = -L2_1*dq2 - L3_1*dq3 - L4_1*dq4 + dqrhs1*invD1;
-            mg_o_q_next[0][mg_l] = q1;
-            mg_o_q_next[1][mg_l] = dq1 + q2;
-            mg_o_q_next[2][mg_l] = dq2 + q3;
-            mg_o_q_next[3][mg_l] = dq3 + q4;
             mg_o_q_next[4][mg_l] = dq4 + q5;
-            mg_o_error[0][mg_l] = err;
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = tau5_00;
+            const double dq3 = -L4_3*dq4 + invD3*y3;
+            mg_o_q_next[3][mg_l] = dq3 + q4;
+            const double dq2 = -L3_2*dq3 - L4_2*dq4 + invD2*y2;
+            mg_o_q_next[2][mg_l] = dq2 + q3;
+            const double dq1 = -L2_1*dq2 - L3_1*dq3 - L4_1*dq4 + dqrhs1*invD1;
+            mg_o_q_next[1][mg_l] = dq1 + q2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            q_next[(mg_i + 0) * 5 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 5 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 5 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 5 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 5 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 5 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 5 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 5 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -763,11 +851,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -953,36 +1037,44 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[5][8];
         double mg_o_H[5][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -990,6 +1082,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -1002,6 +1095,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -c1 + tau2_10;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -1019,6 +1113,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -1072,48 +1167,82 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double X1_rhs2 = J6_f1_T1_z*J6_f1_T3_z + J6_f1_T3_x*J6_f1_o_z + cse1*tau5_12 + cse5*tau4_22;
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse2*tau5_12 + cse7*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse3*tau5_12;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 - L4_3*y3 + X1_rhs4;
             const double X1_4 = invD4*y4;
-            const double X1_3 = -L4_3*X1_4 + invD3*y3;
-            const double X1_2 = -L3_2*X1_3 - L4_2*X1_4 + invD2*y2;
-            const double X1_1 = -L2_1*X1_2 - L3_1*X1_3 - L4_1*X1_4 + X1_rhs1*invD1;
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            const double qd_dep3 = -X1_3*qd_ind1;
-            const double qd_dep4 = -X1_4*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_ind1;
-            mg_o_qd[1][mg_l] = qd_dep1;
-            mg_o_qd[2][mg_l] = qd_dep2;
-            mg_o_qd[3][mg_l] = qd_dep3;
-            mg_o_qd[4][mg_l] = qd_dep4;
-            mg_o_H[0][mg_l] = 1.0;
-            mg_o_H[1][mg_l] = -X1_1;
-            mg_o_H[2][mg_l] = -X1_2;
-            mg_o_H[3][mg_l] = -X1_3;
             mg_o_H[4][mg_l] = -X1_4;
+            const double X1_3 = -L4_3*X1_4 + invD3*y3;
+            mg_o_H[3][mg_l] = -X1_3;
+            const double X1_2 = -L3_2*X1_3 - L4_2*X1_4 + invD2*y2;
+            mg_o_H[2][mg_l] = -X1_2;
+            const double X1_1 = -L2_1*X1_2 - L3_1*X1_3 - L4_1*X1_4 + X1_rhs1*invD1;
+            mg_o_H[1][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[0][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[1][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1;
+            mg_o_qd[3][mg_l] = qd_dep3;
+            const double qd_dep4 = -X1_4*qd_ind1;
+            mg_o_qd[4][mg_l] = qd_dep4;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qd[(mg_i + 0) * 5 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 5 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 5 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 5 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 5 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 5 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 5 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 5 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            H[(mg_i + 0) * 5 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 5 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 5 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 5 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 5 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 5 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 5 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 5 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1122,9 +1251,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) H[(mg_i + mg_l) * 5 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -1653,97 +1780,135 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_qdd[5][8];
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd4[8];
-        double mg_w_qdd5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
+            mg_o_r[10][mg_l] = 0.0;
+            mg_o_v[10][mg_l] = 0.0;
+            mg_o_a[10][mg_l] = 0.0;
+            mg_o_R[1][mg_l] = 0.0;
+            mg_o_R[3][mg_l] = 0.0;
+            mg_o_R[4][mg_l] = 1.0;
+            mg_o_R[5][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = 0.0;
+            mg_o_R[14][mg_l] = 0.0;
+            mg_o_omega[0][mg_l] = 0.0;
+            mg_o_omega[2][mg_l] = 0.0;
+            mg_o_alpha[0][mg_l] = 0.0;
+            mg_o_alpha[2][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            mg_o_R[0][mg_l] = c1;
+            mg_o_R[2][mg_l] = s1;
+            mg_o_R[8][mg_l] = c1;
+            mg_o_R[11][mg_l] = s1;
+            mg_o_R[17][mg_l] = c1;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            mg_o_r[1][mg_l] = -c2;
+            mg_o_R[12][mg_l] = s2;
+            mg_o_R[13][mg_l] = c2;
+            mg_o_R[21][mg_l] = s2;
             const double tau2_00 = c1*c2;
+            mg_o_R[9][mg_l] = tau2_00;
+            mg_o_R[18][mg_l] = tau2_00;
             const double tau2_02 = -c2*s1;
+            mg_o_R[15][mg_l] = tau2_02;
+            mg_o_R[24][mg_l] = tau2_02;
             const double tau2_10 = -c1*s2;
+            mg_o_R[10][mg_l] = tau2_10;
             const double tau2_12 = s1*s2;
+            mg_o_R[16][mg_l] = tau2_12;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[1][mg_l] = qd1;
+            mg_o_omega[4][mg_l] = qd1;
             const double cse0 = qd1*qd1;
             const double oo1_yy = cse0;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse1 = qd2*s1;
             const double omega2_x = cse1;
+            mg_o_omega[3][mg_l] = omega2_x;
             const double cse2 = c1*qd2;
             const double omega2_z = cse2;
+            mg_o_omega[5][mg_l] = omega2_z;
             const double v2_x = -qd1*s1;
             const double v2_z = -c1*qd1;
             const double w2_x = -c1*oo1_yy;
             const double w2_z = oo1_yy*s1;
             const double eps2_x = cse2*qd1;
             const double eps2_z = -cse1*qd1;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
+            mg_o_R[19][mg_l] = tau3_10;
+            mg_o_R[28][mg_l] = tau3_10;
             const double tau3_11 = c2*c3;
+            mg_o_R[22][mg_l] = tau3_11;
+            mg_o_R[31][mg_l] = tau3_11;
             const double tau3_12 = c1*s3 + c3*tau2_12;
+            mg_o_R[25][mg_l] = tau3_12;
+            mg_o_R[34][mg_l] = tau3_12;
             const double tau3_20 = c3*s1 - s3*tau2_10;
+            mg_o_R[20][mg_l] = tau3_20;
             const double tau3_21 = -c2*s3;
+            mg_o_R[23][mg_l] = tau3_21;
             const double tau3_22 = c1*c3 - s3*tau2_12;
+            mg_o_R[26][mg_l] = tau3_22;
             const double cse3 = c1 - tau2_10;
             const double r3_x = cse3;
+            mg_o_r[0][mg_l] = r3_x;
             const double r3_z = -s1 - tau2_12;
+            mg_o_r[2][mg_l] = r3_z;
             const double T3_1_z = -cse3;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
             const double oo2_xx = omega2_x*omega2_x;
@@ -1754,18 +1919,25 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double oo2_W_00 = -oo1_yy - oo2_zz;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double oo2_W_22 = -oo1_yy - oo2_xx;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse4 = qd3*tau2_00;
             const double omega3_x = cse4 + omega2_x;
+            mg_o_omega[6][mg_l] = omega3_x;
             const double cse5 = qd3*s2;
             const double omega3_y = cse5 + qd1;
+            mg_o_omega[7][mg_l] = omega3_y;
             const double cse6 = qd3*tau2_02;
             const double omega3_z = cse6 + omega2_z;
+            mg_o_omega[8][mg_l] = omega3_z;
             const double cse7 = c2*omega2_z - qd1*tau2_12;
             const double v3_x = cse7 + v2_x;
+            mg_o_v[0][mg_l] = v3_x;
             const double cse8 = omega2_x*tau2_12 - omega2_z*tau2_10;
             const double v3_y = cse8;
+            mg_o_v[1][mg_l] = v3_y;
             const double cse9 = c2*omega2_x;
             const double v3_z = -cse9 + qd1*tau2_10 + v2_z;
+            mg_o_v[2][mg_l] = v3_z;
             const double cse10 = -w2_x;
             const double w3_x = c2*eps2_z - c2*oo2_xy - cse10 - oo2_W_00*tau2_10 - oo2_xz*tau2_12;
             const double cse11 = eps2_z*tau2_10;
@@ -1775,18 +1947,31 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double eps3_x = -cse5*omega2_z + cse6*qd1 + eps2_x;
             const double eps3_y = -cse6*omega2_x + omega2_z*qd3*tau2_00;
             const double eps3_z = -cse4*qd1 + cse5*omega2_x + eps2_z;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
+            mg_o_R[27][mg_l] = tau4_00;
             const double tau4_01 = c4*s2 - s4*tau3_21;
+            mg_o_R[30][mg_l] = tau4_01;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
+            mg_o_R[33][mg_l] = tau4_02;
             const double tau4_20 = c4*tau3_20 + s4*tau2_00;
+            mg_o_R[29][mg_l] = tau4_20;
+            mg_o_R[38][mg_l] = tau4_20;
             const double tau4_21 = c4*tau3_21 + s2*s4;
+            mg_o_R[32][mg_l] = tau4_21;
+            mg_o_R[41][mg_l] = tau4_21;
             const double tau4_22 = c4*tau3_22 + s4*tau2_02;
+            mg_o_R[35][mg_l] = tau4_22;
+            mg_o_R[44][mg_l] = tau4_22;
             const double r4_x = r3_x + tau3_20;
+            mg_o_r[3][mg_l] = r4_x;
             const double r4_y = -c2 + tau3_21;
+            mg_o_r[4][mg_l] = r4_y;
             const double r4_z = r3_z + tau3_22;
+            mg_o_r[5][mg_l] = r4_z;
             const double T4_1_z = T3_1_z - tau3_20;
             const double cse13 = -tau2_00;
             const double T4_2_x = -c1*tau3_21 - cse13;
@@ -1804,18 +1989,25 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double oo3_W_00 = -oo3_yy - oo3_zz;
             const double oo3_W_11 = -oo3_xx - oo3_zz;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double cse14 = qd4*tau3_10;
             const double omega4_x = cse14 + omega3_x;
+            mg_o_omega[9][mg_l] = omega4_x;
             const double cse15 = qd4*tau3_11;
             const double omega4_y = cse15 + omega3_y;
+            mg_o_omega[10][mg_l] = omega4_y;
             const double cse16 = qd4*tau3_12;
             const double omega4_z = cse16 + omega3_z;
+            mg_o_omega[11][mg_l] = omega4_z;
             const double cse17 = omega3_y*tau3_22 - omega3_z*tau3_21;
             const double v4_x = cse17 + v3_x;
+            mg_o_v[3][mg_l] = v4_x;
             const double cse18 = omega3_x*tau3_22;
             const double v4_y = -cse18 + omega3_z*tau3_20 + v3_y;
+            mg_o_v[4][mg_l] = v4_y;
             const double cse19 = omega3_x*tau3_21 - omega3_y*tau3_20;
             const double v4_z = cse19 + v3_z;
+            mg_o_v[5][mg_l] = v4_z;
             const double cse20 = eps3_y*tau3_22 - eps3_z*tau3_21 + w3_x;
             const double w4_x = cse20 + oo3_W_00*tau3_20 + oo3_xy*tau3_21 + oo3_xz*tau3_22;
             const double cse21 = -eps3_x*tau3_22 + eps3_z*tau3_20 + w3_y;
@@ -1825,18 +2017,28 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double eps4_x = -cse15*omega3_z + cse16*omega3_y + eps3_x;
             const double eps4_y = cse14*omega3_z - cse16*omega3_x + eps3_y;
             const double eps4_z = -cse14*omega3_y + cse15*omega3_x + eps3_z;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
+            mg_o_R[36][mg_l] = tau5_00;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
+            mg_o_R[39][mg_l] = tau5_01;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
+            mg_o_R[42][mg_l] = tau5_02;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
+            mg_o_R[37][mg_l] = tau5_10;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
+            mg_o_R[40][mg_l] = tau5_11;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
+            mg_o_R[43][mg_l] = tau5_12;
             const double r5_x = r4_x - tau4_00;
+            mg_o_r[6][mg_l] = r5_x;
             const double r5_y = r4_y - tau4_01;
+            mg_o_r[7][mg_l] = r5_y;
             const double r5_z = r4_z - tau4_02;
+            mg_o_r[8][mg_l] = r5_z;
             const double T5_1_z = T4_1_z + tau4_00;
             const double T5_2_x = T4_2_x + c1*tau4_01;
             const double T5_2_y = T4_2_y - c1*tau4_00 + s1*tau4_02;
@@ -1856,18 +2058,25 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double oo4_W_00 = -oo4_yy - oo4_zz;
             const double oo4_W_11 = -oo4_xx - oo4_zz;
             const double oo4_W_22 = -oo4_xx - oo4_yy;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double cse23 = qd5*tau4_20;
             const double omega5_x = cse23 + omega4_x;
+            mg_o_omega[12][mg_l] = omega5_x;
             const double cse24 = qd5*tau4_21;
             const double omega5_y = cse24 + omega4_y;
+            mg_o_omega[13][mg_l] = omega5_y;
             const double cse25 = qd5*tau4_22;
             const double omega5_z = cse25 + omega4_z;
+            mg_o_omega[14][mg_l] = omega5_z;
             const double cse26 = omega4_y*tau4_02;
             const double v5_x = -cse26 + omega4_z*tau4_01 + v4_x;
+            mg_o_v[6][mg_l] = v5_x;
             const double cse27 = omega4_x*tau4_02 - omega4_z*tau4_00;
             const double v5_y = cse27 + v4_y;
+            mg_o_v[7][mg_l] = v5_y;
             const double cse28 = omega4_x*tau4_01;
             const double v5_z = -cse28 + omega4_y*tau4_00 + v4_z;
+            mg_o_v[8][mg_l] = v5_z;
             const double cse29 = eps4_y*tau4_02;
             const double w5_x = -cse29 + eps4_z*tau4_01 - oo4_W_00*tau4_00 - oo4_xy*tau4_01 - oo4_xz*tau4_02 + w4_x;
             const double cse30 = eps4_z*tau4_00;
@@ -1881,62 +2090,96 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double corner2_abias_x = c2*eps2_z + cse32*qd1 - cse8*omega2_z + w2_x;
             const double corner2_abias_y = -cse11 - cse32*omega2_x + cse7*omega2_z + eps2_x*tau2_12;
             const double corner2_abias_z = -cse12 - cse7*qd1 + cse8*omega2_x;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_alpha[1][mg_l] = qdd1;
+            mg_o_alpha[4][mg_l] = qdd1;
+            const double qdd2 = mg_in_qdd[1][mg_l];
             const double corner2_ax = corner2_abias_x + qdd1*r3_z + qdd2*tau2_00;
+            mg_o_a[0][mg_l] = corner2_ax;
             const double corner2_ay = T3_2_y*qdd2 + corner2_abias_y;
+            mg_o_a[1][mg_l] = corner2_ay;
             const double corner2_az = T3_1_z*qdd1 + corner2_abias_z + qdd2*tau2_02;
+            mg_o_a[2][mg_l] = corner2_az;
             const double cse33 = -cse18 + omega3_z*tau3_20;
             const double corner3_abias_x = cse19*omega3_y + cse20 - cse33*omega3_z;
             const double corner3_abias_y = cse17*omega3_z - cse19*omega3_x + cse21;
             const double corner3_abias_z = -cse17*omega3_y + cse22 + cse33*omega3_x;
+            const double qdd3 = mg_in_qdd[2][mg_l];
             const double corner3_ax = T4_2_x*qdd2 + T4_3_x*qdd3 + corner3_abias_x + qdd1*r4_z;
+            mg_o_a[3][mg_l] = corner3_ax;
             const double corner3_ay = T4_2_y*qdd2 + T4_3_y*qdd3 + corner3_abias_y;
+            mg_o_a[4][mg_l] = corner3_ay;
             const double corner3_az = T4_1_z*qdd1 + T4_2_z*qdd2 + T4_3_z*qdd3 + corner3_abias_z;
+            mg_o_a[5][mg_l] = corner3_az;
             const double cse34 = -cse28 + omega4_y*tau4_00;
             const double corner4_abias_x = -cse27*omega4_z - cse29 + cse34*omega4_y + eps4_z*tau4_01 + w4_x;
             const double cse35 = -cse26 + omega4_z*tau4_01;
             const double corner4_abias_y = -cse30 - cse34*omega4_x + cse35*omega4_z + eps4_x*tau4_02 + w4_y;
             const double corner4_abias_z = cse27*omega4_x - cse31 - cse35*omega4_y + eps4_y*tau4_00 + w4_z;
+            const double qdd4 = mg_in_qdd[3][mg_l];
             const double corner4_ax = T5_2_x*qdd2 + T5_3_x*qdd3 + T5_4_x*qdd4 + corner4_abias_x + qdd1*r5_z;
+            mg_o_a[6][mg_l] = corner4_ax;
             const double corner4_ay = T5_2_y*qdd2 + T5_3_y*qdd3 + T5_4_y*qdd4 + corner4_abias_y;
+            mg_o_a[7][mg_l] = corner4_ay;
             const double corner4_az = T5_1_z*qdd1 + T5_2_z*qdd2 + T5_3_z*qdd3 + T5_4_z*qdd4 + corner4_abias_z;
+            mg_o_a[8][mg_l] = corner4_az;
             const double rod1_d_x = (0.5)*c1;
+            mg_o_r[9][mg_l] = rod1_d_x;
             const double rod1_d_z = -0.5*s1;
+            mg_o_r[11][mg_l] = rod1_d_z;
             const double rod1_v_x = qd1*rod1_d_z;
+            mg_o_v[9][mg_l] = rod1_v_x;
             const double rod1_v_z = -qd1*rod1_d_x;
+            mg_o_v[11][mg_l] = rod1_v_z;
             const double rod1_abias_x = -cse0*rod1_d_x;
             const double rod1_abias_z = -cse0*rod1_d_z;
             const double rod1_ax = qdd1*rod1_d_z + rod1_abias_x;
+            mg_o_a[9][mg_l] = rod1_ax;
             const double rod1_az = -qdd1*rod1_d_x + rod1_abias_z;
+            mg_o_a[11][mg_l] = rod1_az;
             const double rod2_d_x = -0.5*tau2_10;
             const double rod2_d_y = -0.5*c2;
+            mg_o_r[13][mg_l] = rod2_d_y;
             const double rod2_d_z = -0.5*tau2_12;
             const double cse36 = c1 + rod2_d_x;
             const double rod2_o_x = cse36;
+            mg_o_r[12][mg_l] = rod2_o_x;
             const double cse37 = -s1;
+            mg_o_R[6][mg_l] = cse37;
             const double rod2_o_z = cse37 + rod2_d_z;
+            mg_o_r[14][mg_l] = rod2_o_z;
             const double rod2_T1_z = -cse36;
             const double rod2_T2_x = -c1*rod2_d_y;
             const double rod2_T2_y = c1*rod2_d_x - rod2_d_z*s1;
             const double rod2_T2_z = rod2_d_y*s1;
             const double cse38 = omega2_z*rod2_d_y;
             const double rod2_v_x = -cse38 + qd1*rod2_d_z + v2_x;
+            mg_o_v[12][mg_l] = rod2_v_x;
             const double cse39 = -omega2_x*rod2_d_z + omega2_z*rod2_d_x;
             const double rod2_v_y = cse39;
+            mg_o_v[13][mg_l] = rod2_v_y;
             const double cse40 = omega2_x*rod2_d_y - qd1*rod2_d_x;
             const double rod2_v_z = cse40 + v2_z;
+            mg_o_v[14][mg_l] = rod2_v_z;
             const double rod2_abias_x = -cse10 - cse39*omega2_z + cse40*qd1 - eps2_z*rod2_d_y;
             const double cse41 = -cse38 + qd1*rod2_d_z;
             const double rod2_abias_y = -cse40*omega2_x + cse41*omega2_z - eps2_x*rod2_d_z + eps2_z*rod2_d_x;
             const double rod2_abias_z = cse39*omega2_x - cse41*qd1 + eps2_x*rod2_d_y + w2_z;
             const double rod2_ax = qdd1*rod2_o_z + qdd2*rod2_T2_x + rod2_abias_x;
+            mg_o_a[12][mg_l] = rod2_ax;
             const double rod2_ay = qdd2*rod2_T2_y + rod2_abias_y;
+            mg_o_a[13][mg_l] = rod2_ay;
             const double rod2_az = qdd1*rod2_T1_z + qdd2*rod2_T2_z + rod2_abias_z;
+            mg_o_a[14][mg_l] = rod2_az;
             const double rod3_d_x = (0.5)*tau3_20;
             const double rod3_d_y = (0.5)*tau3_21;
             const double rod3_d_z = (0.5)*tau3_22;
             const double rod3_o_x = r3_x + rod3_d_x;
+            mg_o_r[15][mg_l] = rod3_o_x;
             const double rod3_o_y = -c2 + rod3_d_y;
+            mg_o_r[16][mg_l] = rod3_o_y;
             const double rod3_o_z = r3_z + rod3_d_z;
+            mg_o_r[17][mg_l] = rod3_o_z;
             const double rod3_T1_z = T3_1_z - rod3_d_x;
             const double rod3_T2_x = -c1*rod3_d_y - cse13;
             const double rod3_T2_y = T3_2_y + c1*rod3_d_x - rod3_d_z*s1;
@@ -1946,23 +2189,32 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double rod3_T3_z = -rod3_d_x*s2 + rod3_d_y*tau2_00;
             const double cse42 = omega3_y*rod3_d_z - omega3_z*rod3_d_y;
             const double rod3_v_x = cse42 + v3_x;
+            mg_o_v[15][mg_l] = rod3_v_x;
             const double cse43 = omega3_x*rod3_d_z;
             const double rod3_v_y = -cse43 + omega3_z*rod3_d_x + v3_y;
+            mg_o_v[16][mg_l] = rod3_v_y;
             const double cse44 = omega3_x*rod3_d_y - omega3_y*rod3_d_x;
             const double rod3_v_z = cse44 + v3_z;
+            mg_o_v[17][mg_l] = rod3_v_z;
             const double cse45 = -cse43 + omega3_z*rod3_d_x;
             const double rod3_abias_x = cse44*omega3_y - cse45*omega3_z + eps3_y*rod3_d_z - eps3_z*rod3_d_y + w3_x;
             const double rod3_abias_y = cse42*omega3_z - cse44*omega3_x - eps3_x*rod3_d_z + eps3_z*rod3_d_x + w3_y;
             const double rod3_abias_z = -cse42*omega3_y + cse45*omega3_x + eps3_x*rod3_d_y - eps3_y*rod3_d_x + w3_z;
             const double rod3_ax = qdd1*rod3_o_z + qdd2*rod3_T2_x + qdd3*rod3_T3_x + rod3_abias_x;
+            mg_o_a[15][mg_l] = rod3_ax;
             const double rod3_ay = qdd2*rod3_T2_y + qdd3*rod3_T3_y + rod3_abias_y;
+            mg_o_a[16][mg_l] = rod3_ay;
             const double rod3_az = qdd1*rod3_T1_z + qdd2*rod3_T2_z + qdd3*rod3_T3_z + rod3_abias_z;
+            mg_o_a[17][mg_l] = rod3_az;
             const double rod4_d_x = -0.5*tau4_00;
             const double rod4_d_y = -0.5*tau4_01;
             const double rod4_d_z = -0.5*tau4_02;
             const double rod4_o_x = r4_x + rod4_d_x;
+            mg_o_r[18][mg_l] = rod4_o_x;
             const double rod4_o_y = r4_y + rod4_d_y;
+            mg_o_r[19][mg_l] = rod4_o_y;
             const double rod4_o_z = r4_z + rod4_d_z;
+            mg_o_r[20][mg_l] = rod4_o_z;
             const double rod4_T1_z = T4_1_z - rod4_d_x;
             const double rod4_T2_x = T4_2_x - c1*rod4_d_y;
             const double rod4_T2_y = T4_2_y + c1*rod4_d_x - rod4_d_z*s1;
@@ -1975,23 +2227,32 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double rod4_T4_z = -rod4_d_x*tau3_11 + rod4_d_y*tau3_10;
             const double cse46 = omega4_y*rod4_d_z - omega4_z*rod4_d_y;
             const double rod4_v_x = cse46 + v4_x;
+            mg_o_v[18][mg_l] = rod4_v_x;
             const double cse47 = omega4_x*rod4_d_z;
             const double rod4_v_y = -cse47 + omega4_z*rod4_d_x + v4_y;
+            mg_o_v[19][mg_l] = rod4_v_y;
             const double cse48 = omega4_x*rod4_d_y - omega4_y*rod4_d_x;
             const double rod4_v_z = cse48 + v4_z;
+            mg_o_v[20][mg_l] = rod4_v_z;
             const double cse49 = -cse47 + omega4_z*rod4_d_x;
             const double rod4_abias_x = cse48*omega4_y - cse49*omega4_z + eps4_y*rod4_d_z - eps4_z*rod4_d_y + w4_x;
             const double rod4_abias_y = cse46*omega4_z - cse48*omega4_x - eps4_x*rod4_d_z + eps4_z*rod4_d_x + w4_y;
             const double rod4_abias_z = -cse46*omega4_y + cse49*omega4_x + eps4_x*rod4_d_y - eps4_y*rod4_d_x + w4_z;
             const double rod4_ax = qdd1*rod4_o_z + qdd2*rod4_T2_x + qdd3*rod4_T3_x + qdd4*rod4_T4_x + rod4_abias_x;
+            mg_o_a[18][mg_l] = rod4_ax;
             const double rod4_ay = qdd2*rod4_T2_y + qdd3*rod4_T3_y + qdd4*rod4_T4_y + rod4_abias_y;
+            mg_o_a[19][mg_l] = rod4_ay;
             const double rod4_az = qdd1*rod4_T1_z + qdd2*rod4_T2_z + qdd3*rod4_T3_z + qdd4*rod4_T4_z + rod4_abias_z;
+            mg_o_a[20][mg_l] = rod4_az;
             const double rod5_d_x = (0.5)*tau5_10;
             const double rod5_d_y = (0.5)*tau5_11;
             const double rod5_d_z = (0.5)*tau5_12;
             const double rod5_o_x = r5_x + rod5_d_x;
+            mg_o_r[21][mg_l] = rod5_o_x;
             const double rod5_o_y = r5_y + rod5_d_y;
+            mg_o_r[22][mg_l] = rod5_o_y;
             const double rod5_o_z = r5_z + rod5_d_z;
+            mg_o_r[23][mg_l] = rod5_o_z;
             const double rod5_T1_z = T5_1_z - rod5_d_x;
             const double rod5_T2_x = T5_2_x - c1*rod5_d_y;
             const double rod5_T2_y = T5_2_y + c1*rod5_d_x - rod5_d_z*s1;
@@ -2007,183 +2268,120 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double rod5_T5_z = -rod5_d_x*tau4_21 + rod5_d_y*tau4_20;
             const double cse50 = omega5_y*rod5_d_z - omega5_z*rod5_d_y;
             const double rod5_v_x = cse50 + v5_x;
+            mg_o_v[21][mg_l] = rod5_v_x;
             const double cse51 = omega5_x*rod5_d_z;
             const double rod5_v_y = -cse51 + omega5_z*rod5_d_x + v5_y;
+            mg_o_v[22][mg_l] = rod5_v_y;
             const double cse52 = omega5_x*rod5_d_y - omega5_y*rod5_d_x;
             const double rod5_v_z = cse52 + v5_z;
+            mg_o_v[23][mg_l] = rod5_v_z;
             const double cse53 = -cse51 + omega5_z*rod5_d_x;
             const double rod5_abias_x = cse52*omega5_y - cse53*omega5_z + eps5_y*rod5_d_z - eps5_z*rod5_d_y + w5_x;
             const double rod5_abias_y = cse50*omega5_z - cse52*omega5_x - eps5_x*rod5_d_z + eps5_z*rod5_d_x + w5_y;
             const double rod5_abias_z = -cse50*omega5_y + cse53*omega5_x + eps5_x*rod5_d_y - eps5_y*rod5_d_x + w5_z;
+            const double qdd5 = mg_in_qdd[4][mg_l];
             const double rod5_ax = qdd1*rod5_o_z + qdd2*rod5_T2_x + qdd3*rod5_T3_x + qdd4*rod5_T4_x + qdd5*rod5_T5_x + rod5_abias_x;
+            mg_o_a[21][mg_l] = rod5_ax;
             const double rod5_ay = qdd2*rod5_T2_y + qdd3*rod5_T3_y + qdd4*rod5_T4_y + qdd5*rod5_T5_y + rod5_abias_y;
+            mg_o_a[22][mg_l] = rod5_ay;
             const double rod5_az = qdd1*rod5_T1_z + qdd2*rod5_T2_z + qdd3*rod5_T3_z + qdd4*rod5_T4_z + qdd5*rod5_T5_z + rod5_abias_z;
+            mg_o_a[23][mg_l] = rod5_az;
             const double cse54 = qdd2*s1;
             const double rod2_alphax = cse54 + eps2_x;
+            mg_o_alpha[3][mg_l] = rod2_alphax;
             const double cse55 = c1*qdd2;
             const double rod2_alphaz = cse55 + eps2_z;
+            mg_o_alpha[5][mg_l] = rod2_alphaz;
             const double cse56 = cse54 + qdd3*tau2_00;
             const double rod3_alphax = cse56 + eps3_x;
+            mg_o_alpha[6][mg_l] = rod3_alphax;
             const double cse57 = qdd1 + qdd3*s2;
             const double rod3_alphay = cse57 + eps3_y;
+            mg_o_alpha[7][mg_l] = rod3_alphay;
             const double cse58 = cse55 + qdd3*tau2_02;
             const double rod3_alphaz = cse58 + eps3_z;
+            mg_o_alpha[8][mg_l] = rod3_alphaz;
             const double cse59 = cse56 + qdd4*tau3_10;
             const double rod4_alphax = cse59 + eps4_x;
+            mg_o_alpha[9][mg_l] = rod4_alphax;
             const double cse60 = cse57 + qdd4*tau3_11;
             const double rod4_alphay = cse60 + eps4_y;
+            mg_o_alpha[10][mg_l] = rod4_alphay;
             const double cse61 = cse58 + qdd4*tau3_12;
             const double rod4_alphaz = cse61 + eps4_z;
-            const double rod5_alphax = cse59 + eps5_x + qdd5*tau4_20;
-            const double rod5_alphay = cse60 + eps5_y + qdd5*tau4_21;
-            const double rod5_alphaz = cse61 + eps5_z + qdd5*tau4_22;
-            mg_o_r[0][mg_l] = r3_x;
-            mg_o_r[1][mg_l] = -c2;
-            mg_o_r[2][mg_l] = r3_z;
-            mg_o_r[3][mg_l] = r4_x;
-            mg_o_r[4][mg_l] = r4_y;
-            mg_o_r[5][mg_l] = r4_z;
-            mg_o_r[6][mg_l] = r5_x;
-            mg_o_r[7][mg_l] = r5_y;
-            mg_o_r[8][mg_l] = r5_z;
-            mg_o_r[9][mg_l] = rod1_d_x;
-            mg_o_r[10][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = rod1_d_z;
-            mg_o_r[12][mg_l] = rod2_o_x;
-            mg_o_r[13][mg_l] = rod2_d_y;
-            mg_o_r[14][mg_l] = rod2_o_z;
-            mg_o_r[15][mg_l] = rod3_o_x;
-            mg_o_r[16][mg_l] = rod3_o_y;
-            mg_o_r[17][mg_l] = rod3_o_z;
-            mg_o_r[18][mg_l] = rod4_o_x;
-            mg_o_r[19][mg_l] = rod4_o_y;
-            mg_o_r[20][mg_l] = rod4_o_z;
-            mg_o_r[21][mg_l] = rod5_o_x;
-            mg_o_r[22][mg_l] = rod5_o_y;
-            mg_o_r[23][mg_l] = rod5_o_z;
-            mg_o_v[0][mg_l] = v3_x;
-            mg_o_v[1][mg_l] = v3_y;
-            mg_o_v[2][mg_l] = v3_z;
-            mg_o_v[3][mg_l] = v4_x;
-            mg_o_v[4][mg_l] = v4_y;
-            mg_o_v[5][mg_l] = v4_z;
-            mg_o_v[6][mg_l] = v5_x;
-            mg_o_v[7][mg_l] = v5_y;
-            mg_o_v[8][mg_l] = v5_z;
-            mg_o_v[9][mg_l] = rod1_v_x;
-            mg_o_v[10][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = rod1_v_z;
-            mg_o_v[12][mg_l] = rod2_v_x;
-            mg_o_v[13][mg_l] = rod2_v_y;
-            mg_o_v[14][mg_l] = rod2_v_z;
-            mg_o_v[15][mg_l] = rod3_v_x;
-            mg_o_v[16][mg_l] = rod3_v_y;
-            mg_o_v[17][mg_l] = rod3_v_z;
-            mg_o_v[18][mg_l] = rod4_v_x;
-            mg_o_v[19][mg_l] = rod4_v_y;
-            mg_o_v[20][mg_l] = rod4_v_z;
-            mg_o_v[21][mg_l] = rod5_v_x;
-            mg_o_v[22][mg_l] = rod5_v_y;
-            mg_o_v[23][mg_l] = rod5_v_z;
-            mg_o_a[0][mg_l] = corner2_ax;
-            mg_o_a[1][mg_l] = corner2_ay;
-            mg_o_a[2][mg_l] = corner2_az;
-            mg_o_a[3][mg_l] = corner3_ax;
-            mg_o_a[4][mg_l] = corner3_ay;
-            mg_o_a[5][mg_l] = corner3_az;
-            mg_o_a[6][mg_l] = corner4_ax;
-            mg_o_a[7][mg_l] = corner4_ay;
-            mg_o_a[8][mg_l] = corner4_az;
-            mg_o_a[9][mg_l] = rod1_ax;
-            mg_o_a[10][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = rod1_az;
-            mg_o_a[12][mg_l] = rod2_ax;
-            mg_o_a[13][mg_l] = rod2_ay;
-            mg_o_a[14][mg_l] = rod2_az;
-            mg_o_a[15][mg_l] = rod3_ax;
-            mg_o_a[16][mg_l] = rod3_ay;
-            mg_o_a[17][mg_l] = rod3_az;
-            mg_o_a[18][mg_l] = rod4_ax;
-            mg_o_a[19][mg_l] = rod4_ay;
-            mg_o_a[20][mg_l] = rod4_az;
-            mg_o_a[21][mg_l] = rod5_ax;
-            mg_o_a[22][mg_l] = rod5_ay;
-            mg_o_a[23][mg_l] = rod5_az;
-            mg_o_R[0][mg_l] = c1;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = s1;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[4][mg_l] = 1.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = cse37;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = c1;
-            mg_o_R[9][mg_l] = tau2_00;
-            mg_o_R[10][mg_l] = tau2_10;
-            mg_o_R[11][mg_l] = s1;
-            mg_o_R[12][mg_l] = s2;
-            mg_o_R[13][mg_l] = c2;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = tau2_02;
-            mg_o_R[16][mg_l] = tau2_12;
-            mg_o_R[17][mg_l] = c1;
-            mg_o_R[18][mg_l] = tau2_00;
-            mg_o_R[19][mg_l] = tau3_10;
-            mg_o_R[20][mg_l] = tau3_20;
-            mg_o_R[21][mg_l] = s2;
-            mg_o_R[22][mg_l] = tau3_11;
-            mg_o_R[23][mg_l] = tau3_21;
-            mg_o_R[24][mg_l] = tau2_02;
-            mg_o_R[25][mg_l] = tau3_12;
-            mg_o_R[26][mg_l] = tau3_22;
-            mg_o_R[27][mg_l] = tau4_00;
-            mg_o_R[28][mg_l] = tau3_10;
-            mg_o_R[29][mg_l] = tau4_20;
-            mg_o_R[30][mg_l] = tau4_01;
-            mg_o_R[31][mg_l] = tau3_11;
-            mg_o_R[32][mg_l] = tau4_21;
-            mg_o_R[33][mg_l] = tau4_02;
-            mg_o_R[34][mg_l] = tau3_12;
-            mg_o_R[35][mg_l] = tau4_22;
-            mg_o_R[36][mg_l] = tau5_00;
-            mg_o_R[37][mg_l] = tau5_10;
-            mg_o_R[38][mg_l] = tau4_20;
-            mg_o_R[39][mg_l] = tau5_01;
-            mg_o_R[40][mg_l] = tau5_11;
-            mg_o_R[41][mg_l] = tau4_21;
-            mg_o_R[42][mg_l] = tau5_02;
-            mg_o_R[43][mg_l] = tau5_12;
-            mg_o_R[44][mg_l] = tau4_22;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = qd1;
-            mg_o_omega[2][mg_l] = 0.0;
-            mg_o_omega[3][mg_l] = omega2_x;
-            mg_o_omega[4][mg_l] = qd1;
-            mg_o_omega[5][mg_l] = omega2_z;
-            mg_o_omega[6][mg_l] = omega3_x;
-            mg_o_omega[7][mg_l] = omega3_y;
-            mg_o_omega[8][mg_l] = omega3_z;
-            mg_o_omega[9][mg_l] = omega4_x;
-            mg_o_omega[10][mg_l] = omega4_y;
-            mg_o_omega[11][mg_l] = omega4_z;
-            mg_o_omega[12][mg_l] = omega5_x;
-            mg_o_omega[13][mg_l] = omega5_y;
-            mg_o_omega[14][mg_l] = omega5_z;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = qdd1;
-            mg_o_alpha[2][mg_l] = 0.0;
-            mg_o_alpha[3][mg_l] = rod2_alphax;
-            mg_o_alpha[4][mg_l] = qdd1;
-            mg_o_alpha[5][mg_l] = rod2_alphaz;
-            mg_o_alpha[6][mg_l] = rod3_alphax;
-            mg_o_alpha[7][mg_l] = rod3_alphay;
-            mg_o_alpha[8][mg_l] = rod3_alphaz;
-            mg_o_alpha[9][mg_l] = rod4_alphax;
-            mg_o_alpha[10][mg_l] = rod4_alphay;
             mg_o_alpha[11][mg_l] = rod4_alphaz;
+            const double rod5_alphax = cse59 + eps5_x + qdd5*tau4_20;
             mg_o_alpha[12][mg_l] = rod5_alphax;
+            const double rod5_alphay = cse60 + eps5_y + qdd5*tau4_21;
             mg_o_alpha[13][mg_l] = rod5_alphay;
+            const double rod5_alphaz = cse61 + eps5_z + qdd5*tau4_22;
             mg_o_alpha[14][mg_l] = rod5_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            r[(mg_i + 0) * 24 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 24 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 24 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 24 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 24 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 24 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 24 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 24 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            v[(mg_i + 0) * 24 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 24 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 24 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 24 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 24 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 24 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 24 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 24 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            a[(mg_i + 0) * 24 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 24 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 24 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 24 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 24 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 24 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 24 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 24 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 45; ++mg_j) {
+            R[(mg_i + 0) * 45 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 45 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 45 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 45 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 45 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 45 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 45 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 45 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            omega[(mg_i + 0) * 15 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 15 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 15 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 15 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 15 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 15 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 15 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 15 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            alpha[(mg_i + 0) * 15 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 15 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 15 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 15 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 15 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 15 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 15 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 15 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2192,13 +2390,7 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 45; ++mg_j) R[(mg_i + mg_l) * 45 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) omega[(mg_i + mg_l) * 15 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) alpha[(mg_i + mg_l) * 15 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2353,34 +2545,28 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_M[25][8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            mg_o_M[19][mg_l] = 0.0;
+            mg_o_M[23][mg_l] = 0.0;
+            mg_o_M[24][mg_l] = 0.33416666666666667;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -2397,7 +2583,12 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double Ic4_01 = IJ5_01 + cp5_y;
             const double cse1 = 2.0*cp5_x;
             const double Ic4_11 = IJ5_11 - cse1 + 1.3341666666666667;
+            mg_o_M[18][mg_l] = Ic4_11;
             const double Ic4_22 = 1.6683333333333334 - cse1;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double cse2 = c4*cc4_x;
             const double cp4_x = cse2;
             const double cp4_z = -cc4_x*s4;
@@ -2410,13 +2601,20 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double IJ4_02 = IJ4_D*IJ4_cs;
             const double IJ4_12 = -Ic4_01*s4;
             const double IJ4_01 = Ic4_01*c4;
+            mg_o_M[13][mg_l] = IJ4_01;
+            mg_o_M[17][mg_l] = IJ4_01;
             const double cc3_z = cp4_z + 2.5;
             const double cse3 = 2.0*cp4_z + 2.3341666666666665;
             const double Ic3_00 = IJ4_00 + cse3;
+            mg_o_M[12][mg_l] = Ic3_00;
             const double Ic3_02 = IJ4_02 - cp4_x;
             const double Ic3_11 = Ic4_11 + cse3;
             const double Ic3_12 = IJ4_12 - cp5_y;
             const double Ic3_22 = IJ4_22 + 0.0016666666666666668;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double cp3_y = c3*cp5_y - cc3_z*s3;
             const double cp3_z = c3*cc3_z + cp5_y*s3;
             const double IJ3_C2 = c3*c3 - s3*s3;
@@ -2428,6 +2626,8 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double IJ3_12 = IJ3_C2*Ic3_12 + IJ3_D*IJ3_cs;
             const double IJ3_01 = IJ4_01*c3 - Ic3_02*s3;
             const double IJ3_02 = IJ4_01*s3 + Ic3_02*c3;
+            mg_o_M[7][mg_l] = IJ3_02;
+            mg_o_M[11][mg_l] = IJ3_02;
             const double cc2_y = cp3_y - 3.5;
             const double cse4 = 3.3341666666666665 - 2.0*cp3_y;
             const double Ic2_00 = Ic3_00 + cse4;
@@ -2435,6 +2635,11 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double Ic2_11 = IJ3_11 + 0.0016666666666666668;
             const double Ic2_12 = IJ3_12 + cp3_z;
             const double Ic2_22 = IJ3_22 + cse4;
+            mg_o_M[6][mg_l] = Ic2_22;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cp2_x = c2*cp4_x - cc2_y*s2;
             const double IJ2_C2 = c2*c2 - s2*s2;
             const double IJ2_cs = c2*s2;
@@ -2443,53 +2648,54 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double IJ2_00 = (0.5)*IJ2_C2*IJ2_D + (0.5)*IJ2_Sum - 2.0*IJ2_cs*Ic2_01;
             const double IJ2_11 = -IJ2_00 + IJ2_Sum;
             const double IJ2_12 = IJ3_02*s2 + Ic2_12*c2;
+            mg_o_M[1][mg_l] = IJ2_12;
+            mg_o_M[5][mg_l] = IJ2_12;
             const double Ic1_11 = IJ2_11 + 2.0*cp2_x + 4.3341666666666665;
+            mg_o_M[0][mg_l] = Ic1_11;
             const double Fm5_4_x = -cse0;
             const double Nm5_4_z = 0.33416666666666667 - cp5_x;
             const double Fm5_3_x = Fm5_4_x*c4;
             const double Fm5_3_z = -Fm5_4_x*s4;
             const double Nm5_3_x = Nm5_4_z*s4 - cp5_x;
+            mg_o_M[14][mg_l] = Nm5_3_x;
+            mg_o_M[22][mg_l] = Nm5_3_x;
             const double Nm5_3_z = Nm5_4_z*c4;
             const double Fm5_2_z = Fm5_3_z*c3 + cp5_x*s3;
             const double Nm5_2_x = -Fm5_2_z + Nm5_3_x;
             const double Nm5_2_y = Fm5_3_x*c3 - Nm5_3_z*s3;
             const double Nm5_2_z = Fm5_3_x*s3 + Fm5_3_x + Nm5_3_z*c3;
+            mg_o_M[9][mg_l] = Nm5_2_z;
+            mg_o_M[21][mg_l] = Nm5_2_z;
             const double Nm5_1_y = -Fm5_2_z + Nm5_2_x*s2 + Nm5_2_y*c2;
+            mg_o_M[4][mg_l] = Nm5_1_y;
+            mg_o_M[20][mg_l] = Nm5_1_y;
             const double Fm4_3_z = -cse2;
             const double Nm4_3_y = Ic4_11 + cp4_z;
             const double Fm4_2_z = Fm4_3_z*c3;
             const double Nm4_2_x = -Fm4_2_z + IJ4_01;
             const double Nm4_2_y = -IJ4_12*s3 + Nm4_3_y*c3;
             const double Nm4_2_z = IJ4_12*c3 + Nm4_3_y*s3 + cp4_z;
+            mg_o_M[8][mg_l] = Nm4_2_z;
+            mg_o_M[16][mg_l] = Nm4_2_z;
             const double Nm4_1_y = -Fm4_2_z + Nm4_2_x*s2 + Nm4_2_y*c2;
+            mg_o_M[3][mg_l] = Nm4_1_y;
+            mg_o_M[15][mg_l] = Nm4_1_y;
             const double cse5 = -cp3_y;
             const double Nm3_2_x = Ic3_00 + cse5;
             const double Nm3_1_y = IJ3_01*c2 + Nm3_2_x*s2 + cse5;
-            mg_o_M[0][mg_l] = Ic1_11;
-            mg_o_M[1][mg_l] = IJ2_12;
             mg_o_M[2][mg_l] = Nm3_1_y;
-            mg_o_M[3][mg_l] = Nm4_1_y;
-            mg_o_M[4][mg_l] = Nm5_1_y;
-            mg_o_M[5][mg_l] = IJ2_12;
-            mg_o_M[6][mg_l] = Ic2_22;
-            mg_o_M[7][mg_l] = IJ3_02;
-            mg_o_M[8][mg_l] = Nm4_2_z;
-            mg_o_M[9][mg_l] = Nm5_2_z;
             mg_o_M[10][mg_l] = Nm3_1_y;
-            mg_o_M[11][mg_l] = IJ3_02;
-            mg_o_M[12][mg_l] = Ic3_00;
-            mg_o_M[13][mg_l] = IJ4_01;
-            mg_o_M[14][mg_l] = Nm5_3_x;
-            mg_o_M[15][mg_l] = Nm4_1_y;
-            mg_o_M[16][mg_l] = Nm4_2_z;
-            mg_o_M[17][mg_l] = IJ4_01;
-            mg_o_M[18][mg_l] = Ic4_11;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = Nm5_1_y;
-            mg_o_M[21][mg_l] = Nm5_2_z;
-            mg_o_M[22][mg_l] = Nm5_3_x;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.33416666666666667;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 25; ++mg_j) {
+            M[(mg_i + 0) * 25 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 25 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 25 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 25 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 25 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 25 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 25 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 25 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2498,8 +2704,7 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 25; ++mg_j) M[(mg_i + mg_l) * 25 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2765,77 +2970,58 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_tau[5][8];
         double mg_o_b[5][8];
         double mg_o_gamma[5][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 5 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 5 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 5 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 5 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 5 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 5 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 5 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 5 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 5 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 5 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double oo1_yy = qd1*qd1;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            const double oo1_yy = qd1*qd1;
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
             const double a2_x = -c2*oo1_yy + (9.81)*s2;
@@ -2844,8 +3030,13 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double omega_p3_y = c3*omega_p2_y + qd2*s3;
             const double omega_p3_z = c3*qd2 - omega_p2_y*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = omega_p2_x + qd3;
             const double epsd3_y = c3*epsd2_y + omega_p3_z*qd3;
             const double epsd3_z = -epsd2_y*s3 - omega_p3_y*qd3;
@@ -2859,8 +3050,13 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double oo3_xz = omega3_x*omega_p3_z;
             const double oo3_yz = omega_p3_y*omega_p3_z;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double omega_p4_x = c4*omega3_x - omega_p3_z*s4;
             const double omega_p4_z = c4*omega_p3_z + omega3_x*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_y = omega_p3_y + qd4;
             const double epsd4_x = c4*epsd2_x - epsd3_z*s4 - omega_p4_z*qd4;
             const double epsd4_z = c4*epsd3_z + epsd2_x*s4 + omega_p4_x*qd4;
@@ -2875,8 +3071,13 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double oo4_xy = omega4_y*omega_p4_x;
             const double oo4_xz = omega_p4_x*omega_p4_z;
             const double oo4_W_00 = -oo4_yy - oo4_zz;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double omega_p5_x = c5*omega_p4_x + omega4_y*s5;
             const double omega_p5_y = c5*omega4_y - omega_p4_x*s5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = omega_p4_z + qd5;
             const double epsd5_x = c5*epsd4_x + epsd3_y*s5 + omega_p5_y*qd5;
             const double epsd5_y = c5*epsd3_y - epsd4_x*s5 - omega_p5_x*qd5;
@@ -2921,6 +3122,10 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double N2_y = N3_y*c3 - N3_z*s3 + (0.0016666666666666668)*epsd2_y;
             const double N2_z = F3_x + N3_y*s3 + N3_z*c3 + (0.5)*a2_x - 0.3325*oo2_xy;
             const double N1_y = -F2_z + N2_x*s2 + N2_y*c2;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
@@ -3010,30 +3215,57 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double eps5_x = -cse19*omega4_z + cse20*omega4_y_2 + eps4_x;
             const double eps5_y = cse18*omega4_z - cse20*omega4_x + eps4_y;
             const double eps5_z = -cse18*omega4_y_2 + cse19*omega4_x + eps4_z;
+            mg_o_gamma[4][mg_l] = -eps5_y*tau4_22 + eps5_z*tau4_21 + omega5_y*(-omega5_x*tau4_21 + omega5_y*tau4_20) + omega5_z_2*(-omega5_x*tau4_22 + omega5_z_2*tau4_20);
             const double cse21 = eps5_y*tau5_12;
             const double cse22 = omega5_x*tau5_11 - omega5_y*tau5_10;
             const double cse23 = eps5_z*tau5_11;
             const double cse24 = -omega5_x*tau5_12 + omega5_z_2*tau5_10;
             const double cse25 = cse24*omega5_z_2;
+            mg_o_gamma[3][mg_l] = -cse21 - cse22*omega5_y + cse23 + cse25;
             const double J6_f1_abias_x = cse21 + cse22*omega5_y - cse23 - cse25 + w5_x;
+            mg_o_gamma[0][mg_l] = J6_f1_abias_x;
             const double cse26 = omega5_y*tau5_12 - omega5_z_2*tau5_11;
             const double J6_f1_abias_y = -cse22*omega5_x + cse26*omega5_z_2 - eps5_x*tau5_12 + eps5_z*tau5_10 + w5_y;
-            const double J6_f1_abias_z = cse24*omega5_x - cse26*omega5_y + eps5_x*tau5_11 - eps5_y*tau5_10 + w5_z;
-            const double b1 = -N1_y + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -N3_x + tau3;
-            const double b4 = -N4_y + tau4;
-            const double b5 = -N5_z + tau5;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_b[4][mg_l] = b5;
-            mg_o_gamma[0][mg_l] = J6_f1_abias_x;
             mg_o_gamma[1][mg_l] = J6_f1_abias_y;
+            const double J6_f1_abias_z = cse24*omega5_x - cse26*omega5_y + eps5_x*tau5_11 - eps5_y*tau5_10 + w5_z;
             mg_o_gamma[2][mg_l] = J6_f1_abias_z;
-            mg_o_gamma[3][mg_l] = -cse21 - cse22*omega5_y + cse23 + cse25;
-            mg_o_gamma[4][mg_l] = -eps5_y*tau4_22 + eps5_z*tau4_21 + omega5_y*(-omega5_x*tau4_21 + omega5_y*tau4_20) + omega5_z_2*(-omega5_x*tau4_22 + omega5_z_2*tau4_20);
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_y + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_x + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_y + tau4;
+            mg_o_b[3][mg_l] = b4;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_z + tau5;
+            mg_o_b[4][mg_l] = b5;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            b[(mg_i + 0) * 5 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 5 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 5 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 5 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 5 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 5 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 5 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 5 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            gamma[(mg_i + 0) * 5 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 5 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 5 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 5 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 5 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 5 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 5 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 5 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3042,9 +3274,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) b[(mg_i + mg_l) * 5 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) gamma[(mg_i + mg_l) * 5 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3554,73 +3784,53 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_tau[5][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 5 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 5 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 5 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 5 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 5 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 5 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 5 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 5 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 5 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 5 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[3][mg_l] = 0.0;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -3638,6 +3848,10 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse1 = 2.0*cp5_x;
             const double Ic4_11 = IJ5_11 - cse1 + 1.3341666666666667;
             const double Ic4_22 = 1.6683333333333334 - cse1;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double cse2 = c4*cc4_x;
             const double cp4_x = cse2;
             const double cp4_z = -cc4_x*s4;
@@ -3657,6 +3871,10 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double Ic3_11 = Ic4_11 + cse3;
             const double Ic3_12 = IJ4_12 - cp5_y;
             const double Ic3_22 = IJ4_22 + 0.0016666666666666668;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double cp3_y = c3*cp5_y - cc3_z*s3;
             const double cp3_z = c3*cc3_z + cp5_y*s3;
             const double IJ3_C2 = c3*c3 - s3*s3;
@@ -3675,6 +3893,10 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double Ic2_11 = IJ3_11 + 0.0016666666666666668;
             const double Ic2_12 = IJ3_12 + cp3_z;
             const double Ic2_22 = IJ3_22 + cse4;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cp2_x = c2*cp4_x - cc2_y*s2;
             const double IJ2_C2 = c2*c2 - s2*s2;
             const double IJ2_cs = c2*s2;
@@ -3705,9 +3927,11 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse5 = -cp3_y;
             const double Nm3_2_x = Ic3_00 + cse5;
             const double Nm3_1_y = IJ3_01*c2 + Nm3_2_x*s2 + cse5;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double oo1_yy = qd1*qd1;
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
             const double a2_x = -c2*oo1_yy + (9.81)*s2;
@@ -3718,6 +3942,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double omega_p3_y = c3*omega_p2_y + qd2*s3;
             const double omega_p3_z = c3*qd2 - omega_p2_y*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = omega_p2_x + qd3;
             const double epsd3_y = c3*epsd2_y + omega_p3_z*qd3;
             const double epsd3_z = -epsd2_y*s3 - omega_p3_y*qd3;
@@ -3733,6 +3958,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = c4*omega3_x - omega_p3_z*s4;
             const double omega_p4_z = c4*omega_p3_z + omega3_x*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_y = omega_p3_y + qd4;
             const double epsd4_x = c4*epsd2_x - epsd3_z*s4 - omega_p4_z*qd4;
             const double epsd4_z = c4*epsd3_z + epsd2_x*s4 + omega_p4_x*qd4;
@@ -3749,6 +3975,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo4_W_00 = -oo4_yy - oo4_zz;
             const double omega_p5_x = c5*omega_p4_x + omega4_y*s5;
             const double omega_p5_y = c5*omega4_y - omega_p4_x*s5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = omega_p4_z + qd5;
             const double epsd5_x = c5*epsd4_x + epsd3_y*s5 + omega_p5_y*qd5;
             const double epsd5_y = c5*epsd3_y - epsd4_x*s5 - omega_p5_x*qd5;
@@ -3793,6 +4020,10 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double N2_y = N3_y*c3 - N3_z*s3 + (0.0016666666666666668)*epsd2_y;
             const double N2_z = F3_x + N3_y*s3 + N3_z*c3 + (0.5)*a2_x - 0.3325*oo2_xy;
             const double N1_y = -F2_z + N2_x*s2 + N2_y*c2;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
@@ -3950,14 +4181,20 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse29*tau5_12 + cse40*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse30*tau5_12;
             const double cse41 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse42 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
@@ -3965,13 +4202,19 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
             const double cse43 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
             const double cse44 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
@@ -3980,10 +4223,15 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_3 = -L4_3*X1_4 + invD3*y3;
             const double X1_2 = -L3_2*X1_3 - L4_2*X1_4 + invD2*y2;
             const double X1_1 = -L2_1*X1_2 - L3_1*X1_3 - L4_1*X1_4 + X1_rhs1*invD1;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_y + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_x + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -N4_y + tau4;
+            const double tau5 = mg_in_tau[4][mg_l];
             const double b5 = -N5_z + tau5;
             const double cse45 = -eps5_y*tau4_22 + eps5_z*tau4_21 + omega5_y*(-omega5_x*tau4_21 + omega5_y*tau4_20) + omega5_z_2*(-omega5_x*tau4_22 + omega5_z_2*tau4_20);
             const double cse46 = -cse31 - cse32*omega5_y + cse33 + cse35;
@@ -3991,10 +4239,22 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_rhs2 = -J6_f1_T3_x*J6_f1_abias_x - J6_f1_T3_y*J6_f1_abias_y - J6_f1_T3_z*J6_f1_abias_z + cse28*cse46 + cse38*cse45;
             const double qdd0_rhs3 = -J6_f1_T4_x*J6_f1_abias_x - J6_f1_T4_y*J6_f1_abias_y - J6_f1_T4_z*J6_f1_abias_z + cse29*cse46 + cse40*cse45;
             const double qdd0_rhs4 = -J6_f1_T5_x*J6_f1_abias_x - J6_f1_T5_y*J6_f1_abias_y - J6_f1_T5_z*J6_f1_abias_z + cse30*cse46;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*y2_2 + qdd0_rhs3;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*y3_2 + qdd0_rhs4;
@@ -4018,21 +4278,41 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH5_1 = Nm5_1_y - Nm5_2_z*X1_1 - Nm5_3_x*X1_2 - 0.33416666666666667*X1_4;
             const double Mr1_1 = MH1_1 - MH2_1*X1_1 - MH3_1*X1_2 - MH4_1*X1_3 - MH5_1*X1_4;
             const double br1 = -X1_1*c2_2 - X1_2*c3_2 - X1_3*c4_2 - X1_4*c5_2 + c1_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
+            mg_o_qdd[0][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[1][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double resD1 = IJ2_12*qdd_ind1 + IJ3_02*qdd_dep2 + Ic2_22*qdd_dep1 + Nm4_2_z*qdd_dep3 + Nm5_2_z*qdd_dep4 + cse47;
             const double resD2 = IJ3_02*qdd_dep1 + IJ4_01*qdd_dep3 + Ic3_00*qdd_dep2 + Nm3_1_y*qdd_ind1 + Nm5_3_x*qdd_dep4 + cse48;
             const double resD3 = IJ4_01*qdd_dep2 + Ic4_11*qdd_dep3 + Nm4_1_y*qdd_ind1 + Nm4_2_z*qdd_dep1 + cse49;
             const double resD4 = Nm5_1_y*qdd_ind1 + Nm5_2_z*qdd_dep1 + Nm5_3_x*qdd_dep2 + cse50 + (0.33416666666666667)*qdd_dep4;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double y3_3 = -L3_1*resD1 - L3_2*y2_3 + resD3;
             const double y4_3 = -L4_1*resD1 - L4_2*y2_3 - L4_3*y3_3 + resD4;
@@ -4041,29 +4321,56 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double lambda_z2 = -L3_2*lambda_z3 - L4_2*lambda_z4 + invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 - L3_1*lambda_z3 - L4_1*lambda_z4 + invD1*resD1;
             const double lambda1 = -J6_f1_T2_x*lambda_z1 - J6_f1_T3_x*lambda_z2 - J6_f1_T4_x*lambda_z3 - J6_f1_T5_x*lambda_z4;
-            const double lambda2 = -J6_f1_T2_y*lambda_z1 - J6_f1_T3_y*lambda_z2 - J6_f1_T4_y*lambda_z3 - J6_f1_T5_y*lambda_z4;
-            const double lambda3 = -J6_f1_T2_z*lambda_z1 - J6_f1_T3_z*lambda_z2 - J6_f1_T4_z*lambda_z3 - J6_f1_T5_z*lambda_z4;
-            const double lambda4 = -cse27*lambda_z1 + cse28*lambda_z2 + cse29*lambda_z3 + cse30*lambda_z4;
-            const double lambda5 = cse38*lambda_z2 - cse39*lambda_z1 + cse40*lambda_z3;
-            const double J6_reaction_my = -lambda4*tau5_12 - lambda5*tau4_22;
-            const double J6_reaction_mz = lambda4*tau5_11 + lambda5*tau4_21;
-            mg_o_qdd[0][mg_l] = qdd_ind1;
-            mg_o_qdd[1][mg_l] = qdd_dep1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda5;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -J6_f1_T2_y*lambda_z1 - J6_f1_T3_y*lambda_z2 - J6_f1_T4_y*lambda_z3 - J6_f1_T5_y*lambda_z4;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -J6_f1_T2_z*lambda_z1 - J6_f1_T3_z*lambda_z2 - J6_f1_T4_z*lambda_z3 - J6_f1_T5_z*lambda_z4;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
+            const double lambda4 = -cse27*lambda_z1 + cse28*lambda_z2 + cse29*lambda_z3 + cse30*lambda_z4;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            const double lambda5 = cse38*lambda_z2 - cse39*lambda_z1 + cse40*lambda_z3;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            const double J6_reaction_my = -lambda4*tau5_12 - lambda5*tau4_22;
             mg_o_reaction[4][mg_l] = J6_reaction_my;
+            const double J6_reaction_mz = lambda4*tau5_11 + lambda5*tau4_21;
             mg_o_reaction[5][mg_l] = J6_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qdd[(mg_i + 0) * 5 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 5 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 5 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 5 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 5 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 5 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 5 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 5 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            multipliers[(mg_i + 0) * 5 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 5 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 5 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 5 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 5 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 5 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 5 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 5 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4072,10 +4379,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -4485,53 +4789,58 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[3][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -4539,7 +4848,9 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double oo1_yy = qd1*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse0 = qd2*s1;
             const double omega2_x = cse0;
             const double cse1 = c1*qd2;
@@ -4548,6 +4859,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double w2_z = oo1_yy*s1;
             const double eps2_x = cse1*qd1;
             const double eps2_z = -cse0*qd1;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -4568,6 +4880,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double oo2_W_00 = -oo1_yy - oo2_zz;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double oo2_W_22 = -oo1_yy - oo2_xx;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse2 = qd3*tau2_00;
             const double omega3_x = cse2 + omega2_x;
             const double cse3 = qd3*s2;
@@ -4580,6 +4893,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double eps3_x = -cse3*omega2_z + cse4*qd1 + eps2_x;
             const double eps3_y = -cse4*omega2_x + omega2_z*qd3*tau2_00;
             const double eps3_z = -cse2*qd1 + cse3*omega2_x + eps2_z;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -4606,6 +4920,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double oo3_W_00 = -oo3_yy - oo3_zz;
             const double oo3_W_11 = -oo3_xx - oo3_zz;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double cse5 = qd4*tau3_10;
             const double omega4_x = cse5 + omega3_x;
             const double cse6 = qd4*tau3_11;
@@ -4618,6 +4933,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double eps4_x = -cse6*omega3_z + cse7*omega3_y + eps3_x;
             const double eps4_y = cse5*omega3_z - cse7*omega3_x + eps3_y;
             const double eps4_z = -cse5*omega3_y + cse6*omega3_x + eps3_z;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -4644,6 +4960,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double oo4_W_00 = -oo4_yy - oo4_zz;
             const double oo4_W_11 = -oo4_xx - oo4_zz;
             const double oo4_W_22 = -oo4_xx - oo4_yy;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double cse8 = qd5*tau4_20;
             const double omega5_x = cse8 + omega4_x;
             const double cse9 = qd5*tau4_21;
@@ -4702,14 +5019,20 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse13*tau5_12 + cse24*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse14*tau5_12;
             const double cse25 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse26 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
@@ -4717,13 +5040,19 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
             const double cse27 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
             const double cse28 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
@@ -4738,10 +5067,22 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_rhs2 = -J6_f1_T3_x*J6_f1_abias_x - J6_f1_T3_y*J6_f1_abias_y - J6_f1_T3_z*J6_f1_abias_z + cse12*cse30 + cse22*cse29;
             const double qdd0_rhs3 = -J6_f1_T4_x*J6_f1_abias_x - J6_f1_T4_y*J6_f1_abias_y - J6_f1_T4_z*J6_f1_abias_z + cse13*cse30 + cse24*cse29;
             const double qdd0_rhs4 = -J6_f1_T5_x*J6_f1_abias_x - J6_f1_T5_y*J6_f1_abias_y - J6_f1_T5_z*J6_f1_abias_z + cse14*cse30;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*y2_2 + qdd0_rhs3;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*y3_2 + qdd0_rhs4;
@@ -4749,10 +5090,16 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_3 = -L4_3*qdd0_4 + invD3*y3_2;
             const double qdd0_2 = -L3_2*qdd0_3 - L4_2*qdd0_4 + invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 - L3_1*qdd0_3 - L4_1*qdd0_4 + invD1*qdd0_rhs1;
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[0][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[1][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double cse31 = omega_p2_y*qd2;
@@ -4842,10 +5189,22 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double N2_y = N3_y*c3 - N3_z*s3 + (0.0016666666666666668)*epsd2_y;
             const double N2_z = F3_x + N3_y*s3 + N3_z*c3 + (0.5)*a2_x - 0.3325*oo2_xy_2 + (0.33416666666666667)*qdd_dep1;
             const double N1_y = -F2_z + N2_x*s2 + N2_y*c2 + (0.33416666666666667)*qdd_ind1;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N2_z + N3_x;
             const double y3_3 = -L3_1*N2_z - L3_2*y2_3 + N4_y;
             const double y4_3 = -L4_1*N2_z - L4_2*y2_3 - L4_3*y3_3 + N5_z;
@@ -4854,33 +5213,71 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double lambda_z2 = -L3_2*lambda_z3 - L4_2*lambda_z4 + invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 - L3_1*lambda_z3 - L4_1*lambda_z4 + N2_z*invD1;
             const double lambda1 = -J6_f1_T2_x*lambda_z1 - J6_f1_T3_x*lambda_z2 - J6_f1_T4_x*lambda_z3 - J6_f1_T5_x*lambda_z4;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double lambda2 = -J6_f1_T2_y*lambda_z1 - J6_f1_T3_y*lambda_z2 - J6_f1_T4_y*lambda_z3 - J6_f1_T5_y*lambda_z4;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             const double lambda3 = -J6_f1_T2_z*lambda_z1 - J6_f1_T3_z*lambda_z2 - J6_f1_T4_z*lambda_z3 - J6_f1_T5_z*lambda_z4;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[2][mg_l] = lambda3;
             const double lambda4 = -cse11*lambda_z1 + cse12*lambda_z2 + cse13*lambda_z3 + cse14*lambda_z4;
+            mg_o_multipliers[3][mg_l] = lambda4;
             const double lambda5 = cse22*lambda_z2 - cse23*lambda_z1 + cse24*lambda_z3;
+            mg_o_multipliers[4][mg_l] = lambda5;
             const double cse39 = lambda4*tau5_12;
             const double cse40 = lambda5*tau4_22;
             const double tau_ind1 = J6_f1_T1_z*lambda3 + J6_f1_o_z*lambda1 + N1_y - cse39 - cse40;
-            const double J6_reaction_my = -cse39 - cse40;
-            const double J6_reaction_mz = lambda4*tau5_11 + lambda5*tau4_21;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_ind1;
-            mg_o_qdd[1][mg_l] = qdd_dep1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_multipliers[4][mg_l] = lambda5;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
+            const double J6_reaction_my = -cse39 - cse40;
             mg_o_reaction[4][mg_l] = J6_reaction_my;
+            const double J6_reaction_mz = lambda4*tau5_11 + lambda5*tau4_21;
             mg_o_reaction[5][mg_l] = J6_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qdd[(mg_i + 0) * 5 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 5 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 5 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 5 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 5 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 5 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 5 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 5 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            multipliers[(mg_i + 0) * 5 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 5 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 5 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 5 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 5 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 5 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 5 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 5 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4889,11 +5286,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -5032,47 +5425,42 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -5080,10 +5468,13 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = qd2*s1;
             const double omega2_z = c1*qd2;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double v2_x = -qd1*s1;
             const double v2_z = -c1*qd1;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -5093,12 +5484,14 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double tau3_20 = c3*s1 - s3*tau2_10;
             const double tau3_21 = -c2*s3;
             const double tau3_22 = c1*c3 - s3*tau2_12;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = omega2_x + qd3*tau2_00;
             const double omega3_y = qd1 + qd3*s2;
             const double omega3_z = omega2_z + qd3*tau2_02;
             const double v3_x = c2*omega2_z - qd1*tau2_12 + v2_x;
             const double v3_y = omega2_x*tau2_12 - omega2_z*tau2_10;
             const double v3_z = -c2*omega2_x + qd1*tau2_10 + v2_z;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -5109,12 +5502,14 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double tau4_21 = c4*tau3_21 + s2*s4;
             const double tau4_22 = c4*tau3_22 + s4*tau2_02;
             const double r4_y = -c2 + tau3_21;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = omega3_x + qd4*tau3_10;
             const double omega4_y = omega3_y + qd4*tau3_11;
             const double omega4_z = omega3_z + qd4*tau3_12;
             const double v4_x = omega3_y*tau3_22 - omega3_z*tau3_21 + v3_x;
             const double v4_y = -omega3_x*tau3_22 + omega3_z*tau3_20 + v3_y;
             const double v4_z = omega3_x*tau3_21 - omega3_y*tau3_20 + v3_z;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -5125,6 +5520,8 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
             const double r5_y = r4_y - tau4_01;
+            mg_o_V[0][mg_l] = -14.715*c2 + (9.81)*r4_y + (9.81)*r5_y + (4.905)*tau3_21 - 4.905*tau4_01 + (4.905)*tau5_11;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega4_x + qd5*tau4_20;
             const double omega5_y = omega4_y + qd5*tau4_21;
             const double omega5_z = omega4_z + qd5*tau4_22;
@@ -5156,7 +5553,28 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double omega_loc5_y = omega5_x*tau5_10 + omega5_y*tau5_11 + omega5_z*tau5_12;
             const double omega_loc5_z = omega5_x*tau4_20 + omega5_y*tau4_21 + omega5_z*tau4_22;
             mg_o_T[0][mg_l] = (0.16708333333333333)*omega_loc2_x*omega_loc2_x - 0.5*omega_loc2_x*v_loc2_z + (0.0008333333333333334)*omega_loc2_y*omega_loc2_y + (0.16708333333333333)*omega_loc2_z*omega_loc2_z + (0.5)*omega_loc2_z*v_loc2_x + (0.16708333333333333)*omega_loc3_x*omega_loc3_x - 0.5*omega_loc3_x*v_loc3_y + (0.16708333333333333)*omega_loc3_y*omega_loc3_y + (0.5)*omega_loc3_y*v_loc3_x + (0.0008333333333333334)*omega_loc3_z*omega_loc3_z + (0.0008333333333333334)*omega_loc4_x*omega_loc4_x + (0.16708333333333333)*omega_loc4_y*omega_loc4_y + (0.5)*omega_loc4_y*v_loc4_z + (0.16708333333333333)*omega_loc4_z*omega_loc4_z - 0.5*omega_loc4_z*v_loc4_y + (0.16708333333333333)*omega_loc5_x*omega_loc5_x + (0.5)*omega_loc5_x*v_loc5_z + (0.0008333333333333334)*omega_loc5_y*omega_loc5_y + (0.16708333333333333)*omega_loc5_z*omega_loc5_z - 0.5*omega_loc5_z*v_loc5_x + (0.16708333333333333)*qd1*qd1 + (0.5)*v_loc2_x*v_loc2_x + (0.5)*v_loc2_y*v_loc2_y + (0.5)*v_loc2_z*v_loc2_z + (0.5)*v_loc3_x*v_loc3_x + (0.5)*v_loc3_y*v_loc3_y + (0.5)*v_loc3_z*v_loc3_z + (0.5)*v_loc4_x*v_loc4_x + (0.5)*v_loc4_y*v_loc4_y + (0.5)*v_loc4_z*v_loc4_z + (0.5)*v_loc5_x*v_loc5_x + (0.5)*v_loc5_y*v_loc5_y + (0.5)*v_loc5_z*v_loc5_z;
-            mg_o_V[0][mg_l] = -14.715*c2 + (9.81)*r4_y + (9.81)*r5_y + (4.905)*tau3_21 - 4.905*tau4_01 + (4.905)*tau5_11;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5165,9 +5583,7 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -5197,7 +5613,8 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -5205,9 +5622,19 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -5335,47 +5762,42 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -5383,6 +5805,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -5397,6 +5820,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -cse0;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -5416,6 +5840,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -5438,6 +5863,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double J6_f1_o_x = r5_x + tau5_10;
             const double J6_f1_o_y = r5_y + tau5_11;
             const double J6_f1_o_z = r5_z + tau5_12;
+            mg_o_position[0][mg_l] = sqrt(J6_f1_o_x*J6_f1_o_x + J6_f1_o_y*J6_f1_o_y + tau4_20*tau4_20 + tau5_10*tau5_10 + (1.0 - J6_f1_o_z)*(1.0 - J6_f1_o_z));
             const double J6_f1_T1_z = T5_1_z - tau5_10;
             const double cse1 = c1*tau5_11;
             const double J6_f1_T2_x = T5_2_x - cse1;
@@ -5455,8 +5881,34 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double J6_f1_T5_x = cse4;
             const double J6_f1_T5_y = -tau4_20*tau5_12 + tau4_22*tau5_10;
             const double J6_f1_T5_z = tau4_20*tau5_11 - tau4_21*tau5_10;
-            mg_o_position[0][mg_l] = sqrt(J6_f1_o_x*J6_f1_o_x + J6_f1_o_y*J6_f1_o_y + tau4_20*tau4_20 + tau5_10*tau5_10 + (1.0 - J6_f1_o_z)*(1.0 - J6_f1_o_z));
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-J6_f1_T2_y*qd2 - J6_f1_T3_y*qd3 - J6_f1_T4_y*qd4 - J6_f1_T5_y*qd5)*(-J6_f1_T2_y*qd2 - J6_f1_T3_y*qd3 - J6_f1_T4_y*qd4 - J6_f1_T5_y*qd5) + (-c1*qd2*tau4_21 + qd1*tau4_22 + qd3*(s2*tau4_22 - tau2_02*tau4_21) + qd4*(tau3_11*tau4_22 - tau3_12*tau4_21))*(-c1*qd2*tau4_21 + qd1*tau4_22 + qd3*(s2*tau4_22 - tau2_02*tau4_21) + qd4*(tau3_11*tau4_22 - tau3_12*tau4_21)) + (-J6_f1_T1_z*qd1 - J6_f1_T2_z*qd2 - J6_f1_T3_z*qd3 - J6_f1_T4_z*qd4 - J6_f1_T5_z*qd5)*(-J6_f1_T1_z*qd1 - J6_f1_T2_z*qd2 - J6_f1_T3_z*qd3 - J6_f1_T4_z*qd4 - J6_f1_T5_z*qd5) + (-J6_f1_T2_x*qd2 - J6_f1_T3_x*qd3 - J6_f1_T4_x*qd4 - J6_f1_T5_x*qd5 - J6_f1_o_z*qd1)*(-J6_f1_T2_x*qd2 - J6_f1_T3_x*qd3 - J6_f1_T4_x*qd4 - J6_f1_T5_x*qd5 - J6_f1_o_z*qd1) + (-cse1*qd2 + cse2*qd3 + cse3*qd4 + cse4*qd5 + qd1*tau5_12)*(-cse1*qd2 + cse2*qd3 + cse3*qd4 + cse4*qd5 + qd1*tau5_12));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5465,9 +5917,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

@@ -216,95 +216,129 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_phi[4][8];
         double mg_o_G[20][8];
         double mg_o_orientation[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            mg_o_G[0][mg_l] = 0.0;
+            mg_o_G[4][mg_l] = 0.0;
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_G[9][mg_l] = 0.0;
+            mg_o_G[12][mg_l] = 0.0;
+            mg_o_G[13][mg_l] = 0.0;
+            mg_o_G[17][mg_l] = 0.0;
+            mg_o_G[18][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            mg_o_G[3][mg_l] = tau4_01;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            mg_o_G[6][mg_l] = -s2;
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
+            mg_o_G[14][mg_l] = tau5_01;
             const double r5_x = 1.0 - s2;
             const double cse5 = -tau4_00;
+            mg_o_G[8][mg_l] = cse5;
             const double B1_left_f1_o_x = -cse5 - s3;
+            mg_o_phi[0][mg_l] = -B1_left_f1_o_x + r5_x;
+            mg_o_G[7][mg_l] = -B1_left_f1_o_x;
             const double cse6 = c3 + tau4_01;
             const double B1_left_f1_o_y = cse6;
             const double B1_left_f1_T3_x = -cse6;
+            mg_o_G[2][mg_l] = -B1_left_f1_T3_x;
             const double B2_f1_o_x = r5_x + tau5_00;
             const double cse7 = c2 + tau5_01;
             const double B2_f1_o_y = cse7;
             const double B2_f1_T2_x = -cse7;
-            const double cse8 = -tau5_00;
-            const double B2_f1_T2_y = -cse8 - s2;
-            const double B2_f2_o_x = 2.0 - s1;
-            const double cse9 = -c2;
-            const double cse10 = -c1;
-            mg_o_phi[0][mg_l] = -B1_left_f1_o_x + r5_x;
-            mg_o_phi[1][mg_l] = -B1_left_f1_o_y - cse9;
-            mg_o_phi[2][mg_l] = -B2_f1_o_x + B2_f2_o_x;
-            mg_o_phi[3][mg_l] = -B2_f1_o_y - cse10;
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = cse9;
-            mg_o_G[2][mg_l] = -B1_left_f1_T3_x;
-            mg_o_G[3][mg_l] = tau4_01;
-            mg_o_G[4][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = -s2;
-            mg_o_G[7][mg_l] = -B1_left_f1_o_x;
-            mg_o_G[8][mg_l] = cse5;
-            mg_o_G[9][mg_l] = 0.0;
-            mg_o_G[10][mg_l] = cse10;
             mg_o_G[11][mg_l] = -B2_f1_T2_x;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = tau5_01;
-            mg_o_G[15][mg_l] = -s1;
-            mg_o_G[16][mg_l] = -B2_f1_T2_y;
-            mg_o_G[17][mg_l] = 0.0;
-            mg_o_G[18][mg_l] = 0.0;
+            const double cse8 = -tau5_00;
             mg_o_G[19][mg_l] = cse8;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
+            const double B2_f1_T2_y = -cse8 - s2;
+            mg_o_G[16][mg_l] = -B2_f1_T2_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_G[15][mg_l] = -s1;
+            const double B2_f2_o_x = 2.0 - s1;
+            mg_o_phi[2][mg_l] = -B2_f1_o_x + B2_f2_o_x;
+            const double cse9 = -c2;
+            mg_o_phi[1][mg_l] = -B1_left_f1_o_y - cse9;
+            mg_o_G[1][mg_l] = cse9;
+            const double cse10 = -c1;
+            mg_o_phi[3][mg_l] = -B2_f1_o_y - cse10;
+            mg_o_G[10][mg_l] = cse10;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            phi[(mg_i + 0) * 4 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 4 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 4 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 4 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 4 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 4 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 4 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 4 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 20; ++mg_j) {
+            G[(mg_i + 0) * 20 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 20 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 20 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 20 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 20 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 20 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 20 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 20 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            orientation[(mg_i + 0) * 2 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 2 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 2 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 2 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 2 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 2 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 2 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 2 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -313,10 +347,7 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 20; ++mg_j) G[(mg_i + mg_l) * 20 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -431,51 +462,52 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_q_next[5][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
+            mg_o_q_next[2][mg_l] = q3;
             const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
@@ -489,42 +521,98 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             const double B2_f1_o_y = cse5;
             const double B2_f1_T2_x = -cse5;
             const double B2_f1_T2_y = -s2 + tau5_00;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f2_o_x = 2.0 - s1;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double cse6 = B1_left_f1_o_y - c2;
             const double err = sqrt(cse6*cse6 + (-B1_left_f1_o_x + r5_x)*(-B1_left_f1_o_x + r5_x) + (-B2_f1_o_x + B2_f2_o_x)*(-B2_f1_o_x + B2_f2_o_x) + (-B2_f1_o_y + c1)*(-B2_f1_o_y + c1));
+            mg_o_error[0][mg_l] = err;
             const double dq_e1 = B1_left_f1_o_x - cse6*lu_f13 - r5_x;
             const double dq_e3 = B2_f1_o_x - B2_f2_o_x - dq_e1*lu_f32;
             const double dq_e4 = B2_f1_o_y - c1 - dq_e1*lu_f42;
             const double dq_e4_2 = -dq_e3*lu_f41 + dq_e4;
             const double dq4 = dq_e4_2*lu_inv4;
-            const double dq1 = lu_inv3*(-dq4*tau5_01 + dq_e3);
-            const double dq2 = dq_e1*lu_inv2;
-            const double dq3 = lu_inv1*(cse6 + dq2*s2);
-            const double det_GD = c1*lu_u12*lu_u44*tau4_00;
-            mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = dq2 + q2;
-            mg_o_q_next[2][mg_l] = q3;
-            mg_o_q_next[3][mg_l] = dq3 + q4;
             mg_o_q_next[4][mg_l] = dq4 + q5;
-            mg_o_error[0][mg_l] = err;
+            const double dq1 = lu_inv3*(-dq4*tau5_01 + dq_e3);
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            const double dq2 = dq_e1*lu_inv2;
+            mg_o_q_next[1][mg_l] = dq2 + q2;
+            const double dq3 = lu_inv1*(cse6 + dq2*s2);
+            mg_o_q_next[3][mg_l] = dq3 + q4;
+            const double det_GD = c1*lu_u12*lu_u44*tau4_00;
             mg_o_branch[0][mg_l] = det_GD;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            q_next[(mg_i + 0) * 5 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 5 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 5 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 5 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 5 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 5 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 5 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 5 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            orientation[(mg_i + 0) * 2 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 2 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 2 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 2 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 2 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 2 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 2 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 2 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -533,11 +621,7 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -654,52 +738,60 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[5][8];
         double mg_o_H[5][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[2][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
@@ -709,43 +801,80 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             const double B1_left_f1_T3_x = -c3 - tau4_01;
             const double B2_f1_T2_x = -c2 - tau5_01;
             const double B2_f1_T2_y = -s2 + tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;
             const double X1__e4 = -X1__e1*lu_f42;
             const double X1__e4_2 = -X1__e3*lu_f41 + X1__e4;
             const double X1_4 = X1__e4_2*lu_inv4;
-            const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
-            const double X1_2 = X1__e1*lu_inv2;
-            const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            const double qd_dep3 = -X1_3*qd_ind1;
-            const double qd_dep4 = -X1_4*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_dep2;
-            mg_o_qd[2][mg_l] = qd_ind1;
-            mg_o_qd[3][mg_l] = qd_dep3;
-            mg_o_qd[4][mg_l] = qd_dep4;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = -X1_2;
-            mg_o_H[2][mg_l] = 1.0;
-            mg_o_H[3][mg_l] = -X1_3;
             mg_o_H[4][mg_l] = -X1_4;
+            const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
+            mg_o_H[0][mg_l] = -X1_1;
+            const double X1_2 = X1__e1*lu_inv2;
+            mg_o_H[1][mg_l] = -X1_2;
+            const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
+            mg_o_H[3][mg_l] = -X1_3;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[2][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[1][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1;
+            mg_o_qd[3][mg_l] = qd_dep3;
+            const double qd_dep4 = -X1_4*qd_ind1;
+            mg_o_qd[4][mg_l] = qd_dep4;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qd[(mg_i + 0) * 5 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 5 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 5 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 5 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 5 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 5 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 5 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 5 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            H[(mg_i + 0) * 5 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 5 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 5 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 5 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 5 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 5 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 5 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 5 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -754,9 +883,7 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) H[(mg_i + mg_l) * 5 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -1074,326 +1201,397 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_qdd[5][8];
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd5[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd4[8];
-        double mg_w_qdd5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 1.5707963267948966;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            const double tau4_00 = c3*c4 - s3*s4;
-            const double cse4 = c3*s4 + c4*s3;
-            const double tau4_01 = cse4;
-            const double tau4_10 = -cse4;
-            const double cse5 = qd3*qd3;
-            const double oo3_zz = cse5;
-            const double omega4_z = qd3 + qd4;
-            const double v4_x = -c3*qd3;
-            const double v4_y = -qd3*s3;
-            const double w4_x = oo3_zz*s3;
-            const double w4_y = -c3*oo3_zz;
-            const double cse6 = q5 + 1.5707963267948966;
-            double s5, c5;
-            mg_sincos_poly(cse6, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse6);
-            const double tau5_00 = c2*c5 - s2*s5;
-            const double cse7 = c2*s5 + c5*s2;
-            const double tau5_01 = cse7;
-            const double tau5_10 = -cse7;
-            const double r5_x = 1.0 - s2;
-            const double cse8 = qd2*qd2;
-            const double oo4_zz = cse8;
-            const double omega5_z = qd2 + qd5;
-            const double v5_x = -c2*qd2;
-            const double v5_y = -qd2*s2;
-            const double w5_x = oo4_zz*s2;
-            const double w5_y = -c2*oo4_zz;
-            const double B0_abias_x = cse5*s3;
-            const double B0_abias_y = -c3*cse5;
-            const double B0_ax = B0_abias_x - c3*qdd3;
-            const double B0_ay = B0_abias_y - qdd3*s3;
-            const double B1_abias_x = cse8*s2;
-            const double B1_abias_y = -c2*cse8;
-            const double B1_ax = B1_abias_x - c2*qdd2;
-            const double B1_ay = B1_abias_y - qdd2*s2;
-            const double B2_o_x = 2.0 - s1;
-            const double B2_v_x = -c1*qd1;
-            const double B2_v_y = -qd1*s1;
-            const double cse9 = qd1*qd1;
-            const double B2_abias_x = cse9*s1;
-            const double B2_abias_y = -c1*cse9;
-            const double B2_ax = B2_abias_x - c1*qdd1;
-            const double B2_ay = B2_abias_y - qdd1*s1;
-            const double crank0_d_x = -0.5*s3;
-            const double crank0_d_y = (0.5)*c3;
-            const double crank0_v_x = -crank0_d_y*qd3;
-            const double crank0_v_y = crank0_d_x*qd3;
-            const double crank0_abias_x = -crank0_d_x*cse5;
-            const double crank0_abias_y = -crank0_d_y*cse5;
-            const double crank0_ax = crank0_abias_x - crank0_d_y*qdd3;
-            const double crank0_ay = crank0_abias_y + crank0_d_x*qdd3;
-            const double crank1_d_x = -0.5*s2;
-            const double crank1_d_y = (0.5)*c2;
-            const double crank1_o_x = crank1_d_x + 1.0;
-            const double crank1_v_x = -crank1_d_y*qd2;
-            const double crank1_v_y = crank1_d_x*qd2;
-            const double crank1_abias_x = -crank1_d_x*cse8;
-            const double crank1_abias_y = -crank1_d_y*cse8;
-            const double crank1_ax = crank1_abias_x - crank1_d_y*qdd2;
-            const double crank1_ay = crank1_abias_y + crank1_d_x*qdd2;
-            const double crank2_d_x = -0.5*s1;
-            const double crank2_d_y = (0.5)*c1;
-            const double crank2_o_x = crank2_d_x + 2.0;
-            const double crank2_v_x = -crank2_d_y*qd1;
-            const double crank2_v_y = crank2_d_x*qd1;
-            const double crank2_abias_x = -crank2_d_x*cse9;
-            const double crank2_abias_y = -crank2_d_y*cse9;
-            const double crank2_ax = crank2_abias_x - crank2_d_y*qdd1;
-            const double crank2_ay = crank2_abias_y + crank2_d_x*qdd1;
-            const double coupler1_d_x = (0.5)*tau4_00;
-            const double coupler1_d_y = (0.5)*tau4_01;
-            const double cse10 = -s3;
-            const double coupler1_o_x = coupler1_d_x + cse10;
-            const double cse11 = c3 + coupler1_d_y;
-            const double coupler1_o_y = cse11;
-            const double coupler1_T3_x = -cse11;
-            const double coupler1_v_x = -coupler1_d_y*omega4_z + v4_x;
-            const double coupler1_v_y = coupler1_d_x*omega4_z + v4_y;
-            const double cse12 = omega4_z*omega4_z;
-            const double coupler1_abias_x = -coupler1_d_x*cse12 + w4_x;
-            const double coupler1_abias_y = -coupler1_d_y*cse12 + w4_y;
-            const double coupler1_ax = coupler1_T3_x*qdd3 + coupler1_abias_x - coupler1_d_y*qdd4;
-            const double coupler1_ay = coupler1_abias_y + coupler1_d_x*qdd4 + coupler1_o_x*qdd3;
-            const double coupler2_d_x = (0.5)*tau5_00;
-            const double coupler2_d_y = (0.5)*tau5_01;
-            const double coupler2_o_x = coupler2_d_x + r5_x;
-            const double cse13 = c2 + coupler2_d_y;
-            const double coupler2_o_y = cse13;
-            const double coupler2_T2_x = -cse13;
-            const double cse14 = -s2;
-            const double coupler2_T2_y = coupler2_d_x + cse14;
-            const double coupler2_v_x = -coupler2_d_y*omega5_z + v5_x;
-            const double coupler2_v_y = coupler2_d_x*omega5_z + v5_y;
-            const double cse15 = omega5_z*omega5_z;
-            const double coupler2_abias_x = -coupler2_d_x*cse15 + w5_x;
-            const double coupler2_abias_y = -coupler2_d_y*cse15 + w5_y;
-            const double coupler2_ax = coupler2_T2_x*qdd2 + coupler2_abias_x - coupler2_d_y*qdd5;
-            const double coupler2_ay = coupler2_T2_y*qdd2 + coupler2_abias_y + coupler2_d_x*qdd5;
-            const double coupler1_alphaz = qdd3 + qdd4;
-            const double coupler2_alphaz = qdd2 + qdd5;
-            mg_o_r[0][mg_l] = cse10;
-            mg_o_r[1][mg_l] = c3;
             mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = r5_x;
-            mg_o_r[4][mg_l] = c2;
             mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = B2_o_x;
-            mg_o_r[7][mg_l] = c1;
             mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = crank0_d_x;
-            mg_o_r[10][mg_l] = crank0_d_y;
             mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = crank1_o_x;
-            mg_o_r[13][mg_l] = crank1_d_y;
             mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[15][mg_l] = crank2_o_x;
-            mg_o_r[16][mg_l] = crank2_d_y;
             mg_o_r[17][mg_l] = 0.0;
-            mg_o_r[18][mg_l] = coupler1_o_x;
-            mg_o_r[19][mg_l] = coupler1_o_y;
             mg_o_r[20][mg_l] = 0.0;
-            mg_o_r[21][mg_l] = coupler2_o_x;
-            mg_o_r[22][mg_l] = coupler2_o_y;
             mg_o_r[23][mg_l] = 0.0;
-            mg_o_v[0][mg_l] = v4_x;
-            mg_o_v[1][mg_l] = v4_y;
             mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = v5_x;
-            mg_o_v[4][mg_l] = v5_y;
             mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = B2_v_x;
-            mg_o_v[7][mg_l] = B2_v_y;
             mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = crank0_v_x;
-            mg_o_v[10][mg_l] = crank0_v_y;
             mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = crank1_v_x;
-            mg_o_v[13][mg_l] = crank1_v_y;
             mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[15][mg_l] = crank2_v_x;
-            mg_o_v[16][mg_l] = crank2_v_y;
             mg_o_v[17][mg_l] = 0.0;
-            mg_o_v[18][mg_l] = coupler1_v_x;
-            mg_o_v[19][mg_l] = coupler1_v_y;
             mg_o_v[20][mg_l] = 0.0;
-            mg_o_v[21][mg_l] = coupler2_v_x;
-            mg_o_v[22][mg_l] = coupler2_v_y;
             mg_o_v[23][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = B0_ax;
-            mg_o_a[1][mg_l] = B0_ay;
             mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[3][mg_l] = B1_ax;
-            mg_o_a[4][mg_l] = B1_ay;
             mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = B2_ax;
-            mg_o_a[7][mg_l] = B2_ay;
             mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = crank0_ax;
-            mg_o_a[10][mg_l] = crank0_ay;
             mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = crank1_ax;
-            mg_o_a[13][mg_l] = crank1_ay;
             mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[15][mg_l] = crank2_ax;
-            mg_o_a[16][mg_l] = crank2_ay;
             mg_o_a[17][mg_l] = 0.0;
-            mg_o_a[18][mg_l] = coupler1_ax;
-            mg_o_a[19][mg_l] = coupler1_ay;
             mg_o_a[20][mg_l] = 0.0;
-            mg_o_a[21][mg_l] = coupler2_ax;
-            mg_o_a[22][mg_l] = coupler2_ay;
             mg_o_a[23][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = c3;
-            mg_o_R[1][mg_l] = cse10;
             mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s3;
-            mg_o_R[4][mg_l] = c3;
             mg_o_R[5][mg_l] = 0.0;
             mg_o_R[6][mg_l] = 0.0;
             mg_o_R[7][mg_l] = 0.0;
             mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[9][mg_l] = c2;
-            mg_o_R[10][mg_l] = cse14;
             mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = s2;
-            mg_o_R[13][mg_l] = c2;
             mg_o_R[14][mg_l] = 0.0;
             mg_o_R[15][mg_l] = 0.0;
             mg_o_R[16][mg_l] = 0.0;
             mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[18][mg_l] = c1;
-            mg_o_R[19][mg_l] = -s1;
             mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = s1;
-            mg_o_R[22][mg_l] = c1;
             mg_o_R[23][mg_l] = 0.0;
             mg_o_R[24][mg_l] = 0.0;
             mg_o_R[25][mg_l] = 0.0;
             mg_o_R[26][mg_l] = 1.0;
-            mg_o_R[27][mg_l] = tau4_00;
-            mg_o_R[28][mg_l] = tau4_10;
             mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = tau4_01;
-            mg_o_R[31][mg_l] = tau4_00;
             mg_o_R[32][mg_l] = 0.0;
             mg_o_R[33][mg_l] = 0.0;
             mg_o_R[34][mg_l] = 0.0;
             mg_o_R[35][mg_l] = 1.0;
-            mg_o_R[36][mg_l] = tau5_00;
-            mg_o_R[37][mg_l] = tau5_10;
             mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = tau5_01;
-            mg_o_R[40][mg_l] = tau5_00;
             mg_o_R[41][mg_l] = 0.0;
             mg_o_R[42][mg_l] = 0.0;
             mg_o_R[43][mg_l] = 0.0;
             mg_o_R[44][mg_l] = 1.0;
             mg_o_omega[0][mg_l] = 0.0;
             mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd3;
             mg_o_omega[3][mg_l] = 0.0;
             mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = qd2;
             mg_o_omega[6][mg_l] = 0.0;
             mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = qd1;
             mg_o_omega[9][mg_l] = 0.0;
             mg_o_omega[10][mg_l] = 0.0;
-            mg_o_omega[11][mg_l] = omega4_z;
             mg_o_omega[12][mg_l] = 0.0;
             mg_o_omega[13][mg_l] = 0.0;
-            mg_o_omega[14][mg_l] = omega5_z;
             mg_o_alpha[0][mg_l] = 0.0;
             mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd3;
             mg_o_alpha[3][mg_l] = 0.0;
             mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[5][mg_l] = qdd2;
             mg_o_alpha[6][mg_l] = 0.0;
             mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[8][mg_l] = qdd1;
             mg_o_alpha[9][mg_l] = 0.0;
             mg_o_alpha[10][mg_l] = 0.0;
-            mg_o_alpha[11][mg_l] = coupler1_alphaz;
             mg_o_alpha[12][mg_l] = 0.0;
             mg_o_alpha[13][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 - 1.5707963267948966;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            mg_o_r[1][mg_l] = c3;
+            mg_o_R[0][mg_l] = c3;
+            mg_o_R[3][mg_l] = s3;
+            mg_o_R[4][mg_l] = c3;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double tau4_00 = c3*c4 - s3*s4;
+            mg_o_R[27][mg_l] = tau4_00;
+            mg_o_R[31][mg_l] = tau4_00;
+            const double cse4 = c3*s4 + c4*s3;
+            const double tau4_01 = cse4;
+            mg_o_R[30][mg_l] = tau4_01;
+            const double tau4_10 = -cse4;
+            mg_o_R[28][mg_l] = tau4_10;
+            const double qd3 = mg_in_qd[2][mg_l];
+            mg_o_omega[2][mg_l] = qd3;
+            const double cse5 = qd3*qd3;
+            const double oo3_zz = cse5;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double omega4_z = qd3 + qd4;
+            mg_o_omega[11][mg_l] = omega4_z;
+            const double v4_x = -c3*qd3;
+            mg_o_v[0][mg_l] = v4_x;
+            const double v4_y = -qd3*s3;
+            mg_o_v[1][mg_l] = v4_y;
+            const double w4_x = oo3_zz*s3;
+            const double w4_y = -c3*oo3_zz;
+            const double q5 = mg_in_q[4][mg_l];
+            const double cse6 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            mg_o_r[4][mg_l] = c2;
+            mg_o_R[9][mg_l] = c2;
+            mg_o_R[12][mg_l] = s2;
+            mg_o_R[13][mg_l] = c2;
+            double s5, c5;
+            mg_sincos_poly(cse6, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse6);
+            const double tau5_00 = c2*c5 - s2*s5;
+            mg_o_R[36][mg_l] = tau5_00;
+            mg_o_R[40][mg_l] = tau5_00;
+            const double cse7 = c2*s5 + c5*s2;
+            const double tau5_01 = cse7;
+            mg_o_R[39][mg_l] = tau5_01;
+            const double tau5_10 = -cse7;
+            mg_o_R[37][mg_l] = tau5_10;
+            const double r5_x = 1.0 - s2;
+            mg_o_r[3][mg_l] = r5_x;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[5][mg_l] = qd2;
+            const double cse8 = qd2*qd2;
+            const double oo4_zz = cse8;
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double omega5_z = qd2 + qd5;
+            mg_o_omega[14][mg_l] = omega5_z;
+            const double v5_x = -c2*qd2;
+            mg_o_v[3][mg_l] = v5_x;
+            const double v5_y = -qd2*s2;
+            mg_o_v[4][mg_l] = v5_y;
+            const double w5_x = oo4_zz*s2;
+            const double w5_y = -c2*oo4_zz;
+            const double B0_abias_x = cse5*s3;
+            const double B0_abias_y = -c3*cse5;
+            const double qdd3 = mg_in_qdd[2][mg_l];
+            mg_o_alpha[2][mg_l] = qdd3;
+            const double B0_ax = B0_abias_x - c3*qdd3;
+            mg_o_a[0][mg_l] = B0_ax;
+            const double B0_ay = B0_abias_y - qdd3*s3;
+            mg_o_a[1][mg_l] = B0_ay;
+            const double B1_abias_x = cse8*s2;
+            const double B1_abias_y = -c2*cse8;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[5][mg_l] = qdd2;
+            const double B1_ax = B1_abias_x - c2*qdd2;
+            mg_o_a[3][mg_l] = B1_ax;
+            const double B1_ay = B1_abias_y - qdd2*s2;
+            mg_o_a[4][mg_l] = B1_ay;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_r[7][mg_l] = c1;
+            mg_o_R[18][mg_l] = c1;
+            mg_o_R[19][mg_l] = -s1;
+            mg_o_R[21][mg_l] = s1;
+            mg_o_R[22][mg_l] = c1;
+            const double B2_o_x = 2.0 - s1;
+            mg_o_r[6][mg_l] = B2_o_x;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[8][mg_l] = qd1;
+            const double B2_v_x = -c1*qd1;
+            mg_o_v[6][mg_l] = B2_v_x;
+            const double B2_v_y = -qd1*s1;
+            mg_o_v[7][mg_l] = B2_v_y;
+            const double cse9 = qd1*qd1;
+            const double B2_abias_x = cse9*s1;
+            const double B2_abias_y = -c1*cse9;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_alpha[8][mg_l] = qdd1;
+            const double B2_ax = B2_abias_x - c1*qdd1;
+            mg_o_a[6][mg_l] = B2_ax;
+            const double B2_ay = B2_abias_y - qdd1*s1;
+            mg_o_a[7][mg_l] = B2_ay;
+            const double crank0_d_x = -0.5*s3;
+            mg_o_r[9][mg_l] = crank0_d_x;
+            const double crank0_d_y = (0.5)*c3;
+            mg_o_r[10][mg_l] = crank0_d_y;
+            const double crank0_v_x = -crank0_d_y*qd3;
+            mg_o_v[9][mg_l] = crank0_v_x;
+            const double crank0_v_y = crank0_d_x*qd3;
+            mg_o_v[10][mg_l] = crank0_v_y;
+            const double crank0_abias_x = -crank0_d_x*cse5;
+            const double crank0_abias_y = -crank0_d_y*cse5;
+            const double crank0_ax = crank0_abias_x - crank0_d_y*qdd3;
+            mg_o_a[9][mg_l] = crank0_ax;
+            const double crank0_ay = crank0_abias_y + crank0_d_x*qdd3;
+            mg_o_a[10][mg_l] = crank0_ay;
+            const double crank1_d_x = -0.5*s2;
+            const double crank1_d_y = (0.5)*c2;
+            mg_o_r[13][mg_l] = crank1_d_y;
+            const double crank1_o_x = crank1_d_x + 1.0;
+            mg_o_r[12][mg_l] = crank1_o_x;
+            const double crank1_v_x = -crank1_d_y*qd2;
+            mg_o_v[12][mg_l] = crank1_v_x;
+            const double crank1_v_y = crank1_d_x*qd2;
+            mg_o_v[13][mg_l] = crank1_v_y;
+            const double crank1_abias_x = -crank1_d_x*cse8;
+            const double crank1_abias_y = -crank1_d_y*cse8;
+            const double crank1_ax = crank1_abias_x - crank1_d_y*qdd2;
+            mg_o_a[12][mg_l] = crank1_ax;
+            const double crank1_ay = crank1_abias_y + crank1_d_x*qdd2;
+            mg_o_a[13][mg_l] = crank1_ay;
+            const double crank2_d_x = -0.5*s1;
+            const double crank2_d_y = (0.5)*c1;
+            mg_o_r[16][mg_l] = crank2_d_y;
+            const double crank2_o_x = crank2_d_x + 2.0;
+            mg_o_r[15][mg_l] = crank2_o_x;
+            const double crank2_v_x = -crank2_d_y*qd1;
+            mg_o_v[15][mg_l] = crank2_v_x;
+            const double crank2_v_y = crank2_d_x*qd1;
+            mg_o_v[16][mg_l] = crank2_v_y;
+            const double crank2_abias_x = -crank2_d_x*cse9;
+            const double crank2_abias_y = -crank2_d_y*cse9;
+            const double crank2_ax = crank2_abias_x - crank2_d_y*qdd1;
+            mg_o_a[15][mg_l] = crank2_ax;
+            const double crank2_ay = crank2_abias_y + crank2_d_x*qdd1;
+            mg_o_a[16][mg_l] = crank2_ay;
+            const double coupler1_d_x = (0.5)*tau4_00;
+            const double coupler1_d_y = (0.5)*tau4_01;
+            const double cse10 = -s3;
+            mg_o_r[0][mg_l] = cse10;
+            mg_o_R[1][mg_l] = cse10;
+            const double coupler1_o_x = coupler1_d_x + cse10;
+            mg_o_r[18][mg_l] = coupler1_o_x;
+            const double cse11 = c3 + coupler1_d_y;
+            const double coupler1_o_y = cse11;
+            mg_o_r[19][mg_l] = coupler1_o_y;
+            const double coupler1_T3_x = -cse11;
+            const double coupler1_v_x = -coupler1_d_y*omega4_z + v4_x;
+            mg_o_v[18][mg_l] = coupler1_v_x;
+            const double coupler1_v_y = coupler1_d_x*omega4_z + v4_y;
+            mg_o_v[19][mg_l] = coupler1_v_y;
+            const double cse12 = omega4_z*omega4_z;
+            const double coupler1_abias_x = -coupler1_d_x*cse12 + w4_x;
+            const double coupler1_abias_y = -coupler1_d_y*cse12 + w4_y;
+            const double qdd4 = mg_in_qdd[3][mg_l];
+            const double coupler1_ax = coupler1_T3_x*qdd3 + coupler1_abias_x - coupler1_d_y*qdd4;
+            mg_o_a[18][mg_l] = coupler1_ax;
+            const double coupler1_ay = coupler1_abias_y + coupler1_d_x*qdd4 + coupler1_o_x*qdd3;
+            mg_o_a[19][mg_l] = coupler1_ay;
+            const double coupler2_d_x = (0.5)*tau5_00;
+            const double coupler2_d_y = (0.5)*tau5_01;
+            const double coupler2_o_x = coupler2_d_x + r5_x;
+            mg_o_r[21][mg_l] = coupler2_o_x;
+            const double cse13 = c2 + coupler2_d_y;
+            const double coupler2_o_y = cse13;
+            mg_o_r[22][mg_l] = coupler2_o_y;
+            const double coupler2_T2_x = -cse13;
+            const double cse14 = -s2;
+            mg_o_R[10][mg_l] = cse14;
+            const double coupler2_T2_y = coupler2_d_x + cse14;
+            const double coupler2_v_x = -coupler2_d_y*omega5_z + v5_x;
+            mg_o_v[21][mg_l] = coupler2_v_x;
+            const double coupler2_v_y = coupler2_d_x*omega5_z + v5_y;
+            mg_o_v[22][mg_l] = coupler2_v_y;
+            const double cse15 = omega5_z*omega5_z;
+            const double coupler2_abias_x = -coupler2_d_x*cse15 + w5_x;
+            const double coupler2_abias_y = -coupler2_d_y*cse15 + w5_y;
+            const double qdd5 = mg_in_qdd[4][mg_l];
+            const double coupler2_ax = coupler2_T2_x*qdd2 + coupler2_abias_x - coupler2_d_y*qdd5;
+            mg_o_a[21][mg_l] = coupler2_ax;
+            const double coupler2_ay = coupler2_T2_y*qdd2 + coupler2_abias_y + coupler2_d_x*qdd5;
+            mg_o_a[22][mg_l] = coupler2_ay;
+            const double coupler1_alphaz = qdd3 + qdd4;
+            mg_o_alpha[11][mg_l] = coupler1_alphaz;
+            const double coupler2_alphaz = qdd2 + qdd5;
             mg_o_alpha[14][mg_l] = coupler2_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            r[(mg_i + 0) * 24 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 24 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 24 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 24 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 24 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 24 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 24 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 24 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            v[(mg_i + 0) * 24 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 24 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 24 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 24 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 24 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 24 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 24 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 24 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            a[(mg_i + 0) * 24 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 24 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 24 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 24 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 24 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 24 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 24 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 24 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 45; ++mg_j) {
+            R[(mg_i + 0) * 45 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 45 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 45 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 45 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 45 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 45 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 45 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 45 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            omega[(mg_i + 0) * 15 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 15 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 15 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 15 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 15 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 15 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 15 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 15 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            alpha[(mg_i + 0) * 15 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 15 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 15 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 15 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 15 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 15 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 15 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 15 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1402,13 +1600,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 45; ++mg_j) R[(mg_i + mg_l) * 45 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) omega[(mg_i + mg_l) * 15 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) alpha[(mg_i + mg_l) * 15 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1482,21 +1674,47 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
         double mg_o_M[25][8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            mg_o_M[0][mg_l] = 0.3333333333333333;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[4][mg_l] = 0.0;
+            mg_o_M[5][mg_l] = 0.0;
+            mg_o_M[7][mg_l] = 0.0;
+            mg_o_M[8][mg_l] = 0.0;
+            mg_o_M[10][mg_l] = 0.0;
+            mg_o_M[11][mg_l] = 0.0;
+            mg_o_M[14][mg_l] = 0.0;
+            mg_o_M[15][mg_l] = 0.0;
+            mg_o_M[16][mg_l] = 0.0;
+            mg_o_M[18][mg_l] = 0.3333333333333333;
+            mg_o_M[19][mg_l] = 0.0;
+            mg_o_M[20][mg_l] = 0.0;
+            mg_o_M[22][mg_l] = 0.0;
+            mg_o_M[23][mg_l] = 0.0;
+            mg_o_M[24][mg_l] = 0.3333333333333333;
+            const double q4 = mg_in_q[3][mg_l];
             const double s4 = mg_sin_poly(q4 + 1.5707963267948966);
             mg_range[mg_l] |= mg_trig_out_of_range(q4 + 1.5707963267948966);
+            const double q5 = mg_in_q[4][mg_l];
             const double s5 = mg_sin_poly(q5 + 1.5707963267948966);
             mg_range[mg_l] |= mg_trig_out_of_range(q5 + 1.5707963267948966);
             const double cse0 = (0.5)*s5;
@@ -1504,36 +1722,28 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
             const double cse1 = (0.5)*s4;
             const double cp4_y = cse1;
             const double Ic3_22 = 2.0*cp4_y + 1.6666666666666667;
+            mg_o_M[12][mg_l] = Ic3_22;
             const double Ic2_22 = 2.0*cp5_y + 1.6666666666666667;
+            mg_o_M[6][mg_l] = Ic2_22;
             const double Fm5_2_x = -cse0;
             const double Nm5_2_z = 0.3333333333333333 - Fm5_2_x;
+            mg_o_M[9][mg_l] = Nm5_2_z;
+            mg_o_M[21][mg_l] = Nm5_2_z;
             const double Fm4_3_x = -cse1;
             const double Nm4_3_z = 0.3333333333333333 - Fm4_3_x;
-            mg_o_M[0][mg_l] = 0.3333333333333333;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = Ic2_22;
-            mg_o_M[7][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[9][mg_l] = Nm5_2_z;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[11][mg_l] = 0.0;
-            mg_o_M[12][mg_l] = Ic3_22;
             mg_o_M[13][mg_l] = Nm4_3_z;
-            mg_o_M[14][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[16][mg_l] = 0.0;
             mg_o_M[17][mg_l] = Nm4_3_z;
-            mg_o_M[18][mg_l] = 0.3333333333333333;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = Nm5_2_z;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.3333333333333333;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 25; ++mg_j) {
+            M[(mg_i + 0) * 25 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 25 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 25 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 25 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 25 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 25 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 25 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 25 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1542,8 +1752,7 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 25; ++mg_j) M[(mg_i + mg_l) * 25 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1673,95 +1882,94 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_tau[5][8];
         double mg_o_b[5][8];
         double mg_o_gamma[4][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 5 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 5 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 5 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 5 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 5 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 5 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 5 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 5 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 5 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 5 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 - 1.5707963267948966;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
+            const double q5 = mg_in_q[4][mg_l];
+            const double cse4 = q5 + 1.5707963267948966;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 - 1.5707963267948966;
+            const double a1_x = (9.81)*s1;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 - 1.5707963267948966;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double cse5 = qd2*qd2;
+            const double oo2_zz = cse5;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
+            const double a3_x = (9.81)*s3;
+            const double a3_y = (9.81)*c3;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double omega4_z = qd3 + qd4;
+            const double cse6 = a3_y - oo3_zz;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            const double cse4 = q5 + 1.5707963267948966;
-            double s5, c5;
-            mg_sincos_poly(cse4, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
-            const double a1_x = (9.81)*s1;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
-            const double cse5 = qd2*qd2;
-            const double oo2_zz = cse5;
-            const double a3_x = (9.81)*s3;
-            const double a3_y = (9.81)*c3;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse6 = a3_y - oo3_zz;
             const double a4_x = a3_x*c4 + cse6*s4;
             const double a4_y = -a3_x*s4 + c4*cse6;
             const double cse7 = omega4_z*omega4_z;
             const double oo4_zz = cse7;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd2 + qd5;
             const double cse8 = a2_y - oo2_zz;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double a5_x = a2_x*c5 + cse8*s5;
             const double a5_y = -a2_x*s5 + c5*cse8;
             const double cse9 = omega5_z*omega5_z;
@@ -1786,26 +1994,54 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
             const double B1_left_f1_abias_x = -cse7*tau4_00 + w4_x;
             const double B1_left_f1_abias_y = -cse7*tau4_01 + w4_y;
             const double B1_left_f2_abias_x = cse5*s2;
+            mg_o_gamma[0][mg_l] = B1_left_f1_abias_x - B1_left_f2_abias_x;
             const double B1_left_f2_abias_y = -c2*cse5;
+            mg_o_gamma[1][mg_l] = B1_left_f1_abias_y - B1_left_f2_abias_y;
             const double B2_f1_abias_x = -cse9*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse9*tau5_01 + w5_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = qd1*qd1;
             const double B2_f2_abias_x = cse10*s1;
-            const double B2_f2_abias_y = -c1*cse10;
-            const double b1 = -N1_z + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -N3_z + tau3;
-            const double b4 = -N4_z + tau4;
-            const double b5 = -N5_z + tau5;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_b[4][mg_l] = b5;
-            mg_o_gamma[0][mg_l] = B1_left_f1_abias_x - B1_left_f2_abias_x;
-            mg_o_gamma[1][mg_l] = B1_left_f1_abias_y - B1_left_f2_abias_y;
             mg_o_gamma[2][mg_l] = B2_f1_abias_x - B2_f2_abias_x;
+            const double B2_f2_abias_y = -c1*cse10;
             mg_o_gamma[3][mg_l] = B2_f1_abias_y - B2_f2_abias_y;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_z + tau4;
+            mg_o_b[3][mg_l] = b4;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_z + tau5;
+            mg_o_b[4][mg_l] = b5;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            b[(mg_i + 0) * 5 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 5 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 5 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 5 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 5 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 5 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 5 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 5 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            gamma[(mg_i + 0) * 4 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 4 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 4 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 4 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 4 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 4 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 4 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 4 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1814,9 +2050,7 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) b[(mg_i + mg_l) * 5 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2041,83 +2275,77 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_tau[5][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 5 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 5 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 5 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 5 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 5 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 5 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 5 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 5 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 5 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 5 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 5 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 1.5707963267948966;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double cse5 = (0.5)*s5;
             const double cp5_y = cse5;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double cse6 = (0.5)*s4;
             const double cp4_y = cse6;
             const double Ic3_22 = 2.0*cp4_y + 1.6666666666666667;
@@ -2126,20 +2354,33 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double Nm5_2_z = 0.3333333333333333 - Fm5_2_x;
             const double Fm4_3_x = -cse6;
             const double Nm4_3_z = 0.3333333333333333 - Fm4_3_x;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double a1_x = (9.81)*s1;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse7 = qd2*qd2;
             const double oo2_zz = cse7;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double cse8 = a3_y - oo3_zz;
             const double a4_x = a3_x*c4 + cse8*s4;
             const double a4_y = -a3_x*s4 + c4*cse8;
             const double cse9 = omega4_z*omega4_z;
             const double oo4_zz = cse9;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd2 + qd5;
             const double cse10 = a2_y - oo2_zz;
             const double a5_x = a2_x*c5 + cse10*s5;
@@ -2173,22 +2414,35 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double B2_f1_T2_y = -s2 + tau5_00;
             const double B2_f1_abias_x = -cse11*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse11*tau5_01 + w5_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse12 = qd1*qd1;
             const double B2_f2_abias_x = cse12*s1;
             const double B2_f2_abias_y = -c1*cse12;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;
@@ -2198,10 +2452,15 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
             const double X1_2 = X1__e1*lu_inv2;
             const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -N4_z + tau4;
+            const double tau5 = mg_in_tau[4][mg_l];
             const double b5 = -N5_z + tau5;
             const double cse13 = B1_left_f1_abias_y - B1_left_f2_abias_y;
             const double qdd0__e1 = B1_left_f1_abias_x - B1_left_f2_abias_x - cse13*lu_f13;
@@ -2226,13 +2485,21 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double MH5_1 = -Nm5_2_z*X1_2 - 0.3333333333333333*X1_4;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 + MH3_1 - MH4_1*X1_3 - MH5_1*X1_4;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c4_2 - X1_4*c5_2 + c3_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
+            mg_o_qdd[2][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double resD1 = -b1 + (0.3333333333333333)*qdd_dep1;
             const double resD2 = Ic2_22*qdd_dep2 + Nm5_2_z*qdd_dep4 + cse14;
             const double resD3 = Nm4_3_z*qdd_ind1 - b4 + (0.3333333333333333)*qdd_dep3;
@@ -2241,31 +2508,51 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double lambda_z1 = lu_inv2*(lambda_z2*s2 + resD2);
             const double lambda_z3 = lu_inv3*resD1;
             const double lambda_z4 = lu_inv4*(-lambda_z3*tau5_01 + resD4);
-            const double lambda3 = lambda_z3 - lambda_z4*lu_f41;
-            const double lambda1 = -lambda3*lu_f32 + lambda_z1 - lambda_z4*lu_f42;
-            const double lambda2 = -lambda1*lu_f13 + lambda_z2;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_ind1;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_multipliers[3][mg_l] = lambda_z4;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda3;
             mg_o_reaction[7][mg_l] = lambda_z4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
+            const double lambda3 = lambda_z3 - lambda_z4*lu_f41;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[6][mg_l] = lambda3;
+            const double lambda1 = -lambda3*lu_f32 + lambda_z1 - lambda_z4*lu_f42;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -lambda1*lu_f13 + lambda_z2;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qdd[(mg_i + 0) * 5 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 5 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 5 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 5 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 5 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 5 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 5 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 5 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2274,10 +2561,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = NAN;
@@ -2477,80 +2761,96 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double w4_x = oo3_zz*s3;
             const double w4_y = -c3*oo3_zz;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse5 = qd2*qd2;
             const double oo4_zz = cse5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd2 + qd5;
             const double w5_x = oo4_zz*s2;
             const double w5_y = -c2*oo4_zz;
@@ -2566,22 +2866,38 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double cse7 = omega5_z*omega5_z;
             const double B2_f1_abias_x = -cse7*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse7*tau5_01 + w5_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse8 = qd1*qd1;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f2_abias_x = cse8*s1;
             const double B2_f2_abias_y = -c1*cse8;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;
@@ -2600,10 +2916,16 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3);
             const double qdd0_2 = lu_inv2*qdd0__e1;
             const double qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2);
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[2][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[4][mg_l] = qdd_dep4;
             const double a1_x = (9.81)*s1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
@@ -2636,33 +2958,64 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double lambda_z1 = lu_inv2*(N2_z + lambda_z2*s2);
             const double lambda_z3 = N1_z*lu_inv3;
             const double lambda_z4 = lu_inv4*(N5_z - lambda_z3*tau5_01);
+            mg_o_multipliers[3][mg_l] = lambda_z4;
+            mg_o_reaction[7][mg_l] = lambda_z4;
             const double lambda3 = lambda_z3 - lambda_z4*lu_f41;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[6][mg_l] = lambda3;
             const double lambda1 = -lambda3*lu_f32 + lambda_z1 - lambda_z4*lu_f42;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double lambda2 = -lambda1*lu_f13 + lambda_z2;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             const double tau_ind1 = B1_left_f1_T3_x*lambda1 + B1_left_f1_o_x*lambda2 + N3_z;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_ind1;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
-            mg_o_qdd[4][mg_l] = qdd_dep4;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda_z4;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda3;
-            mg_o_reaction[7][mg_l] = lambda_z4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            qdd[(mg_i + 0) * 5 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 5 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 5 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 5 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 5 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 5 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 5 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 5 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2671,11 +3024,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -2765,55 +3114,49 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd2[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double c1 = mg_cos_poly(q1 - 1.5707963267948966);
             mg_range[mg_l] |= mg_trig_out_of_range(q1 - 1.5707963267948966);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse0 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse0, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse1 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse2 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse1, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse2, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -2821,17 +3164,26 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
             const double cse3 = c3*s4 + c4*s3;
             const double tau4_01 = cse3;
             const double tau4_10 = -cse3;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double v4_x = -c3*qd3;
             const double v4_y = -qd3*s3;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse0, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double cse5 = c2*s5 + c5*s2;
             const double tau5_01 = cse5;
+            mg_o_V[0][mg_l] = (4.905)*c1 + (14.715)*c2 + (14.715)*c3 + (4.905)*tau4_01 + (4.905)*tau5_01;
             const double tau5_10 = -cse5;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd2 + qd5;
             const double v5_x = -c2*qd2;
             const double v5_y = -qd2*s2;
@@ -2839,8 +3191,30 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
             const double v_loc4_y = tau4_00*v4_y + tau4_10*v4_x;
             const double v_loc5_x = tau5_00*v5_x + tau5_01*v5_y;
             const double v_loc5_y = tau5_00*v5_y + tau5_10*v5_x;
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_T[0][mg_l] = (0.16666666666666666)*omega4_z*omega4_z + (0.5)*omega4_z*v_loc4_y + (0.16666666666666666)*omega5_z*omega5_z + (0.5)*omega5_z*v_loc5_y + (0.16666666666666666)*qd1*qd1 + (0.16666666666666666)*qd2*qd2 + (0.16666666666666666)*qd3*qd3 + (0.5)*v_loc4_x*v_loc4_x + (0.5)*v_loc4_y*v_loc4_y + (0.5)*v_loc5_x*v_loc5_x + (0.5)*v_loc5_y*v_loc5_y;
-            mg_o_V[0][mg_l] = (4.905)*c1 + (14.715)*c2 + (14.715)*c3 + (4.905)*tau4_01 + (4.905)*tau5_01;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2849,9 +3223,7 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2881,7 +3253,8 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -2889,9 +3262,19 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2972,63 +3355,58 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[5][8];
+        double mg_in_qd[5][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd1[8];
-        double mg_w_qd5[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 5 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 5 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 5 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 5 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 5 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 5 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 5 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 5 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 5; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 5 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 5 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 5 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 5 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 5 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 5 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 5 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 5 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.5707963267948966;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 + 1.5707963267948966;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 + 1.5707963267948966;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
@@ -3044,9 +3422,39 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
             const double B2_f1_o_y = cse6;
             const double B2_f1_T2_x = -cse6;
             const double B2_f1_T2_y = -s2 + tau5_00;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f2_o_x = 2.0 - s1;
             mg_o_position[0][mg_l] = sqrt((-B1_left_f1_o_x + r5_x)*(-B1_left_f1_o_x + r5_x) + (-B1_left_f1_o_y + c2)*(-B1_left_f1_o_y + c2) + (-B2_f1_o_x + B2_f2_o_x)*(-B2_f1_o_x + B2_f2_o_x) + (-B2_f1_o_y + c1)*(-B2_f1_o_y + c1));
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-B1_left_f1_T3_x*qd3 - c2*qd2 + qd4*tau4_01)*(-B1_left_f1_T3_x*qd3 - c2*qd2 + qd4*tau4_01) + (-B1_left_f1_o_x*qd3 - qd2*s2 - qd4*tau4_00)*(-B1_left_f1_o_x*qd3 - qd2*s2 - qd4*tau4_00) + (-B2_f1_T2_x*qd2 - c1*qd1 + qd5*tau5_01)*(-B2_f1_T2_x*qd2 - c1*qd1 + qd5*tau5_01) + (-B2_f1_T2_y*qd2 - qd1*s1 - qd5*tau5_00)*(-B2_f1_T2_y*qd2 - qd1*s1 - qd5*tau5_00));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3055,9 +3463,7 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

@@ -343,40 +343,46 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
         double mg_o_phi[6][8];
         double mg_o_G[48][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
+            mg_o_G[0][mg_l] = 0.0;
+            mg_o_G[6][mg_l] = 0.0;
+            mg_o_G[7][mg_l] = 0.0;
+            mg_o_G[8][mg_l] = 0.0;
+            mg_o_G[14][mg_l] = 0.0;
+            mg_o_G[15][mg_l] = 0.0;
+            mg_o_G[16][mg_l] = 0.0;
+            mg_o_G[22][mg_l] = 0.0;
+            mg_o_G[23][mg_l] = 0.0;
+            mg_o_G[24][mg_l] = 0.0;
+            mg_o_G[26][mg_l] = 0.0;
+            mg_o_G[32][mg_l] = (-1.0);
+            mg_o_G[34][mg_l] = 0.0;
+            mg_o_G[40][mg_l] = 0.0;
+            mg_o_G[42][mg_l] = 0.0;
+            mg_o_G[46][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double r_rel0_1_y = q1 + 0.34;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -385,6 +391,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -392,14 +399,15 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse1 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse1;
@@ -417,6 +425,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -426,6 +435,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -435,12 +445,10 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -449,6 +457,10 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse3;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
@@ -462,109 +474,125 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double upper_ball_f1_o_y = upper_ball_f1_d_y + 0.48;
             const double upper_ball_f1_o_z = upper_ball_f1_d_z + 0.46;
             const double upper_ball_f1_T3_x = (0.05759653509666974)*upper_ball_f1_d_y;
+            mg_o_G[2][mg_l] = -upper_ball_f1_T3_x;
             const double upper_ball_f1_T3_y = -0.05759653509666974*upper_ball_f1_d_x - 0.9983399416756089*upper_ball_f1_d_z;
+            mg_o_G[10][mg_l] = -upper_ball_f1_T3_y;
             const double upper_ball_f1_T3_z = (0.9983399416756089)*upper_ball_f1_d_y;
+            mg_o_G[18][mg_l] = -upper_ball_f1_T3_z;
             const double upper_ball_f2_d_x = -0.345*tau5_00 - 0.06499999999999995*tau6_10 + (0.015)*tau6_20;
             const double upper_ball_f2_d_y = -0.345*tau5_01 - 0.06499999999999995*tau6_11 + (0.015)*tau6_21;
             const double upper_ball_f2_d_z = -0.345*tau5_02 - 0.06499999999999995*tau6_12 + (0.015)*tau6_22;
             const double upper_ball_f2_o_x = r4_x + upper_ball_f2_d_x;
+            mg_o_phi[0][mg_l] = -upper_ball_f1_o_x + upper_ball_f2_o_x;
             const double upper_ball_f2_o_y = r4_y + upper_ball_f2_d_y;
+            mg_o_phi[1][mg_l] = -upper_ball_f1_o_y + upper_ball_f2_o_y;
             const double upper_ball_f2_o_z = r4_z + upper_ball_f2_d_z;
+            mg_o_phi[2][mg_l] = -upper_ball_f1_o_z + upper_ball_f2_o_z;
             const double upper_ball_f2_T2_x = T4_2_x + (0.023249527748763855)*upper_ball_f2_d_y;
+            mg_o_G[1][mg_l] = upper_ball_f2_T2_x;
             const double cse5 = -T4_2_y;
             const double upper_ball_f2_T2_y = -cse5 - 0.023249527748763855*upper_ball_f2_d_x - 0.9997296931968458*upper_ball_f2_d_z;
+            mg_o_G[9][mg_l] = upper_ball_f2_T2_y;
             const double upper_ball_f2_T2_z = T4_2_z + (0.9997296931968458)*upper_ball_f2_d_y;
+            mg_o_G[17][mg_l] = upper_ball_f2_T2_z;
             const double upper_ball_f2_T4_x = theta_J4_21*upper_ball_f2_d_z - theta_J4_22*upper_ball_f2_d_y;
+            mg_o_G[3][mg_l] = upper_ball_f2_T4_x;
             const double upper_ball_f2_T4_y = -theta_J4_20*upper_ball_f2_d_z + theta_J4_22*upper_ball_f2_d_x;
+            mg_o_G[11][mg_l] = upper_ball_f2_T4_y;
             const double upper_ball_f2_T4_z = theta_J4_20*upper_ball_f2_d_y - theta_J4_21*upper_ball_f2_d_x;
+            mg_o_G[19][mg_l] = upper_ball_f2_T4_z;
             const double upper_ball_f2_T5_x = tau4_11*upper_ball_f2_d_z - tau4_12*upper_ball_f2_d_y;
+            mg_o_G[4][mg_l] = upper_ball_f2_T5_x;
             const double upper_ball_f2_T5_y = -tau4_10*upper_ball_f2_d_z + tau4_12*upper_ball_f2_d_x;
+            mg_o_G[12][mg_l] = upper_ball_f2_T5_y;
             const double upper_ball_f2_T5_z = tau4_10*upper_ball_f2_d_y - tau4_11*upper_ball_f2_d_x;
+            mg_o_G[20][mg_l] = upper_ball_f2_T5_z;
             const double upper_ball_f2_T6_x = -tau5_01*upper_ball_f2_d_z + tau5_02*upper_ball_f2_d_y;
+            mg_o_G[5][mg_l] = upper_ball_f2_T6_x;
             const double upper_ball_f2_T6_y = tau5_00*upper_ball_f2_d_z - tau5_02*upper_ball_f2_d_x;
+            mg_o_G[13][mg_l] = upper_ball_f2_T6_y;
             const double upper_ball_f2_T6_z = -tau5_00*upper_ball_f2_d_y + tau5_01*upper_ball_f2_d_x;
+            mg_o_G[21][mg_l] = upper_ball_f2_T6_z;
             const double tie_rod_outer_f1_d_x = (0.010004334634538262)*tau8_00 + (0.3602081527235608)*tau8_10 + (1.3220131853725427e-17)*theta_J8_20;
+            mg_o_G[38][mg_l] = -tie_rod_outer_f1_d_x;
             const double tie_rod_outer_f1_d_y = (0.010004334634538262)*tau8_01 + (0.3602081527235608)*tau8_11 + (1.3220131853725427e-17)*theta_J8_21;
+            mg_o_G[30][mg_l] = tie_rod_outer_f1_d_y;
             const double tie_rod_outer_f1_d_z = (0.010004334634538262)*tau8_02 + (0.3602081527235608)*tau8_12 + 9.045581281639179e-66;
             const double tie_rod_outer_f1_o_x = tie_rod_outer_f1_d_x - 0.15;
             const double tie_rod_outer_f1_o_y = r_rel0_1_y + tie_rod_outer_f1_d_y;
             const double tie_rod_outer_f1_o_z = tie_rod_outer_f1_d_z + 0.205;
             const double tie_rod_outer_f1_T8_x = theta_J8_21*tie_rod_outer_f1_d_z - 6.842277657836021e-49*tie_rod_outer_f1_d_y;
+            mg_o_G[31][mg_l] = -tie_rod_outer_f1_T8_x;
             const double tie_rod_outer_f1_T8_y = -theta_J8_20*tie_rod_outer_f1_d_z + (6.842277657836021e-49)*tie_rod_outer_f1_d_x;
+            mg_o_G[39][mg_l] = -tie_rod_outer_f1_T8_y;
             const double tie_rod_outer_f1_T8_z = theta_J8_20*tie_rod_outer_f1_d_y - theta_J8_21*tie_rod_outer_f1_d_x;
+            mg_o_G[47][mg_l] = -tie_rod_outer_f1_T8_z;
             const double tie_rod_outer_f2_d_x = -0.065*tau5_00 - 0.030000000000000027*tau6_10 + (0.135)*tau6_20;
             const double tie_rod_outer_f2_d_y = -0.065*tau5_01 - 0.030000000000000027*tau6_11 + (0.135)*tau6_21;
             const double tie_rod_outer_f2_d_z = -0.065*tau5_02 - 0.030000000000000027*tau6_12 + (0.135)*tau6_22;
             const double tie_rod_outer_f2_o_x = r4_x + tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_o_y = r4_y + tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_o_z = r4_z + tie_rod_outer_f2_d_z;
-            const double tie_rod_outer_f2_T2_x = T4_2_x + (0.023249527748763855)*tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_T2_y = -cse5 - 0.023249527748763855*tie_rod_outer_f2_d_x - 0.9997296931968458*tie_rod_outer_f2_d_z;
-            const double tie_rod_outer_f2_T2_z = T4_2_z + (0.9997296931968458)*tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_T4_x = theta_J4_21*tie_rod_outer_f2_d_z - theta_J4_22*tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_T4_y = -theta_J4_20*tie_rod_outer_f2_d_z + theta_J4_22*tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_T4_z = theta_J4_20*tie_rod_outer_f2_d_y - theta_J4_21*tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_T5_x = tau4_11*tie_rod_outer_f2_d_z - tau4_12*tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_T5_y = -tau4_10*tie_rod_outer_f2_d_z + tau4_12*tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_T5_z = tau4_10*tie_rod_outer_f2_d_y - tau4_11*tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
-            const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
-            const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_o_phi[0][mg_l] = -upper_ball_f1_o_x + upper_ball_f2_o_x;
-            mg_o_phi[1][mg_l] = -upper_ball_f1_o_y + upper_ball_f2_o_y;
-            mg_o_phi[2][mg_l] = -upper_ball_f1_o_z + upper_ball_f2_o_z;
             mg_o_phi[3][mg_l] = -tie_rod_outer_f1_o_x + tie_rod_outer_f2_o_x;
+            const double tie_rod_outer_f2_o_y = r4_y + tie_rod_outer_f2_d_y;
             mg_o_phi[4][mg_l] = -tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y;
+            const double tie_rod_outer_f2_o_z = r4_z + tie_rod_outer_f2_d_z;
             mg_o_phi[5][mg_l] = -tie_rod_outer_f1_o_z + tie_rod_outer_f2_o_z;
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = upper_ball_f2_T2_x;
-            mg_o_G[2][mg_l] = -upper_ball_f1_T3_x;
-            mg_o_G[3][mg_l] = upper_ball_f2_T4_x;
-            mg_o_G[4][mg_l] = upper_ball_f2_T5_x;
-            mg_o_G[5][mg_l] = upper_ball_f2_T6_x;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = 0.0;
-            mg_o_G[9][mg_l] = upper_ball_f2_T2_y;
-            mg_o_G[10][mg_l] = -upper_ball_f1_T3_y;
-            mg_o_G[11][mg_l] = upper_ball_f2_T4_y;
-            mg_o_G[12][mg_l] = upper_ball_f2_T5_y;
-            mg_o_G[13][mg_l] = upper_ball_f2_T6_y;
-            mg_o_G[14][mg_l] = 0.0;
-            mg_o_G[15][mg_l] = 0.0;
-            mg_o_G[16][mg_l] = 0.0;
-            mg_o_G[17][mg_l] = upper_ball_f2_T2_z;
-            mg_o_G[18][mg_l] = -upper_ball_f1_T3_z;
-            mg_o_G[19][mg_l] = upper_ball_f2_T4_z;
-            mg_o_G[20][mg_l] = upper_ball_f2_T5_z;
-            mg_o_G[21][mg_l] = upper_ball_f2_T6_z;
-            mg_o_G[22][mg_l] = 0.0;
-            mg_o_G[23][mg_l] = 0.0;
-            mg_o_G[24][mg_l] = 0.0;
+            const double tie_rod_outer_f2_T2_x = T4_2_x + (0.023249527748763855)*tie_rod_outer_f2_d_y;
             mg_o_G[25][mg_l] = tie_rod_outer_f2_T2_x;
-            mg_o_G[26][mg_l] = 0.0;
-            mg_o_G[27][mg_l] = tie_rod_outer_f2_T4_x;
-            mg_o_G[28][mg_l] = tie_rod_outer_f2_T5_x;
-            mg_o_G[29][mg_l] = tie_rod_outer_f2_T6_x;
-            mg_o_G[30][mg_l] = tie_rod_outer_f1_d_y;
-            mg_o_G[31][mg_l] = -tie_rod_outer_f1_T8_x;
-            mg_o_G[32][mg_l] = (-1.0);
+            const double tie_rod_outer_f2_T2_y = -cse5 - 0.023249527748763855*tie_rod_outer_f2_d_x - 0.9997296931968458*tie_rod_outer_f2_d_z;
             mg_o_G[33][mg_l] = tie_rod_outer_f2_T2_y;
-            mg_o_G[34][mg_l] = 0.0;
-            mg_o_G[35][mg_l] = tie_rod_outer_f2_T4_y;
-            mg_o_G[36][mg_l] = tie_rod_outer_f2_T5_y;
-            mg_o_G[37][mg_l] = tie_rod_outer_f2_T6_y;
-            mg_o_G[38][mg_l] = -tie_rod_outer_f1_d_x;
-            mg_o_G[39][mg_l] = -tie_rod_outer_f1_T8_y;
-            mg_o_G[40][mg_l] = 0.0;
+            const double tie_rod_outer_f2_T2_z = T4_2_z + (0.9997296931968458)*tie_rod_outer_f2_d_y;
             mg_o_G[41][mg_l] = tie_rod_outer_f2_T2_z;
-            mg_o_G[42][mg_l] = 0.0;
+            const double tie_rod_outer_f2_T4_x = theta_J4_21*tie_rod_outer_f2_d_z - theta_J4_22*tie_rod_outer_f2_d_y;
+            mg_o_G[27][mg_l] = tie_rod_outer_f2_T4_x;
+            const double tie_rod_outer_f2_T4_y = -theta_J4_20*tie_rod_outer_f2_d_z + theta_J4_22*tie_rod_outer_f2_d_x;
+            mg_o_G[35][mg_l] = tie_rod_outer_f2_T4_y;
+            const double tie_rod_outer_f2_T4_z = theta_J4_20*tie_rod_outer_f2_d_y - theta_J4_21*tie_rod_outer_f2_d_x;
             mg_o_G[43][mg_l] = tie_rod_outer_f2_T4_z;
+            const double tie_rod_outer_f2_T5_x = tau4_11*tie_rod_outer_f2_d_z - tau4_12*tie_rod_outer_f2_d_y;
+            mg_o_G[28][mg_l] = tie_rod_outer_f2_T5_x;
+            const double tie_rod_outer_f2_T5_y = -tau4_10*tie_rod_outer_f2_d_z + tau4_12*tie_rod_outer_f2_d_x;
+            mg_o_G[36][mg_l] = tie_rod_outer_f2_T5_y;
+            const double tie_rod_outer_f2_T5_z = tau4_10*tie_rod_outer_f2_d_y - tau4_11*tie_rod_outer_f2_d_x;
             mg_o_G[44][mg_l] = tie_rod_outer_f2_T5_z;
+            const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
+            mg_o_G[29][mg_l] = tie_rod_outer_f2_T6_x;
+            const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
+            mg_o_G[37][mg_l] = tie_rod_outer_f2_T6_y;
+            const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
             mg_o_G[45][mg_l] = tie_rod_outer_f2_T6_z;
-            mg_o_G[46][mg_l] = 0.0;
-            mg_o_G[47][mg_l] = -tie_rod_outer_f1_T8_z;
-            mg_o_orientation[0][mg_l] = 1.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            phi[(mg_i + 0) * 6 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 6 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 6 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 6 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 6 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 6 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 6 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 6 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 48; ++mg_j) {
+            G[(mg_i + 0) * 48 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 48 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 48 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 48 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 48 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 48 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 48 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 48 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -573,10 +601,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) phi[(mg_i + mg_l) * 6 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 48; ++mg_j) G[(mg_i + mg_l) * 48 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -817,42 +842,34 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
         double mg_o_q_next[8][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
+            mg_o_q_next[0][mg_l] = q1;
             const double r_rel0_1_y = q1 + 0.34;
+            const double q2 = mg_in_q[1][mg_l];
+            mg_o_q_next[1][mg_l] = q2;
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -861,6 +878,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -868,14 +886,15 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse1 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse1;
@@ -890,6 +909,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double r4_x = r_rel0_4_x + 0.23;
             const double r4_y = r_rel0_4_y + 0.4;
             const double r4_z = r_rel0_4_z + 0.17;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -899,6 +919,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -908,12 +929,10 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -922,6 +941,10 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse3;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
@@ -976,20 +999,29 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -999,7 +1031,10 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -1007,16 +1042,23 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double cse5 = tie_rod_outer_f1_o_x - tie_rod_outer_f2_o_x;
             const double cse6 = tie_rod_outer_f1_o_z - tie_rod_outer_f2_o_z;
             const double cse7 = upper_ball_f1_o_z - upper_ball_f2_o_z;
             const double err = sqrt(cse5*cse5 + cse6*cse6 + cse7*cse7 + (-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y)*(-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y) + (-upper_ball_f1_o_x + upper_ball_f2_o_x)*(-upper_ball_f1_o_x + upper_ball_f2_o_x) + (-upper_ball_f1_o_y + upper_ball_f2_o_y)*(-upper_ball_f1_o_y + upper_ball_f2_o_y));
+            mg_o_error[0][mg_l] = err;
             const double dq_e5 = -cse5*lu_f55 + tie_rod_outer_f1_o_y - tie_rod_outer_f2_o_y;
             const double dq_e5_2 = -cse6*lu_f56 + dq_e5;
             const double dq_e1 = -cse7*lu_f11 + upper_ball_f1_o_x - upper_ball_f2_o_x;
@@ -1025,24 +1067,64 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double dq_e5_3 = -dq_e2*lu_f52 + dq_e5_2;
             const double dq_e5_4 = -dq_e1_2*lu_f53 + dq_e5_3;
             const double dq4 = dq_e5_4*lu_inv6;
-            const double dq3 = lu_inv5*(-dq4*lu_u14_2 + dq_e1_2);
-            const double dq2 = lu_inv4*(-dq3*lu_u23 - dq4*lu_u24 + dq_e2);
-            const double dq1 = lu_inv3*(-dq2*upper_ball_f2_T4_z - dq3*upper_ball_f2_T5_z - dq4*upper_ball_f2_T6_z + upper_ball_f1_o_z - upper_ball_f2_o_z);
-            const double dq6 = lu_inv2*(-dq2*tie_rod_outer_f2_T4_z - dq3*tie_rod_outer_f2_T5_z - dq4*tie_rod_outer_f2_T6_z + tie_rod_outer_f1_o_z - tie_rod_outer_f2_o_z);
-            const double dq5 = lu_inv1*(-dq2*tie_rod_outer_f2_T4_x - dq3*tie_rod_outer_f2_T5_x - dq4*tie_rod_outer_f2_T6_x + dq6*tie_rod_outer_f1_T8_x + tie_rod_outer_f1_o_x - tie_rod_outer_f2_o_x);
-            const double det_GD = lu_u13_2*lu_u22*lu_u54_4*tie_rod_outer_f1_T8_z*tie_rod_outer_f1_d_y*upper_ball_f1_T3_z;
-            mg_o_q_next[0][mg_l] = q1;
-            mg_o_q_next[1][mg_l] = q2;
-            mg_o_q_next[2][mg_l] = dq1 + q3;
-            mg_o_q_next[3][mg_l] = dq2 + q4;
-            mg_o_q_next[4][mg_l] = dq3 + q5;
             mg_o_q_next[5][mg_l] = dq4 + q6;
-            mg_o_q_next[6][mg_l] = dq5 + q7;
+            const double dq3 = lu_inv5*(-dq4*lu_u14_2 + dq_e1_2);
+            mg_o_q_next[4][mg_l] = dq3 + q5;
+            const double dq2 = lu_inv4*(-dq3*lu_u23 - dq4*lu_u24 + dq_e2);
+            mg_o_q_next[3][mg_l] = dq2 + q4;
+            const double dq1 = lu_inv3*(-dq2*upper_ball_f2_T4_z - dq3*upper_ball_f2_T5_z - dq4*upper_ball_f2_T6_z + upper_ball_f1_o_z - upper_ball_f2_o_z);
+            mg_o_q_next[2][mg_l] = dq1 + q3;
+            const double dq6 = lu_inv2*(-dq2*tie_rod_outer_f2_T4_z - dq3*tie_rod_outer_f2_T5_z - dq4*tie_rod_outer_f2_T6_z + tie_rod_outer_f1_o_z - tie_rod_outer_f2_o_z);
             mg_o_q_next[7][mg_l] = dq6 + q8;
-            mg_o_error[0][mg_l] = err;
+            const double dq5 = lu_inv1*(-dq2*tie_rod_outer_f2_T4_x - dq3*tie_rod_outer_f2_T5_x - dq4*tie_rod_outer_f2_T6_x + dq6*tie_rod_outer_f1_T8_x + tie_rod_outer_f1_o_x - tie_rod_outer_f2_o_x);
+            mg_o_q_next[6][mg_l] = dq5 + q7;
+            const double det_GD = lu_u13_2*lu_u22*lu_u54_4*tie_rod_outer_f1_T8_z*tie_rod_outer_f1_d_y*upper_ball_f1_T3_z;
             mg_o_branch[0][mg_l] = det_GD;
-            mg_o_orientation[0][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            q_next[(mg_i + 0) * 8 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 8 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 8 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 8 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 8 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 8 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 8 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 8 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1051,11 +1133,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 8; ++mg_j) q_next[(mg_i + mg_l) * 8 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 8; ++mg_j) q_next[(mg_i + mg_l) * 8 + mg_j] = NAN;
@@ -1314,42 +1392,43 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd_ind[2][8];
         double mg_o_qd[8][8];
         double mg_o_H[16][8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd_ind1[8];
-        double mg_w_qd_ind2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd_ind2[mg_l] = qd_ind[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
-            const double qd_ind2 = mg_w_qd_ind2[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[0][mg_l] = 0.0;
+            mg_o_H[1][mg_l] = 1.0;
+            mg_o_H[2][mg_l] = 1.0;
+            mg_o_H[3][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -1358,6 +1437,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -1365,14 +1445,15 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse1 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse1;
@@ -1387,6 +1468,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -1396,6 +1478,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -1405,12 +1488,10 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -1419,6 +1500,10 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse3;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
@@ -1468,20 +1553,29 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -1491,7 +1585,10 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -1499,12 +1596,19 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
+            mg_o_H[11][mg_l] = lu_inv6;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
             const double X1__e5_2 = X1__e5 - lu_f56*tie_rod_outer_f2_T2_z;
             const double X1__e1 = -lu_f11*upper_ball_f2_T2_z + upper_ball_f2_T2_x;
@@ -1513,47 +1617,66 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double X1__e5_3 = -X1__e2*lu_f52 + X1__e5_2;
             const double X1__e5_4 = -X1__e1_2*lu_f53 + X1__e5_3;
             const double X1_4 = X1__e5_4*lu_inv6;
-            const double X1_3 = lu_inv5*(-X1_4*lu_u14_2 + X1__e1_2);
-            const double X1_2 = lu_inv4*(-X1_3*lu_u23 - X1_4*lu_u24 + X1__e2);
-            const double X1_1 = lu_inv3*(-X1_2*upper_ball_f2_T4_z - X1_3*upper_ball_f2_T5_z - X1_4*upper_ball_f2_T6_z + upper_ball_f2_T2_z);
-            const double X1_6 = lu_inv2*(-X1_2*tie_rod_outer_f2_T4_z - X1_3*tie_rod_outer_f2_T5_z - X1_4*tie_rod_outer_f2_T6_z + tie_rod_outer_f2_T2_z);
-            const double X1_5 = lu_inv1*(-X1_2*tie_rod_outer_f2_T4_x - X1_3*tie_rod_outer_f2_T5_x - X1_4*tie_rod_outer_f2_T6_x + X1_6*tie_rod_outer_f1_T8_x + tie_rod_outer_f2_T2_x);
-            const double X2_3 = lu_inv5*lu_inv6*lu_u14_2;
-            const double X2_2 = lu_inv4*(-X2_3*lu_u23 + lu_inv6*lu_u24);
-            const double X2_1 = lu_inv3*(-X2_2*upper_ball_f2_T4_z - X2_3*upper_ball_f2_T5_z + lu_inv6*upper_ball_f2_T6_z);
-            const double X2_6 = lu_inv2*(-X2_2*tie_rod_outer_f2_T4_z - X2_3*tie_rod_outer_f2_T5_z + lu_inv6*tie_rod_outer_f2_T6_z);
-            const double X2_5 = lu_inv1*(-X2_2*tie_rod_outer_f2_T4_x - X2_3*tie_rod_outer_f2_T5_x + X2_6*tie_rod_outer_f1_T8_x + lu_inv6*tie_rod_outer_f2_T6_x);
-            const double qd_dep1 = -X1_1*qd_ind1 - X2_1*qd_ind2;
-            const double qd_dep2 = -X1_2*qd_ind1 - X2_2*qd_ind2;
-            const double qd_dep3 = -X1_3*qd_ind1 - X2_3*qd_ind2;
-            const double qd_dep4 = -X1_4*qd_ind1 + lu_inv6*qd_ind2;
-            const double qd_dep5 = -X1_5*qd_ind1 - X2_5*qd_ind2;
-            const double qd_dep6 = -X1_6*qd_ind1 - X2_6*qd_ind2;
-            mg_o_qd[0][mg_l] = qd_ind2;
-            mg_o_qd[1][mg_l] = qd_ind1;
-            mg_o_qd[2][mg_l] = qd_dep1;
-            mg_o_qd[3][mg_l] = qd_dep2;
-            mg_o_qd[4][mg_l] = qd_dep3;
-            mg_o_qd[5][mg_l] = qd_dep4;
-            mg_o_qd[6][mg_l] = qd_dep5;
-            mg_o_qd[7][mg_l] = qd_dep6;
-            mg_o_H[0][mg_l] = 0.0;
-            mg_o_H[1][mg_l] = 1.0;
-            mg_o_H[2][mg_l] = 1.0;
-            mg_o_H[3][mg_l] = 0.0;
-            mg_o_H[4][mg_l] = -X1_1;
-            mg_o_H[5][mg_l] = -X2_1;
-            mg_o_H[6][mg_l] = -X1_2;
-            mg_o_H[7][mg_l] = -X2_2;
-            mg_o_H[8][mg_l] = -X1_3;
-            mg_o_H[9][mg_l] = -X2_3;
             mg_o_H[10][mg_l] = -X1_4;
-            mg_o_H[11][mg_l] = lu_inv6;
-            mg_o_H[12][mg_l] = -X1_5;
-            mg_o_H[13][mg_l] = -X2_5;
+            const double X1_3 = lu_inv5*(-X1_4*lu_u14_2 + X1__e1_2);
+            mg_o_H[8][mg_l] = -X1_3;
+            const double X1_2 = lu_inv4*(-X1_3*lu_u23 - X1_4*lu_u24 + X1__e2);
+            mg_o_H[6][mg_l] = -X1_2;
+            const double X1_1 = lu_inv3*(-X1_2*upper_ball_f2_T4_z - X1_3*upper_ball_f2_T5_z - X1_4*upper_ball_f2_T6_z + upper_ball_f2_T2_z);
+            mg_o_H[4][mg_l] = -X1_1;
+            const double X1_6 = lu_inv2*(-X1_2*tie_rod_outer_f2_T4_z - X1_3*tie_rod_outer_f2_T5_z - X1_4*tie_rod_outer_f2_T6_z + tie_rod_outer_f2_T2_z);
             mg_o_H[14][mg_l] = -X1_6;
+            const double X1_5 = lu_inv1*(-X1_2*tie_rod_outer_f2_T4_x - X1_3*tie_rod_outer_f2_T5_x - X1_4*tie_rod_outer_f2_T6_x + X1_6*tie_rod_outer_f1_T8_x + tie_rod_outer_f2_T2_x);
+            mg_o_H[12][mg_l] = -X1_5;
+            const double X2_3 = lu_inv5*lu_inv6*lu_u14_2;
+            mg_o_H[9][mg_l] = -X2_3;
+            const double X2_2 = lu_inv4*(-X2_3*lu_u23 + lu_inv6*lu_u24);
+            mg_o_H[7][mg_l] = -X2_2;
+            const double X2_1 = lu_inv3*(-X2_2*upper_ball_f2_T4_z - X2_3*upper_ball_f2_T5_z + lu_inv6*upper_ball_f2_T6_z);
+            mg_o_H[5][mg_l] = -X2_1;
+            const double X2_6 = lu_inv2*(-X2_2*tie_rod_outer_f2_T4_z - X2_3*tie_rod_outer_f2_T5_z + lu_inv6*tie_rod_outer_f2_T6_z);
             mg_o_H[15][mg_l] = -X2_6;
+            const double X2_5 = lu_inv1*(-X2_2*tie_rod_outer_f2_T4_x - X2_3*tie_rod_outer_f2_T5_x + X2_6*tie_rod_outer_f1_T8_x + lu_inv6*tie_rod_outer_f2_T6_x);
+            mg_o_H[13][mg_l] = -X2_5;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[1][mg_l] = qd_ind1;
+            const double qd_ind2 = mg_in_qd_ind[1][mg_l];
+            mg_o_qd[0][mg_l] = qd_ind2;
+            const double qd_dep1 = -X1_1*qd_ind1 - X2_1*qd_ind2;
+            mg_o_qd[2][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1 - X2_2*qd_ind2;
+            mg_o_qd[3][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1 - X2_3*qd_ind2;
+            mg_o_qd[4][mg_l] = qd_dep3;
+            const double qd_dep4 = -X1_4*qd_ind1 + lu_inv6*qd_ind2;
+            mg_o_qd[5][mg_l] = qd_dep4;
+            const double qd_dep5 = -X1_5*qd_ind1 - X2_5*qd_ind2;
+            mg_o_qd[6][mg_l] = qd_dep5;
+            const double qd_dep6 = -X1_6*qd_ind1 - X2_6*qd_ind2;
+            mg_o_qd[7][mg_l] = qd_dep6;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            qd[(mg_i + 0) * 8 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 8 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 8 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 8 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 8 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 8 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 8 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 8 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 16; ++mg_j) {
+            H[(mg_i + 0) * 16 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 16 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 16 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 16 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 16 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 16 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 16 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 16 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1562,9 +1685,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 8; ++mg_j) qd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 16; ++mg_j) H[(mg_i + mg_l) * 16 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 8; ++mg_j) qd[(mg_i + mg_l) * 8 + mg_j] = NAN;
@@ -2125,123 +2246,130 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_qdd[8][8];
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd8[8];
-        double mg_w_qd7[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd4[8];
-        double mg_w_qdd5[8];
-        double mg_w_qdd6[8];
-        double mg_w_qdd3[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd7[8];
-        double mg_w_qdd8[8];
-        double mg_w_qdd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 8 + 1];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 8 + 3];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 8 + 5];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 8 + 0];
-            mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qdd8[mg_l] = qdd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 8 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double qdd6 = mg_w_qdd6[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd7 = mg_w_qdd7[mg_l];
-            const double qdd8 = mg_w_qdd8[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
+            mg_o_r[21][mg_l] = -0.15;
+            mg_o_r[23][mg_l] = 0.205;
+            mg_o_v[21][mg_l] = 0.0;
+            mg_o_v[23][mg_l] = 0.0;
+            mg_o_a[21][mg_l] = 0.0;
+            mg_o_a[23][mg_l] = 0.0;
+            mg_o_R[36][mg_l] = 1.0;
+            mg_o_R[37][mg_l] = 0.0;
+            mg_o_R[38][mg_l] = 0.0;
+            mg_o_R[39][mg_l] = 0.0;
+            mg_o_R[40][mg_l] = 1.0;
+            mg_o_R[41][mg_l] = 0.0;
+            mg_o_R[42][mg_l] = 0.0;
+            mg_o_R[43][mg_l] = 0.0;
+            mg_o_R[44][mg_l] = 1.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[4][mg_l] = 0.0;
+            mg_o_omega[12][mg_l] = 0.0;
+            mg_o_omega[13][mg_l] = 0.0;
+            mg_o_omega[14][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[4][mg_l] = 0.0;
+            mg_o_alpha[12][mg_l] = 0.0;
+            mg_o_alpha[13][mg_l] = 0.0;
+            mg_o_alpha[14][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double r_rel0_1_y = q1 + 0.34;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            mg_o_R[13][mg_l] = c2;
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
+            mg_o_R[10][mg_l] = tau2_10;
             const double cse1 = (0.9997296931968458)*s2;
             const double tau2_12 = cse1;
+            mg_o_R[16][mg_l] = tau2_12;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = (0.9997296931968458)*qd2;
+            mg_o_omega[3][mg_l] = omega2_x;
             const double omega2_z = -0.023249527748763855*qd2;
+            mg_o_omega[5][mg_l] = omega2_z;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            mg_o_R[4][mg_l] = c3;
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double cse2 = (0.05759653509666974)*s3;
             const double tau3_10 = cse2;
+            mg_o_R[1][mg_l] = tau3_10;
             const double cse3 = (0.9983399416756089)*s3;
             const double tau3_12 = cse3;
+            mg_o_R[7][mg_l] = tau3_12;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.9983399416756089)*qd3;
+            mg_o_omega[0][mg_l] = omega3_x;
             const double omega3_z = -0.05759653509666974*qd3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            mg_o_omega[2][mg_l] = omega3_z;
             const double cse4 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_00 = cse4;
             const double cse5 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_02 = cse5;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
+            mg_o_R[9][mg_l] = theta_J4_20;
             const double theta_J4_21 = -cse0;
+            mg_o_R[12][mg_l] = theta_J4_21;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            mg_o_R[15][mg_l] = theta_J4_22;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse6 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse6;
@@ -2265,6 +2393,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double oo3_zz = cse9;
             const double oo3_xz = omega2_x*omega2_z;
             const double oo3_W_11 = -oo3_xx - oo3_zz;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = omega2_x + qd4*theta_J4_20;
             const double cse10 = qd4*theta_J4_21;
             const double omega4_y = cse10;
@@ -2279,15 +2408,20 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double eps4_x = -cse10*omega2_z;
             const double eps4_y = -cse11*omega2_x + omega2_z*qd4*theta_J4_20;
             const double eps4_z = cse10*omega2_x;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
+            mg_o_R[20][mg_l] = -tau5_00;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
+            mg_o_R[23][mg_l] = -tau5_01;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
+            mg_o_R[26][mg_l] = -tau5_02;
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double cse12 = qd5*tau4_10;
             const double omega5_x = cse12 + omega4_x;
             const double cse13 = qd5*tau4_11;
@@ -2297,30 +2431,39 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double eps5_x = -cse13*omega4_z + cse14*omega4_y + eps4_x;
             const double eps5_y = cse12*omega4_z - cse14*omega4_x + eps4_y;
             const double eps5_z = -cse12*omega4_y + cse13*omega4_x + eps4_z;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
+            mg_o_R[19][mg_l] = tau6_10;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
+            mg_o_R[22][mg_l] = tau6_11;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
+            mg_o_R[25][mg_l] = tau6_12;
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
+            mg_o_R[18][mg_l] = -tau6_20;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
+            mg_o_R[21][mg_l] = -tau6_21;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            mg_o_R[24][mg_l] = -tau6_22;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse15 = qd6*tau5_00;
             const double omega6_x = -cse15 + omega5_x;
+            mg_o_omega[6][mg_l] = omega6_x;
             const double cse16 = qd6*tau5_01;
             const double omega6_y = -cse16 + omega5_y;
+            mg_o_omega[7][mg_l] = omega6_y;
             const double cse17 = qd6*tau5_02;
             const double omega6_z = -cse17 + omega5_z;
+            mg_o_omega[8][mg_l] = omega6_z;
             const double eps6_x = cse16*omega5_z - cse17*omega5_y + eps5_x;
             const double eps6_y = -cse15*omega5_z + cse17*omega5_x + eps5_y;
             const double eps6_z = cse15*omega5_y - cse16*omega5_x + eps5_z;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse18 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse18;
             const double cse19 = (0.0415944540727903)*c7;
@@ -2329,25 +2472,37 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse18;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
             const double tau8_10 = c8*theta_J8_10 - s8*theta_J8_00;
             const double tau8_11 = c8*theta_J8_11 - s8*theta_J8_01;
             const double tau8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
+            const double qd8 = mg_in_qd[7][mg_l];
             const double cse20 = qd8*theta_J8_20;
             const double omega8_x = cse20;
+            mg_o_omega[9][mg_l] = omega8_x;
             const double cse21 = qd8*theta_J8_21;
             const double omega8_y = cse21;
+            mg_o_omega[10][mg_l] = omega8_y;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
+            mg_o_omega[11][mg_l] = omega8_z;
             const double eps8_x = -cse21*qd7;
             const double eps8_y = cse20*qd7;
             const double wheel_centre_d_x = -0.175*tau5_00 + (0.050000000000000044)*tau6_10;
             const double wheel_centre_d_y = -0.175*tau5_01 + (0.050000000000000044)*tau6_11;
             const double wheel_centre_d_z = -0.175*tau5_02 + (0.050000000000000044)*tau6_12;
             const double wheel_centre_o_x = r4_x + wheel_centre_d_x;
+            mg_o_r[0][mg_l] = wheel_centre_o_x;
             const double wheel_centre_o_y = r4_y + wheel_centre_d_y;
+            mg_o_r[1][mg_l] = wheel_centre_o_y;
             const double wheel_centre_o_z = r4_z + wheel_centre_d_z;
+            mg_o_r[2][mg_l] = wheel_centre_o_z;
             const double wheel_centre_T2_x = T4_2_x + (0.023249527748763855)*wheel_centre_d_y;
             const double cse22 = -T4_2_y;
             const double wheel_centre_T2_y = -cse22 - 0.023249527748763855*wheel_centre_d_x - 0.9997296931968458*wheel_centre_d_z;
@@ -2363,23 +2518,36 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double wheel_centre_T6_z = -tau5_00*wheel_centre_d_y + tau5_01*wheel_centre_d_x;
             const double cse23 = omega6_y*wheel_centre_d_z - omega6_z*wheel_centre_d_y;
             const double wheel_centre_v_x = cse23 + v4_x;
+            mg_o_v[0][mg_l] = wheel_centre_v_x;
             const double cse24 = omega6_x*wheel_centre_d_z;
             const double wheel_centre_v_y = -cse24 + omega6_z*wheel_centre_d_x + v4_y;
+            mg_o_v[1][mg_l] = wheel_centre_v_y;
             const double cse25 = omega6_x*wheel_centre_d_y - omega6_y*wheel_centre_d_x;
             const double wheel_centre_v_z = cse25 + v4_z;
+            mg_o_v[2][mg_l] = wheel_centre_v_z;
             const double cse26 = -cse24 + omega6_z*wheel_centre_d_x;
             const double wheel_centre_abias_x = cse25*omega6_y - cse26*omega6_z + eps6_y*wheel_centre_d_z - eps6_z*wheel_centre_d_y + w4_x;
             const double wheel_centre_abias_y = cse23*omega6_z - cse25*omega6_x - eps6_x*wheel_centre_d_z + eps6_z*wheel_centre_d_x + w4_y;
             const double wheel_centre_abias_z = -cse23*omega6_y + cse26*omega6_x + eps6_x*wheel_centre_d_y - eps6_y*wheel_centre_d_x + w4_z;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            const double qdd4 = mg_in_qdd[3][mg_l];
+            const double qdd5 = mg_in_qdd[4][mg_l];
+            const double qdd6 = mg_in_qdd[5][mg_l];
             const double wheel_centre_ax = qdd2*wheel_centre_T2_x + qdd4*wheel_centre_T4_x + qdd5*wheel_centre_T5_x + qdd6*wheel_centre_T6_x + wheel_centre_abias_x;
+            mg_o_a[0][mg_l] = wheel_centre_ax;
             const double wheel_centre_ay = qdd2*wheel_centre_T2_y + qdd4*wheel_centre_T4_y + qdd5*wheel_centre_T5_y + qdd6*wheel_centre_T6_y + wheel_centre_abias_y;
+            mg_o_a[1][mg_l] = wheel_centre_ay;
             const double wheel_centre_az = qdd2*wheel_centre_T2_z + qdd4*wheel_centre_T4_z + qdd5*wheel_centre_T5_z + qdd6*wheel_centre_T6_z + wheel_centre_abias_z;
+            mg_o_a[2][mg_l] = wheel_centre_az;
             const double contact_patch_d_x = (0.135)*tau5_00 + (0.050000000000000044)*tau6_10;
             const double contact_patch_d_y = (0.135)*tau5_01 + (0.050000000000000044)*tau6_11;
             const double contact_patch_d_z = (0.135)*tau5_02 + (0.050000000000000044)*tau6_12;
             const double contact_patch_o_x = contact_patch_d_x + r4_x;
+            mg_o_r[3][mg_l] = contact_patch_o_x;
             const double contact_patch_o_y = contact_patch_d_y + r4_y;
+            mg_o_r[4][mg_l] = contact_patch_o_y;
             const double contact_patch_o_z = contact_patch_d_z + r4_z;
+            mg_o_r[5][mg_l] = contact_patch_o_z;
             const double contact_patch_T2_x = T4_2_x + (0.023249527748763855)*contact_patch_d_y;
             const double contact_patch_T2_y = -0.023249527748763855*contact_patch_d_x - 0.9997296931968458*contact_patch_d_z - cse22;
             const double contact_patch_T2_z = T4_2_z + (0.9997296931968458)*contact_patch_d_y;
@@ -2394,24 +2562,33 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double contact_patch_T6_z = contact_patch_d_x*tau5_01 - contact_patch_d_y*tau5_00;
             const double cse27 = contact_patch_d_y*omega6_z;
             const double contact_patch_v_x = contact_patch_d_z*omega6_y - cse27 + v4_x;
+            mg_o_v[3][mg_l] = contact_patch_v_x;
             const double cse28 = contact_patch_d_x*omega6_z - contact_patch_d_z*omega6_x;
             const double contact_patch_v_y = cse28 + v4_y;
+            mg_o_v[4][mg_l] = contact_patch_v_y;
             const double cse29 = contact_patch_d_x*omega6_y;
             const double contact_patch_v_z = contact_patch_d_y*omega6_x - cse29 + v4_z;
+            mg_o_v[5][mg_l] = contact_patch_v_z;
             const double cse30 = contact_patch_d_y*omega6_x - cse29;
             const double contact_patch_abias_x = -contact_patch_d_y*eps6_z + contact_patch_d_z*eps6_y - cse28*omega6_z + cse30*omega6_y + w4_x;
             const double cse31 = contact_patch_d_z*omega6_y - cse27;
             const double contact_patch_abias_y = contact_patch_d_x*eps6_z - contact_patch_d_z*eps6_x - cse30*omega6_x + cse31*omega6_z + w4_y;
             const double contact_patch_abias_z = -contact_patch_d_x*eps6_y + contact_patch_d_y*eps6_x + cse28*omega6_x - cse31*omega6_y + w4_z;
             const double contact_patch_ax = contact_patch_T2_x*qdd2 + contact_patch_T4_x*qdd4 + contact_patch_T5_x*qdd5 + contact_patch_T6_x*qdd6 + contact_patch_abias_x;
+            mg_o_a[3][mg_l] = contact_patch_ax;
             const double contact_patch_ay = contact_patch_T2_y*qdd2 + contact_patch_T4_y*qdd4 + contact_patch_T5_y*qdd5 + contact_patch_T6_y*qdd6 + contact_patch_abias_y;
+            mg_o_a[4][mg_l] = contact_patch_ay;
             const double contact_patch_az = contact_patch_T2_z*qdd2 + contact_patch_T4_z*qdd4 + contact_patch_T5_z*qdd5 + contact_patch_T6_z*qdd6 + contact_patch_abias_z;
+            mg_o_a[5][mg_l] = contact_patch_az;
             const double steering_arm_d_x = -0.065*tau5_00 - 0.030000000000000027*tau6_10 + (0.135)*tau6_20;
             const double steering_arm_d_y = -0.065*tau5_01 - 0.030000000000000027*tau6_11 + (0.135)*tau6_21;
             const double steering_arm_d_z = -0.065*tau5_02 - 0.030000000000000027*tau6_12 + (0.135)*tau6_22;
             const double steering_arm_o_x = r4_x + steering_arm_d_x;
+            mg_o_r[6][mg_l] = steering_arm_o_x;
             const double steering_arm_o_y = r4_y + steering_arm_d_y;
+            mg_o_r[7][mg_l] = steering_arm_o_y;
             const double steering_arm_o_z = r4_z + steering_arm_d_z;
+            mg_o_r[8][mg_l] = steering_arm_o_z;
             const double steering_arm_T2_x = T4_2_x + (0.023249527748763855)*steering_arm_d_y;
             const double steering_arm_T2_y = -cse22 - 0.023249527748763855*steering_arm_d_x - 0.9997296931968458*steering_arm_d_z;
             const double steering_arm_T2_z = T4_2_z + (0.9997296931968458)*steering_arm_d_y;
@@ -2426,61 +2603,89 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double steering_arm_T6_z = steering_arm_d_x*tau5_01 - steering_arm_d_y*tau5_00;
             const double cse32 = omega6_y*steering_arm_d_z - omega6_z*steering_arm_d_y;
             const double steering_arm_v_x = cse32 + v4_x;
+            mg_o_v[6][mg_l] = steering_arm_v_x;
             const double cse33 = omega6_x*steering_arm_d_z;
             const double steering_arm_v_y = -cse33 + omega6_z*steering_arm_d_x + v4_y;
+            mg_o_v[7][mg_l] = steering_arm_v_y;
             const double cse34 = omega6_x*steering_arm_d_y - omega6_y*steering_arm_d_x;
             const double steering_arm_v_z = cse34 + v4_z;
+            mg_o_v[8][mg_l] = steering_arm_v_z;
             const double cse35 = -cse33 + omega6_z*steering_arm_d_x;
             const double steering_arm_abias_x = cse34*omega6_y - cse35*omega6_z + eps6_y*steering_arm_d_z - eps6_z*steering_arm_d_y + w4_x;
             const double steering_arm_abias_y = cse32*omega6_z - cse34*omega6_x - eps6_x*steering_arm_d_z + eps6_z*steering_arm_d_x + w4_y;
             const double steering_arm_abias_z = -cse32*omega6_y + cse35*omega6_x + eps6_x*steering_arm_d_y - eps6_y*steering_arm_d_x + w4_z;
             const double steering_arm_ax = qdd2*steering_arm_T2_x + qdd4*steering_arm_T4_x + qdd5*steering_arm_T5_x + qdd6*steering_arm_T6_x + steering_arm_abias_x;
+            mg_o_a[6][mg_l] = steering_arm_ax;
             const double steering_arm_ay = qdd2*steering_arm_T2_y + qdd4*steering_arm_T4_y + qdd5*steering_arm_T5_y + qdd6*steering_arm_T6_y + steering_arm_abias_y;
+            mg_o_a[7][mg_l] = steering_arm_ay;
             const double steering_arm_az = qdd2*steering_arm_T2_z + qdd4*steering_arm_T4_z + qdd5*steering_arm_T5_z + qdd6*steering_arm_T6_z + steering_arm_abias_z;
+            mg_o_a[8][mg_l] = steering_arm_az;
             const double upper_arm_d_x = -0.006095633297730879*tau3_00 + (0.09250000000000003)*tau3_10 - 0.13190966334005402;
             const double upper_arm_d_y = (0.09250000000000003)*c3 - 0.006095633297730879*s3;
             const double upper_arm_d_z = -0.006095633297730879*tau3_02 + (0.09250000000000003)*tau3_12 + 0.007610172885003115;
             const double upper_arm_o_x = upper_arm_d_x + 0.12;
+            mg_o_r[9][mg_l] = upper_arm_o_x;
             const double upper_arm_o_y = upper_arm_d_y + 0.48;
+            mg_o_r[10][mg_l] = upper_arm_o_y;
             const double upper_arm_o_z = upper_arm_d_z + 0.46;
+            mg_o_r[11][mg_l] = upper_arm_o_z;
             const double upper_arm_T3_x = (0.05759653509666974)*upper_arm_d_y;
             const double upper_arm_T3_y = -0.05759653509666974*upper_arm_d_x - 0.9983399416756089*upper_arm_d_z;
             const double upper_arm_T3_z = (0.9983399416756089)*upper_arm_d_y;
             const double upper_arm_v_x = -omega3_z*upper_arm_d_y;
+            mg_o_v[9][mg_l] = upper_arm_v_x;
             const double cse36 = -omega3_x*upper_arm_d_z + omega3_z*upper_arm_d_x;
             const double upper_arm_v_y = cse36;
+            mg_o_v[10][mg_l] = upper_arm_v_y;
             const double upper_arm_v_z = omega3_x*upper_arm_d_y;
+            mg_o_v[11][mg_l] = upper_arm_v_z;
             const double upper_arm_abias_x = -cse36*omega3_z;
             const double upper_arm_abias_y = -omega3_x*omega3_x*upper_arm_d_y - omega3_z*omega3_z*upper_arm_d_y;
             const double upper_arm_abias_z = cse36*omega3_x;
+            const double qdd3 = mg_in_qdd[2][mg_l];
             const double upper_arm_ax = qdd3*upper_arm_T3_x + upper_arm_abias_x;
+            mg_o_a[9][mg_l] = upper_arm_ax;
             const double upper_arm_ay = qdd3*upper_arm_T3_y + upper_arm_abias_y;
+            mg_o_a[10][mg_l] = upper_arm_ay;
             const double upper_arm_az = qdd3*upper_arm_T3_z + upper_arm_abias_z;
+            mg_o_a[11][mg_l] = upper_arm_az;
             const double lower_arm_d_x = (0.02016896532205267)*tau2_00 + (0.16499999999999992)*tau2_10 - 0.2199587233813456;
             const double lower_arm_d_y = (0.16499999999999992)*c2 + (0.02016896532205267)*s2;
             const double lower_arm_d_z = (0.02016896532205267)*tau2_02 + (0.16499999999999992)*tau2_12 + 0.005115319148403386;
             const double lower_arm_o_x = lower_arm_d_x + 0.23;
+            mg_o_r[12][mg_l] = lower_arm_o_x;
             const double lower_arm_o_y = lower_arm_d_y + 0.4;
+            mg_o_r[13][mg_l] = lower_arm_o_y;
             const double lower_arm_o_z = lower_arm_d_z + 0.17;
+            mg_o_r[14][mg_l] = lower_arm_o_z;
             const double lower_arm_T2_x = (0.023249527748763855)*lower_arm_d_y;
             const double lower_arm_T2_y = -0.023249527748763855*lower_arm_d_x - 0.9997296931968458*lower_arm_d_z;
             const double lower_arm_T2_z = (0.9997296931968458)*lower_arm_d_y;
             const double lower_arm_v_x = -lower_arm_d_y*omega2_z;
+            mg_o_v[12][mg_l] = lower_arm_v_x;
             const double cse37 = lower_arm_d_x*omega2_z - lower_arm_d_z*omega2_x;
             const double lower_arm_v_y = cse37;
+            mg_o_v[13][mg_l] = lower_arm_v_y;
             const double lower_arm_v_z = lower_arm_d_y*omega2_x;
+            mg_o_v[14][mg_l] = lower_arm_v_z;
             const double lower_arm_abias_x = -cse37*omega2_z;
             const double lower_arm_abias_y = -cse8*lower_arm_d_y - cse9*lower_arm_d_y;
             const double lower_arm_abias_z = cse37*omega2_x;
             const double lower_arm_ax = lower_arm_T2_x*qdd2 + lower_arm_abias_x;
+            mg_o_a[12][mg_l] = lower_arm_ax;
             const double lower_arm_ay = lower_arm_T2_y*qdd2 + lower_arm_abias_y;
+            mg_o_a[13][mg_l] = lower_arm_ay;
             const double lower_arm_az = lower_arm_T2_z*qdd2 + lower_arm_abias_z;
+            mg_o_a[14][mg_l] = lower_arm_az;
             const double upright_d_x = -0.16999999999999998*tau5_00 + (0.03500000000000003)*tau6_10;
             const double upright_d_y = -0.16999999999999998*tau5_01 + (0.03500000000000003)*tau6_11;
             const double upright_d_z = -0.16999999999999998*tau5_02 + (0.03500000000000003)*tau6_12;
             const double upright_o_x = r4_x + upright_d_x;
+            mg_o_r[15][mg_l] = upright_o_x;
             const double upright_o_y = r4_y + upright_d_y;
+            mg_o_r[16][mg_l] = upright_o_y;
             const double upright_o_z = r4_z + upright_d_z;
+            mg_o_r[17][mg_l] = upright_o_z;
             const double upright_T2_x = T4_2_x + (0.023249527748763855)*upright_d_y;
             const double upright_T2_y = -cse22 - 0.023249527748763855*upright_d_x - 0.9997296931968458*upright_d_z;
             const double upright_T2_z = T4_2_z + (0.9997296931968458)*upright_d_y;
@@ -2495,217 +2700,186 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double upright_T6_z = -tau5_00*upright_d_y + tau5_01*upright_d_x;
             const double cse38 = omega6_y*upright_d_z - omega6_z*upright_d_y;
             const double upright_v_x = cse38 + v4_x;
+            mg_o_v[15][mg_l] = upright_v_x;
             const double cse39 = omega6_x*upright_d_z;
             const double upright_v_y = -cse39 + omega6_z*upright_d_x + v4_y;
+            mg_o_v[16][mg_l] = upright_v_y;
             const double cse40 = omega6_x*upright_d_y - omega6_y*upright_d_x;
             const double upright_v_z = cse40 + v4_z;
+            mg_o_v[17][mg_l] = upright_v_z;
             const double cse41 = -cse39 + omega6_z*upright_d_x;
             const double upright_abias_x = cse40*omega6_y - cse41*omega6_z + eps6_y*upright_d_z - eps6_z*upright_d_y + w4_x;
             const double upright_abias_y = cse38*omega6_z - cse40*omega6_x - eps6_x*upright_d_z + eps6_z*upright_d_x + w4_y;
             const double upright_abias_z = -cse38*omega6_y + cse41*omega6_x + eps6_x*upright_d_y - eps6_y*upright_d_x + w4_z;
             const double upright_ax = qdd2*upright_T2_x + qdd4*upright_T4_x + qdd5*upright_T5_x + qdd6*upright_T6_x + upright_abias_x;
+            mg_o_a[15][mg_l] = upright_ax;
             const double upright_ay = qdd2*upright_T2_y + qdd4*upright_T4_y + qdd5*upright_T5_y + qdd6*upright_T6_y + upright_abias_y;
+            mg_o_a[16][mg_l] = upright_ay;
             const double upright_az = qdd2*upright_T2_z + qdd4*upright_T4_z + qdd5*upright_T5_z + qdd6*upright_T6_z + upright_abias_z;
+            mg_o_a[17][mg_l] = upright_az;
             const double tie_rod_d_x = (0.005002167317269146)*tau8_00 + (0.18010407636178044)*tau8_10 - 6.100211121603748e-18*theta_J8_20;
             const double tie_rod_d_y = (0.005002167317269146)*tau8_01 + (0.18010407636178044)*tau8_11 - 6.100211121603748e-18*theta_J8_21;
             const double tie_rod_d_z = (0.005002167317269146)*tau8_02 + (0.18010407636178044)*tau8_12 - 4.173933826543214e-66;
             const double tie_rod_o_x = tie_rod_d_x - 0.15;
+            mg_o_r[18][mg_l] = tie_rod_o_x;
             const double tie_rod_o_y = r_rel0_1_y + tie_rod_d_y;
+            mg_o_r[19][mg_l] = tie_rod_o_y;
             const double tie_rod_o_z = tie_rod_d_z + 0.205;
+            mg_o_r[20][mg_l] = tie_rod_o_z;
             const double tie_rod_T8_x = theta_J8_21*tie_rod_d_z - 6.842277657836021e-49*tie_rod_d_y;
             const double tie_rod_T8_y = -theta_J8_20*tie_rod_d_z + (6.842277657836021e-49)*tie_rod_d_x;
             const double tie_rod_T8_z = theta_J8_20*tie_rod_d_y - theta_J8_21*tie_rod_d_x;
             const double cse42 = omega8_y*tie_rod_d_z - omega8_z*tie_rod_d_y;
             const double tie_rod_v_x = cse42;
+            mg_o_v[18][mg_l] = tie_rod_v_x;
             const double cse43 = omega8_x*tie_rod_d_z;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_v[22][mg_l] = qd1;
             const double tie_rod_v_y = -cse43 + omega8_z*tie_rod_d_x + qd1;
+            mg_o_v[19][mg_l] = tie_rod_v_y;
             const double cse44 = omega8_x*tie_rod_d_y - omega8_y*tie_rod_d_x;
             const double tie_rod_v_z = cse44;
+            mg_o_v[20][mg_l] = tie_rod_v_z;
             const double cse45 = -cse43 + omega8_z*tie_rod_d_x;
             const double tie_rod_abias_x = cse44*omega8_y - cse45*omega8_z + eps8_y*tie_rod_d_z;
             const double tie_rod_abias_y = cse42*omega8_z - cse44*omega8_x - eps8_x*tie_rod_d_z;
             const double tie_rod_abias_z = -cse42*omega8_y + cse45*omega8_x + eps8_x*tie_rod_d_y - eps8_y*tie_rod_d_x;
+            const double qdd7 = mg_in_qdd[6][mg_l];
+            const double qdd8 = mg_in_qdd[7][mg_l];
             const double tie_rod_ax = -qdd7*tie_rod_d_y + qdd8*tie_rod_T8_x + tie_rod_abias_x;
+            mg_o_a[18][mg_l] = tie_rod_ax;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_a[22][mg_l] = qdd1;
             const double tie_rod_ay = qdd1 + qdd7*tie_rod_d_x + qdd8*tie_rod_T8_y + tie_rod_abias_y;
+            mg_o_a[19][mg_l] = tie_rod_ay;
             const double tie_rod_az = qdd8*tie_rod_T8_z + tie_rod_abias_z;
+            mg_o_a[20][mg_l] = tie_rod_az;
             const double rack_o_y = r_rel0_1_y - 0.15000000000000002;
+            mg_o_r[22][mg_l] = rack_o_y;
             const double upper_arm_R00 = 0.9966826391448582 - 0.05759653509666974*tau3_00;
+            mg_o_R[0][mg_l] = upper_arm_R00;
             const double upper_arm_R02 = -0.9983399416756089*tau3_00 - 0.05750092148912643;
+            mg_o_R[2][mg_l] = upper_arm_R02;
             const double upper_arm_R10 = -cse2;
+            mg_o_R[3][mg_l] = upper_arm_R10;
             const double upper_arm_R12 = -cse3;
+            mg_o_R[5][mg_l] = upper_arm_R12;
             const double upper_arm_R20 = -0.05759653509666974*tau3_02 - 0.05750092148912643;
+            mg_o_R[6][mg_l] = upper_arm_R20;
             const double upper_arm_R22 = 0.003317360855141909 - 0.9983399416756089*tau3_02;
+            mg_o_R[8][mg_l] = upper_arm_R22;
             const double upper_arm_alphax = (0.9983399416756089)*qdd3;
+            mg_o_alpha[0][mg_l] = upper_arm_alphax;
             const double upper_arm_alphaz = -0.05759653509666974*qdd3;
+            mg_o_alpha[2][mg_l] = upper_arm_alphaz;
             const double lower_arm_R02 = -cse4;
+            mg_o_R[11][mg_l] = lower_arm_R02;
             const double lower_arm_R12 = -cse1;
+            mg_o_R[14][mg_l] = lower_arm_R12;
             const double lower_arm_R22 = -cse5;
+            mg_o_R[17][mg_l] = lower_arm_R22;
             const double cse46 = (0.9997296931968458)*qdd2;
             const double lower_arm_alphax = cse46;
+            mg_o_alpha[3][mg_l] = lower_arm_alphax;
             const double cse47 = -0.023249527748763855*qdd2;
             const double lower_arm_alphaz = cse47;
-            const double upright_alphax = cse46 + eps6_x + qdd4*theta_J4_20 + qdd5*tau4_10 - qdd6*tau5_00;
-            const double upright_alphay = eps6_y + qdd4*theta_J4_21 + qdd5*tau4_11 - qdd6*tau5_01;
-            const double upright_alphaz = cse47 + eps6_z + qdd4*theta_J4_22 + qdd5*tau4_12 - qdd6*tau5_02;
-            const double tie_rod_R00 = (0.0017331022530329293)*tau8_00 + (0.0415944540727903)*tau8_10 - 0.9991330730923519*theta_J8_20;
-            const double tie_rod_R01 = (0.0415944540727903)*tau8_00 + (0.9982668977469671)*tau8_10 + (0.04163054471218133)*theta_J8_20;
-            const double tie_rod_R02 = (0.9991330730923519)*tau8_00 - 0.04163054471218133*tau8_10 + (6.842277657836021e-49)*theta_J8_20;
-            const double tie_rod_R10 = (0.0017331022530329293)*tau8_01 + (0.0415944540727903)*tau8_11 - 0.9991330730923519*theta_J8_21;
-            const double tie_rod_R11 = (0.0415944540727903)*tau8_01 + (0.9982668977469671)*tau8_11 + (0.04163054471218133)*theta_J8_21;
-            const double tie_rod_R12 = (0.9991330730923519)*tau8_01 - 0.04163054471218133*tau8_11 + (6.842277657836021e-49)*theta_J8_21;
-            const double tie_rod_R20 = (0.0017331022530329293)*tau8_02 + (0.0415944540727903)*tau8_12 - 6.836345903224843e-49;
-            const double tie_rod_R21 = (0.0415944540727903)*tau8_02 + (0.9982668977469671)*tau8_12 + 2.8484774596770184e-50;
-            const double tie_rod_R22 = (0.9991330730923519)*tau8_02 - 0.04163054471218133*tau8_12 + 4.6816763546921983e-97;
-            const double tie_rod_alphax = eps8_x + qdd8*theta_J8_20;
-            const double tie_rod_alphay = eps8_y + qdd8*theta_J8_21;
-            const double tie_rod_alphaz = qdd7 + (6.842277657836021e-49)*qdd8;
-            mg_o_r[0][mg_l] = wheel_centre_o_x;
-            mg_o_r[1][mg_l] = wheel_centre_o_y;
-            mg_o_r[2][mg_l] = wheel_centre_o_z;
-            mg_o_r[3][mg_l] = contact_patch_o_x;
-            mg_o_r[4][mg_l] = contact_patch_o_y;
-            mg_o_r[5][mg_l] = contact_patch_o_z;
-            mg_o_r[6][mg_l] = steering_arm_o_x;
-            mg_o_r[7][mg_l] = steering_arm_o_y;
-            mg_o_r[8][mg_l] = steering_arm_o_z;
-            mg_o_r[9][mg_l] = upper_arm_o_x;
-            mg_o_r[10][mg_l] = upper_arm_o_y;
-            mg_o_r[11][mg_l] = upper_arm_o_z;
-            mg_o_r[12][mg_l] = lower_arm_o_x;
-            mg_o_r[13][mg_l] = lower_arm_o_y;
-            mg_o_r[14][mg_l] = lower_arm_o_z;
-            mg_o_r[15][mg_l] = upright_o_x;
-            mg_o_r[16][mg_l] = upright_o_y;
-            mg_o_r[17][mg_l] = upright_o_z;
-            mg_o_r[18][mg_l] = tie_rod_o_x;
-            mg_o_r[19][mg_l] = tie_rod_o_y;
-            mg_o_r[20][mg_l] = tie_rod_o_z;
-            mg_o_r[21][mg_l] = -0.15;
-            mg_o_r[22][mg_l] = rack_o_y;
-            mg_o_r[23][mg_l] = 0.205;
-            mg_o_v[0][mg_l] = wheel_centre_v_x;
-            mg_o_v[1][mg_l] = wheel_centre_v_y;
-            mg_o_v[2][mg_l] = wheel_centre_v_z;
-            mg_o_v[3][mg_l] = contact_patch_v_x;
-            mg_o_v[4][mg_l] = contact_patch_v_y;
-            mg_o_v[5][mg_l] = contact_patch_v_z;
-            mg_o_v[6][mg_l] = steering_arm_v_x;
-            mg_o_v[7][mg_l] = steering_arm_v_y;
-            mg_o_v[8][mg_l] = steering_arm_v_z;
-            mg_o_v[9][mg_l] = upper_arm_v_x;
-            mg_o_v[10][mg_l] = upper_arm_v_y;
-            mg_o_v[11][mg_l] = upper_arm_v_z;
-            mg_o_v[12][mg_l] = lower_arm_v_x;
-            mg_o_v[13][mg_l] = lower_arm_v_y;
-            mg_o_v[14][mg_l] = lower_arm_v_z;
-            mg_o_v[15][mg_l] = upright_v_x;
-            mg_o_v[16][mg_l] = upright_v_y;
-            mg_o_v[17][mg_l] = upright_v_z;
-            mg_o_v[18][mg_l] = tie_rod_v_x;
-            mg_o_v[19][mg_l] = tie_rod_v_y;
-            mg_o_v[20][mg_l] = tie_rod_v_z;
-            mg_o_v[21][mg_l] = 0.0;
-            mg_o_v[22][mg_l] = qd1;
-            mg_o_v[23][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = wheel_centre_ax;
-            mg_o_a[1][mg_l] = wheel_centre_ay;
-            mg_o_a[2][mg_l] = wheel_centre_az;
-            mg_o_a[3][mg_l] = contact_patch_ax;
-            mg_o_a[4][mg_l] = contact_patch_ay;
-            mg_o_a[5][mg_l] = contact_patch_az;
-            mg_o_a[6][mg_l] = steering_arm_ax;
-            mg_o_a[7][mg_l] = steering_arm_ay;
-            mg_o_a[8][mg_l] = steering_arm_az;
-            mg_o_a[9][mg_l] = upper_arm_ax;
-            mg_o_a[10][mg_l] = upper_arm_ay;
-            mg_o_a[11][mg_l] = upper_arm_az;
-            mg_o_a[12][mg_l] = lower_arm_ax;
-            mg_o_a[13][mg_l] = lower_arm_ay;
-            mg_o_a[14][mg_l] = lower_arm_az;
-            mg_o_a[15][mg_l] = upright_ax;
-            mg_o_a[16][mg_l] = upright_ay;
-            mg_o_a[17][mg_l] = upright_az;
-            mg_o_a[18][mg_l] = tie_rod_ax;
-            mg_o_a[19][mg_l] = tie_rod_ay;
-            mg_o_a[20][mg_l] = tie_rod_az;
-            mg_o_a[21][mg_l] = 0.0;
-            mg_o_a[22][mg_l] = qdd1;
-            mg_o_a[23][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = upper_arm_R00;
-            mg_o_R[1][mg_l] = tau3_10;
-            mg_o_R[2][mg_l] = upper_arm_R02;
-            mg_o_R[3][mg_l] = upper_arm_R10;
-            mg_o_R[4][mg_l] = c3;
-            mg_o_R[5][mg_l] = upper_arm_R12;
-            mg_o_R[6][mg_l] = upper_arm_R20;
-            mg_o_R[7][mg_l] = tau3_12;
-            mg_o_R[8][mg_l] = upper_arm_R22;
-            mg_o_R[9][mg_l] = theta_J4_20;
-            mg_o_R[10][mg_l] = tau2_10;
-            mg_o_R[11][mg_l] = lower_arm_R02;
-            mg_o_R[12][mg_l] = theta_J4_21;
-            mg_o_R[13][mg_l] = c2;
-            mg_o_R[14][mg_l] = lower_arm_R12;
-            mg_o_R[15][mg_l] = theta_J4_22;
-            mg_o_R[16][mg_l] = tau2_12;
-            mg_o_R[17][mg_l] = lower_arm_R22;
-            mg_o_R[18][mg_l] = -tau6_20;
-            mg_o_R[19][mg_l] = tau6_10;
-            mg_o_R[20][mg_l] = -tau5_00;
-            mg_o_R[21][mg_l] = -tau6_21;
-            mg_o_R[22][mg_l] = tau6_11;
-            mg_o_R[23][mg_l] = -tau5_01;
-            mg_o_R[24][mg_l] = -tau6_22;
-            mg_o_R[25][mg_l] = tau6_12;
-            mg_o_R[26][mg_l] = -tau5_02;
-            mg_o_R[27][mg_l] = tie_rod_R00;
-            mg_o_R[28][mg_l] = tie_rod_R01;
-            mg_o_R[29][mg_l] = tie_rod_R02;
-            mg_o_R[30][mg_l] = tie_rod_R10;
-            mg_o_R[31][mg_l] = tie_rod_R11;
-            mg_o_R[32][mg_l] = tie_rod_R12;
-            mg_o_R[33][mg_l] = tie_rod_R20;
-            mg_o_R[34][mg_l] = tie_rod_R21;
-            mg_o_R[35][mg_l] = tie_rod_R22;
-            mg_o_R[36][mg_l] = 1.0;
-            mg_o_R[37][mg_l] = 0.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 1.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[43][mg_l] = 0.0;
-            mg_o_R[44][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = omega3_x;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = omega3_z;
-            mg_o_omega[3][mg_l] = omega2_x;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = omega2_z;
-            mg_o_omega[6][mg_l] = omega6_x;
-            mg_o_omega[7][mg_l] = omega6_y;
-            mg_o_omega[8][mg_l] = omega6_z;
-            mg_o_omega[9][mg_l] = omega8_x;
-            mg_o_omega[10][mg_l] = omega8_y;
-            mg_o_omega[11][mg_l] = omega8_z;
-            mg_o_omega[12][mg_l] = 0.0;
-            mg_o_omega[13][mg_l] = 0.0;
-            mg_o_omega[14][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = upper_arm_alphax;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = upper_arm_alphaz;
-            mg_o_alpha[3][mg_l] = lower_arm_alphax;
-            mg_o_alpha[4][mg_l] = 0.0;
             mg_o_alpha[5][mg_l] = lower_arm_alphaz;
+            const double upright_alphax = cse46 + eps6_x + qdd4*theta_J4_20 + qdd5*tau4_10 - qdd6*tau5_00;
             mg_o_alpha[6][mg_l] = upright_alphax;
+            const double upright_alphay = eps6_y + qdd4*theta_J4_21 + qdd5*tau4_11 - qdd6*tau5_01;
             mg_o_alpha[7][mg_l] = upright_alphay;
+            const double upright_alphaz = cse47 + eps6_z + qdd4*theta_J4_22 + qdd5*tau4_12 - qdd6*tau5_02;
             mg_o_alpha[8][mg_l] = upright_alphaz;
+            const double tie_rod_R00 = (0.0017331022530329293)*tau8_00 + (0.0415944540727903)*tau8_10 - 0.9991330730923519*theta_J8_20;
+            mg_o_R[27][mg_l] = tie_rod_R00;
+            const double tie_rod_R01 = (0.0415944540727903)*tau8_00 + (0.9982668977469671)*tau8_10 + (0.04163054471218133)*theta_J8_20;
+            mg_o_R[28][mg_l] = tie_rod_R01;
+            const double tie_rod_R02 = (0.9991330730923519)*tau8_00 - 0.04163054471218133*tau8_10 + (6.842277657836021e-49)*theta_J8_20;
+            mg_o_R[29][mg_l] = tie_rod_R02;
+            const double tie_rod_R10 = (0.0017331022530329293)*tau8_01 + (0.0415944540727903)*tau8_11 - 0.9991330730923519*theta_J8_21;
+            mg_o_R[30][mg_l] = tie_rod_R10;
+            const double tie_rod_R11 = (0.0415944540727903)*tau8_01 + (0.9982668977469671)*tau8_11 + (0.04163054471218133)*theta_J8_21;
+            mg_o_R[31][mg_l] = tie_rod_R11;
+            const double tie_rod_R12 = (0.9991330730923519)*tau8_01 - 0.04163054471218133*tau8_11 + (6.842277657836021e-49)*theta_J8_21;
+            mg_o_R[32][mg_l] = tie_rod_R12;
+            const double tie_rod_R20 = (0.0017331022530329293)*tau8_02 + (0.0415944540727903)*tau8_12 - 6.836345903224843e-49;
+            mg_o_R[33][mg_l] = tie_rod_R20;
+            const double tie_rod_R21 = (0.0415944540727903)*tau8_02 + (0.9982668977469671)*tau8_12 + 2.8484774596770184e-50;
+            mg_o_R[34][mg_l] = tie_rod_R21;
+            const double tie_rod_R22 = (0.9991330730923519)*tau8_02 - 0.04163054471218133*tau8_12 + 4.6816763546921983e-97;
+            mg_o_R[35][mg_l] = tie_rod_R22;
+            const double tie_rod_alphax = eps8_x + qdd8*theta_J8_20;
             mg_o_alpha[9][mg_l] = tie_rod_alphax;
+            const double tie_rod_alphay = eps8_y + qdd8*theta_J8_21;
             mg_o_alpha[10][mg_l] = tie_rod_alphay;
+            const double tie_rod_alphaz = qdd7 + (6.842277657836021e-49)*qdd8;
             mg_o_alpha[11][mg_l] = tie_rod_alphaz;
-            mg_o_alpha[12][mg_l] = 0.0;
-            mg_o_alpha[13][mg_l] = 0.0;
-            mg_o_alpha[14][mg_l] = 0.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            r[(mg_i + 0) * 24 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 24 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 24 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 24 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 24 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 24 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 24 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 24 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            v[(mg_i + 0) * 24 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 24 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 24 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 24 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 24 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 24 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 24 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 24 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            a[(mg_i + 0) * 24 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 24 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 24 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 24 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 24 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 24 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 24 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 24 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 45; ++mg_j) {
+            R[(mg_i + 0) * 45 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 45 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 45 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 45 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 45 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 45 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 45 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 45 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            omega[(mg_i + 0) * 15 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 15 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 15 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 15 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 15 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 15 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 15 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 15 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            alpha[(mg_i + 0) * 15 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 15 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 15 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 15 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 15 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 15 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 15 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 15 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2714,13 +2888,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 45; ++mg_j) R[(mg_i + mg_l) * 45 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) omega[(mg_i + mg_l) * 15 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) alpha[(mg_i + mg_l) * 15 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2915,40 +3083,67 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
         double mg_o_M[64][8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            double s6, c6;
-            mg_sincos_poly(q6, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(q6);
-            double s7, c7;
-            mg_sincos_poly(q7, &s7, &c7);
-            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            mg_o_M[0][mg_l] = 2.8;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[4][mg_l] = 0.0;
+            mg_o_M[5][mg_l] = 0.0;
+            mg_o_M[8][mg_l] = 0.0;
+            mg_o_M[10][mg_l] = 0.0;
+            mg_o_M[14][mg_l] = 0.0;
+            mg_o_M[15][mg_l] = 0.0;
+            mg_o_M[16][mg_l] = 0.0;
+            mg_o_M[17][mg_l] = 0.0;
+            mg_o_M[18][mg_l] = 0.020803791435193994;
+            mg_o_M[19][mg_l] = 0.0;
+            mg_o_M[20][mg_l] = 0.0;
+            mg_o_M[21][mg_l] = 0.0;
+            mg_o_M[22][mg_l] = 0.0;
+            mg_o_M[23][mg_l] = 0.0;
+            mg_o_M[24][mg_l] = 0.0;
+            mg_o_M[26][mg_l] = 0.0;
+            mg_o_M[30][mg_l] = 0.0;
+            mg_o_M[31][mg_l] = 0.0;
+            mg_o_M[32][mg_l] = 0.0;
+            mg_o_M[34][mg_l] = 0.0;
+            mg_o_M[38][mg_l] = 0.0;
+            mg_o_M[39][mg_l] = 0.0;
+            mg_o_M[40][mg_l] = 0.0;
+            mg_o_M[42][mg_l] = 0.0;
+            mg_o_M[45][mg_l] = 0.799;
+            mg_o_M[46][mg_l] = 0.0;
+            mg_o_M[47][mg_l] = 0.0;
+            mg_o_M[49][mg_l] = 0.0;
+            mg_o_M[50][mg_l] = 0.0;
+            mg_o_M[51][mg_l] = 0.0;
+            mg_o_M[52][mg_l] = 0.0;
+            mg_o_M[53][mg_l] = 0.0;
+            mg_o_M[57][mg_l] = 0.0;
+            mg_o_M[58][mg_l] = 0.0;
+            mg_o_M[59][mg_l] = 0.0;
+            mg_o_M[60][mg_l] = 0.0;
+            mg_o_M[61][mg_l] = 0.0;
+            mg_o_M[63][mg_l] = 0.03464286666666666;
+            const double q8 = mg_in_q[7][mg_l];
             double s8, c8;
             mg_sincos_poly(q8, &s8, &c8);
             mg_range[mg_l] |= mg_trig_out_of_range(q8);
@@ -2970,18 +3165,36 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             const double IJ8_02 = (2.228293958271795e-20)*c8 - 8.395987706376685e-19*s8;
             const double IJ8_12 = (8.395987706376685e-19)*c8 + (2.228293958271795e-20)*s8;
             const double Ic7_22 = (0.998266897746967)*IJ8_00 - 0.0831889081455806*IJ8_01 + (1.3672691806449687e-48)*IJ8_02 + (0.001733102253032929)*IJ8_11 - 5.696954919354037e-50*IJ8_12 + 1.6218668973208784e-98;
+            mg_o_M[54][mg_l] = Ic7_22;
+            const double q7 = mg_in_q[6][mg_l];
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double cp7_x = c7*cp8_x - cp8_y*s7;
+            mg_o_M[6][mg_l] = cp7_x;
+            mg_o_M[48][mg_l] = cp7_x;
+            const double q6 = mg_in_q[5][mg_l];
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cse2 = (1.4000000000000012)*c6;
             const double cp6_y = cse2;
             const double cp6_z = -1.4000000000000012*s6;
             const double IJ6_C2 = c6*c6 - s6*s6;
             const double IJ6_cs = c6*s6;
             const double IJ6_11 = (0.20049999999999993)*IJ6_C2 + 2.1555;
+            mg_o_M[36][mg_l] = IJ6_11;
             const double IJ6_22 = 4.311 - IJ6_11;
             const double IJ6_12 = (0.40099999999999986)*IJ6_cs;
             const double IJ6_01 = -0.23800000000000018*c6;
+            mg_o_M[37][mg_l] = IJ6_01;
+            mg_o_M[44][mg_l] = IJ6_01;
             const double cse3 = (0.23800000000000018)*s6;
             const double IJ6_02 = -cse3;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cse4 = (6.799999999999999)*c5 - cp6_z*s5;
             const double cp5_x = -cse4;
             const double cp5_z = c5*cp6_z + (6.799999999999999)*s5;
@@ -2990,10 +3203,17 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             const double IJ5_D = IJ6_22 - 0.799;
             const double IJ5_Sum = IJ6_22 + 0.799;
             const double IJ5_22 = (0.5)*IJ5_C2*IJ5_D + (0.5)*IJ5_Sum - 2.0*IJ5_cs*IJ6_02;
+            mg_o_M[27][mg_l] = IJ5_22;
             const double IJ5_00 = -IJ5_22 + IJ5_Sum;
             const double IJ5_02 = IJ5_C2*IJ6_02 + IJ5_D*IJ5_cs;
             const double IJ5_12 = IJ6_01*s5 - IJ6_12*c5;
+            mg_o_M[28][mg_l] = IJ5_12;
+            mg_o_M[35][mg_l] = IJ5_12;
             const double IJ5_01 = -IJ6_01*c5 - IJ6_12*s5;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double cp4_J_x = c4*cp5_x - cp6_y*s4;
             const double cse5 = c4*cp6_y + cp5_x*s4;
             const double cp4_J_y = cse5;
@@ -3005,94 +3225,54 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             const double IJ4_00 = (0.5)*IJ4_C2*IJ4_D + (0.5)*IJ4_Sum - 2.0*IJ4_cs*IJ5_01;
             const double IJ4_02 = IJ5_02*c4 - IJ5_12*s4;
             const double Ic2_22 = (0.0005405405405405405)*IJ4_00 + (0.046486486486486484)*IJ4_02 + (0.9994594594594595)*IJ5_22 + (0.6599999999999999)*cp4_J_y + (0.08067586128821058)*cp4_x + 4.539534262274195;
+            mg_o_M[9][mg_l] = Ic2_22;
             const double Fm8_7_x = -0.14408326108942435*beta8_00 + (0.004001733853815339)*beta8_10;
             const double Fm8_7_y = -0.14408326108942435*beta8_01 + (0.004001733853815339)*beta8_11;
             const double Nm8_7_z = (2.228293958271795e-20)*beta8_02 + (8.395987706376685e-19)*beta8_12 + 2.370361125967255e-50;
+            mg_o_M[55][mg_l] = Nm8_7_z;
+            mg_o_M[62][mg_l] = Nm8_7_z;
             const double Fm8_1_y = Fm8_7_x*s7 + Fm8_7_y*c7;
+            mg_o_M[7][mg_l] = Fm8_1_y;
+            mg_o_M[56][mg_l] = Fm8_1_y;
             const double Fm6_5_z = -cse2;
             const double Nm6_5_z = cse3;
             const double Fm6_4_x = Fm6_5_z*s5;
             const double Fm6_4_z = Fm6_5_z*c5;
             const double Nm6_4_x = Nm6_5_z*s5 - 0.799*c5;
             const double Nm6_4_z = Nm6_5_z*c5 + (0.799)*s5;
+            mg_o_M[29][mg_l] = Nm6_4_z;
+            mg_o_M[43][mg_l] = Nm6_4_z;
             const double Fm6_2_J_x = Fm6_4_x*c4 - cp6_z*s4;
             const double Fm6_2_J_y = Fm6_4_x*s4 + c4*cp6_z;
             const double Fm6_2_x = (0.9997296931968458)*Fm6_2_J_x - 0.023249527748763855*Fm6_4_z;
             const double Nm6_2_J_x = -IJ6_01*s4 + Nm6_4_x*c4;
             const double Nm6_2_z = (0.04033793064410529)*Fm6_2_J_y - 0.32999999999999996*Fm6_2_x + (0.023249527748763855)*Nm6_2_J_x + (0.9997296931968458)*Nm6_4_z;
+            mg_o_M[13][mg_l] = Nm6_2_z;
+            mg_o_M[41][mg_l] = Nm6_2_z;
             const double Fm5_4_z = cse4;
             const double Fm5_2_J_x = c4*cp5_z;
             const double Fm5_2_J_y = cp5_z*s4;
             const double Fm5_2_x = (0.9997296931968458)*Fm5_2_J_x - 0.023249527748763855*Fm5_4_z;
             const double Nm5_2_J_x = IJ5_01*c4 - IJ6_11*s4;
             const double Nm5_2_z = (0.04033793064410529)*Fm5_2_J_y - 0.32999999999999996*Fm5_2_x + (0.9997296931968458)*IJ5_12 + (0.023249527748763855)*Nm5_2_J_x;
+            mg_o_M[12][mg_l] = Nm5_2_z;
+            mg_o_M[33][mg_l] = Nm5_2_z;
             const double Fm4_2_J_x = -cse5;
             const double Fm4_2_x = (0.9997296931968458)*Fm4_2_J_x;
             const double Nm4_2_z = -0.32999999999999996*Fm4_2_x + (0.023249527748763855)*IJ4_02 + (0.9997296931968458)*IJ5_22 + (0.04033793064410529)*cp4_J_x;
-            mg_o_M[0][mg_l] = 2.8;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = cp7_x;
-            mg_o_M[7][mg_l] = Fm8_1_y;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[9][mg_l] = Ic2_22;
-            mg_o_M[10][mg_l] = 0.0;
             mg_o_M[11][mg_l] = Nm4_2_z;
-            mg_o_M[12][mg_l] = Nm5_2_z;
-            mg_o_M[13][mg_l] = Nm6_2_z;
-            mg_o_M[14][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[16][mg_l] = 0.0;
-            mg_o_M[17][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.020803791435193994;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = 0.0;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.0;
             mg_o_M[25][mg_l] = Nm4_2_z;
-            mg_o_M[26][mg_l] = 0.0;
-            mg_o_M[27][mg_l] = IJ5_22;
-            mg_o_M[28][mg_l] = IJ5_12;
-            mg_o_M[29][mg_l] = Nm6_4_z;
-            mg_o_M[30][mg_l] = 0.0;
-            mg_o_M[31][mg_l] = 0.0;
-            mg_o_M[32][mg_l] = 0.0;
-            mg_o_M[33][mg_l] = Nm5_2_z;
-            mg_o_M[34][mg_l] = 0.0;
-            mg_o_M[35][mg_l] = IJ5_12;
-            mg_o_M[36][mg_l] = IJ6_11;
-            mg_o_M[37][mg_l] = IJ6_01;
-            mg_o_M[38][mg_l] = 0.0;
-            mg_o_M[39][mg_l] = 0.0;
-            mg_o_M[40][mg_l] = 0.0;
-            mg_o_M[41][mg_l] = Nm6_2_z;
-            mg_o_M[42][mg_l] = 0.0;
-            mg_o_M[43][mg_l] = Nm6_4_z;
-            mg_o_M[44][mg_l] = IJ6_01;
-            mg_o_M[45][mg_l] = 0.799;
-            mg_o_M[46][mg_l] = 0.0;
-            mg_o_M[47][mg_l] = 0.0;
-            mg_o_M[48][mg_l] = cp7_x;
-            mg_o_M[49][mg_l] = 0.0;
-            mg_o_M[50][mg_l] = 0.0;
-            mg_o_M[51][mg_l] = 0.0;
-            mg_o_M[52][mg_l] = 0.0;
-            mg_o_M[53][mg_l] = 0.0;
-            mg_o_M[54][mg_l] = Ic7_22;
-            mg_o_M[55][mg_l] = Nm8_7_z;
-            mg_o_M[56][mg_l] = Fm8_1_y;
-            mg_o_M[57][mg_l] = 0.0;
-            mg_o_M[58][mg_l] = 0.0;
-            mg_o_M[59][mg_l] = 0.0;
-            mg_o_M[60][mg_l] = 0.0;
-            mg_o_M[61][mg_l] = 0.0;
-            mg_o_M[62][mg_l] = Nm8_7_z;
-            mg_o_M[63][mg_l] = 0.03464286666666666;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 64; ++mg_j) {
+            M[(mg_i + 0) * 64 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 64 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 64 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 64 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 64 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 64 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 64 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 64 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3101,8 +3281,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 64; ++mg_j) M[(mg_i + mg_l) * 64 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3446,83 +3625,62 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_p[1][8];
+        double mg_in_tau[8][8];
         double mg_o_b[8][8];
         double mg_o_gamma[6][8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd7[8];
-        double mg_w_qd8[8];
-        double mg_w_qd3[8];
-        double mg_w_p_k_strut[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        double mg_w_tau7[8];
-        double mg_w_tau8[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 8 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 8 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 8 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 8 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 8 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 8 + 5];
-            mg_w_tau7[mg_l] = tau[(mg_i + mg_l) * 8 + 6];
-            mg_w_tau8[mg_l] = tau[(mg_i + mg_l) * 8 + 7];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 8 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 8 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 8 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 8 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 8 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 8 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 8 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double p_k_strut = mg_w_p_k_strut[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
-            const double tau7 = mg_w_tau7[mg_l];
-            const double tau8 = mg_w_tau8[mg_l];
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -3531,6 +3689,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double cse0 = (0.023249527748763855)*s2;
             const double beta2_10 = cse0;
             const double beta2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -3538,18 +3697,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double beta3_02 = -0.9983399416756089*c3;
             const double beta3_10 = (0.05759653509666974)*s3;
             const double beta3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            double s6, c6;
-            mg_sincos_poly(q6, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(q6);
-            double s7, c7;
-            mg_sincos_poly(q7, &s7, &c7);
-            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            const double q8 = mg_in_q[7][mg_l];
             double s8, c8;
             mg_sincos_poly(q8, &s8, &c8);
             mg_range[mg_l] |= mg_trig_out_of_range(q8);
@@ -3563,6 +3711,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double beta8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
             const double a2_x = -9.807348290261057*c2;
             const double a2_y = (9.807348290261057)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
             const double a3_x = -9.793714827837723*c3;
             const double a3_y = (9.793714827837723)*s3;
@@ -3573,22 +3722,37 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double cse3 = (0.023249527748763855)*qd2;
             const double omega_p4_J_x = cse3;
             const double omega_p4_J_z = (0.9997296931968458)*qd2;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double omega_p4_x = c4*omega_p4_J_x;
             const double omega_p4_y = -omega_p4_J_x*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = omega_p4_J_z + qd4;
             const double epsd4_x = omega_p4_y*qd4;
             const double epsd4_y = -omega_p4_x*qd4;
             const double a4_x = a4_J_x*c4 + a4_par_y*s4;
             const double a4_y = -a4_J_x*s4 + a4_par_y*c4;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double omega_p5_x = c5*omega_p4_x - omega4_z*s5;
             const double omega_p5_z = c5*omega4_z + omega_p4_x*s5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_y = omega_p4_y + qd5;
             const double epsd5_x = c5*epsd4_x - omega_p5_z*qd5;
             const double epsd5_z = epsd4_x*s5 + omega_p5_x*qd5;
             const double a5_x = -a4_J_z*s5 + a4_x*c5;
             const double a5_z = a4_J_z*c5 + a4_x*s5;
+            const double q6 = mg_in_q[5][mg_l];
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p6_y = c6*omega5_y - omega_p5_z*s6;
             const double omega_p6_z = -c6*omega_p5_z - omega5_y*s6;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_x = -omega_p5_x + qd6;
             const double epsd6_y = c6*epsd4_y - epsd5_z*s6 + omega_p6_z*qd6;
             const double epsd6_z = -c6*epsd5_z - epsd4_y*s6 - omega_p6_y*qd6;
@@ -3602,9 +3766,11 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double oo6_yz = omega_p6_y*omega_p6_z;
             const double oo6_W_00 = -oo6_yy - oo6_zz;
             const double oo6_W_11 = -oo6_xx - oo6_zz;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega_p8_x = beta8_02*qd7;
             const double omega_p8_y = beta8_12*qd7;
             const double omega_p8_z = (6.842277657836021e-49)*qd7;
+            const double qd8 = mg_in_qd[7][mg_l];
             const double omega8_z = omega_p8_z + qd8;
             const double epsd8_x = omega_p8_y*qd8;
             const double epsd8_y = -omega_p8_x*qd8;
@@ -3648,8 +3814,13 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double F_c4_x = (0.9997296931968458)*F_c4_J_x - 0.023249527748763855*F_c5_z;
             const double N_c4_J_x = N4_x*c4 - N5_y*s4;
             const double N2_z = (0.04033793064410529)*F_c4_J_y - 0.32999999999999996*F_c4_x + (0.9997296931968458)*N4_z + (0.023249527748763855)*N_c4_J_x - 0.5279999999999998*a2_x + (0.06454068903056855)*a2_y;
+            const double q7 = mg_in_q[6][mg_l];
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double F_c7_y = F_c8_x*s7 + F_c8_y*c7;
             const double omega2_z = -cse3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.9983399416756089)*qd3;
             const double omega3_z = -0.05759653509666974*qd3;
             const double theta_J4_00 = (0.9997296931968458)*beta2_00 + 0.023243243243243242;
@@ -3752,6 +3923,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double strut_u_z = cse19*strut_d_z;
             const double strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z;
             const double strut_Ld = qd2*strut_J2;
+            const double p_k_strut = mg_in_p[0][mg_l];
             const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
             const double upper_ball_f1_d_x = -0.012191266595461726*beta3_00 + (0.18500000000000005)*beta3_10 - 0.1357021747143384;
             const double upper_ball_f1_d_y = (0.18500000000000005)*c3 - 0.012191266595461726*s3;
@@ -3766,9 +3938,12 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double cse21 = omega6_x_2*upper_ball_f2_d_y - omega6_y*upper_ball_f2_d_x;
             const double cse22 = -omega6_x_2*upper_ball_f2_d_z + omega6_z*upper_ball_f2_d_x;
             const double upper_ball_f2_abias_x = cse21*omega6_y - cse22*omega6_z + eps6_y*upper_ball_f2_d_z - eps6_z*upper_ball_f2_d_y + w4_x;
+            mg_o_gamma[0][mg_l] = upper_ball_f1_abias_x - upper_ball_f2_abias_x;
             const double cse23 = omega6_y*upper_ball_f2_d_z - omega6_z*upper_ball_f2_d_y;
             const double upper_ball_f2_abias_y = -cse21*omega6_x_2 + cse23*omega6_z - eps6_x*upper_ball_f2_d_z + eps6_z*upper_ball_f2_d_x + w4_y;
+            mg_o_gamma[1][mg_l] = upper_ball_f1_abias_y - upper_ball_f2_abias_y;
             const double upper_ball_f2_abias_z = cse22*omega6_x_2 - cse23*omega6_y + eps6_x*upper_ball_f2_d_y - eps6_y*upper_ball_f2_d_x + w4_z;
+            mg_o_gamma[2][mg_l] = upper_ball_f1_abias_z - upper_ball_f2_abias_z;
             const double tie_rod_outer_f1_d_x = (0.010004334634538262)*tau8_00 + (0.3602081527235608)*tau8_10 + (1.3220131853725427e-17)*theta_J8_20;
             const double tie_rod_outer_f1_d_y = (0.010004334634538262)*tau8_01 + (0.3602081527235608)*tau8_11 + (1.3220131853725427e-17)*theta_J8_21;
             const double tie_rod_outer_f1_d_z = (0.010004334634538262)*beta8_02 + (0.3602081527235608)*beta8_12 + 9.045581281639179e-66;
@@ -3784,31 +3959,58 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double cse27 = omega6_x_2*tie_rod_outer_f2_d_y - omega6_y*tie_rod_outer_f2_d_x;
             const double cse28 = -omega6_x_2*tie_rod_outer_f2_d_z + omega6_z*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_abias_x = cse27*omega6_y - cse28*omega6_z + eps6_y*tie_rod_outer_f2_d_z - eps6_z*tie_rod_outer_f2_d_y + w4_x;
+            mg_o_gamma[3][mg_l] = tie_rod_outer_f1_abias_x - tie_rod_outer_f2_abias_x;
             const double cse29 = omega6_y*tie_rod_outer_f2_d_z - omega6_z*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_abias_y = -cse27*omega6_x_2 + cse29*omega6_z - eps6_x*tie_rod_outer_f2_d_z + eps6_z*tie_rod_outer_f2_d_x + w4_y;
-            const double tie_rod_outer_f2_abias_z = cse28*omega6_x_2 - cse29*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
-            const double b1 = -F_c7_y + tau1;
-            const double b2 = -N2_z - strut_F*strut_J2 + tau2;
-            const double b3 = -N3_z + tau3;
-            const double b4 = -N4_z + tau4;
-            const double b5 = -N5_y + tau5;
-            const double b6 = -N6_x + tau6;
-            const double b7 = -N7_z + tau7;
-            const double b8 = -N8_z + tau8;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_b[4][mg_l] = b5;
-            mg_o_b[5][mg_l] = b6;
-            mg_o_b[6][mg_l] = b7;
-            mg_o_b[7][mg_l] = b8;
-            mg_o_gamma[0][mg_l] = upper_ball_f1_abias_x - upper_ball_f2_abias_x;
-            mg_o_gamma[1][mg_l] = upper_ball_f1_abias_y - upper_ball_f2_abias_y;
-            mg_o_gamma[2][mg_l] = upper_ball_f1_abias_z - upper_ball_f2_abias_z;
-            mg_o_gamma[3][mg_l] = tie_rod_outer_f1_abias_x - tie_rod_outer_f2_abias_x;
             mg_o_gamma[4][mg_l] = tie_rod_outer_f1_abias_y - tie_rod_outer_f2_abias_y;
+            const double tie_rod_outer_f2_abias_z = cse28*omega6_x_2 - cse29*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
             mg_o_gamma[5][mg_l] = tie_rod_outer_f1_abias_z - tie_rod_outer_f2_abias_z;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -F_c7_y + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z - strut_F*strut_J2 + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_z + tau4;
+            mg_o_b[3][mg_l] = b4;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_y + tau5;
+            mg_o_b[4][mg_l] = b5;
+            const double tau6 = mg_in_tau[5][mg_l];
+            const double b6 = -N6_x + tau6;
+            mg_o_b[5][mg_l] = b6;
+            const double tau7 = mg_in_tau[6][mg_l];
+            const double b7 = -N7_z + tau7;
+            mg_o_b[6][mg_l] = b7;
+            const double tau8 = mg_in_tau[7][mg_l];
+            const double b8 = -N8_z + tau8;
+            mg_o_b[7][mg_l] = b8;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            b[(mg_i + 0) * 8 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 8 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 8 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 8 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 8 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 8 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 8 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 8 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            gamma[(mg_i + 0) * 6 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 6 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 6 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 6 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 6 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 6 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 6 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 6 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3817,9 +4019,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 8; ++mg_j) b[(mg_i + mg_l) * 8 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) gamma[(mg_i + mg_l) * 6 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -4418,85 +4618,70 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_p[1][8];
+        double mg_in_tau[8][8];
         double mg_o_qdd[8][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[12][8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd7[8];
-        double mg_w_qd8[8];
-        double mg_w_qd3[8];
-        double mg_w_p_k_strut[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        double mg_w_tau7[8];
-        double mg_w_tau8[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 8 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 8 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 8 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 8 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 8 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 8 + 5];
-            mg_w_tau7[mg_l] = tau[(mg_i + mg_l) * 8 + 6];
-            mg_w_tau8[mg_l] = tau[(mg_i + mg_l) * 8 + 7];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 8 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 8 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 8 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 8 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 8 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 8 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 8 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double p_k_strut = mg_w_p_k_strut[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
-            const double tau7 = mg_w_tau7[mg_l];
-            const double tau8 = mg_w_tau8[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -4505,6 +4690,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double cse0 = (0.023249527748763855)*s2;
             const double beta2_10 = cse0;
             const double beta2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -4512,18 +4698,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double beta3_02 = -0.9983399416756089*c3;
             const double beta3_10 = (0.05759653509666974)*s3;
             const double beta3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            double s5, c5;
-            mg_sincos_poly(q5, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(q5);
-            double s6, c6;
-            mg_sincos_poly(q6, &s6, &c6);
-            mg_range[mg_l] |= mg_trig_out_of_range(q6);
-            double s7, c7;
-            mg_sincos_poly(q7, &s7, &c7);
-            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            const double q8 = mg_in_q[7][mg_l];
             double s8, c8;
             mg_sincos_poly(q8, &s8, &c8);
             mg_range[mg_l] |= mg_trig_out_of_range(q8);
@@ -4545,7 +4720,15 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double IJ8_02 = (2.228293958271795e-20)*c8 - 8.395987706376685e-19*s8;
             const double IJ8_12 = (8.395987706376685e-19)*c8 + (2.228293958271795e-20)*s8;
             const double Ic7_22 = (0.998266897746967)*IJ8_00 - 0.0831889081455806*IJ8_01 + (1.3672691806449687e-48)*IJ8_02 + (0.001733102253032929)*IJ8_11 - 5.696954919354037e-50*IJ8_12 + 1.6218668973208784e-98;
+            const double q7 = mg_in_q[6][mg_l];
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double cp7_x = c7*cp8_x - cp8_y*s7;
+            const double q6 = mg_in_q[5][mg_l];
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cse3 = (1.4000000000000012)*c6;
             const double cp6_y = cse3;
             const double cp6_z = -1.4000000000000012*s6;
@@ -4557,6 +4740,10 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double IJ6_01 = -0.23800000000000018*c6;
             const double cse4 = (0.23800000000000018)*s6;
             const double IJ6_02 = -cse4;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cse5 = (6.799999999999999)*c5 - cp6_z*s5;
             const double cp5_x = -cse5;
             const double cp5_z = c5*cp6_z + (6.799999999999999)*s5;
@@ -4569,6 +4756,10 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double IJ5_02 = IJ5_C2*IJ6_02 + IJ5_D*IJ5_cs;
             const double IJ5_12 = IJ6_01*s5 - IJ6_12*c5;
             const double IJ5_01 = -IJ6_01*c5 - IJ6_12*s5;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double cp4_J_x = c4*cp5_x - cp6_y*s4;
             const double cse6 = c4*cp6_y + cp5_x*s4;
             const double cp4_J_y = cse6;
@@ -4606,6 +4797,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double Nm4_2_z = -0.32999999999999996*Fm4_2_x + (0.023249527748763855)*IJ4_02 + (0.9997296931968458)*IJ5_22 + (0.04033793064410529)*cp4_J_x;
             const double a2_x = -9.807348290261057*c2;
             const double a2_y = (9.807348290261057)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
             const double a3_x = -9.793714827837723*c3;
             const double a3_y = (9.793714827837723)*s3;
@@ -4618,6 +4810,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double omega_p4_J_z = (0.9997296931968458)*qd2;
             const double omega_p4_x = c4*omega_p4_J_x;
             const double omega_p4_y = -omega_p4_J_x*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = omega_p4_J_z + qd4;
             const double epsd4_x = omega_p4_y*qd4;
             const double epsd4_y = -omega_p4_x*qd4;
@@ -4625,6 +4818,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double a4_y = -a4_J_x*s4 + a4_par_y*c4;
             const double omega_p5_x = c5*omega_p4_x - omega4_z*s5;
             const double omega_p5_z = c5*omega4_z + omega_p4_x*s5;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_y = omega_p4_y + qd5;
             const double epsd5_x = c5*epsd4_x - omega_p5_z*qd5;
             const double epsd5_z = epsd4_x*s5 + omega_p5_x*qd5;
@@ -4632,6 +4826,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double a5_z = a4_J_z*c5 + a4_x*s5;
             const double omega_p6_y = c6*omega5_y - omega_p5_z*s6;
             const double omega_p6_z = -c6*omega_p5_z - omega5_y*s6;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_x = -omega_p5_x + qd6;
             const double epsd6_y = c6*epsd4_y - epsd5_z*s6 + omega_p6_z*qd6;
             const double epsd6_z = -c6*epsd5_z - epsd4_y*s6 - omega_p6_y*qd6;
@@ -4645,9 +4840,11 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double oo6_yz = omega_p6_y*omega_p6_z;
             const double oo6_W_00 = -oo6_yy - oo6_zz;
             const double oo6_W_11 = -oo6_xx - oo6_zz;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega_p8_x = beta8_02*qd7;
             const double omega_p8_y = beta8_12*qd7;
             const double omega_p8_z = (6.842277657836021e-49)*qd7;
+            const double qd8 = mg_in_qd[7][mg_l];
             const double omega8_z = omega_p8_z + qd8;
             const double epsd8_x = omega_p8_y*qd8;
             const double epsd8_y = -omega_p8_x*qd8;
@@ -4693,6 +4890,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double N2_z = (0.04033793064410529)*F_c4_J_y - 0.32999999999999996*F_c4_x + (0.9997296931968458)*N4_z + (0.023249527748763855)*N_c4_J_x - 0.5279999999999998*a2_x + (0.06454068903056855)*a2_y;
             const double F_c7_y = F_c8_x*s7 + F_c8_y*c7;
             const double omega2_z = -cse7;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.9983399416756089)*qd3;
             const double omega3_z = -0.05759653509666974*qd3;
             const double theta_J4_00 = (0.9997296931968458)*beta2_00 + 0.023243243243243242;
@@ -4798,6 +4996,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double strut_u_z = cse23*strut_d_z;
             const double strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z;
             const double strut_Ld = qd2*strut_J2;
+            const double p_k_strut = mg_in_p[0][mg_l];
             const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
             const double upper_ball_f1_d_x = -0.012191266595461726*beta3_00 + (0.18500000000000005)*beta3_10 - 0.1357021747143384;
             const double upper_ball_f1_d_y = (0.18500000000000005)*c3 - 0.012191266595461726*s3;
@@ -4864,20 +5063,29 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double cse34 = omega6_y*tie_rod_outer_f2_d_z - omega6_z*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_abias_y = -cse32*omega6_x_2 + cse34*omega6_z - eps6_x*tie_rod_outer_f2_d_z + eps6_z*tie_rod_outer_f2_d_x + w4_y;
             const double tie_rod_outer_f2_abias_z = cse33*omega6_x_2 - cse34*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -4887,7 +5095,10 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -4895,11 +5106,17 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
             const double X1__e5_2 = X1__e5 - lu_f56*tie_rod_outer_f2_T2_z;
@@ -4919,13 +5136,21 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double X2_1 = lu_inv3*(-X2_2*upper_ball_f2_T4_z - X2_3*upper_ball_f2_T5_z + lu_inv6*upper_ball_f2_T6_z);
             const double X2_6 = lu_inv2*(-X2_2*tie_rod_outer_f2_T4_z - X2_3*tie_rod_outer_f2_T5_z + lu_inv6*tie_rod_outer_f2_T6_z);
             const double X2_5 = lu_inv1*(-X2_2*tie_rod_outer_f2_T4_x - X2_3*tie_rod_outer_f2_T5_x + X2_6*tie_rod_outer_f1_T8_x + lu_inv6*tie_rod_outer_f2_T6_x);
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -F_c7_y + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z - strut_F*strut_J2 + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -N4_z + tau4;
+            const double tau5 = mg_in_tau[4][mg_l];
             const double b5 = -N5_y + tau5;
+            const double tau6 = mg_in_tau[5][mg_l];
             const double b6 = -N6_x + tau6;
+            const double tau7 = mg_in_tau[6][mg_l];
             const double b7 = -N7_z + tau7;
+            const double tau8 = mg_in_tau[7][mg_l];
             const double b8 = -N8_z + tau8;
             const double qdd0__e5 = -lu_f55*(tie_rod_outer_f1_abias_x - tie_rod_outer_f2_abias_x) + tie_rod_outer_f1_abias_y - tie_rod_outer_f2_abias_y;
             const double qdd0__e5_2 = -lu_f56*(tie_rod_outer_f1_abias_z - tie_rod_outer_f2_abias_z) + qdd0__e5;
@@ -4974,21 +5199,35 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double Mr2_2 = MH1_2 - MH3_2*X2_1 - MH4_2*X2_2 - MH5_2*X2_3 + MH6_2*lu_inv6 - MH7_2*X2_5 - MH8_2*X2_6;
             const double br1 = -X1_1*c3_2 - X1_2*c4_2 - X1_3*c5_2 - X1_4*c6_2 - X1_5*c7_2 - X1_6*c8_2 + c2_2;
             const double br2 = -X2_1*c3_2 - X2_2*c4_2 - X2_3*c5_2 - X2_5*c7_2 - X2_6*c8_2 + c1 + c6_2*lu_inv6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double L2_1 = Mr1_2*invD1;
             const double D2 = -L2_1*Mr1_2 + Mr2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*Mr2_2, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*Mr2_2, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*br1 + br2;
             const double qdd_ind2 = invD2*y2;
+            mg_o_qdd[0][mg_l] = qdd_ind2;
             const double qdd_ind1 = -L2_1*qdd_ind2 + br1*invD1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 - X2_1*qdd_ind2 + qdd0_1;
+            mg_o_qdd[2][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 - X2_2*qdd_ind2 + qdd0_2;
+            mg_o_qdd[3][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 - X2_3*qdd_ind2 + qdd0_3;
+            mg_o_qdd[4][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + lu_inv6*qdd_ind2 + qdd0_4;
+            mg_o_qdd[5][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 - X2_5*qdd_ind2 + qdd0_5;
+            mg_o_qdd[6][mg_l] = qdd_dep5;
             const double qdd_dep6 = -X1_6*qdd_ind1 - X2_6*qdd_ind2 + qdd0_6;
+            mg_o_qdd[7][mg_l] = qdd_dep6;
             const double resD1 = -b3 + (0.020803791435193994)*qdd_dep1;
             const double resD2 = IJ5_12*qdd_dep3 + IJ5_22*qdd_dep2 + Nm4_2_z*qdd_ind1 + Nm6_4_z*qdd_dep4 + cse36;
             const double resD3 = IJ5_12*qdd_dep2 + IJ6_01*qdd_dep4 + IJ6_11*qdd_dep3 + Nm5_2_z*qdd_ind1 + cse37;
@@ -5001,38 +5240,57 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double lambda_z2 = lu_inv4*(-lambda_z3*upper_ball_f2_T4_z - lambda_z4*tie_rod_outer_f2_T4_x - lambda_z6*tie_rod_outer_f2_T4_z + resD2);
             const double lambda_z1 = lu_inv5*(-lambda_z2*lu_u23 - lambda_z3*upper_ball_f2_T5_z - lambda_z4*tie_rod_outer_f2_T5_x - lambda_z6*tie_rod_outer_f2_T5_z + resD3);
             const double lambda_z5 = lu_inv6*(-lambda_z1*lu_u14_2 - lambda_z2*lu_u24 - lambda_z3*upper_ball_f2_T6_z - lambda_z4*tie_rod_outer_f2_T6_x - lambda_z6*tie_rod_outer_f2_T6_z + resD4);
-            const double lambda1 = lambda_z1 - lambda_z5*lu_f53;
-            const double lambda2 = -lambda1*lu_f12 + lambda_z2 - lambda_z5*lu_f52;
-            const double lambda3 = -lambda1*lu_f11 - lambda2*lu_f21 + lambda_z3;
-            const double lambda6 = -lambda_z5*lu_f56 + lambda_z6;
-            const double lambda4 = lambda_z4 - lambda_z5*lu_f55;
-            mg_o_qdd[0][mg_l] = qdd_ind2;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep1;
-            mg_o_qdd[3][mg_l] = qdd_dep2;
-            mg_o_qdd[4][mg_l] = qdd_dep3;
-            mg_o_qdd[5][mg_l] = qdd_dep4;
-            mg_o_qdd[6][mg_l] = qdd_dep5;
-            mg_o_qdd[7][mg_l] = qdd_dep6;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_multipliers[4][mg_l] = lambda_z5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda4;
             mg_o_reaction[7][mg_l] = lambda_z5;
+            const double lambda1 = lambda_z1 - lambda_z5*lu_f53;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -lambda1*lu_f12 + lambda_z2 - lambda_z5*lu_f52;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -lambda1*lu_f11 - lambda2*lu_f21 + lambda_z3;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda6 = -lambda_z5*lu_f56 + lambda_z6;
+            mg_o_multipliers[5][mg_l] = lambda6;
             mg_o_reaction[8][mg_l] = lambda6;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
+            const double lambda4 = lambda_z4 - lambda_z5*lu_f55;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[6][mg_l] = lambda4;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            qdd[(mg_i + 0) * 8 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 8 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 8 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 8 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 8 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 8 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 8 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 8 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            multipliers[(mg_i + 0) * 6 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 6 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 6 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 6 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 6 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 6 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 6 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 6 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5041,10 +5299,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 8; ++mg_j) qdd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 8; ++mg_j) qdd[(mg_i + mg_l) * 8 + mg_j] = NAN;
@@ -5533,68 +5788,71 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_qdd_ind[2][8];
+        double mg_in_p[1][8];
         double mg_o_tau_ind[2][8];
         double mg_o_qdd[8][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[12][8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd8[8];
-        double mg_w_qd7[8];
-        double mg_w_qdd_ind1[8];
-        double mg_w_qdd_ind2[8];
-        double mg_w_p_k_strut[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 2 + 0];
-            mg_w_qdd_ind2[mg_l] = qdd_ind[(mg_i + mg_l) * 2 + 1];
-            mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 2 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double qdd_ind2 = mg_w_qdd_ind2[mg_l];
-            const double p_k_strut = mg_w_p_k_strut[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -5603,9 +5861,11 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = (0.9997296931968458)*qd2;
             const double cse1 = (0.023249527748763855)*qd2;
             const double omega2_z = -cse1;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -5613,16 +5873,18 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.9983399416756089)*qd3;
             const double omega3_z = -0.05759653509666974*qd3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse2 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse2;
@@ -5641,6 +5903,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double oo3_zz = omega2_z*omega2_z;
             const double oo3_xz = omega2_x*omega2_z;
             const double oo3_W_11 = -oo3_xx - oo3_zz;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = omega2_x + qd4*theta_J4_20;
             const double cse4 = qd4*theta_J4_21;
             const double omega4_y = cse4;
@@ -5652,6 +5915,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps4_x = -cse4*omega2_z;
             const double eps4_y = -cse5*omega2_x + omega2_z*qd4*theta_J4_20;
             const double eps4_z = cse4*omega2_x;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -5661,6 +5925,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double cse6 = qd5*tau4_10;
             const double omega5_x = cse6 + omega4_x;
             const double cse7 = qd5*tau4_11;
@@ -5670,6 +5935,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps5_x = -cse7*omega4_z + cse8*omega4_y + eps4_x;
             const double eps5_y = cse6*omega4_z - cse8*omega4_x + eps4_y;
             const double eps5_z = -cse6*omega4_y + cse7*omega4_x + eps4_z;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -5679,6 +5945,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse9 = qd6*tau5_00;
             const double omega6_x = -cse9 + omega5_x;
             const double cse10 = qd6*tau5_01;
@@ -5688,12 +5955,10 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps6_x = cse10*omega5_z - cse11*omega5_y + eps5_x;
             const double eps6_y = cse11*omega5_x - cse9*omega5_z + eps5_y;
             const double eps6_z = -cse10*omega5_x + cse9*omega5_y + eps5_z;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse12 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse12;
             const double cse13 = (0.0415944540727903)*c7;
@@ -5702,16 +5967,22 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse12;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
             const double tau8_10 = c8*theta_J8_10 - s8*theta_J8_00;
             const double tau8_11 = c8*theta_J8_11 - s8*theta_J8_01;
             const double tau8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
+            const double qd8 = mg_in_qd[7][mg_l];
             const double cse14 = qd8*theta_J8_20;
             const double omega8_x = cse14;
             const double cse15 = qd8*theta_J8_21;
             const double omega8_y = cse15;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
             const double eps8_x = -cse15*qd7;
             const double eps8_y = cse14*qd7;
@@ -5780,20 +6051,29 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double cse26 = omega6_y*tie_rod_outer_f2_d_z - omega6_z*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_abias_y = -cse24*omega6_x + cse26*omega6_z - eps6_x*tie_rod_outer_f2_d_z + eps6_z*tie_rod_outer_f2_d_x + w4_y;
             const double tie_rod_outer_f2_abias_z = cse25*omega6_x - cse26*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -5803,7 +6083,10 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -5811,11 +6094,17 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
             const double X1__e5_2 = X1__e5 - lu_f56*tie_rod_outer_f2_T2_z;
@@ -5849,12 +6138,22 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double qdd0_1 = lu_inv3*(-qdd0_2*upper_ball_f2_T4_z - qdd0_3*upper_ball_f2_T5_z - qdd0_4*upper_ball_f2_T6_z + upper_ball_f1_abias_z - upper_ball_f2_abias_z);
             const double qdd0_6 = lu_inv2*(-qdd0_2*tie_rod_outer_f2_T4_z - qdd0_3*tie_rod_outer_f2_T5_z - qdd0_4*tie_rod_outer_f2_T6_z + tie_rod_outer_f1_abias_z - tie_rod_outer_f2_abias_z);
             const double qdd0_5 = lu_inv1*(-qdd0_2*tie_rod_outer_f2_T4_x - qdd0_3*tie_rod_outer_f2_T5_x - qdd0_4*tie_rod_outer_f2_T6_x + qdd0_6*tie_rod_outer_f1_T8_x + tie_rod_outer_f1_abias_x - tie_rod_outer_f2_abias_x);
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            const double qdd_ind2 = mg_in_qdd_ind[1][mg_l];
+            mg_o_qdd[0][mg_l] = qdd_ind2;
             const double qdd_dep1 = -X1_1*qdd_ind1 - X2_1*qdd_ind2 + qdd0_1;
+            mg_o_qdd[2][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 - X2_2*qdd_ind2 + qdd0_2;
+            mg_o_qdd[3][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 - X2_3*qdd_ind2 + qdd0_3;
+            mg_o_qdd[4][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + lu_inv6*qdd_ind2 + qdd0_4;
+            mg_o_qdd[5][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 - X2_5*qdd_ind2 + qdd0_5;
+            mg_o_qdd[6][mg_l] = qdd_dep5;
             const double qdd_dep6 = -X1_6*qdd_ind1 - X2_6*qdd_ind2 + qdd0_6;
+            mg_o_qdd[7][mg_l] = qdd_dep6;
             const double strut_b_d_x = (0.01057853512568756)*tau2_00 + (0.19999999999999996)*tau2_10 - 0.23975405405405406;
             const double strut_b_d_y = (0.19999999999999996)*c2 + (0.01057853512568756)*s2;
             const double strut_b_d_z = (0.01057853512568756)*tau2_02 + (0.19999999999999996)*tau2_12 + 0.0055756756756756756;
@@ -5874,6 +6173,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double strut_u_z = cse28*strut_d_z;
             const double strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z;
             const double strut_Ld = qd2*strut_J2;
+            const double p_k_strut = mg_in_p[0][mg_l];
             const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
             const double cse29 = (0.0415944540727903)*s8;
             const double beta8_00 = (0.0017331022530329293)*c8 + cse29;
@@ -5984,42 +6284,72 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double lambda_z2 = lu_inv4*(N4_z - lambda_z3*upper_ball_f2_T4_z - lambda_z4*tie_rod_outer_f2_T4_x - lambda_z6*tie_rod_outer_f2_T4_z);
             const double lambda_z1 = lu_inv5*(N5_y - lambda_z2*lu_u23 - lambda_z3*upper_ball_f2_T5_z - lambda_z4*tie_rod_outer_f2_T5_x - lambda_z6*tie_rod_outer_f2_T5_z);
             const double lambda_z5 = lu_inv6*(N6_x - lambda_z1*lu_u14_2 - lambda_z2*lu_u24 - lambda_z3*upper_ball_f2_T6_z - lambda_z4*tie_rod_outer_f2_T6_x - lambda_z6*tie_rod_outer_f2_T6_z);
-            const double lambda1 = lambda_z1 - lambda_z5*lu_f53;
-            const double lambda2 = -lambda1*lu_f12 + lambda_z2 - lambda_z5*lu_f52;
-            const double lambda3 = -lambda1*lu_f11 - lambda2*lu_f21 + lambda_z3;
-            const double lambda6 = -lambda_z5*lu_f56 + lambda_z6;
-            const double lambda4 = lambda_z4 - lambda_z5*lu_f55;
-            const double tau_ind1 = -lambda1*upper_ball_f2_T2_x - lambda2*upper_ball_f2_T2_y - lambda3*upper_ball_f2_T2_z - lambda4*tie_rod_outer_f2_T2_x - lambda6*tie_rod_outer_f2_T2_z - lambda_z5*tie_rod_outer_f2_T2_y + res2;
-            const double tau_ind2 = F1_y + lambda_z5;
-            mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_tau_ind[1][mg_l] = tau_ind2;
-            mg_o_qdd[0][mg_l] = qdd_ind2;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep1;
-            mg_o_qdd[3][mg_l] = qdd_dep2;
-            mg_o_qdd[4][mg_l] = qdd_dep3;
-            mg_o_qdd[5][mg_l] = qdd_dep4;
-            mg_o_qdd[6][mg_l] = qdd_dep5;
-            mg_o_qdd[7][mg_l] = qdd_dep6;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_multipliers[4][mg_l] = lambda_z5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda4;
             mg_o_reaction[7][mg_l] = lambda_z5;
+            const double lambda1 = lambda_z1 - lambda_z5*lu_f53;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -lambda1*lu_f12 + lambda_z2 - lambda_z5*lu_f52;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -lambda1*lu_f11 - lambda2*lu_f21 + lambda_z3;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda6 = -lambda_z5*lu_f56 + lambda_z6;
+            mg_o_multipliers[5][mg_l] = lambda6;
             mg_o_reaction[8][mg_l] = lambda6;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
+            const double lambda4 = lambda_z4 - lambda_z5*lu_f55;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[6][mg_l] = lambda4;
+            const double tau_ind1 = -lambda1*upper_ball_f2_T2_x - lambda2*upper_ball_f2_T2_y - lambda3*upper_ball_f2_T2_z - lambda4*tie_rod_outer_f2_T2_x - lambda6*tie_rod_outer_f2_T2_z - lambda_z5*tie_rod_outer_f2_T2_y + res2;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            const double tau_ind2 = F1_y + lambda_z5;
+            mg_o_tau_ind[1][mg_l] = tau_ind2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            tau_ind[(mg_i + 0) * 2 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 2 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 2 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 2 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 2 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 2 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 2 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 2 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            qdd[(mg_i + 0) * 8 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 8 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 8 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 8 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 8 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 8 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 8 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 8 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            multipliers[(mg_i + 0) * 6 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 6 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 6 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 6 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 6 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 6 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 6 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 6 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -6028,11 +6358,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) tau_ind[(mg_i + mg_l) * 2 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 8; ++mg_j) qdd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 2; ++mg_j) tau_ind[(mg_i + mg_l) * 2 + mg_j] = NAN;
@@ -6212,62 +6538,50 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_p[1][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd8[8];
-        double mg_w_qd7[8];
-        double mg_w_qd1[8];
-        double mg_w_p_k_strut[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 8 + 0];
-            mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double p_k_strut = mg_w_p_k_strut[mg_l];
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -6276,8 +6590,10 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = (0.9997296931968458)*qd2;
             const double omega2_z = -0.023249527748763855*qd2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -6285,16 +6601,18 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.9983399416756089)*qd3;
             const double omega3_z = -0.05759653509666974*qd3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse1 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse1;
@@ -6307,12 +6625,14 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double r_rel0_4_y = (0.32999999999999996)*c2 + (0.04033793064410529)*s2;
             const double r_rel0_4_z = (0.04033793064410529)*tau2_02 + (0.32999999999999996)*tau2_12 + 0.005327027027027027;
             const double r4_z = r_rel0_4_z + 0.17;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = omega2_x + qd4*theta_J4_20;
             const double omega4_y = qd4*theta_J4_21;
             const double omega4_z = omega2_z + qd4*theta_J4_22;
             const double v4_x = -omega2_z*r_rel0_4_y;
             const double v4_y = -omega2_x*r_rel0_4_z + omega2_z*r_rel0_4_x;
             const double v4_z = omega2_x*r_rel0_4_y;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -6322,9 +6642,11 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega4_x + qd5*tau4_10;
             const double omega5_y = omega4_y + qd5*tau4_11;
             const double omega5_z = omega4_z + qd5*tau4_12;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -6334,15 +6656,14 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double omega6_x = omega5_x - qd6*tau5_00;
             const double omega6_y = omega5_y - qd6*tau5_01;
             const double omega6_z = omega5_z - qd6*tau5_02;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -6351,14 +6672,20 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse3;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
             const double tau8_10 = c8*theta_J8_10 - s8*theta_J8_00;
             const double tau8_11 = c8*theta_J8_11 - s8*theta_J8_01;
             const double tau8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
+            const double qd8 = mg_in_qd[7][mg_l];
             const double omega8_x = qd8*theta_J8_20;
             const double omega8_y = qd8*theta_J8_21;
+            const double qd7 = mg_in_qd[6][mg_l];
             const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
             const double omega_loc2_x = omega2_x*tau2_00 + omega2_z*tau2_02;
             const double omega_loc2_y = omega2_x*tau2_10 + omega2_z*tau2_12;
@@ -6372,12 +6699,14 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double omega_loc6_x = -omega6_x*tau5_00 - omega6_y*tau5_01 - omega6_z*tau5_02;
             const double omega_loc6_y = omega6_x*tau6_10 + omega6_y*tau6_11 + omega6_z*tau6_12;
             const double omega_loc6_z = omega6_x*tau6_20 + omega6_y*tau6_21 + omega6_z*tau6_22;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double v_loc8_x = qd1*tau8_01;
             const double v_loc8_y = qd1*tau8_11;
             const double v_loc8_z = qd1*theta_J8_21;
             const double omega_loc8_x = omega8_x*tau8_00 + omega8_y*tau8_01 + omega8_z*tau8_02;
             const double omega_loc8_y = omega8_x*tau8_10 + omega8_y*tau8_11 + omega8_z*tau8_12;
             const double omega_loc8_z = omega8_x*theta_J8_20 + omega8_y*theta_J8_21 + (6.842277657836021e-49)*omega8_z;
+            mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.32090015813413336)*omega_loc2_x - 0.014162743250199235*omega_loc2_y + (0.014394937854376276)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.014162743250199235*omega_loc2_x + (0.20676757365410672)*omega_loc2_y + (0.11776334125455054)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.014394937854376276)*omega_loc2_x + (0.11776334125455054)*omega_loc2_y + (0.11844831632824974)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.06227519849598207)*omega_loc3_x + (0.0013473001048655126)*omega_loc3_y - 0.0014635090155970787*omega_loc3_z) + (0.5)*omega_loc3_y*((0.0013473001048655126)*omega_loc3_x + (0.04191897781497736)*omega_loc3_y + (0.02220845272846769)*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.0014635090155970787*omega_loc3_x + (0.02220845272846769)*omega_loc3_y + (0.020803791435193994)*omega_loc3_z) + (0.5)*omega_loc6_x*((0.799)*omega_loc6_x - 0.23800000000000018*omega_loc6_y) + (0.5)*omega_loc6_y*(-0.23800000000000018*omega_loc6_x + (2.356)*omega_loc6_y) + (0.9774999999999999)*omega_loc6_z*omega_loc6_z - 1.4000000000000012*omega_loc6_z*v_loc6_x + (6.799999999999999)*omega_loc6_z*v_loc6_y + (0.5)*omega_loc8_x*((0.03461618936369055)*omega_loc8_x - 0.000960521851348193*omega_loc8_y + (2.228293958271795e-20)*omega_loc8_z) + (0.5)*omega_loc8_y*(-0.000960521851348193*omega_loc8_x + (5.907730297611627e-05)*omega_loc8_y + (8.395987706376685e-19)*omega_loc8_z) + (0.5)*omega_loc8_z*((2.228293958271795e-20)*omega_loc8_x + (8.395987706376685e-19)*omega_loc8_y + (0.03464286666666666)*omega_loc8_z) + qd1*qd1 + 20.0*v_loc6_x*v_loc6_x + 20.0*v_loc6_y*v_loc6_y + 20.0*v_loc6_z*v_loc6_z + v_loc6_z*((1.4000000000000012)*omega_loc6_x - 6.799999999999999*omega_loc6_y) + (0.4)*v_loc8_x*v_loc8_x + v_loc8_x*(-4.880168897282999e-18*omega_loc8_y - 0.14408326108942435*omega_loc8_z) + (0.4)*v_loc8_y*v_loc8_y + v_loc8_y*((4.880168897282999e-18)*omega_loc8_x + (0.004001733853815339)*omega_loc8_z) + (0.4)*v_loc8_z*v_loc8_z + v_loc8_z*((0.14408326108942435)*omega_loc8_x - 0.004001733853815339*omega_loc8_y);
             const double strut_b_d_x = (0.01057853512568756)*tau2_00 + (0.19999999999999996)*tau2_10 - 0.23975405405405406;
             const double strut_b_d_y = (0.19999999999999996)*c2 + (0.01057853512568756)*s2;
             const double strut_b_d_z = (0.01057853512568756)*tau2_02 + (0.19999999999999996)*tau2_12 + 0.0055756756756756756;
@@ -6388,8 +6717,30 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double strut_d_y = strut_b_o_y - 0.56;
             const double strut_d_z = strut_b_o_z - 0.65;
             const double strut_L = sqrt(strut_d_x*strut_d_x + strut_d_y*strut_d_y + strut_d_z*strut_d_z);
-            mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.32090015813413336)*omega_loc2_x - 0.014162743250199235*omega_loc2_y + (0.014394937854376276)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.014162743250199235*omega_loc2_x + (0.20676757365410672)*omega_loc2_y + (0.11776334125455054)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.014394937854376276)*omega_loc2_x + (0.11776334125455054)*omega_loc2_y + (0.11844831632824974)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.06227519849598207)*omega_loc3_x + (0.0013473001048655126)*omega_loc3_y - 0.0014635090155970787*omega_loc3_z) + (0.5)*omega_loc3_y*((0.0013473001048655126)*omega_loc3_x + (0.04191897781497736)*omega_loc3_y + (0.02220845272846769)*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.0014635090155970787*omega_loc3_x + (0.02220845272846769)*omega_loc3_y + (0.020803791435193994)*omega_loc3_z) + (0.5)*omega_loc6_x*((0.799)*omega_loc6_x - 0.23800000000000018*omega_loc6_y) + (0.5)*omega_loc6_y*(-0.23800000000000018*omega_loc6_x + (2.356)*omega_loc6_y) + (0.9774999999999999)*omega_loc6_z*omega_loc6_z - 1.4000000000000012*omega_loc6_z*v_loc6_x + (6.799999999999999)*omega_loc6_z*v_loc6_y + (0.5)*omega_loc8_x*((0.03461618936369055)*omega_loc8_x - 0.000960521851348193*omega_loc8_y + (2.228293958271795e-20)*omega_loc8_z) + (0.5)*omega_loc8_y*(-0.000960521851348193*omega_loc8_x + (5.907730297611627e-05)*omega_loc8_y + (8.395987706376685e-19)*omega_loc8_z) + (0.5)*omega_loc8_z*((2.228293958271795e-20)*omega_loc8_x + (8.395987706376685e-19)*omega_loc8_y + (0.03464286666666666)*omega_loc8_z) + qd1*qd1 + 20.0*v_loc6_x*v_loc6_x + 20.0*v_loc6_y*v_loc6_y + 20.0*v_loc6_z*v_loc6_z + v_loc6_z*((1.4000000000000012)*omega_loc6_x - 6.799999999999999*omega_loc6_y) + (0.4)*v_loc8_x*v_loc8_x + v_loc8_x*(-4.880168897282999e-18*omega_loc8_y - 0.14408326108942435*omega_loc8_z) + (0.4)*v_loc8_y*v_loc8_y + v_loc8_y*((4.880168897282999e-18)*omega_loc8_x + (0.004001733853815339)*omega_loc8_z) + (0.4)*v_loc8_z*v_loc8_z + v_loc8_z*((0.14408326108942435)*omega_loc8_x - 0.004001733853815339*omega_loc8_y);
+            const double p_k_strut = mg_in_p[0][mg_l];
             mg_o_V[0][mg_l] = (0.5)*p_k_strut*(strut_L - 0.686817)*(strut_L - 0.686817) + (392.40000000000003)*r4_z + (0.6331441593898774)*tau2_02 + (5.1796799999999985)*tau2_12 - 0.10763669277133187*tau3_02 + (1.6333650000000006)*tau3_12 - 66.708*tau5_02 + (13.734000000000012)*tau6_12 + (0.03925700910592848)*tau8_02 + (1.413456791287253)*tau8_12 + 19.385220531510065;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -6398,9 +6749,7 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -6459,22 +6808,49 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
+        double mg_in_p[1][8];
         double mg_o_state[3][8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_p_k_strut[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
+            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
+            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
+            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
+            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
+            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
+            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
+            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double p_k_strut = mg_w_p_k_strut[mg_l];
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -6495,16 +6871,29 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
             const double strut_d_y = strut_b_o_y - 0.56;
             const double strut_d_z = strut_b_o_z - 0.65;
             const double strut_L = sqrt(strut_d_x*strut_d_x + strut_d_y*strut_d_y + strut_d_z*strut_d_z);
+            mg_o_state[0][mg_l] = strut_L;
             const double cse0 = 1.0/strut_L;
             const double strut_u_x = cse0*strut_d_x;
             const double strut_u_y = cse0*strut_d_y;
             const double strut_u_z = cse0*strut_d_z;
             const double strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double strut_Ld = qd2*strut_J2;
-            const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
-            mg_o_state[0][mg_l] = strut_L;
             mg_o_state[1][mg_l] = strut_Ld;
+            const double p_k_strut = mg_in_p[0][mg_l];
+            const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
             mg_o_state[2][mg_l] = strut_F;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -6513,8 +6902,7 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -6700,63 +7088,40 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[8][8];
+        double mg_in_qd[8][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_q7[8];
-        double mg_w_q8[8];
-        double mg_w_qd2[8];
-        double mg_w_qd4[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd8[8];
-        double mg_w_qd3[8];
-        double mg_w_qd7[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
-            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
-            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 8 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 8 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 8 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 8 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 8 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 8 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 8 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 8 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 8 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 8 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 8 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 8 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 8 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 8 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 8 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 8 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 8 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double q8 = mg_w_q8[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double r_rel0_1_y = q1 + 0.34;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -6765,6 +7130,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -6772,14 +7138,15 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
             const double theta_J4_21 = -cse0;
             const double theta_J4_22 = -0.023249527748763855*tau2_02 - 0.023243243243243242;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*theta_J4_00 + s4*tau2_10;
             const double cse1 = c4*tau2_12;
             const double tau4_01 = c2*s4 + cse1;
@@ -6797,6 +7164,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
@@ -6806,6 +7174,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
             mg_range[mg_l] |= mg_trig_out_of_range(q6);
@@ -6815,12 +7184,10 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
             mg_range[mg_l] |= mg_trig_out_of_range(q7);
-            double s8, c8;
-            mg_sincos_poly(q8, &s8, &c8);
-            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -6829,6 +7196,10 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double theta_J8_11 = (0.9982668977469671)*c7 + cse3;
             const double theta_J8_20 = -0.9991330730923519*c7 - 0.04163054471218133*s7;
             const double theta_J8_21 = (0.04163054471218133)*c7 - 0.9991330730923519*s7;
+            const double q8 = mg_in_q[7][mg_l];
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*theta_J8_00 + s8*theta_J8_10;
             const double tau8_01 = c8*theta_J8_01 + s8*theta_J8_11;
             const double tau8_02 = (0.9991330730923519)*c8 - 0.04163054471218133*s8;
@@ -6878,6 +7249,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double tie_rod_outer_f2_o_x = r4_x + tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_o_y = r4_y + tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_o_z = r4_z + tie_rod_outer_f2_d_z;
+            mg_o_position[0][mg_l] = sqrt((-tie_rod_outer_f1_o_x + tie_rod_outer_f2_o_x)*(-tie_rod_outer_f1_o_x + tie_rod_outer_f2_o_x) + (-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y)*(-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y) + (-tie_rod_outer_f1_o_z + tie_rod_outer_f2_o_z)*(-tie_rod_outer_f1_o_z + tie_rod_outer_f2_o_z) + (-upper_ball_f1_o_x + upper_ball_f2_o_x)*(-upper_ball_f1_o_x + upper_ball_f2_o_x) + (-upper_ball_f1_o_y + upper_ball_f2_o_y)*(-upper_ball_f1_o_y + upper_ball_f2_o_y) + (-upper_ball_f1_o_z + upper_ball_f2_o_z)*(-upper_ball_f1_o_z + upper_ball_f2_o_z));
             const double tie_rod_outer_f2_T2_x = T4_2_x + (0.023249527748763855)*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T2_y = -cse5 - 0.023249527748763855*tie_rod_outer_f2_d_x - 0.9997296931968458*tie_rod_outer_f2_d_z;
             const double tie_rod_outer_f2_T2_z = T4_2_z + (0.9997296931968458)*tie_rod_outer_f2_d_y;
@@ -6890,8 +7262,37 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_o_position[0][mg_l] = sqrt((-tie_rod_outer_f1_o_x + tie_rod_outer_f2_o_x)*(-tie_rod_outer_f1_o_x + tie_rod_outer_f2_o_x) + (-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y)*(-tie_rod_outer_f1_o_y + tie_rod_outer_f2_o_y) + (-tie_rod_outer_f1_o_z + tie_rod_outer_f2_o_z)*(-tie_rod_outer_f1_o_z + tie_rod_outer_f2_o_z) + (-upper_ball_f1_o_x + upper_ball_f2_o_x)*(-upper_ball_f1_o_x + upper_ball_f2_o_x) + (-upper_ball_f1_o_y + upper_ball_f2_o_y)*(-upper_ball_f1_o_y + upper_ball_f2_o_y) + (-upper_ball_f1_o_z + upper_ball_f2_o_z)*(-upper_ball_f1_o_z + upper_ball_f2_o_z));
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double qd6 = mg_in_qd[5][mg_l];
+            const double qd8 = mg_in_qd[7][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd7 = mg_in_qd[6][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((qd2*tie_rod_outer_f2_T2_z + qd4*tie_rod_outer_f2_T4_z + qd5*tie_rod_outer_f2_T5_z + qd6*tie_rod_outer_f2_T6_z - qd8*tie_rod_outer_f1_T8_z)*(qd2*tie_rod_outer_f2_T2_z + qd4*tie_rod_outer_f2_T4_z + qd5*tie_rod_outer_f2_T5_z + qd6*tie_rod_outer_f2_T6_z - qd8*tie_rod_outer_f1_T8_z) + (qd2*upper_ball_f2_T2_x - qd3*upper_ball_f1_T3_x + qd4*upper_ball_f2_T4_x + qd5*upper_ball_f2_T5_x + qd6*upper_ball_f2_T6_x)*(qd2*upper_ball_f2_T2_x - qd3*upper_ball_f1_T3_x + qd4*upper_ball_f2_T4_x + qd5*upper_ball_f2_T5_x + qd6*upper_ball_f2_T6_x) + (qd2*upper_ball_f2_T2_y - qd3*upper_ball_f1_T3_y + qd4*upper_ball_f2_T4_y + qd5*upper_ball_f2_T5_y + qd6*upper_ball_f2_T6_y)*(qd2*upper_ball_f2_T2_y - qd3*upper_ball_f1_T3_y + qd4*upper_ball_f2_T4_y + qd5*upper_ball_f2_T5_y + qd6*upper_ball_f2_T6_y) + (qd2*upper_ball_f2_T2_z - qd3*upper_ball_f1_T3_z + qd4*upper_ball_f2_T4_z + qd5*upper_ball_f2_T5_z + qd6*upper_ball_f2_T6_z)*(qd2*upper_ball_f2_T2_z - qd3*upper_ball_f1_T3_z + qd4*upper_ball_f2_T4_z + qd5*upper_ball_f2_T5_z + qd6*upper_ball_f2_T6_z) + (qd2*tie_rod_outer_f2_T2_x + qd4*tie_rod_outer_f2_T4_x + qd5*tie_rod_outer_f2_T5_x + qd6*tie_rod_outer_f2_T6_x + qd7*tie_rod_outer_f1_d_y - qd8*tie_rod_outer_f1_T8_x)*(qd2*tie_rod_outer_f2_T2_x + qd4*tie_rod_outer_f2_T4_x + qd5*tie_rod_outer_f2_T5_x + qd6*tie_rod_outer_f2_T6_x + qd7*tie_rod_outer_f1_d_y - qd8*tie_rod_outer_f1_T8_x) + (-qd1 + qd2*tie_rod_outer_f2_T2_y + qd4*tie_rod_outer_f2_T4_y + qd5*tie_rod_outer_f2_T5_y + qd6*tie_rod_outer_f2_T6_y - qd7*tie_rod_outer_f1_d_x - qd8*tie_rod_outer_f1_T8_y)*(-qd1 + qd2*tie_rod_outer_f2_T2_y + qd4*tie_rod_outer_f2_T4_y + qd5*tie_rod_outer_f2_T5_y + qd6*tie_rod_outer_f2_T6_y - qd7*tie_rod_outer_f1_d_x - qd8*tie_rod_outer_f1_T8_y));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -6900,9 +7301,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

@@ -186,33 +186,36 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_phi[2][8];
         double mg_o_G[6][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -223,24 +226,59 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
+            mg_o_G[5][mg_l] = -C_f1_d_x;
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
+            mg_o_G[2][mg_l] = C_f1_d_y;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+            mg_o_G[4][mg_l] = -C_f1_o_x;
             const double cse4 = C_f1_d_y + r_rel0_3_y;
             const double C_f1_o_y = cse4;
             const double C_f1_T2_x = -cse4;
+            mg_o_G[1][mg_l] = -C_f1_T2_x;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
+            mg_o_G[3][mg_l] = C_f2_d_x;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
             const double C_f2_o_x = C_f2_d_x + 0.4;
-            const double cse5 = -C_f2_d_y;
             mg_o_phi[0][mg_l] = -C_f1_o_x + C_f2_o_x;
+            const double cse5 = -C_f2_d_y;
             mg_o_phi[1][mg_l] = -C_f1_o_y - cse5;
             mg_o_G[0][mg_l] = cse5;
-            mg_o_G[1][mg_l] = -C_f1_T2_x;
-            mg_o_G[2][mg_l] = C_f1_d_y;
-            mg_o_G[3][mg_l] = C_f2_d_x;
-            mg_o_G[4][mg_l] = -C_f1_o_x;
-            mg_o_G[5][mg_l] = -C_f1_d_x;
-            mg_o_orientation[0][mg_l] = 1.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            phi[(mg_i + 0) * 2 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 2 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 2 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 2 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 2 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 2 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 2 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 2 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            G[(mg_i + 0) * 6 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 6 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 6 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 6 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 6 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 6 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 6 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 6 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -249,10 +287,7 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) phi[(mg_i + mg_l) * 2 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) G[(mg_i + mg_l) * 6 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -341,35 +376,39 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
+            mg_o_q_next[1][mg_l] = q2;
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -383,28 +422,79 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
             const double C_f2_o_x = C_f2_d_x + 0.4;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double cse4 = C_f1_o_x - C_f2_o_x;
             const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
+            mg_o_error[0][mg_l] = err;
             const double dq_e2 = C_f1_o_y - C_f2_d_y - cse4*lu_f21;
             const double dq2 = dq_e2*lu_inv2;
-            const double dq1 = lu_inv1*(-C_f1_d_y*dq2 + C_f1_o_x - C_f2_o_x);
-            const double det_GD = -C_f2_d_y*lu_u22;
-            mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = q2;
             mg_o_q_next[2][mg_l] = dq2 + q3;
-            mg_o_error[0][mg_l] = err;
+            const double dq1 = lu_inv1*(-C_f1_d_y*dq2 + C_f1_o_x - C_f2_o_x);
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            const double det_GD = -C_f2_d_y*lu_u22;
             mg_o_branch[0][mg_l] = det_GD;
-            mg_o_orientation[0][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            q_next[(mg_i + 0) * 3 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 3 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 3 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 3 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 3 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 3 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 3 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 3 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -413,11 +503,7 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -509,36 +595,48 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -552,26 +650,57 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
-            const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_ind1;
-            mg_o_qd[2][mg_l] = qd_dep2;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = 1.0;
             mg_o_H[2][mg_l] = -X1_2;
+            const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[1][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qd[(mg_i + 0) * 3 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 3 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 3 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 3 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 3 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 3 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 3 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 3 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            H[(mg_i + 0) * 3 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 3 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 3 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 3 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 3 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 3 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 3 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 3 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -580,9 +709,7 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -815,229 +942,312 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd[3][8];
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
         double mg_o_R[27][8];
         double mg_o_omega[9][8];
         double mg_o_alpha[9][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 - 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double tau3_00 = c2*c3 - s2*s3;
-            const double cse3 = c2*s3 + c3*s2;
-            const double tau3_01 = cse3;
-            const double tau3_10 = -cse3;
-            const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
-            const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
-            const double cse4 = qd2*qd2;
-            const double oo2_zz = cse4;
-            const double omega3_z = qd2 + qd3;
-            const double v3_x = -qd2*r_rel0_3_y;
-            const double v3_y = qd2*r_rel0_3_x;
-            const double w3_x = -oo2_zz*r_rel0_3_x;
-            const double w3_y = -oo2_zz*r_rel0_3_y;
-            const double crank_pin_abias_x = -cse4*r_rel0_3_x;
-            const double crank_pin_abias_y = -cse4*r_rel0_3_y;
-            const double crank_pin_ax = crank_pin_abias_x - qdd2*r_rel0_3_y;
-            const double crank_pin_ay = crank_pin_abias_y + qdd2*r_rel0_3_x;
-            const double rocker_pin_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
-            const double rocker_pin_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
-            const double rocker_pin_o_x = rocker_pin_d_x + 0.4;
-            const double rocker_pin_v_x = -qd1*rocker_pin_d_y;
-            const double rocker_pin_v_y = qd1*rocker_pin_d_x;
-            const double cse5 = qd1*qd1;
-            const double rocker_pin_abias_x = -cse5*rocker_pin_d_x;
-            const double rocker_pin_abias_y = -cse5*rocker_pin_d_y;
-            const double rocker_pin_ax = -qdd1*rocker_pin_d_y + rocker_pin_abias_x;
-            const double rocker_pin_ay = qdd1*rocker_pin_d_x + rocker_pin_abias_y;
-            const double coupler_point_d_x = (0.0827265619917207)*tau3_00 + (0.18379694214276251)*tau3_10;
-            const double coupler_point_d_y = (0.18379694214276251)*tau3_00 + (0.0827265619917207)*tau3_01;
-            const double coupler_point_o_x = coupler_point_d_x + r_rel0_3_x;
-            const double cse6 = coupler_point_d_y + r_rel0_3_y;
-            const double coupler_point_o_y = cse6;
-            const double coupler_point_T2_x = -cse6;
-            const double cse7 = -v3_x;
-            const double coupler_point_v_x = -coupler_point_d_y*omega3_z - cse7;
-            const double coupler_point_v_y = coupler_point_d_x*omega3_z + v3_y;
-            const double cse8 = -w3_x;
-            const double cse9 = omega3_z*omega3_z;
-            const double coupler_point_abias_x = -coupler_point_d_x*cse9 - cse8;
-            const double cse10 = -w3_y;
-            const double coupler_point_abias_y = -coupler_point_d_y*cse9 - cse10;
-            const double coupler_point_ax = coupler_point_T2_x*qdd2 + coupler_point_abias_x - coupler_point_d_y*qdd3;
-            const double coupler_point_ay = coupler_point_abias_y + coupler_point_d_x*qdd3 + coupler_point_o_x*qdd2;
-            const double crank_d_x = (0.025)*c2 - 0.04330127018922193*s2;
-            const double crank_d_y = (0.04330127018922193)*c2 + (0.025)*s2;
-            const double crank_v_x = -crank_d_y*qd2;
-            const double crank_v_y = crank_d_x*qd2;
-            const double crank_abias_x = -crank_d_x*cse4;
-            const double crank_abias_y = -crank_d_y*cse4;
-            const double crank_ax = crank_abias_x - crank_d_y*qdd2;
-            const double crank_ay = crank_abias_y + crank_d_x*qdd2;
-            const double coupler_d_x = (0.14153716796294868)*tau3_00 + (0.10291856044964898)*tau3_10;
-            const double coupler_d_y = (0.10291856044964898)*tau3_00 + (0.14153716796294868)*tau3_01;
-            const double coupler_o_x = coupler_d_x + r_rel0_3_x;
-            const double cse11 = coupler_d_y + r_rel0_3_y;
-            const double coupler_o_y = cse11;
-            const double coupler_T2_x = -cse11;
-            const double coupler_v_x = -coupler_d_y*omega3_z - cse7;
-            const double coupler_v_y = coupler_d_x*omega3_z + v3_y;
-            const double coupler_abias_x = -coupler_d_x*cse9 - cse8;
-            const double coupler_abias_y = -coupler_d_y*cse9 - cse10;
-            const double coupler_ax = coupler_T2_x*qdd2 + coupler_abias_x - coupler_d_y*qdd3;
-            const double coupler_ay = coupler_abias_y + coupler_d_x*qdd3 + coupler_o_x*qdd2;
-            const double rocker_d_x = -0.03346283203705136*c1 - 0.14621983063887092*s1;
-            const double rocker_d_y = (0.14621983063887092)*c1 - 0.03346283203705136*s1;
-            const double rocker_o_x = rocker_d_x + 0.4;
-            const double rocker_v_x = -qd1*rocker_d_y;
-            const double rocker_v_y = qd1*rocker_d_x;
-            const double rocker_abias_x = -cse5*rocker_d_x;
-            const double rocker_abias_y = -cse5*rocker_d_y;
-            const double rocker_ax = -qdd1*rocker_d_y + rocker_abias_x;
-            const double rocker_ay = qdd1*rocker_d_x + rocker_abias_y;
-            const double coupler_alphaz = qdd2 + qdd3;
-            mg_o_r[0][mg_l] = r_rel0_3_x;
-            mg_o_r[1][mg_l] = r_rel0_3_y;
             mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = rocker_pin_o_x;
-            mg_o_r[4][mg_l] = rocker_pin_d_y;
             mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = coupler_point_o_x;
-            mg_o_r[7][mg_l] = coupler_point_o_y;
             mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = crank_d_x;
-            mg_o_r[10][mg_l] = crank_d_y;
             mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = coupler_o_x;
-            mg_o_r[13][mg_l] = coupler_o_y;
             mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[15][mg_l] = rocker_o_x;
-            mg_o_r[16][mg_l] = rocker_d_y;
             mg_o_r[17][mg_l] = 0.0;
-            mg_o_v[0][mg_l] = v3_x;
-            mg_o_v[1][mg_l] = v3_y;
             mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = rocker_pin_v_x;
-            mg_o_v[4][mg_l] = rocker_pin_v_y;
             mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = coupler_point_v_x;
-            mg_o_v[7][mg_l] = coupler_point_v_y;
             mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = crank_v_x;
-            mg_o_v[10][mg_l] = crank_v_y;
             mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = coupler_v_x;
-            mg_o_v[13][mg_l] = coupler_v_y;
             mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[15][mg_l] = rocker_v_x;
-            mg_o_v[16][mg_l] = rocker_v_y;
             mg_o_v[17][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = crank_pin_ax;
-            mg_o_a[1][mg_l] = crank_pin_ay;
             mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[3][mg_l] = rocker_pin_ax;
-            mg_o_a[4][mg_l] = rocker_pin_ay;
             mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = coupler_point_ax;
-            mg_o_a[7][mg_l] = coupler_point_ay;
             mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = crank_ax;
-            mg_o_a[10][mg_l] = crank_ay;
             mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = coupler_ax;
-            mg_o_a[13][mg_l] = coupler_ay;
             mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[15][mg_l] = rocker_ax;
-            mg_o_a[16][mg_l] = rocker_ay;
             mg_o_a[17][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = c2;
-            mg_o_R[1][mg_l] = -s2;
             mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s2;
-            mg_o_R[4][mg_l] = c2;
             mg_o_R[5][mg_l] = 0.0;
             mg_o_R[6][mg_l] = 0.0;
             mg_o_R[7][mg_l] = 0.0;
             mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[9][mg_l] = tau3_00;
-            mg_o_R[10][mg_l] = tau3_10;
             mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = tau3_01;
-            mg_o_R[13][mg_l] = tau3_00;
             mg_o_R[14][mg_l] = 0.0;
             mg_o_R[15][mg_l] = 0.0;
             mg_o_R[16][mg_l] = 0.0;
             mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[18][mg_l] = c1;
-            mg_o_R[19][mg_l] = -s1;
             mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = s1;
-            mg_o_R[22][mg_l] = c1;
             mg_o_R[23][mg_l] = 0.0;
             mg_o_R[24][mg_l] = 0.0;
             mg_o_R[25][mg_l] = 0.0;
             mg_o_R[26][mg_l] = 1.0;
             mg_o_omega[0][mg_l] = 0.0;
             mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd2;
             mg_o_omega[3][mg_l] = 0.0;
             mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = omega3_z;
             mg_o_omega[6][mg_l] = 0.0;
             mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = qd1;
             mg_o_alpha[0][mg_l] = 0.0;
             mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd2;
             mg_o_alpha[3][mg_l] = 0.0;
             mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[5][mg_l] = coupler_alphaz;
             mg_o_alpha[6][mg_l] = 0.0;
             mg_o_alpha[7][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            mg_o_R[0][mg_l] = c2;
+            mg_o_R[1][mg_l] = -s2;
+            mg_o_R[3][mg_l] = s2;
+            mg_o_R[4][mg_l] = c2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double tau3_00 = c2*c3 - s2*s3;
+            mg_o_R[9][mg_l] = tau3_00;
+            mg_o_R[13][mg_l] = tau3_00;
+            const double cse3 = c2*s3 + c3*s2;
+            const double tau3_01 = cse3;
+            mg_o_R[12][mg_l] = tau3_01;
+            const double tau3_10 = -cse3;
+            mg_o_R[10][mg_l] = tau3_10;
+            const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
+            mg_o_r[0][mg_l] = r_rel0_3_x;
+            const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            mg_o_r[1][mg_l] = r_rel0_3_y;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[2][mg_l] = qd2;
+            const double cse4 = qd2*qd2;
+            const double oo2_zz = cse4;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double omega3_z = qd2 + qd3;
+            mg_o_omega[5][mg_l] = omega3_z;
+            const double v3_x = -qd2*r_rel0_3_y;
+            mg_o_v[0][mg_l] = v3_x;
+            const double v3_y = qd2*r_rel0_3_x;
+            mg_o_v[1][mg_l] = v3_y;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
+            const double crank_pin_abias_x = -cse4*r_rel0_3_x;
+            const double crank_pin_abias_y = -cse4*r_rel0_3_y;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[2][mg_l] = qdd2;
+            const double crank_pin_ax = crank_pin_abias_x - qdd2*r_rel0_3_y;
+            mg_o_a[0][mg_l] = crank_pin_ax;
+            const double crank_pin_ay = crank_pin_abias_y + qdd2*r_rel0_3_x;
+            mg_o_a[1][mg_l] = crank_pin_ay;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_R[18][mg_l] = c1;
+            mg_o_R[19][mg_l] = -s1;
+            mg_o_R[21][mg_l] = s1;
+            mg_o_R[22][mg_l] = c1;
+            const double rocker_pin_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
+            const double rocker_pin_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            mg_o_r[4][mg_l] = rocker_pin_d_y;
+            const double rocker_pin_o_x = rocker_pin_d_x + 0.4;
+            mg_o_r[3][mg_l] = rocker_pin_o_x;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[8][mg_l] = qd1;
+            const double rocker_pin_v_x = -qd1*rocker_pin_d_y;
+            mg_o_v[3][mg_l] = rocker_pin_v_x;
+            const double rocker_pin_v_y = qd1*rocker_pin_d_x;
+            mg_o_v[4][mg_l] = rocker_pin_v_y;
+            const double cse5 = qd1*qd1;
+            const double rocker_pin_abias_x = -cse5*rocker_pin_d_x;
+            const double rocker_pin_abias_y = -cse5*rocker_pin_d_y;
+            const double qdd1 = mg_in_qdd[0][mg_l];
             mg_o_alpha[8][mg_l] = qdd1;
+            const double rocker_pin_ax = -qdd1*rocker_pin_d_y + rocker_pin_abias_x;
+            mg_o_a[3][mg_l] = rocker_pin_ax;
+            const double rocker_pin_ay = qdd1*rocker_pin_d_x + rocker_pin_abias_y;
+            mg_o_a[4][mg_l] = rocker_pin_ay;
+            const double coupler_point_d_x = (0.0827265619917207)*tau3_00 + (0.18379694214276251)*tau3_10;
+            const double coupler_point_d_y = (0.18379694214276251)*tau3_00 + (0.0827265619917207)*tau3_01;
+            const double coupler_point_o_x = coupler_point_d_x + r_rel0_3_x;
+            mg_o_r[6][mg_l] = coupler_point_o_x;
+            const double cse6 = coupler_point_d_y + r_rel0_3_y;
+            const double coupler_point_o_y = cse6;
+            mg_o_r[7][mg_l] = coupler_point_o_y;
+            const double coupler_point_T2_x = -cse6;
+            const double cse7 = -v3_x;
+            const double coupler_point_v_x = -coupler_point_d_y*omega3_z - cse7;
+            mg_o_v[6][mg_l] = coupler_point_v_x;
+            const double coupler_point_v_y = coupler_point_d_x*omega3_z + v3_y;
+            mg_o_v[7][mg_l] = coupler_point_v_y;
+            const double cse8 = -w3_x;
+            const double cse9 = omega3_z*omega3_z;
+            const double coupler_point_abias_x = -coupler_point_d_x*cse9 - cse8;
+            const double cse10 = -w3_y;
+            const double coupler_point_abias_y = -coupler_point_d_y*cse9 - cse10;
+            const double qdd3 = mg_in_qdd[2][mg_l];
+            const double coupler_point_ax = coupler_point_T2_x*qdd2 + coupler_point_abias_x - coupler_point_d_y*qdd3;
+            mg_o_a[6][mg_l] = coupler_point_ax;
+            const double coupler_point_ay = coupler_point_abias_y + coupler_point_d_x*qdd3 + coupler_point_o_x*qdd2;
+            mg_o_a[7][mg_l] = coupler_point_ay;
+            const double crank_d_x = (0.025)*c2 - 0.04330127018922193*s2;
+            mg_o_r[9][mg_l] = crank_d_x;
+            const double crank_d_y = (0.04330127018922193)*c2 + (0.025)*s2;
+            mg_o_r[10][mg_l] = crank_d_y;
+            const double crank_v_x = -crank_d_y*qd2;
+            mg_o_v[9][mg_l] = crank_v_x;
+            const double crank_v_y = crank_d_x*qd2;
+            mg_o_v[10][mg_l] = crank_v_y;
+            const double crank_abias_x = -crank_d_x*cse4;
+            const double crank_abias_y = -crank_d_y*cse4;
+            const double crank_ax = crank_abias_x - crank_d_y*qdd2;
+            mg_o_a[9][mg_l] = crank_ax;
+            const double crank_ay = crank_abias_y + crank_d_x*qdd2;
+            mg_o_a[10][mg_l] = crank_ay;
+            const double coupler_d_x = (0.14153716796294868)*tau3_00 + (0.10291856044964898)*tau3_10;
+            const double coupler_d_y = (0.10291856044964898)*tau3_00 + (0.14153716796294868)*tau3_01;
+            const double coupler_o_x = coupler_d_x + r_rel0_3_x;
+            mg_o_r[12][mg_l] = coupler_o_x;
+            const double cse11 = coupler_d_y + r_rel0_3_y;
+            const double coupler_o_y = cse11;
+            mg_o_r[13][mg_l] = coupler_o_y;
+            const double coupler_T2_x = -cse11;
+            const double coupler_v_x = -coupler_d_y*omega3_z - cse7;
+            mg_o_v[12][mg_l] = coupler_v_x;
+            const double coupler_v_y = coupler_d_x*omega3_z + v3_y;
+            mg_o_v[13][mg_l] = coupler_v_y;
+            const double coupler_abias_x = -coupler_d_x*cse9 - cse8;
+            const double coupler_abias_y = -coupler_d_y*cse9 - cse10;
+            const double coupler_ax = coupler_T2_x*qdd2 + coupler_abias_x - coupler_d_y*qdd3;
+            mg_o_a[12][mg_l] = coupler_ax;
+            const double coupler_ay = coupler_abias_y + coupler_d_x*qdd3 + coupler_o_x*qdd2;
+            mg_o_a[13][mg_l] = coupler_ay;
+            const double rocker_d_x = -0.03346283203705136*c1 - 0.14621983063887092*s1;
+            const double rocker_d_y = (0.14621983063887092)*c1 - 0.03346283203705136*s1;
+            mg_o_r[16][mg_l] = rocker_d_y;
+            const double rocker_o_x = rocker_d_x + 0.4;
+            mg_o_r[15][mg_l] = rocker_o_x;
+            const double rocker_v_x = -qd1*rocker_d_y;
+            mg_o_v[15][mg_l] = rocker_v_x;
+            const double rocker_v_y = qd1*rocker_d_x;
+            mg_o_v[16][mg_l] = rocker_v_y;
+            const double rocker_abias_x = -cse5*rocker_d_x;
+            const double rocker_abias_y = -cse5*rocker_d_y;
+            const double rocker_ax = -qdd1*rocker_d_y + rocker_abias_x;
+            mg_o_a[15][mg_l] = rocker_ax;
+            const double rocker_ay = qdd1*rocker_d_x + rocker_abias_y;
+            mg_o_a[16][mg_l] = rocker_ay;
+            const double coupler_alphaz = qdd2 + qdd3;
+            mg_o_alpha[5][mg_l] = coupler_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            r[(mg_i + 0) * 18 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 18 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 18 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 18 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 18 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 18 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 18 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 18 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            a[(mg_i + 0) * 18 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 18 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 18 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 18 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 18 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 18 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 18 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 18 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            R[(mg_i + 0) * 27 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 27 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 27 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 27 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 27 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 27 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 27 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 27 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            omega[(mg_i + 0) * 9 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 9 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 9 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 9 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 9 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 9 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 9 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 9 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            alpha[(mg_i + 0) * 9 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 9 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 9 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 9 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 9 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 9 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 9 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 9 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1046,13 +1256,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 27; ++mg_j) R[(mg_i + mg_l) * 27 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) omega[(mg_i + mg_l) * 9 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) alpha[(mg_i + mg_l) * 9 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1098,16 +1302,31 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_M[9][8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q3 = mg_w_q3[mg_l];
+            mg_o_M[0][mg_l] = 0.013515000000000003;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[6][mg_l] = 0.0;
+            mg_o_M[8][mg_l] = 0.02043333333333333;
+            const double q3 = mg_in_q[2][mg_l];
             const double cse0 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse0, &s3, &c3);
@@ -1116,17 +1335,22 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
             const double cse1 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
             const double cp3_y = cse1;
             const double Ic2_22 = (0.1)*cp3_x + (0.17320508075688773)*cp3_y + 0.026106666666666667;
+            mg_o_M[4][mg_l] = Ic2_22;
             const double Fm3_2_x = -cse1;
             const double Nm3_2_z = -0.08660254037844387*Fm3_2_x + (0.05)*cp3_x + 0.02043333333333333;
-            mg_o_M[0][mg_l] = 0.013515000000000003;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = Ic2_22;
             mg_o_M[5][mg_l] = Nm3_2_z;
-            mg_o_M[6][mg_l] = 0.0;
             mg_o_M[7][mg_l] = Nm3_2_z;
-            mg_o_M[8][mg_l] = 0.02043333333333333;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            M[(mg_i + 0) * 9 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 9 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 9 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 9 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 9 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 9 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 9 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 9 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1135,8 +1359,7 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1236,61 +1459,74 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_b[3][8];
         double mg_o_gamma[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 - 1.0471975511965976;
+            const double a1_x = (9.81)*s1;
+            const double a1_y = (9.81)*c1;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double a1_x = (9.81)*s1;
-            const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = qd2 + qd3;
             const double cse3 = a2_x - 0.05*oo2_zz;
             const double cse4 = a2_y - 0.08660254037844387*oo2_zz;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double a3_x = c3*cse3 + cse4*s3;
             const double a3_y = c3*cse4 - cse3*s3;
             const double cse5 = omega3_z*omega3_z;
@@ -1316,17 +1552,43 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             const double C_f1_abias_y = -C_f1_d_y*cse5 + w3_y;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse7 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse7;
-            const double C_f2_abias_y = -C_f2_d_y*cse7;
-            const double b1 = -N1_z + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -N3_z + tau3;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
             mg_o_gamma[0][mg_l] = C_f1_abias_x - C_f2_abias_x;
+            const double C_f2_abias_y = -C_f2_d_y*cse7;
             mg_o_gamma[1][mg_l] = C_f1_abias_y - C_f2_abias_y;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            b[(mg_i + 0) * 3 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 3 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 3 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 3 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 3 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 3 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 3 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 3 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            gamma[(mg_i + 0) * 2 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 2 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 2 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 2 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 2 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 2 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 2 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 2 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1335,9 +1597,7 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) gamma[(mg_i + mg_l) * 2 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1487,51 +1747,60 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
@@ -1542,11 +1811,19 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double Ic2_22 = (0.1)*cp3_x + (0.17320508075688773)*cp3_y + 0.026106666666666667;
             const double Fm3_2_x = -cse3;
             const double Nm3_2_z = -0.08660254037844387*Fm3_2_x + (0.05)*cp3_x + 0.02043333333333333;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = qd2 + qd3;
             const double cse4 = a2_x - 0.05*oo2_zz;
             const double cse5 = a2_y - 0.08660254037844387*oo2_zz;
@@ -1577,20 +1854,30 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double C_f1_abias_y = -C_f1_d_y*cse6 + w3_y;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse8 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse8;
             const double C_f2_abias_y = -C_f2_d_y*cse8;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
             const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
             const double qdd0__e2 = C_f1_abias_y - C_f2_abias_y - lu_f21*(C_f1_abias_x - C_f2_abias_x);
             const double qdd0_2 = lu_inv2*qdd0__e2;
@@ -1603,28 +1890,60 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH3_1 = Nm3_2_z - 0.02043333333333333*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double resD1 = -b1 + (0.013515000000000003)*qdd_dep1;
             const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (0.02043333333333333)*qdd_dep2;
             const double lambda_z1 = lu_inv1*resD1;
             const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + resD2);
-            const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            mg_o_multipliers[0][mg_l] = lambda1;
             mg_o_multipliers[1][mg_l] = lambda_z2;
-            mg_o_reaction[0][mg_l] = lambda1;
             mg_o_reaction[1][mg_l] = lambda_z2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
+            const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1633,10 +1952,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -1772,47 +2088,65 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -1822,7 +2156,9 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau3_10 = -cse3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double oo2_zz = qd2*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = qd2 + qd3;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
@@ -1833,16 +2169,26 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse4 = omega3_z*omega3_z;
             const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
             const double C_f1_abias_y = -C_f1_d_y*cse4 + w3_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse5 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse5;
             const double C_f2_abias_y = -C_f2_d_y*cse5;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
@@ -1850,8 +2196,12 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qdd0__e2 = C_f1_abias_y - C_f2_abias_y - lu_f21*(C_f1_abias_x - C_f2_abias_x);
             const double qdd0_2 = lu_inv2*qdd0__e2;
             const double qdd0_1 = lu_inv1*(C_f1_abias_x - C_f1_d_y*qdd0_2 - C_f2_abias_x);
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
@@ -1871,21 +2221,58 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double N1_z = -0.06579892378749191*a1_x - 0.015058274416673113*a1_y + (0.013515000000000003)*qdd_dep1;
             const double lambda_z1 = N1_z*lu_inv1;
             const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + N3_z);
+            mg_o_multipliers[1][mg_l] = lambda_z2;
+            mg_o_reaction[1][mg_l] = lambda_z2;
             const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double tau_ind1 = C_f1_T2_x*lambda1 + C_f1_o_x*lambda_z2 + N2_z;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda_z2;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda_z2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1894,11 +2281,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -1971,41 +2354,46 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -2015,13 +2403,41 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
             const double tau3_10 = -cse3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = qd2 + qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
             const double v_loc3_x = tau3_00*v3_x + tau3_01*v3_y;
             const double v_loc3_y = tau3_00*v3_y + tau3_10*v3_x;
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_T[0][mg_l] = (0.010216666666666666)*omega3_z*omega3_z - 0.05145928022482449*omega3_z*v_loc3_x + (0.07076858398147434)*omega3_z*v_loc3_y + (0.006757500000000001)*qd1*qd1 + (0.0003366666666666667)*qd2*qd2 + (0.25)*v_loc3_x*v_loc3_x + (0.25)*v_loc3_y*v_loc3_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             mg_o_V[0][mg_l] = (0.6454874423552958)*c1 + (0.08495709211125343)*c2 + (4.905)*r_rel0_3_y - 0.14772167202756323*s1 + (0.04905000000000002)*s2 + (0.5048155390055282)*tau3_00 + (0.6942398088582633)*tau3_01;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2030,9 +2446,7 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2062,7 +2476,8 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -2070,9 +2485,19 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2141,41 +2566,46 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 0.41848242355105714;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 0.41848242355105714;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -2191,11 +2621,39 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
             const double cse4 = C_f1_d_y + r_rel0_3_y;
             const double C_f1_o_y = cse4;
             const double C_f1_T2_x = -cse4;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
             const double C_f2_o_x = C_f2_d_x + 0.4;
             mg_o_position[0][mg_l] = sqrt((-C_f1_o_x + C_f2_o_x)*(-C_f1_o_x + C_f2_o_x) + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1)*(-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1) + (-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1)*(-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2204,9 +2662,7 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

@@ -186,21 +186,31 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
         double mg_o_phi[4][8];
         double mg_o_G[8][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
+            mg_o_G[1][mg_l] = 0.0;
+            mg_o_G[3][mg_l] = 0.0;
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -212,34 +222,64 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            mg_o_phi[2][mg_l] = cross_f2_d_z;
             const double cross_f2_o_x = cross_f2_d_x + 0.34641016151377546;
+            mg_o_phi[0][mg_l] = cross_f2_o_x;
             const double cross_f2_o_y = cross_f2_d_y + 0.2;
+            mg_o_phi[1][mg_l] = cross_f2_o_y;
             const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
             const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
             const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
-            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
-            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
-            const double cse2 = c2*cross_f2_z_z;
-            mg_o_phi[0][mg_l] = cross_f2_o_x;
-            mg_o_phi[1][mg_l] = cross_f2_o_y;
-            mg_o_phi[2][mg_l] = cross_f2_d_z;
-            mg_o_phi[3][mg_l] = c2*cross_f2_z_y + cross_f2_z_z*s2;
             mg_o_G[0][mg_l] = cross_f2_T1_x;
-            mg_o_G[1][mg_l] = 0.0;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             mg_o_G[2][mg_l] = cross_f2_T1_y;
-            mg_o_G[3][mg_l] = 0.0;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
             mg_o_G[4][mg_l] = cross_f2_T1_z;
-            mg_o_G[5][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            mg_o_phi[3][mg_l] = c2*cross_f2_z_y + cross_f2_z_z*s2;
+            const double cse2 = c2*cross_f2_z_z;
             mg_o_G[6][mg_l] = -0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2;
             mg_o_G[7][mg_l] = -cross_f2_z_y*s2 + cse2;
-            mg_o_orientation[0][mg_l] = 1.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            phi[(mg_i + 0) * 4 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 4 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 4 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 4 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 4 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 4 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 4 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 4 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 8; ++mg_j) {
+            G[(mg_i + 0) * 8 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 8 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 8 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 8 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 8 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 8 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 8 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 8 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -248,10 +288,7 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 8; ++mg_j) G[(mg_i + mg_l) * 8 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -333,23 +370,31 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
         double mg_o_q_next[2][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_branch[0][mg_l] = 1.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -361,9 +406,6 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -375,20 +417,69 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double q2 = mg_in_q[1][mg_l];
+            mg_o_q_next[1][mg_l] = q2;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse2 = -0.8660254037844386*c2*cross_f2_z_z - 0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2;
             const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse2*cse2;
             const double cse3 = c2*cross_f2_z_y + cross_f2_z_z*s2;
             const double err = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + cse3*cse3);
+            mg_o_error[0][mg_l] = err;
             const double dqrhs1 = -cross_f2_T1_x*cross_f2_o_x - cross_f2_T1_y*cross_f2_o_y - cross_f2_T1_z*cross_f2_d_z - cse2*cse3;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double dq1 = dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = q2;
-            mg_o_error[0][mg_l] = err;
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            q_next[(mg_i + 0) * 2 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 2 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 2 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 2 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 2 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 2 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 2 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 2 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -397,11 +488,7 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) q_next[(mg_i + mg_l) * 2 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 2; ++mg_j) q_next[(mg_i + mg_l) * 2 + mg_j] = NAN;
@@ -485,24 +572,40 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[2][8];
         double mg_o_H[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -514,9 +617,6 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -526,19 +626,48 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse2 = c2*cross_f2_z_z;
             const double cse3 = -0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2;
             const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse3*cse3;
             const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[1][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
             mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_ind1;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            qd[(mg_i + 0) * 2 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 2 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 2 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 2 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 2 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 2 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 2 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 2 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            H[(mg_i + 0) * 2 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 2 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 2 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 2 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 2 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 2 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 2 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 2 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -547,9 +676,7 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) qd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) H[(mg_i + mg_l) * 2 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 2; ++mg_j) qd[(mg_i + mg_l) * 2 + mg_j] = NAN;
@@ -734,36 +861,77 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
+        double mg_in_qdd[2][8];
         double mg_o_r[12][8];
         double mg_o_v[12][8];
         double mg_o_a[12][8];
         double mg_o_R[18][8];
         double mg_o_omega[6][8];
         double mg_o_alpha[6][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 2 + 1];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 2 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
+            mg_o_r[0][mg_l] = 0.0;
+            mg_o_r[6][mg_l] = -0.2;
+            mg_o_r[7][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = 0.0;
+            mg_o_v[0][mg_l] = 0.0;
+            mg_o_v[6][mg_l] = 0.0;
+            mg_o_v[7][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_a[0][mg_l] = 0.0;
+            mg_o_a[6][mg_l] = 0.0;
+            mg_o_a[7][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_R[0][mg_l] = 1.0;
+            mg_o_R[1][mg_l] = 0.0;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[3][mg_l] = 0.0;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[2][mg_l] = 0.0;
+            mg_o_omega[5][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[2][mg_l] = 0.0;
+            mg_o_alpha[5][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -775,135 +943,183 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
+            mg_o_omega[3][mg_l] = omega1_x;
             const double omega1_y = (0.5)*qd1;
+            mg_o_omega[4][mg_l] = omega1_y;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            mg_o_R[4][mg_l] = c2;
+            mg_o_R[5][mg_l] = -s2;
+            mg_o_R[7][mg_l] = s2;
+            mg_o_R[8][mg_l] = c2;
             const double input_pin_tip_d_y = (0.05)*c2;
+            mg_o_r[1][mg_l] = input_pin_tip_d_y;
             const double input_pin_tip_d_z = (0.05)*s2;
+            mg_o_r[2][mg_l] = input_pin_tip_d_z;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[0][mg_l] = qd2;
             const double input_pin_tip_v_y = -input_pin_tip_d_z*qd2;
+            mg_o_v[1][mg_l] = input_pin_tip_v_y;
             const double input_pin_tip_v_z = input_pin_tip_d_y*qd2;
+            mg_o_v[2][mg_l] = input_pin_tip_v_z;
             const double cse2 = qd2*qd2;
             const double input_pin_tip_abias_y = -cse2*input_pin_tip_d_y;
             const double input_pin_tip_abias_z = -cse2*input_pin_tip_d_z;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[0][mg_l] = qdd2;
             const double input_pin_tip_ay = input_pin_tip_abias_y - input_pin_tip_d_z*qdd2;
+            mg_o_a[1][mg_l] = input_pin_tip_ay;
             const double input_pin_tip_az = input_pin_tip_abias_z + input_pin_tip_d_y*qdd2;
+            mg_o_a[2][mg_l] = input_pin_tip_az;
             const double output_pin_tip_d_x = -0.04330127018922192*tau1_00 - 0.024999999999999998*tau1_10 - 0.3464101615137754;
             const double output_pin_tip_d_y = -0.04330127018922192*tau1_01 - 0.024999999999999998*tau1_11 - 0.19999999999999998;
             const double output_pin_tip_d_z = -0.04330127018922192*tau1_02 - 0.024999999999999998*tau1_12;
+            mg_o_r[5][mg_l] = output_pin_tip_d_z;
             const double output_pin_tip_o_x = output_pin_tip_d_x + 0.34641016151377546;
+            mg_o_r[3][mg_l] = output_pin_tip_o_x;
             const double output_pin_tip_o_y = output_pin_tip_d_y + 0.2;
+            mg_o_r[4][mg_l] = output_pin_tip_o_y;
             const double output_pin_tip_T1_x = (0.5)*output_pin_tip_d_z;
             const double output_pin_tip_T1_y = -0.8660254037844386*output_pin_tip_d_z;
             const double output_pin_tip_T1_z = -0.5*output_pin_tip_d_x + (0.8660254037844386)*output_pin_tip_d_y;
             const double output_pin_tip_v_x = omega1_y*output_pin_tip_d_z;
+            mg_o_v[3][mg_l] = output_pin_tip_v_x;
             const double output_pin_tip_v_y = -omega1_x*output_pin_tip_d_z;
+            mg_o_v[4][mg_l] = output_pin_tip_v_y;
             const double cse3 = omega1_x*output_pin_tip_d_y - omega1_y*output_pin_tip_d_x;
             const double output_pin_tip_v_z = cse3;
+            mg_o_v[5][mg_l] = output_pin_tip_v_z;
             const double output_pin_tip_abias_x = cse3*omega1_y;
             const double output_pin_tip_abias_y = -cse3*omega1_x;
             const double cse4 = omega1_x*omega1_x;
             const double cse5 = omega1_y*omega1_y;
             const double output_pin_tip_abias_z = -cse4*output_pin_tip_d_z - cse5*output_pin_tip_d_z;
+            const double qdd1 = mg_in_qdd[0][mg_l];
             const double output_pin_tip_ax = output_pin_tip_T1_x*qdd1 + output_pin_tip_abias_x;
+            mg_o_a[3][mg_l] = output_pin_tip_ax;
             const double output_pin_tip_ay = output_pin_tip_T1_y*qdd1 + output_pin_tip_abias_y;
+            mg_o_a[4][mg_l] = output_pin_tip_ay;
             const double output_pin_tip_az = output_pin_tip_T1_z*qdd1 + output_pin_tip_abias_z;
+            mg_o_a[5][mg_l] = output_pin_tip_az;
             const double output_shaft_d_x = (5.1792609195423464e-18)*tau1_00 + (1.5682459403312203e-18)*tau1_10 - 0.1732050807568877;
             const double output_shaft_d_y = (5.1792609195423464e-18)*tau1_01 + (1.5682459403312203e-18)*tau1_11 - 0.09999999999999999;
             const double output_shaft_d_z = (5.1792609195423464e-18)*tau1_02 + (1.5682459403312203e-18)*tau1_12;
+            mg_o_r[11][mg_l] = output_shaft_d_z;
             const double output_shaft_o_x = output_shaft_d_x + 0.34641016151377546;
+            mg_o_r[9][mg_l] = output_shaft_o_x;
             const double output_shaft_o_y = output_shaft_d_y + 0.2;
+            mg_o_r[10][mg_l] = output_shaft_o_y;
             const double output_shaft_T1_x = (0.5)*output_shaft_d_z;
             const double output_shaft_T1_y = -0.8660254037844386*output_shaft_d_z;
             const double output_shaft_T1_z = -0.5*output_shaft_d_x + (0.8660254037844386)*output_shaft_d_y;
             const double output_shaft_v_x = omega1_y*output_shaft_d_z;
+            mg_o_v[9][mg_l] = output_shaft_v_x;
             const double output_shaft_v_y = -omega1_x*output_shaft_d_z;
+            mg_o_v[10][mg_l] = output_shaft_v_y;
             const double cse6 = omega1_x*output_shaft_d_y - omega1_y*output_shaft_d_x;
             const double output_shaft_v_z = cse6;
+            mg_o_v[11][mg_l] = output_shaft_v_z;
             const double output_shaft_abias_x = cse6*omega1_y;
             const double output_shaft_abias_y = -cse6*omega1_x;
             const double output_shaft_abias_z = -cse4*output_shaft_d_z - cse5*output_shaft_d_z;
             const double output_shaft_ax = output_shaft_T1_x*qdd1 + output_shaft_abias_x;
-            const double output_shaft_ay = output_shaft_T1_y*qdd1 + output_shaft_abias_y;
-            const double output_shaft_az = output_shaft_T1_z*qdd1 + output_shaft_abias_z;
-            const double output_shaft_R00 = (0.25)*tau1_00 - 0.43301270189221935*tau1_10 + 0.7499999999999999;
-            const double output_shaft_R01 = -0.43301270189221935*tau1_00 + (0.75)*tau1_10 + 0.4330127018922193;
-            const double output_shaft_R02 = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
-            const double output_shaft_R10 = (0.25)*tau1_01 - 0.43301270189221935*tau1_11 + 0.4330127018922193;
-            const double output_shaft_R11 = -0.43301270189221935*tau1_01 + (0.75)*tau1_11 + 0.25;
-            const double output_shaft_R12 = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
-            const double output_shaft_R20 = (0.25)*tau1_02 - 0.43301270189221935*tau1_12;
-            const double output_shaft_R21 = -0.43301270189221935*tau1_02 + (0.75)*tau1_12;
-            const double output_shaft_R22 = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
-            const double output_shaft_alphax = (0.8660254037844386)*qdd1;
-            const double output_shaft_alphay = (0.5)*qdd1;
-            mg_o_r[0][mg_l] = 0.0;
-            mg_o_r[1][mg_l] = input_pin_tip_d_y;
-            mg_o_r[2][mg_l] = input_pin_tip_d_z;
-            mg_o_r[3][mg_l] = output_pin_tip_o_x;
-            mg_o_r[4][mg_l] = output_pin_tip_o_y;
-            mg_o_r[5][mg_l] = output_pin_tip_d_z;
-            mg_o_r[6][mg_l] = -0.2;
-            mg_o_r[7][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = output_shaft_o_x;
-            mg_o_r[10][mg_l] = output_shaft_o_y;
-            mg_o_r[11][mg_l] = output_shaft_d_z;
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[1][mg_l] = input_pin_tip_v_y;
-            mg_o_v[2][mg_l] = input_pin_tip_v_z;
-            mg_o_v[3][mg_l] = output_pin_tip_v_x;
-            mg_o_v[4][mg_l] = output_pin_tip_v_y;
-            mg_o_v[5][mg_l] = output_pin_tip_v_z;
-            mg_o_v[6][mg_l] = 0.0;
-            mg_o_v[7][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = output_shaft_v_x;
-            mg_o_v[10][mg_l] = output_shaft_v_y;
-            mg_o_v[11][mg_l] = output_shaft_v_z;
-            mg_o_a[0][mg_l] = 0.0;
-            mg_o_a[1][mg_l] = input_pin_tip_ay;
-            mg_o_a[2][mg_l] = input_pin_tip_az;
-            mg_o_a[3][mg_l] = output_pin_tip_ax;
-            mg_o_a[4][mg_l] = output_pin_tip_ay;
-            mg_o_a[5][mg_l] = output_pin_tip_az;
-            mg_o_a[6][mg_l] = 0.0;
-            mg_o_a[7][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
             mg_o_a[9][mg_l] = output_shaft_ax;
+            const double output_shaft_ay = output_shaft_T1_y*qdd1 + output_shaft_abias_y;
             mg_o_a[10][mg_l] = output_shaft_ay;
+            const double output_shaft_az = output_shaft_T1_z*qdd1 + output_shaft_abias_z;
             mg_o_a[11][mg_l] = output_shaft_az;
-            mg_o_R[0][mg_l] = 1.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[4][mg_l] = c2;
-            mg_o_R[5][mg_l] = -s2;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = s2;
-            mg_o_R[8][mg_l] = c2;
+            const double output_shaft_R00 = (0.25)*tau1_00 - 0.43301270189221935*tau1_10 + 0.7499999999999999;
             mg_o_R[9][mg_l] = output_shaft_R00;
+            const double output_shaft_R01 = -0.43301270189221935*tau1_00 + (0.75)*tau1_10 + 0.4330127018922193;
             mg_o_R[10][mg_l] = output_shaft_R01;
+            const double output_shaft_R02 = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
             mg_o_R[11][mg_l] = output_shaft_R02;
+            const double output_shaft_R10 = (0.25)*tau1_01 - 0.43301270189221935*tau1_11 + 0.4330127018922193;
             mg_o_R[12][mg_l] = output_shaft_R10;
+            const double output_shaft_R11 = -0.43301270189221935*tau1_01 + (0.75)*tau1_11 + 0.25;
             mg_o_R[13][mg_l] = output_shaft_R11;
+            const double output_shaft_R12 = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
             mg_o_R[14][mg_l] = output_shaft_R12;
+            const double output_shaft_R20 = (0.25)*tau1_02 - 0.43301270189221935*tau1_12;
             mg_o_R[15][mg_l] = output_shaft_R20;
+            const double output_shaft_R21 = -0.43301270189221935*tau1_02 + (0.75)*tau1_12;
             mg_o_R[16][mg_l] = output_shaft_R21;
+            const double output_shaft_R22 = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
             mg_o_R[17][mg_l] = output_shaft_R22;
-            mg_o_omega[0][mg_l] = qd2;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = 0.0;
-            mg_o_omega[3][mg_l] = omega1_x;
-            mg_o_omega[4][mg_l] = omega1_y;
-            mg_o_omega[5][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = qdd2;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = 0.0;
+            const double output_shaft_alphax = (0.8660254037844386)*qdd1;
             mg_o_alpha[3][mg_l] = output_shaft_alphax;
+            const double output_shaft_alphay = (0.5)*qdd1;
             mg_o_alpha[4][mg_l] = output_shaft_alphay;
-            mg_o_alpha[5][mg_l] = 0.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            r[(mg_i + 0) * 12 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 12 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 12 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 12 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 12 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 12 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 12 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 12 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            v[(mg_i + 0) * 12 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 12 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 12 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 12 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 12 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 12 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 12 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 12 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            a[(mg_i + 0) * 12 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 12 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 12 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 12 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 12 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 12 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 12 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 12 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            R[(mg_i + 0) * 18 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 18 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 18 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 18 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 18 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 18 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 18 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 18 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            omega[(mg_i + 0) * 6 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 6 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 6 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 6 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 6 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 6 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 6 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 6 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            alpha[(mg_i + 0) * 6 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 6 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 6 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 6 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 6 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 6 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 6 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 6 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -912,13 +1128,7 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 12; ++mg_j) r[(mg_i + mg_l) * 12 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) v[(mg_i + mg_l) * 12 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) a[(mg_i + mg_l) * 12 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) R[(mg_i + mg_l) * 18 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) omega[(mg_i + mg_l) * 6 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) alpha[(mg_i + mg_l) * 6 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -949,7 +1159,8 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_M[4][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -958,9 +1169,19 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
             mg_o_M[2][mg_l] = 0.0;
             mg_o_M[3][mg_l] = 0.0004;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            M[(mg_i + 0) * 4 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 4 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 4 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 4 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 4 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 4 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 4 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 4 + mg_j] = mg_o_M[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 4; ++mg_j) M[(mg_i + mg_l) * 4 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1038,32 +1259,50 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
+        double mg_in_tau[2][8];
         double mg_o_b[2][8];
         double mg_o_gamma[4][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_qd2[8];
-        double mg_w_tau2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 2 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 2 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 2 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 2 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 2 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 2 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 2 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1075,12 +1314,10 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
             const double beta1_10 = -cse1 - 0.25*s1;
             const double beta1_11 = (0.75)*c1 + cse0;
             const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double a1_x = (9.81)*beta1_02;
             const double a1_y = (9.81)*beta1_12;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
             const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
@@ -1091,17 +1328,46 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
             const double cross_f2_z_z = -0.8660254037844386*beta1_02 - 0.5*beta1_12;
             const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
             const double cross_f2_abias_x = cse2*omega1_y;
+            mg_o_gamma[0][mg_l] = -cross_f2_abias_x;
             const double cross_f2_abias_y = -cse2*omega1_x;
+            mg_o_gamma[1][mg_l] = -cross_f2_abias_y;
             const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            mg_o_gamma[2][mg_l] = -cross_f2_abias_z;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse3 = c2*qd2;
             const double cse4 = cross_f2_z_z*s2;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = tau2;
-            mg_o_gamma[0][mg_l] = -cross_f2_abias_x;
-            mg_o_gamma[1][mg_l] = -cross_f2_abias_y;
-            mg_o_gamma[2][mg_l] = -cross_f2_abias_z;
             mg_o_gamma[3][mg_l] = -omega1_y*(-cross_f2_z_x*cse3 - cse4*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse3 - cse4*omega1_x + cse4*qd2);
+            const double tau2 = mg_in_tau[1][mg_l];
+            mg_o_b[1][mg_l] = tau2;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            b[(mg_i + 0) * 2 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 2 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 2 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 2 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 2 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 2 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 2 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 2 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            gamma[(mg_i + 0) * 4 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 4 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 4 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 4 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 4 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 4 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 4 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 4 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1110,9 +1376,7 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) b[(mg_i + mg_l) * 2 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1236,34 +1500,52 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
+        double mg_in_tau[2][8];
         double mg_o_qdd[2][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_qd2[8];
-        double mg_w_tau2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 2 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 2 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 2 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 2 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 2 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 2 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 2 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1275,12 +1557,10 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta1_10 = -cse1 - 0.25*s1;
             const double beta1_11 = (0.75)*c1 + cse0;
             const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double a1_x = (9.81)*beta1_02;
             const double a1_y = (9.81)*beta1_12;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
             const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
@@ -1296,6 +1576,10 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double cross_f2_abias_x = cse2*omega1_y;
             const double cross_f2_abias_y = -cse2*omega1_x;
             const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse3 = cross_f2_z_x*s2;
             const double cse4 = c2*cross_f2_z_z;
             const double cse5 = (0.8660254037844386)*cross_f2_z_y*s2 - 0.5*cse3 - 0.8660254037844386*cse4;
@@ -1303,46 +1587,94 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double cse6 = -cross_f2_z_y*s2 + cse4;
             const double X1_rhs1 = cse5*cse6;
             const double cse7 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse8 = c2*qd2;
             const double cse9 = cross_f2_z_z*s2;
             const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double qdd0_1 = invD1*qdd0_rhs1;
             const double c1_2 = b1 - 0.00040000000000000056*qdd0_1;
             const double MH1_1 = -0.00040000000000000056*X1_1;
             const double Mr1_1 = -MH1_1*X1_1 + 0.0004;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double br1 = -X1_1*c1_2 + tau2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double resD1 = -b1 + (0.00040000000000000056)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lambda_z1 = invD1*resD1;
             const double lambda1 = cross_f2_T1_x*lambda_z1;
-            const double lambda2 = cross_f2_T1_y*lambda_z1;
-            const double lambda3 = cross_f2_T1_z*lambda_z1;
-            const double lambda4 = cse5*lambda_z1;
-            const double cross_reaction_mx = -cse6*lambda4;
-            const double cross_reaction_my = -cse3*lambda4;
-            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = cross_f2_T1_y*lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = cross_f2_T1_z*lambda_z1;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda4 = cse5*lambda_z1;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            const double cross_reaction_mx = -cse6*lambda4;
             mg_o_reaction[3][mg_l] = cross_reaction_mx;
+            const double cross_reaction_my = -cse3*lambda4;
             mg_o_reaction[4][mg_l] = cross_reaction_my;
+            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
             mg_o_reaction[5][mg_l] = cross_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            qdd[(mg_i + 0) * 2 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 2 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 2 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 2 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 2 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 2 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 2 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 2 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1351,10 +1683,7 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = NAN;
@@ -1478,32 +1807,53 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[2][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1515,11 +1865,9 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1533,6 +1881,10 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cross_f2_abias_x = cse2*omega1_y;
             const double cross_f2_abias_y = -cse2*omega1_x;
             const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse3 = cross_f2_z_x*s2;
             const double cse4 = c2*cross_f2_z_z;
             const double cse5 = (0.8660254037844386)*cross_f2_z_y*s2 - 0.5*cse3 - 0.8660254037844386*cse4;
@@ -1540,43 +1892,98 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cse6 = -cross_f2_z_y*s2 + cse4;
             const double X1_rhs1 = cse5*cse6;
             const double cse7 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse8 = c2*qd2;
             const double cse9 = cross_f2_z_z*s2;
             const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double qdd0_1 = invD1*qdd0_rhs1;
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double a1_x = (9.81)*tau1_02;
             const double a1_y = (9.81)*tau1_12;
             const double N2_x = (0.0004)*qdd_ind1;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y + (0.00040000000000000056)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lambda_z1 = N1_z*invD1;
             const double lambda1 = cross_f2_T1_x*lambda_z1;
-            const double lambda2 = cross_f2_T1_y*lambda_z1;
-            const double lambda3 = cross_f2_T1_z*lambda_z1;
-            const double lambda4 = cse5*lambda_z1;
-            const double tau_ind1 = N2_x - cse6*lambda4;
-            const double cross_reaction_mx = -cse6*lambda4;
-            const double cross_reaction_my = -cse3*lambda4;
-            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
-            mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = cross_f2_T1_y*lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = cross_f2_T1_z*lambda_z1;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
+            const double lambda4 = cse5*lambda_z1;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            const double tau_ind1 = N2_x - cse6*lambda4;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            const double cross_reaction_mx = -cse6*lambda4;
             mg_o_reaction[3][mg_l] = cross_reaction_mx;
+            const double cross_reaction_my = -cse3*lambda4;
             mg_o_reaction[4][mg_l] = cross_reaction_my;
+            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
             mg_o_reaction[5][mg_l] = cross_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            qdd[(mg_i + 0) * 2 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 2 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 2 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 2 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 2 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 2 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 2 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 2 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1585,11 +1992,7 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -1644,23 +2047,38 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1672,13 +2090,37 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            mg_o_V[0][mg_l] = (1.0161709924142084e-16)*tau1_02 + (3.0768985349298546e-17)*tau1_12;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
             const double omega_loc1_x = omega1_x*tau1_00 + omega1_y*tau1_01;
             const double omega_loc1_y = omega1_x*tau1_10 + omega1_y*tau1_11;
             const double omega_loc1_z = (0.8660254037844386)*omega1_x + (0.5)*omega1_y;
+            const double qd2 = mg_in_qd[1][mg_l];
             mg_o_T[0][mg_l] = (0.5)*omega_loc1_x*((0.10686666666666665)*omega_loc1_x - 1.3134273192314947e-18*omega_loc1_y + (1.4847670332167236e-18)*omega_loc1_z) + (0.5)*omega_loc1_y*(-1.3134273192314947e-18*omega_loc1_x + (0.10686666666666665)*omega_loc1_y + (1.6228256825218455e-18)*omega_loc1_z) + (0.5)*omega_loc1_z*((1.4847670332167236e-18)*omega_loc1_x + (1.6228256825218455e-18)*omega_loc1_y + (0.00040000000000000056)*omega_loc1_z) + (0.0002)*qd2*qd2;
-            mg_o_V[0][mg_l] = (1.0161709924142084e-16)*tau1_02 + (3.0768985349298546e-17)*tau1_12;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1687,9 +2129,7 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1719,7 +2159,8 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1727,9 +2168,19 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1795,26 +2246,38 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[2][8];
+        double mg_in_qd[2][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 2 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 2 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 2 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 2 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 2 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 2 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 2 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 2 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 2 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 2 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 2 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 2 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 2 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 2 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 2 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 2 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1826,9 +2289,6 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1840,10 +2300,38 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
-            const double cse2 = c2*cross_f2_z_z;
-            const double cse3 = qd1*qd1;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             mg_o_position[0][mg_l] = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + (c2*cross_f2_z_y + cross_f2_z_z*s2)*(c2*cross_f2_z_y + cross_f2_z_z*s2));
+            const double cse2 = c2*cross_f2_z_z;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double cse3 = qd1*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             mg_o_velocity[0][mg_l] = sqrt(cross_f2_T1_x*cross_f2_T1_x*cse3 + cross_f2_T1_y*cross_f2_T1_y*cse3 + cross_f2_T1_z*cross_f2_T1_z*cse3 + (qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2))*(qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2)));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1852,9 +2340,7 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

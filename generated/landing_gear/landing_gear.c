@@ -323,33 +323,49 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
         double mg_o_phi[7][8];
         double mg_o_G[42][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
+            mg_o_G[0][mg_l] = 0.0;
+            mg_o_G[1][mg_l] = 0.0;
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_G[6][mg_l] = 0.0;
+            mg_o_G[7][mg_l] = 0.0;
+            mg_o_G[11][mg_l] = 0.0;
+            mg_o_G[12][mg_l] = 0.0;
+            mg_o_G[13][mg_l] = 0.0;
+            mg_o_G[17][mg_l] = 0.0;
+            mg_o_G[18][mg_l] = 0.0;
+            mg_o_G[19][mg_l] = 0.0;
+            mg_o_G[20][mg_l] = 0.0;
+            mg_o_G[21][mg_l] = 0.0;
+            mg_o_G[22][mg_l] = 0.0;
+            mg_o_G[23][mg_l] = 0.0;
+            mg_o_G[26][mg_l] = 0.0;
+            mg_o_G[28][mg_l] = 0.0;
+            mg_o_G[32][mg_l] = 0.0;
+            mg_o_G[34][mg_l] = 0.0;
+            mg_o_G[38][mg_l] = 0.0;
+            mg_o_G[40][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -357,9 +373,6 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -369,12 +382,17 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -382,6 +400,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -389,6 +408,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse0, &s5, &c5);
@@ -415,8 +435,12 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double theta_J6_11 = -0.49161535438228754*tau2_01 + (0.591183021092624)*tau2_11 - 0.6393879721322383*theta_J2_21;
             const double theta_J6_12 = -0.49161535438228754*tau2_02 + (0.591183021092624)*tau2_12 - 0.6393879721322383*theta_J2_22;
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
+            mg_o_G[29][mg_l] = -theta_J6_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
+            mg_o_G[35][mg_l] = -theta_J6_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            mg_o_G[41][mg_l] = -theta_J6_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -434,25 +458,38 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
             const double brace_lower_f1_d_z = (0.7999999999999999)*tau4_02 - 0.12*tau4_12 + 6.714681466392861e-19;
             const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
+            mg_o_G[3][mg_l] = -brace_lower_f1_T4_x;
             const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
+            mg_o_G[9][mg_l] = -brace_lower_f1_T4_y;
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
+            mg_o_G[15][mg_l] = -brace_lower_f1_T4_z;
             const double brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18;
             const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
             const double brace_lower_f2_d_z = (0.5776490738552548)*tau5_02 + (0.5974327484571403)*tau5_12 + 1.2165924635154947e-18;
             const double brace_lower_f2_o_x = brace_lower_f2_d_x + r5_x;
+            mg_o_phi[0][mg_l] = -brace_lower_f1_d_x + brace_lower_f2_o_x;
             const double brace_lower_f2_o_y = brace_lower_f2_d_y + r5_y;
+            mg_o_phi[1][mg_l] = -brace_lower_f1_d_y + brace_lower_f2_o_y;
             const double brace_lower_f2_o_z = brace_lower_f2_d_z + r5_z;
+            mg_o_phi[2][mg_l] = -brace_lower_f1_d_z + brace_lower_f2_o_z;
             const double brace_lower_f2_z_x = -0.7189097486175834*tau5_00 + (0.695103426363734)*tau5_10 + 4.963493282585576e-18;
             const double brace_lower_f2_z_z = -0.7189097486175834*tau5_02 + (0.695103426363734)*tau5_12 + 6.094403432467864e-19;
+            mg_o_phi[3][mg_l] = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z;
             const double cse2 = -0.12186934340514748*brace_lower_f2_d_y;
             const double brace_lower_f2_T3_x = T5_3_x + cse2;
+            mg_o_G[2][mg_l] = brace_lower_f2_T3_x;
             const double cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
             const double brace_lower_f2_T3_y = T5_3_y + cse3;
+            mg_o_G[8][mg_l] = brace_lower_f2_T3_y;
             const double cse4 = (0.992546151641322)*brace_lower_f2_d_y;
             const double brace_lower_f2_T3_z = T5_3_z + cse4;
+            mg_o_G[14][mg_l] = brace_lower_f2_T3_z;
             const double brace_lower_f2_T5_x = cse2;
+            mg_o_G[4][mg_l] = brace_lower_f2_T5_x;
             const double brace_lower_f2_T5_y = cse3;
+            mg_o_G[10][mg_l] = brace_lower_f2_T5_y;
             const double brace_lower_f2_T5_z = cse4;
+            mg_o_G[16][mg_l] = brace_lower_f2_T5_z;
             const double rod_end_f1_d_x = -7.438976907063554e-17*theta_J6_00 - 2.3387120820270657e-17*theta_J6_10 + (0.6177782773778956)*theta_J6_20;
             const double rod_end_f1_d_y = -7.438976907063554e-17*theta_J6_01 - 2.3387120820270657e-17*theta_J6_11 + (0.6177782773778956)*theta_J6_21;
             const double rod_end_f1_d_z = -7.438976907063554e-17*theta_J6_02 - 2.3387120820270657e-17*theta_J6_12 + (0.6177782773778956)*theta_J6_22;
@@ -460,67 +497,62 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double rod_end_f1_o_y = r6_y + rod_end_f1_d_y;
             const double rod_end_f1_o_z = r6_z + rod_end_f1_d_z;
             const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
-            const double rod_end_f1_T1_y = T6_1_y + (0.12186934340514748)*rod_end_f1_d_x - 0.992546151641322*rod_end_f1_d_z;
-            const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-            const double rod_end_f1_T2_x = T6_2_x - rod_end_f1_d_y*theta_J2_22 + rod_end_f1_d_z*theta_J2_21;
-            const double rod_end_f1_T2_y = T6_2_y + rod_end_f1_d_x*theta_J2_22 - rod_end_f1_d_z*theta_J2_20;
-            const double rod_end_f1_T2_z = T6_2_z - rod_end_f1_d_x*theta_J2_21 + rod_end_f1_d_y*theta_J2_20;
-            const double rod_end_f2_d_x = (0.4)*tau4_00 - 0.16*tau4_10 + 0.3473911530744626;
-            const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
-            const double rod_end_f2_d_z = (0.4)*tau4_02 - 0.16*tau4_12 + 0.04265427019180161;
-            const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
-            const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
-            const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            mg_o_phi[0][mg_l] = -brace_lower_f1_d_x + brace_lower_f2_o_x;
-            mg_o_phi[1][mg_l] = -brace_lower_f1_d_y + brace_lower_f2_o_y;
-            mg_o_phi[2][mg_l] = -brace_lower_f1_d_z + brace_lower_f2_o_z;
-            mg_o_phi[3][mg_l] = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z;
-            mg_o_phi[4][mg_l] = -rod_end_f1_o_x + rod_end_f2_d_x;
-            mg_o_phi[5][mg_l] = -rod_end_f1_o_y + rod_end_f2_d_y;
-            mg_o_phi[6][mg_l] = -rod_end_f1_o_z + rod_end_f2_d_z;
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = 0.0;
-            mg_o_G[2][mg_l] = brace_lower_f2_T3_x;
-            mg_o_G[3][mg_l] = -brace_lower_f1_T4_x;
-            mg_o_G[4][mg_l] = brace_lower_f2_T5_x;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = brace_lower_f2_T3_y;
-            mg_o_G[9][mg_l] = -brace_lower_f1_T4_y;
-            mg_o_G[10][mg_l] = brace_lower_f2_T5_y;
-            mg_o_G[11][mg_l] = 0.0;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = brace_lower_f2_T3_z;
-            mg_o_G[15][mg_l] = -brace_lower_f1_T4_z;
-            mg_o_G[16][mg_l] = brace_lower_f2_T5_z;
-            mg_o_G[17][mg_l] = 0.0;
-            mg_o_G[18][mg_l] = 0.0;
-            mg_o_G[19][mg_l] = 0.0;
-            mg_o_G[20][mg_l] = 0.0;
-            mg_o_G[21][mg_l] = 0.0;
-            mg_o_G[22][mg_l] = 0.0;
-            mg_o_G[23][mg_l] = 0.0;
             mg_o_G[24][mg_l] = -rod_end_f1_T1_x;
-            mg_o_G[25][mg_l] = -rod_end_f1_T2_x;
-            mg_o_G[26][mg_l] = 0.0;
-            mg_o_G[27][mg_l] = rod_end_f2_T4_x;
-            mg_o_G[28][mg_l] = 0.0;
-            mg_o_G[29][mg_l] = -theta_J6_20;
+            const double rod_end_f1_T1_y = T6_1_y + (0.12186934340514748)*rod_end_f1_d_x - 0.992546151641322*rod_end_f1_d_z;
             mg_o_G[30][mg_l] = -rod_end_f1_T1_y;
-            mg_o_G[31][mg_l] = -rod_end_f1_T2_y;
-            mg_o_G[32][mg_l] = 0.0;
-            mg_o_G[33][mg_l] = rod_end_f2_T4_y;
-            mg_o_G[34][mg_l] = 0.0;
-            mg_o_G[35][mg_l] = -theta_J6_21;
+            const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
             mg_o_G[36][mg_l] = -rod_end_f1_T1_z;
+            const double rod_end_f1_T2_x = T6_2_x - rod_end_f1_d_y*theta_J2_22 + rod_end_f1_d_z*theta_J2_21;
+            mg_o_G[25][mg_l] = -rod_end_f1_T2_x;
+            const double rod_end_f1_T2_y = T6_2_y + rod_end_f1_d_x*theta_J2_22 - rod_end_f1_d_z*theta_J2_20;
+            mg_o_G[31][mg_l] = -rod_end_f1_T2_y;
+            const double rod_end_f1_T2_z = T6_2_z - rod_end_f1_d_x*theta_J2_21 + rod_end_f1_d_y*theta_J2_20;
             mg_o_G[37][mg_l] = -rod_end_f1_T2_z;
-            mg_o_G[38][mg_l] = 0.0;
+            const double rod_end_f2_d_x = (0.4)*tau4_00 - 0.16*tau4_10 + 0.3473911530744626;
+            mg_o_phi[4][mg_l] = -rod_end_f1_o_x + rod_end_f2_d_x;
+            const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
+            mg_o_phi[5][mg_l] = -rod_end_f1_o_y + rod_end_f2_d_y;
+            const double rod_end_f2_d_z = (0.4)*tau4_02 - 0.16*tau4_12 + 0.04265427019180161;
+            mg_o_phi[6][mg_l] = -rod_end_f1_o_z + rod_end_f2_d_z;
+            const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
+            mg_o_G[27][mg_l] = rod_end_f2_T4_x;
+            const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
+            mg_o_G[33][mg_l] = rod_end_f2_T4_y;
+            const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
             mg_o_G[39][mg_l] = rod_end_f2_T4_z;
-            mg_o_G[40][mg_l] = 0.0;
-            mg_o_G[41][mg_l] = -theta_J6_22;
-            mg_o_orientation[0][mg_l] = 1.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            phi[(mg_i + 0) * 7 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 7 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 7 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 7 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 7 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 7 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 7 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 7 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 42; ++mg_j) {
+            G[(mg_i + 0) * 42 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 42 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 42 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 42 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 42 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 42 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 42 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 42 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -529,10 +561,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 7; ++mg_j) phi[(mg_i + mg_l) * 7 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 42; ++mg_j) G[(mg_i + mg_l) * 42 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -763,35 +792,31 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
         double mg_o_q_next[6][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_branch[0][mg_l] = 1.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -799,9 +824,6 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -811,12 +833,17 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -824,6 +851,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -831,6 +859,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse0, &s5, &c5);
@@ -859,6 +888,8 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
+            mg_o_q_next[5][mg_l] = q6;
             const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -931,50 +962,106 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double cse9 = rod_end_f1_o_y - rod_end_f2_d_y;
             const double cse10 = rod_end_f1_o_z - rod_end_f2_d_z;
             const double err = sqrt(cse10*cse10 + cse5*cse5 + cse6*cse6 + cse7*cse7 + cse8*cse8 + cse9*cse9 + ((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z)*((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z));
+            mg_o_error[0][mg_l] = err;
             const double dqrhs1 = -cse10*rod_end_f1_T1_z - cse8*rod_end_f1_T1_x - cse9*rod_end_f1_T1_y;
             const double dqrhs2 = -cse10*rod_end_f1_T2_z - cse8*rod_end_f1_T2_x - cse9*rod_end_f1_T2_y;
             const double dqrhs3 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_y*cse6 + brace_lower_f2_T3_z*cse7;
             const double dqrhs4 = -brace_lower_f1_T4_x*cse5 - brace_lower_f1_T4_y*cse6 - brace_lower_f1_T4_z*cse7 + cse10*rod_end_f2_T4_z + cse8*rod_end_f2_T4_x + cse9*rod_end_f2_T4_y;
             const double dqrhs5 = brace_lower_f2_T5_x*cse5 + brace_lower_f2_T5_y*cse6 + brace_lower_f2_T5_z*cse7;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
-            mg_s = (mg_s == 0 && !isgreater(D5 - 1e-13*N5_5, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double y4 = -L4_1*dqrhs1 - L4_2*y2 - L4_3*dqrhs3 + dqrhs4;
             const double y5 = -L5_3*dqrhs3 - L5_4*y4 + dqrhs5;
             const double dq5 = invD5*y5;
+            mg_o_q_next[4][mg_l] = dq5 + q5;
             const double dq4 = -L5_4*dq5 + invD4*y4;
+            mg_o_q_next[3][mg_l] = dq4 + q4;
             const double dq3 = -L4_3*dq4 - L5_3*dq5 + dqrhs3*invD3;
+            mg_o_q_next[2][mg_l] = dq3 + q3;
             const double dq2 = -L4_2*dq4 + invD2*y2;
+            mg_o_q_next[1][mg_l] = dq2 + q2;
             const double dq1 = -L2_1*dq2 - L4_1*dq4 + dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = dq2 + q2;
-            mg_o_q_next[2][mg_l] = dq3 + q3;
-            mg_o_q_next[3][mg_l] = dq4 + q4;
-            mg_o_q_next[4][mg_l] = dq5 + q5;
-            mg_o_q_next[5][mg_l] = q6;
-            mg_o_error[0][mg_l] = err;
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            q_next[(mg_i + 0) * 6 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 6 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 6 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 6 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 6 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 6 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 6 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 6 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -983,11 +1070,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) q_next[(mg_i + mg_l) * 6 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 6; ++mg_j) q_next[(mg_i + mg_l) * 6 + mg_j] = NAN;
@@ -1208,36 +1291,40 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[6][8];
         double mg_o_H[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[5][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -1245,9 +1332,6 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -1257,12 +1341,17 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -1270,6 +1359,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -1277,6 +1367,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse0, &s5, &c5);
@@ -1302,6 +1393,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -1359,53 +1451,90 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double X1_rhs1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_y*theta_J6_21 + rod_end_f1_T1_z*theta_J6_22;
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
-            mg_s = (mg_s == 0 && !isgreater(D5 - 1e-13*N5_5, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
             const double y5 = -L5_4*y4;
             const double X1_5 = invD5*y5;
-            const double X1_4 = -L5_4*X1_5 + invD4*y4;
-            const double X1_3 = -L4_3*X1_4 - L5_3*X1_5;
-            const double X1_2 = -L4_2*X1_4 + invD2*y2;
-            const double X1_1 = -L2_1*X1_2 - L4_1*X1_4 + X1_rhs1*invD1;
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            const double qd_dep3 = -X1_3*qd_ind1;
-            const double qd_dep4 = -X1_4*qd_ind1;
-            const double qd_dep5 = -X1_5*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_dep2;
-            mg_o_qd[2][mg_l] = qd_dep3;
-            mg_o_qd[3][mg_l] = qd_dep4;
-            mg_o_qd[4][mg_l] = qd_dep5;
-            mg_o_qd[5][mg_l] = qd_ind1;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = -X1_2;
-            mg_o_H[2][mg_l] = -X1_3;
-            mg_o_H[3][mg_l] = -X1_4;
             mg_o_H[4][mg_l] = -X1_5;
-            mg_o_H[5][mg_l] = 1.0;
+            const double X1_4 = -L5_4*X1_5 + invD4*y4;
+            mg_o_H[3][mg_l] = -X1_4;
+            const double X1_3 = -L4_3*X1_4 - L5_3*X1_5;
+            mg_o_H[2][mg_l] = -X1_3;
+            const double X1_2 = -L4_2*X1_4 + invD2*y2;
+            mg_o_H[1][mg_l] = -X1_2;
+            const double X1_1 = -L2_1*X1_2 - L4_1*X1_4 + X1_rhs1*invD1;
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[5][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[1][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep3;
+            const double qd_dep4 = -X1_4*qd_ind1;
+            mg_o_qd[3][mg_l] = qd_dep4;
+            const double qd_dep5 = -X1_5*qd_ind1;
+            mg_o_qd[4][mg_l] = qd_dep5;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            qd[(mg_i + 0) * 6 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 6 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 6 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 6 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 6 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 6 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 6 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 6 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            H[(mg_i + 0) * 6 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 6 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 6 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 6 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 6 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 6 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 6 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 6 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1414,9 +1543,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) qd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) H[(mg_i + mg_l) * 6 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 6; ++mg_j) qd[(mg_i + mg_l) * 6 + mg_j] = NAN;
@@ -1958,72 +2085,59 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
+        double mg_in_qdd[6][8];
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        double mg_w_qdd4[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd5[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd6 = mg_w_qdd6[mg_l];
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[4][mg_l] = 0.0;
+            mg_o_omega[7][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[4][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -2031,11 +2145,9 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.992546151641322)*qd1;
             const double omega1_z = (0.12186934340514748)*qd1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -2045,42 +2157,68 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = omega1_x + qd2*theta_J2_20;
+            mg_o_omega[9][mg_l] = omega2_x;
+            mg_o_omega[12][mg_l] = omega2_x;
             const double cse0 = qd2*theta_J2_21;
             const double omega2_y = cse0;
+            mg_o_omega[10][mg_l] = omega2_y;
+            mg_o_omega[13][mg_l] = omega2_y;
             const double cse1 = qd2*theta_J2_22;
             const double omega2_z = cse1 + omega1_z;
+            mg_o_omega[11][mg_l] = omega2_z;
+            mg_o_omega[14][mg_l] = omega2_z;
             const double eps2_x = -cse0*omega1_z;
             const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse0*omega1_x;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            mg_o_R[13][mg_l] = c3;
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double cse2 = (0.12186934340514748)*s3;
             const double tau3_10 = -cse2;
+            mg_o_R[10][mg_l] = tau3_10;
             const double cse3 = (0.992546151641322)*s3;
             const double tau3_12 = cse3;
+            mg_o_R[16][mg_l] = tau3_12;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.992546151641322)*qd3;
+            mg_o_omega[3][mg_l] = omega3_x;
             const double omega3_z = (0.12186934340514748)*qd3;
+            mg_o_omega[5][mg_l] = omega3_z;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            mg_o_R[4][mg_l] = c4;
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double cse4 = (0.12186934340514748)*s4;
             const double tau4_10 = -cse4;
+            mg_o_R[1][mg_l] = tau4_10;
             const double cse5 = (0.992546151641322)*s4;
             const double tau4_12 = cse5;
+            mg_o_R[7][mg_l] = tau4_12;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
+            mg_o_omega[0][mg_l] = omega4_x;
             const double omega4_z = (0.12186934340514748)*qd4;
+            mg_o_omega[2][mg_l] = omega4_z;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse6 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse6, &s5, &c5);
@@ -2089,14 +2227,20 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
             const double tau5_10 = c5*tau3_10 - s5*tau3_00;
+            mg_o_R[19][mg_l] = tau5_10;
             const double tau5_11 = c3*c5 - s3*s5;
+            mg_o_R[22][mg_l] = tau5_11;
             const double tau5_12 = c5*tau3_12 - s5*tau3_02;
+            mg_o_R[25][mg_l] = tau5_12;
             const double r_rel0_5_x = (0.47235092614474516)*tau3_00 + (0.5825672515428597)*tau3_10 - 4.379103765161527e-18;
             const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double r_rel0_5_z = (0.47235092614474516)*tau3_02 + (0.5825672515428597)*tau3_12 - 5.376863329536143e-19;
             const double r5_x = r_rel0_5_x - 0.03046733585128687;
+            mg_o_r[6][mg_l] = r5_x;
             const double r5_y = r_rel0_5_y - 1.3;
+            mg_o_r[7][mg_l] = r5_y;
             const double r5_z = r_rel0_5_z + 0.24813653791033052;
+            mg_o_r[8][mg_l] = r5_z;
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
@@ -2106,17 +2250,24 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double oo4_zz = cse8;
             const double oo4_xz = omega3_x*omega3_z;
             const double oo4_W_11 = -oo4_xx - oo4_zz;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            mg_o_omega[6][mg_l] = omega5_x;
             const double cse9 = (0.12186934340514748)*qd5;
             const double omega5_z = cse9 + omega3_z;
+            mg_o_omega[8][mg_l] = omega5_z;
             const double v5_x = -omega3_z*r_rel0_5_y;
+            mg_o_v[6][mg_l] = v5_x;
             const double cse10 = -omega3_x*r_rel0_5_z + omega3_z*r_rel0_5_x;
             const double v5_y = cse10;
+            mg_o_v[7][mg_l] = v5_y;
             const double v5_z = omega3_x*r_rel0_5_y;
+            mg_o_v[8][mg_l] = v5_z;
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x;
             const double w5_y = oo4_W_11*r_rel0_5_y;
             const double w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x;
             const double eps5_y = -cse9*omega3_x + (0.992546151641322)*omega3_z*qd5;
+            mg_o_alpha[7][mg_l] = eps5_y;
             const double cse11 = (0.7688842702856029)*theta_J2_20;
             const double theta_J6_00 = -cse11 + (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10;
             const double cse12 = (0.7688842702856029)*theta_J2_21;
@@ -2129,6 +2280,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse14 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse14*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse14*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -2151,6 +2303,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double oo5_W_00 = -oo5_yy - oo5_zz;
             const double oo5_W_11 = -oo5_xx - oo5_zz;
             const double oo5_W_22 = -oo5_xx - oo5_yy;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse15 = qd6*theta_J6_20;
             const double v6_x = cse15 + omega2_y*r_rel0_6_z - omega2_z*r_rel0_6_y;
             const double cse16 = qd6*theta_J6_21;
@@ -2164,88 +2317,132 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double w6_z = -2.0*cse15*omega2_y + 2.0*cse16*omega2_x + eps2_x*r_rel0_6_y - eps2_y*r_rel0_6_x + oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x + oo5_yz*r_rel0_6_y;
             const double cse20 = (0.06)*tau4_10;
             const double axle_d_x = cse20 + (1.985092303282644)*tau4_00 - 0.2419218955996677;
+            mg_o_r[0][mg_l] = axle_d_x;
             const double cse21 = (0.06)*c4;
             const double axle_d_y = cse21 + (1.985092303282644)*s4;
+            mg_o_r[1][mg_l] = axle_d_y;
             const double cse22 = (0.06)*tau4_12;
             const double axle_d_z = cse22 + (1.985092303282644)*tau4_02 - 0.029704273724003524;
+            mg_o_r[2][mg_l] = axle_d_z;
             const double axle_T4_x = -0.12186934340514748*axle_d_y;
             const double axle_T4_y = (0.12186934340514748)*axle_d_x - 0.992546151641322*axle_d_z;
             const double axle_T4_z = (0.992546151641322)*axle_d_y;
             const double axle_v_x = -axle_d_y*omega4_z;
+            mg_o_v[0][mg_l] = axle_v_x;
             const double cse23 = axle_d_x*omega4_z - axle_d_z*omega4_x;
             const double axle_v_y = cse23;
+            mg_o_v[1][mg_l] = axle_v_y;
             const double axle_v_z = axle_d_y*omega4_x;
+            mg_o_v[2][mg_l] = axle_v_z;
             const double axle_abias_x = -cse23*omega4_z;
             const double cse24 = omega4_x*omega4_x;
             const double cse25 = omega4_z*omega4_z;
             const double axle_abias_y = -axle_d_y*cse24 - axle_d_y*cse25;
             const double axle_abias_z = cse23*omega4_x;
+            const double qdd4 = mg_in_qdd[3][mg_l];
             const double axle_ax = axle_T4_x*qdd4 + axle_abias_x;
+            mg_o_a[0][mg_l] = axle_ax;
             const double axle_ay = axle_T4_y*qdd4 + axle_abias_y;
+            mg_o_a[1][mg_l] = axle_ay;
             const double axle_az = axle_T4_z*qdd4 + axle_abias_z;
+            mg_o_a[2][mg_l] = axle_az;
             const double tyre_bottom_d_x = cse20 + (2.431738071521239)*tau4_00 - 0.29635432210959295;
+            mg_o_r[3][mg_l] = tyre_bottom_d_x;
             const double tyre_bottom_d_y = cse21 + (2.431738071521239)*s4;
+            mg_o_r[4][mg_l] = tyre_bottom_d_y;
             const double tyre_bottom_d_z = cse22 + (2.431738071521239)*tau4_02 - 0.03638773531190432;
+            mg_o_r[5][mg_l] = tyre_bottom_d_z;
             const double tyre_bottom_T4_x = -0.12186934340514748*tyre_bottom_d_y;
             const double tyre_bottom_T4_y = (0.12186934340514748)*tyre_bottom_d_x - 0.992546151641322*tyre_bottom_d_z;
             const double tyre_bottom_T4_z = (0.992546151641322)*tyre_bottom_d_y;
             const double tyre_bottom_v_x = -omega4_z*tyre_bottom_d_y;
+            mg_o_v[3][mg_l] = tyre_bottom_v_x;
             const double cse26 = -omega4_x*tyre_bottom_d_z + omega4_z*tyre_bottom_d_x;
             const double tyre_bottom_v_y = cse26;
+            mg_o_v[4][mg_l] = tyre_bottom_v_y;
             const double tyre_bottom_v_z = omega4_x*tyre_bottom_d_y;
+            mg_o_v[5][mg_l] = tyre_bottom_v_z;
             const double tyre_bottom_abias_x = -cse26*omega4_z;
             const double tyre_bottom_abias_y = -cse24*tyre_bottom_d_y - cse25*tyre_bottom_d_y;
             const double tyre_bottom_abias_z = cse26*omega4_x;
             const double tyre_bottom_ax = qdd4*tyre_bottom_T4_x + tyre_bottom_abias_x;
+            mg_o_a[3][mg_l] = tyre_bottom_ax;
             const double tyre_bottom_ay = qdd4*tyre_bottom_T4_y + tyre_bottom_abias_y;
+            mg_o_a[4][mg_l] = tyre_bottom_ay;
             const double tyre_bottom_az = qdd4*tyre_bottom_T4_z + tyre_bottom_abias_z;
+            mg_o_a[5][mg_l] = tyre_bottom_az;
             const double knee_abias_x = -cse10*omega3_z;
             const double knee_abias_y = -cse7*r_rel0_5_y - cse8*r_rel0_5_y;
             const double knee_abias_z = cse10*omega3_x;
+            const double qdd3 = mg_in_qdd[2][mg_l];
             const double knee_ax = T5_3_x*qdd3 + knee_abias_x;
+            mg_o_a[6][mg_l] = knee_ax;
             const double knee_ay = T5_3_y*qdd3 + knee_abias_y;
+            mg_o_a[7][mg_l] = knee_ay;
             const double knee_az = T5_3_z*qdd3 + knee_abias_z;
+            mg_o_a[8][mg_l] = knee_az;
             const double strut_d_x = (1.5880738426261152)*tau4_00 + (0.048)*tau4_10 - 0.19353751647973416;
+            mg_o_r[9][mg_l] = strut_d_x;
             const double strut_d_y = (0.048)*c4 + (1.5880738426261152)*s4;
+            mg_o_r[10][mg_l] = strut_d_y;
             const double strut_d_z = (1.5880738426261152)*tau4_02 + (0.048)*tau4_12 - 0.02376341897920282;
+            mg_o_r[11][mg_l] = strut_d_z;
             const double strut_T4_x = -0.12186934340514748*strut_d_y;
             const double strut_T4_y = (0.12186934340514748)*strut_d_x - 0.992546151641322*strut_d_z;
             const double strut_T4_z = (0.992546151641322)*strut_d_y;
             const double strut_v_x = -omega4_z*strut_d_y;
+            mg_o_v[9][mg_l] = strut_v_x;
             const double cse27 = -omega4_x*strut_d_z + omega4_z*strut_d_x;
             const double strut_v_y = cse27;
+            mg_o_v[10][mg_l] = strut_v_y;
             const double strut_v_z = omega4_x*strut_d_y;
+            mg_o_v[11][mg_l] = strut_v_z;
             const double strut_abias_x = -cse27*omega4_z;
             const double strut_abias_y = -cse24*strut_d_y - cse25*strut_d_y;
             const double strut_abias_z = cse27*omega4_x;
             const double strut_ax = qdd4*strut_T4_x + strut_abias_x;
+            mg_o_a[9][mg_l] = strut_ax;
             const double strut_ay = qdd4*strut_T4_y + strut_abias_y;
+            mg_o_a[10][mg_l] = strut_ay;
             const double strut_az = qdd4*strut_T4_z + strut_abias_z;
+            mg_o_a[11][mg_l] = strut_az;
             const double upper_brace_d_x = (0.23617546307237258)*tau3_00 + (0.29128362577142974)*tau3_10 - 5.607470133568507e-18;
             const double upper_brace_d_y = (0.29128362577142974)*c3 + (0.23617546307237258)*s3;
             const double upper_brace_d_z = (0.23617546307237258)*tau3_02 + (0.29128362577142974)*tau3_12 - 6.8851075812636095e-19;
             const double upper_brace_o_x = upper_brace_d_x - 0.03046733585128687;
+            mg_o_r[12][mg_l] = upper_brace_o_x;
             const double upper_brace_o_y = upper_brace_d_y - 1.3;
+            mg_o_r[13][mg_l] = upper_brace_o_y;
             const double upper_brace_o_z = upper_brace_d_z + 0.24813653791033052;
+            mg_o_r[14][mg_l] = upper_brace_o_z;
             const double upper_brace_T3_x = -0.12186934340514748*upper_brace_d_y;
             const double upper_brace_T3_y = (0.12186934340514748)*upper_brace_d_x - 0.992546151641322*upper_brace_d_z;
             const double upper_brace_T3_z = (0.992546151641322)*upper_brace_d_y;
             const double upper_brace_v_x = -omega3_z*upper_brace_d_y;
+            mg_o_v[12][mg_l] = upper_brace_v_x;
             const double cse28 = -omega3_x*upper_brace_d_z + omega3_z*upper_brace_d_x;
             const double upper_brace_v_y = cse28;
+            mg_o_v[13][mg_l] = upper_brace_v_y;
             const double upper_brace_v_z = omega3_x*upper_brace_d_y;
+            mg_o_v[14][mg_l] = upper_brace_v_z;
             const double upper_brace_abias_x = -cse28*omega3_z;
             const double upper_brace_abias_y = -cse7*upper_brace_d_y - cse8*upper_brace_d_y;
             const double upper_brace_abias_z = cse28*omega3_x;
             const double upper_brace_ax = qdd3*upper_brace_T3_x + upper_brace_abias_x;
+            mg_o_a[12][mg_l] = upper_brace_ax;
             const double upper_brace_ay = qdd3*upper_brace_T3_y + upper_brace_abias_y;
+            mg_o_a[13][mg_l] = upper_brace_ay;
             const double upper_brace_az = qdd3*upper_brace_T3_z + upper_brace_abias_z;
+            mg_o_a[14][mg_l] = upper_brace_az;
             const double lower_brace_d_x = (0.28882453692762744)*tau5_00 + (0.29871637422857017)*tau5_10 - 1.760506224126245e-18;
             const double lower_brace_d_y = (0.28882453692762744)*tau5_01 + (0.29871637422857017)*tau5_11;
             const double lower_brace_d_z = (0.28882453692762744)*tau5_02 + (0.29871637422857017)*tau5_12 - 2.1616298369617154e-19;
             const double lower_brace_o_x = lower_brace_d_x + r5_x;
+            mg_o_r[15][mg_l] = lower_brace_o_x;
             const double lower_brace_o_y = lower_brace_d_y + r5_y;
+            mg_o_r[16][mg_l] = lower_brace_o_y;
             const double lower_brace_o_z = lower_brace_d_z + r5_z;
+            mg_o_r[17][mg_l] = lower_brace_o_z;
             const double cse29 = -0.12186934340514748*lower_brace_d_y;
             const double lower_brace_T3_x = T5_3_x + cse29;
             const double cse30 = (0.12186934340514748)*lower_brace_d_x - 0.992546151641322*lower_brace_d_z;
@@ -2256,21 +2453,31 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double lower_brace_T5_y = cse30;
             const double lower_brace_T5_z = cse31;
             const double lower_brace_v_x = -lower_brace_d_y*omega5_z + v5_x;
+            mg_o_v[15][mg_l] = lower_brace_v_x;
             const double cse32 = lower_brace_d_x*omega5_z - lower_brace_d_z*omega5_x;
             const double lower_brace_v_y = cse32 + v5_y;
+            mg_o_v[16][mg_l] = lower_brace_v_y;
             const double lower_brace_v_z = lower_brace_d_y*omega5_x + v5_z;
+            mg_o_v[17][mg_l] = lower_brace_v_z;
             const double lower_brace_abias_x = -cse32*omega5_z + eps5_y*lower_brace_d_z + w5_x;
             const double lower_brace_abias_y = -lower_brace_d_y*omega5_x*omega5_x - lower_brace_d_y*omega5_z*omega5_z + w5_y;
             const double lower_brace_abias_z = cse32*omega5_x - eps5_y*lower_brace_d_x + w5_z;
+            const double qdd5 = mg_in_qdd[4][mg_l];
             const double lower_brace_ax = lower_brace_T3_x*qdd3 + lower_brace_T5_x*qdd5 + lower_brace_abias_x;
+            mg_o_a[15][mg_l] = lower_brace_ax;
             const double lower_brace_ay = lower_brace_T3_y*qdd3 + lower_brace_T5_y*qdd5 + lower_brace_abias_y;
+            mg_o_a[16][mg_l] = lower_brace_ay;
             const double lower_brace_az = lower_brace_T3_z*qdd3 + lower_brace_T5_z*qdd5 + lower_brace_abias_z;
+            mg_o_a[17][mg_l] = lower_brace_az;
             const double cylinder_d_x = (0.28833160135710106)*tau2_00 + (0.23977048954958935)*tau2_10 - 4.335764668613931e-18*theta_J2_20;
             const double cylinder_d_y = (0.28833160135710106)*tau2_01 + (0.23977048954958935)*tau2_11 - 4.335764668613931e-18*theta_J2_21;
             const double cylinder_d_z = (0.28833160135710106)*tau2_02 + (0.23977048954958935)*tau2_12 - 4.335764668613931e-18*theta_J2_22;
             const double cylinder_o_x = cylinder_d_x + 0.2803630142016316;
+            mg_o_r[18][mg_l] = cylinder_o_x;
             const double cylinder_o_y = cylinder_d_y - 0.95;
+            mg_o_r[19][mg_l] = cylinder_o_y;
             const double cylinder_o_z = cylinder_d_z + 0.5885546535945287;
+            mg_o_r[20][mg_l] = cylinder_o_z;
             const double cylinder_T1_x = -0.12186934340514748*cylinder_d_y;
             const double cylinder_T1_y = (0.12186934340514748)*cylinder_d_x - 0.992546151641322*cylinder_d_z;
             const double cylinder_T1_z = (0.992546151641322)*cylinder_d_y;
@@ -2279,22 +2486,33 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double cylinder_T2_z = -cylinder_d_x*theta_J2_21 + cylinder_d_y*theta_J2_20;
             const double cse33 = -cylinder_d_y*omega2_z + cylinder_d_z*omega2_y;
             const double cylinder_v_x = cse33;
+            mg_o_v[18][mg_l] = cylinder_v_x;
             const double cse34 = cylinder_d_x*omega2_z - cylinder_d_z*omega2_x;
             const double cylinder_v_y = cse34;
+            mg_o_v[19][mg_l] = cylinder_v_y;
             const double cse35 = -cylinder_d_x*omega2_y + cylinder_d_y*omega2_x;
             const double cylinder_v_z = cse35;
+            mg_o_v[20][mg_l] = cylinder_v_z;
             const double cylinder_abias_x = -cse34*omega2_z + cse35*omega2_y - cylinder_d_y*eps2_z + cylinder_d_z*eps2_y;
             const double cylinder_abias_y = cse33*omega2_z - cse35*omega2_x + cylinder_d_x*eps2_z - cylinder_d_z*eps2_x;
             const double cylinder_abias_z = -cse33*omega2_y + cse34*omega2_x - cylinder_d_x*eps2_y + cylinder_d_y*eps2_x;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            const double qdd2 = mg_in_qdd[1][mg_l];
             const double cylinder_ax = cylinder_T1_x*qdd1 + cylinder_T2_x*qdd2 + cylinder_abias_x;
+            mg_o_a[18][mg_l] = cylinder_ax;
             const double cylinder_ay = cylinder_T1_y*qdd1 + cylinder_T2_y*qdd2 + cylinder_abias_y;
+            mg_o_a[19][mg_l] = cylinder_ay;
             const double cylinder_az = cylinder_T1_z*qdd1 + cylinder_T2_z*qdd2 + cylinder_abias_z;
+            mg_o_a[20][mg_l] = cylinder_az;
             const double rod_d_x = -5.904173737350332e-17*theta_J6_00 - 2.2635105869092043e-17*theta_J6_10 + (0.26777827737789556)*theta_J6_20;
             const double rod_d_y = -5.904173737350332e-17*theta_J6_01 - 2.2635105869092043e-17*theta_J6_11 + (0.26777827737789556)*theta_J6_21;
             const double rod_d_z = -5.904173737350332e-17*theta_J6_02 - 2.2635105869092043e-17*theta_J6_12 + (0.26777827737789556)*theta_J6_22;
             const double rod_o_x = r6_x + rod_d_x;
+            mg_o_r[21][mg_l] = rod_o_x;
             const double rod_o_y = r6_y + rod_d_y;
+            mg_o_r[22][mg_l] = rod_o_y;
             const double rod_o_z = r6_z + rod_d_z;
+            mg_o_r[23][mg_l] = rod_o_z;
             const double rod_T1_x = T6_1_x - 0.12186934340514748*rod_d_y;
             const double rod_T1_y = T6_1_y + (0.12186934340514748)*rod_d_x - 0.992546151641322*rod_d_z;
             const double rod_T1_z = T6_1_z + (0.992546151641322)*rod_d_y;
@@ -2303,211 +2521,185 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double rod_T2_z = T6_2_z - rod_d_x*theta_J2_21 + rod_d_y*theta_J2_20;
             const double cse36 = omega2_y*rod_d_z - omega2_z*rod_d_y;
             const double rod_v_x = cse36 + v6_x;
+            mg_o_v[21][mg_l] = rod_v_x;
             const double cse37 = omega2_x*rod_d_z;
             const double rod_v_y = -cse37 + omega2_z*rod_d_x + v6_y;
+            mg_o_v[22][mg_l] = rod_v_y;
             const double cse38 = omega2_x*rod_d_y - omega2_y*rod_d_x;
             const double rod_v_z = cse38 + v6_z;
+            mg_o_v[23][mg_l] = rod_v_z;
             const double cse39 = -cse37 + omega2_z*rod_d_x;
             const double rod_abias_x = cse38*omega2_y - cse39*omega2_z + eps2_y*rod_d_z - eps2_z*rod_d_y + w6_x;
             const double rod_abias_y = cse36*omega2_z - cse38*omega2_x - eps2_x*rod_d_z + eps2_z*rod_d_x + w6_y;
             const double rod_abias_z = -cse36*omega2_y + cse39*omega2_x + eps2_x*rod_d_y - eps2_y*rod_d_x + w6_z;
+            const double qdd6 = mg_in_qdd[5][mg_l];
             const double rod_ax = qdd1*rod_T1_x + qdd2*rod_T2_x + qdd6*theta_J6_20 + rod_abias_x;
+            mg_o_a[21][mg_l] = rod_ax;
             const double rod_ay = qdd1*rod_T1_y + qdd2*rod_T2_y + qdd6*theta_J6_21 + rod_abias_y;
+            mg_o_a[22][mg_l] = rod_ay;
             const double rod_az = qdd1*rod_T1_z + qdd2*rod_T2_z + qdd6*theta_J6_22 + rod_abias_z;
+            mg_o_a[23][mg_l] = rod_az;
             const double strut_R00 = (0.12186934340514748)*tau4_00 + 0.9851478631379982;
+            mg_o_R[0][mg_l] = strut_R00;
             const double strut_R02 = 0.12096094779983385 - 0.992546151641322*tau4_00;
+            mg_o_R[2][mg_l] = strut_R02;
             const double strut_R10 = cse4;
+            mg_o_R[3][mg_l] = strut_R10;
             const double strut_R12 = -cse5;
+            mg_o_R[5][mg_l] = strut_R12;
             const double strut_R20 = (0.12186934340514748)*tau4_02 + 0.12096094779983385;
+            mg_o_R[6][mg_l] = strut_R20;
             const double strut_R22 = 0.014852136862001762 - 0.992546151641322*tau4_02;
+            mg_o_R[8][mg_l] = strut_R22;
             const double strut_alphax = (0.992546151641322)*qdd4;
+            mg_o_alpha[0][mg_l] = strut_alphax;
             const double strut_alphaz = (0.12186934340514748)*qdd4;
+            mg_o_alpha[2][mg_l] = strut_alphaz;
             const double upper_brace_R00 = (0.12186934340514748)*tau3_00 + 0.9851478631379982;
+            mg_o_R[9][mg_l] = upper_brace_R00;
             const double upper_brace_R02 = 0.12096094779983385 - 0.992546151641322*tau3_00;
+            mg_o_R[11][mg_l] = upper_brace_R02;
             const double upper_brace_R10 = cse2;
+            mg_o_R[12][mg_l] = upper_brace_R10;
             const double upper_brace_R12 = -cse3;
+            mg_o_R[14][mg_l] = upper_brace_R12;
             const double upper_brace_R20 = (0.12186934340514748)*tau3_02 + 0.12096094779983385;
+            mg_o_R[15][mg_l] = upper_brace_R20;
             const double upper_brace_R22 = 0.014852136862001762 - 0.992546151641322*tau3_02;
+            mg_o_R[17][mg_l] = upper_brace_R22;
             const double cse40 = (0.992546151641322)*qdd3;
             const double upper_brace_alphax = cse40;
+            mg_o_alpha[3][mg_l] = upper_brace_alphax;
             const double cse41 = (0.12186934340514748)*qdd3;
             const double upper_brace_alphaz = cse41;
-            const double lower_brace_R00 = (0.12186934340514748)*tau5_00 + 0.9851478631379982;
-            const double lower_brace_R02 = 0.12096094779983385 - 0.992546151641322*tau5_00;
-            const double lower_brace_R10 = (0.12186934340514748)*tau5_01;
-            const double lower_brace_R12 = -0.992546151641322*tau5_01;
-            const double lower_brace_R20 = (0.12186934340514748)*tau5_02 + 0.12096094779983385;
-            const double lower_brace_R22 = 0.014852136862001762 - 0.992546151641322*tau5_02;
-            const double lower_brace_alphax = cse40 + (0.992546151641322)*qdd5;
-            const double lower_brace_alphaz = cse41 + (0.12186934340514748)*qdd5;
-            const double cylinder_R00 = (0.7066691577584315)*tau2_00 - 0.703240283083063*tau2_10 - 0.07792179234490461*theta_J2_20;
-            const double cylinder_R01 = cse11 + (0.49161535438228743)*tau2_00 + (0.40881697890737595)*tau2_10;
-            const double cylinder_R02 = -0.5088546401562699*tau2_00 - 0.5816543492541765*tau2_10 + (0.634622071145602)*theta_J2_20;
-            const double cylinder_R10 = (0.7066691577584315)*tau2_01 - 0.703240283083063*tau2_11 - 0.07792179234490461*theta_J2_21;
-            const double cylinder_R11 = cse12 + (0.49161535438228743)*tau2_01 + (0.40881697890737595)*tau2_11;
-            const double cylinder_R12 = -0.5088546401562699*tau2_01 - 0.5816543492541765*tau2_11 + (0.634622071145602)*theta_J2_21;
-            const double cylinder_R20 = (0.7066691577584315)*tau2_02 - 0.703240283083063*tau2_12 - 0.07792179234490461*theta_J2_22;
-            const double cylinder_R21 = cse13 + (0.49161535438228743)*tau2_02 + (0.40881697890737595)*tau2_12;
-            const double cylinder_R22 = -0.5088546401562699*tau2_02 - 0.5816543492541765*tau2_12 + (0.634622071145602)*theta_J2_22;
-            const double cylinder_alphax = eps2_x + (0.992546151641322)*qdd1 + qdd2*theta_J2_20;
-            const double cylinder_alphay = eps2_y + qdd2*theta_J2_21;
-            const double cylinder_alphaz = eps2_z + (0.12186934340514748)*qdd1 + qdd2*theta_J2_22;
-            const double rod_R00 = (0.6945349115920603)*theta_J6_00 - 0.7133308667372034*theta_J6_10 + (0.0937034211742524)*theta_J6_20;
-            const double rod_R01 = -0.5911830210926242*theta_J6_00 - 0.4916153543822875*theta_J6_10 + (0.6393879721322382)*theta_J6_20;
-            const double rod_R02 = -0.4100291357350195*theta_J6_00 - 0.49947314031439977*theta_J6_10 - 0.7631531235295214*theta_J6_20;
-            const double rod_R10 = (0.6945349115920603)*theta_J6_01 - 0.7133308667372034*theta_J6_11 + (0.0937034211742524)*theta_J6_21;
-            const double rod_R11 = -0.5911830210926242*theta_J6_01 - 0.4916153543822875*theta_J6_11 + (0.6393879721322382)*theta_J6_21;
-            const double rod_R12 = -0.4100291357350195*theta_J6_01 - 0.49947314031439977*theta_J6_11 - 0.7631531235295214*theta_J6_21;
-            const double rod_R20 = (0.6945349115920603)*theta_J6_02 - 0.7133308667372034*theta_J6_12 + (0.0937034211742524)*theta_J6_22;
-            const double rod_R21 = -0.5911830210926242*theta_J6_02 - 0.4916153543822875*theta_J6_12 + (0.6393879721322382)*theta_J6_22;
-            const double rod_R22 = -0.4100291357350195*theta_J6_02 - 0.49947314031439977*theta_J6_12 - 0.7631531235295214*theta_J6_22;
-            mg_o_r[0][mg_l] = axle_d_x;
-            mg_o_r[1][mg_l] = axle_d_y;
-            mg_o_r[2][mg_l] = axle_d_z;
-            mg_o_r[3][mg_l] = tyre_bottom_d_x;
-            mg_o_r[4][mg_l] = tyre_bottom_d_y;
-            mg_o_r[5][mg_l] = tyre_bottom_d_z;
-            mg_o_r[6][mg_l] = r5_x;
-            mg_o_r[7][mg_l] = r5_y;
-            mg_o_r[8][mg_l] = r5_z;
-            mg_o_r[9][mg_l] = strut_d_x;
-            mg_o_r[10][mg_l] = strut_d_y;
-            mg_o_r[11][mg_l] = strut_d_z;
-            mg_o_r[12][mg_l] = upper_brace_o_x;
-            mg_o_r[13][mg_l] = upper_brace_o_y;
-            mg_o_r[14][mg_l] = upper_brace_o_z;
-            mg_o_r[15][mg_l] = lower_brace_o_x;
-            mg_o_r[16][mg_l] = lower_brace_o_y;
-            mg_o_r[17][mg_l] = lower_brace_o_z;
-            mg_o_r[18][mg_l] = cylinder_o_x;
-            mg_o_r[19][mg_l] = cylinder_o_y;
-            mg_o_r[20][mg_l] = cylinder_o_z;
-            mg_o_r[21][mg_l] = rod_o_x;
-            mg_o_r[22][mg_l] = rod_o_y;
-            mg_o_r[23][mg_l] = rod_o_z;
-            mg_o_v[0][mg_l] = axle_v_x;
-            mg_o_v[1][mg_l] = axle_v_y;
-            mg_o_v[2][mg_l] = axle_v_z;
-            mg_o_v[3][mg_l] = tyre_bottom_v_x;
-            mg_o_v[4][mg_l] = tyre_bottom_v_y;
-            mg_o_v[5][mg_l] = tyre_bottom_v_z;
-            mg_o_v[6][mg_l] = v5_x;
-            mg_o_v[7][mg_l] = v5_y;
-            mg_o_v[8][mg_l] = v5_z;
-            mg_o_v[9][mg_l] = strut_v_x;
-            mg_o_v[10][mg_l] = strut_v_y;
-            mg_o_v[11][mg_l] = strut_v_z;
-            mg_o_v[12][mg_l] = upper_brace_v_x;
-            mg_o_v[13][mg_l] = upper_brace_v_y;
-            mg_o_v[14][mg_l] = upper_brace_v_z;
-            mg_o_v[15][mg_l] = lower_brace_v_x;
-            mg_o_v[16][mg_l] = lower_brace_v_y;
-            mg_o_v[17][mg_l] = lower_brace_v_z;
-            mg_o_v[18][mg_l] = cylinder_v_x;
-            mg_o_v[19][mg_l] = cylinder_v_y;
-            mg_o_v[20][mg_l] = cylinder_v_z;
-            mg_o_v[21][mg_l] = rod_v_x;
-            mg_o_v[22][mg_l] = rod_v_y;
-            mg_o_v[23][mg_l] = rod_v_z;
-            mg_o_a[0][mg_l] = axle_ax;
-            mg_o_a[1][mg_l] = axle_ay;
-            mg_o_a[2][mg_l] = axle_az;
-            mg_o_a[3][mg_l] = tyre_bottom_ax;
-            mg_o_a[4][mg_l] = tyre_bottom_ay;
-            mg_o_a[5][mg_l] = tyre_bottom_az;
-            mg_o_a[6][mg_l] = knee_ax;
-            mg_o_a[7][mg_l] = knee_ay;
-            mg_o_a[8][mg_l] = knee_az;
-            mg_o_a[9][mg_l] = strut_ax;
-            mg_o_a[10][mg_l] = strut_ay;
-            mg_o_a[11][mg_l] = strut_az;
-            mg_o_a[12][mg_l] = upper_brace_ax;
-            mg_o_a[13][mg_l] = upper_brace_ay;
-            mg_o_a[14][mg_l] = upper_brace_az;
-            mg_o_a[15][mg_l] = lower_brace_ax;
-            mg_o_a[16][mg_l] = lower_brace_ay;
-            mg_o_a[17][mg_l] = lower_brace_az;
-            mg_o_a[18][mg_l] = cylinder_ax;
-            mg_o_a[19][mg_l] = cylinder_ay;
-            mg_o_a[20][mg_l] = cylinder_az;
-            mg_o_a[21][mg_l] = rod_ax;
-            mg_o_a[22][mg_l] = rod_ay;
-            mg_o_a[23][mg_l] = rod_az;
-            mg_o_R[0][mg_l] = strut_R00;
-            mg_o_R[1][mg_l] = tau4_10;
-            mg_o_R[2][mg_l] = strut_R02;
-            mg_o_R[3][mg_l] = strut_R10;
-            mg_o_R[4][mg_l] = c4;
-            mg_o_R[5][mg_l] = strut_R12;
-            mg_o_R[6][mg_l] = strut_R20;
-            mg_o_R[7][mg_l] = tau4_12;
-            mg_o_R[8][mg_l] = strut_R22;
-            mg_o_R[9][mg_l] = upper_brace_R00;
-            mg_o_R[10][mg_l] = tau3_10;
-            mg_o_R[11][mg_l] = upper_brace_R02;
-            mg_o_R[12][mg_l] = upper_brace_R10;
-            mg_o_R[13][mg_l] = c3;
-            mg_o_R[14][mg_l] = upper_brace_R12;
-            mg_o_R[15][mg_l] = upper_brace_R20;
-            mg_o_R[16][mg_l] = tau3_12;
-            mg_o_R[17][mg_l] = upper_brace_R22;
-            mg_o_R[18][mg_l] = lower_brace_R00;
-            mg_o_R[19][mg_l] = tau5_10;
-            mg_o_R[20][mg_l] = lower_brace_R02;
-            mg_o_R[21][mg_l] = lower_brace_R10;
-            mg_o_R[22][mg_l] = tau5_11;
-            mg_o_R[23][mg_l] = lower_brace_R12;
-            mg_o_R[24][mg_l] = lower_brace_R20;
-            mg_o_R[25][mg_l] = tau5_12;
-            mg_o_R[26][mg_l] = lower_brace_R22;
-            mg_o_R[27][mg_l] = cylinder_R00;
-            mg_o_R[28][mg_l] = cylinder_R01;
-            mg_o_R[29][mg_l] = cylinder_R02;
-            mg_o_R[30][mg_l] = cylinder_R10;
-            mg_o_R[31][mg_l] = cylinder_R11;
-            mg_o_R[32][mg_l] = cylinder_R12;
-            mg_o_R[33][mg_l] = cylinder_R20;
-            mg_o_R[34][mg_l] = cylinder_R21;
-            mg_o_R[35][mg_l] = cylinder_R22;
-            mg_o_R[36][mg_l] = rod_R00;
-            mg_o_R[37][mg_l] = rod_R01;
-            mg_o_R[38][mg_l] = rod_R02;
-            mg_o_R[39][mg_l] = rod_R10;
-            mg_o_R[40][mg_l] = rod_R11;
-            mg_o_R[41][mg_l] = rod_R12;
-            mg_o_R[42][mg_l] = rod_R20;
-            mg_o_R[43][mg_l] = rod_R21;
-            mg_o_R[44][mg_l] = rod_R22;
-            mg_o_omega[0][mg_l] = omega4_x;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = omega4_z;
-            mg_o_omega[3][mg_l] = omega3_x;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = omega3_z;
-            mg_o_omega[6][mg_l] = omega5_x;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = omega5_z;
-            mg_o_omega[9][mg_l] = omega2_x;
-            mg_o_omega[10][mg_l] = omega2_y;
-            mg_o_omega[11][mg_l] = omega2_z;
-            mg_o_omega[12][mg_l] = omega2_x;
-            mg_o_omega[13][mg_l] = omega2_y;
-            mg_o_omega[14][mg_l] = omega2_z;
-            mg_o_alpha[0][mg_l] = strut_alphax;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = strut_alphaz;
-            mg_o_alpha[3][mg_l] = upper_brace_alphax;
-            mg_o_alpha[4][mg_l] = 0.0;
             mg_o_alpha[5][mg_l] = upper_brace_alphaz;
+            const double lower_brace_R00 = (0.12186934340514748)*tau5_00 + 0.9851478631379982;
+            mg_o_R[18][mg_l] = lower_brace_R00;
+            const double lower_brace_R02 = 0.12096094779983385 - 0.992546151641322*tau5_00;
+            mg_o_R[20][mg_l] = lower_brace_R02;
+            const double lower_brace_R10 = (0.12186934340514748)*tau5_01;
+            mg_o_R[21][mg_l] = lower_brace_R10;
+            const double lower_brace_R12 = -0.992546151641322*tau5_01;
+            mg_o_R[23][mg_l] = lower_brace_R12;
+            const double lower_brace_R20 = (0.12186934340514748)*tau5_02 + 0.12096094779983385;
+            mg_o_R[24][mg_l] = lower_brace_R20;
+            const double lower_brace_R22 = 0.014852136862001762 - 0.992546151641322*tau5_02;
+            mg_o_R[26][mg_l] = lower_brace_R22;
+            const double lower_brace_alphax = cse40 + (0.992546151641322)*qdd5;
             mg_o_alpha[6][mg_l] = lower_brace_alphax;
-            mg_o_alpha[7][mg_l] = eps5_y;
+            const double lower_brace_alphaz = cse41 + (0.12186934340514748)*qdd5;
             mg_o_alpha[8][mg_l] = lower_brace_alphaz;
+            const double cylinder_R00 = (0.7066691577584315)*tau2_00 - 0.703240283083063*tau2_10 - 0.07792179234490461*theta_J2_20;
+            mg_o_R[27][mg_l] = cylinder_R00;
+            const double cylinder_R01 = cse11 + (0.49161535438228743)*tau2_00 + (0.40881697890737595)*tau2_10;
+            mg_o_R[28][mg_l] = cylinder_R01;
+            const double cylinder_R02 = -0.5088546401562699*tau2_00 - 0.5816543492541765*tau2_10 + (0.634622071145602)*theta_J2_20;
+            mg_o_R[29][mg_l] = cylinder_R02;
+            const double cylinder_R10 = (0.7066691577584315)*tau2_01 - 0.703240283083063*tau2_11 - 0.07792179234490461*theta_J2_21;
+            mg_o_R[30][mg_l] = cylinder_R10;
+            const double cylinder_R11 = cse12 + (0.49161535438228743)*tau2_01 + (0.40881697890737595)*tau2_11;
+            mg_o_R[31][mg_l] = cylinder_R11;
+            const double cylinder_R12 = -0.5088546401562699*tau2_01 - 0.5816543492541765*tau2_11 + (0.634622071145602)*theta_J2_21;
+            mg_o_R[32][mg_l] = cylinder_R12;
+            const double cylinder_R20 = (0.7066691577584315)*tau2_02 - 0.703240283083063*tau2_12 - 0.07792179234490461*theta_J2_22;
+            mg_o_R[33][mg_l] = cylinder_R20;
+            const double cylinder_R21 = cse13 + (0.49161535438228743)*tau2_02 + (0.40881697890737595)*tau2_12;
+            mg_o_R[34][mg_l] = cylinder_R21;
+            const double cylinder_R22 = -0.5088546401562699*tau2_02 - 0.5816543492541765*tau2_12 + (0.634622071145602)*theta_J2_22;
+            mg_o_R[35][mg_l] = cylinder_R22;
+            const double cylinder_alphax = eps2_x + (0.992546151641322)*qdd1 + qdd2*theta_J2_20;
             mg_o_alpha[9][mg_l] = cylinder_alphax;
-            mg_o_alpha[10][mg_l] = cylinder_alphay;
-            mg_o_alpha[11][mg_l] = cylinder_alphaz;
             mg_o_alpha[12][mg_l] = cylinder_alphax;
+            const double cylinder_alphay = eps2_y + qdd2*theta_J2_21;
+            mg_o_alpha[10][mg_l] = cylinder_alphay;
             mg_o_alpha[13][mg_l] = cylinder_alphay;
+            const double cylinder_alphaz = eps2_z + (0.12186934340514748)*qdd1 + qdd2*theta_J2_22;
+            mg_o_alpha[11][mg_l] = cylinder_alphaz;
             mg_o_alpha[14][mg_l] = cylinder_alphaz;
+            const double rod_R00 = (0.6945349115920603)*theta_J6_00 - 0.7133308667372034*theta_J6_10 + (0.0937034211742524)*theta_J6_20;
+            mg_o_R[36][mg_l] = rod_R00;
+            const double rod_R01 = -0.5911830210926242*theta_J6_00 - 0.4916153543822875*theta_J6_10 + (0.6393879721322382)*theta_J6_20;
+            mg_o_R[37][mg_l] = rod_R01;
+            const double rod_R02 = -0.4100291357350195*theta_J6_00 - 0.49947314031439977*theta_J6_10 - 0.7631531235295214*theta_J6_20;
+            mg_o_R[38][mg_l] = rod_R02;
+            const double rod_R10 = (0.6945349115920603)*theta_J6_01 - 0.7133308667372034*theta_J6_11 + (0.0937034211742524)*theta_J6_21;
+            mg_o_R[39][mg_l] = rod_R10;
+            const double rod_R11 = -0.5911830210926242*theta_J6_01 - 0.4916153543822875*theta_J6_11 + (0.6393879721322382)*theta_J6_21;
+            mg_o_R[40][mg_l] = rod_R11;
+            const double rod_R12 = -0.4100291357350195*theta_J6_01 - 0.49947314031439977*theta_J6_11 - 0.7631531235295214*theta_J6_21;
+            mg_o_R[41][mg_l] = rod_R12;
+            const double rod_R20 = (0.6945349115920603)*theta_J6_02 - 0.7133308667372034*theta_J6_12 + (0.0937034211742524)*theta_J6_22;
+            mg_o_R[42][mg_l] = rod_R20;
+            const double rod_R21 = -0.5911830210926242*theta_J6_02 - 0.4916153543822875*theta_J6_12 + (0.6393879721322382)*theta_J6_22;
+            mg_o_R[43][mg_l] = rod_R21;
+            const double rod_R22 = -0.4100291357350195*theta_J6_02 - 0.49947314031439977*theta_J6_12 - 0.7631531235295214*theta_J6_22;
+            mg_o_R[44][mg_l] = rod_R22;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            r[(mg_i + 0) * 24 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 24 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 24 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 24 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 24 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 24 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 24 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 24 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            v[(mg_i + 0) * 24 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 24 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 24 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 24 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 24 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 24 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 24 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 24 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 24; ++mg_j) {
+            a[(mg_i + 0) * 24 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 24 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 24 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 24 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 24 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 24 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 24 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 24 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 45; ++mg_j) {
+            R[(mg_i + 0) * 45 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 45 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 45 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 45 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 45 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 45 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 45 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 45 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            omega[(mg_i + 0) * 15 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 15 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 15 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 15 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 15 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 15 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 15 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 15 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            alpha[(mg_i + 0) * 15 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 15 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 15 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 15 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 15 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 15 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 15 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 15 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2516,13 +2708,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 45; ++mg_j) R[(mg_i + mg_l) * 45 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) omega[(mg_i + mg_l) * 15 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) alpha[(mg_i + mg_l) * 15 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2637,38 +2823,69 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
         double mg_o_M[36][8];
-        double mg_w_q2[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = mg_w_q2[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[4][mg_l] = 0.0;
+            mg_o_M[8][mg_l] = 0.0;
+            mg_o_M[9][mg_l] = 0.0;
+            mg_o_M[10][mg_l] = 0.0;
+            mg_o_M[12][mg_l] = 0.0;
+            mg_o_M[13][mg_l] = 0.0;
+            mg_o_M[15][mg_l] = 0.0;
+            mg_o_M[17][mg_l] = 0.0;
+            mg_o_M[18][mg_l] = 0.0;
+            mg_o_M[19][mg_l] = 0.0;
+            mg_o_M[20][mg_l] = 0.0;
+            mg_o_M[21][mg_l] = 896.4507253854542;
+            mg_o_M[22][mg_l] = 0.0;
+            mg_o_M[23][mg_l] = 0.0;
+            mg_o_M[24][mg_l] = 0.0;
+            mg_o_M[25][mg_l] = 0.0;
+            mg_o_M[27][mg_l] = 0.0;
+            mg_o_M[28][mg_l] = 3.462396707274432;
+            mg_o_M[29][mg_l] = 0.0;
+            mg_o_M[32][mg_l] = 0.0;
+            mg_o_M[33][mg_l] = 0.0;
+            mg_o_M[34][mg_l] = 0.0;
+            mg_o_M[35][mg_l] = 6.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
             const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
-            double s5, c5;
-            mg_sincos_poly(cse0, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q6 = mg_in_q[5][mg_l];
             const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
             const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
             const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
             const double cse1 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
             const double cp5_y = cse1;
             const double Ic3_22 = (0.9447018522894903)*cp5_x + (1.1651345030857194)*cp5_y + 15.286146707274433;
+            mg_o_M[14][mg_l] = Ic3_22;
             const double cse2 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z;
             const double cse3 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y;
             const double Ic2_00 = cse2 + cse3 + 1.5275580628661818;
@@ -2679,6 +2896,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             const double Ic2_11 = cse2 + cse5 + 2.194923172146657;
             const double Ic2_12 = -6.0*r_rel6_y*r_rel6_z - 9.846568884768295e-17*r_rel6_y - 1.0272852585222998*r_rel6_z + 9.430413124155228e-17;
             const double Ic2_22 = cse3 + cse5 + 3.690981235012839;
+            mg_o_M[7][mg_l] = Ic2_22;
             const double IJ2_C2 = c2*c2 - s2*s2;
             const double IJ2_cs = c2*s2;
             const double IJ2_D = Ic2_00 - Ic2_11;
@@ -2689,49 +2907,33 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             const double IJ2_02 = Ic2_02*c2 - Ic2_12*s2;
             const double IJ2_12 = Ic2_02*s2 + Ic2_12*c2;
             const double Ic1_22 = (0.40881697890737595)*IJ2_00 - 0.983230708764575*IJ2_01 + (1.2291098846117965e-17)*IJ2_02 + (0.5911830210926241)*IJ2_11 - 1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22;
+            mg_o_M[0][mg_l] = Ic1_22;
             const double Nm6_2_x = -8.768239479384759e-16*r_rel6_y - 3.8363278327934296*r_rel6_z - 2.1308249645634407e-16;
             const double Nm6_2_y = (8.768239479384759e-16)*r_rel6_x + (4.613305621713618)*r_rel6_z + 2.562384451057302e-16;
             const double Nm6_2_z = (3.8363278327934296)*r_rel6_x - 4.613305621713618*r_rel6_y + 2.085034779381007e-16;
+            mg_o_M[11][mg_l] = Nm6_2_z;
+            mg_o_M[31][mg_l] = Nm6_2_z;
             const double Nm6_1_z = Nm6_2_x*beta2_02 + Nm6_2_y*beta2_12 + (9.611612496501513e-18)*Nm6_2_z;
+            mg_o_M[5][mg_l] = Nm6_1_z;
+            mg_o_M[30][mg_l] = Nm6_1_z;
             const double Fm5_3_x = -cse1;
             const double Nm5_3_z = -0.5825672515428597*Fm5_3_x + (0.47235092614474516)*cp5_x + 3.462396707274432;
-            const double Nm2_1_z = Ic2_02*beta2_02 + Ic2_12*beta2_12 + (9.611612496501513e-18)*Ic2_22;
-            mg_o_M[0][mg_l] = Ic1_22;
-            mg_o_M[1][mg_l] = Nm2_1_z;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = Nm6_1_z;
-            mg_o_M[6][mg_l] = Nm2_1_z;
-            mg_o_M[7][mg_l] = Ic2_22;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[9][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[11][mg_l] = Nm6_2_z;
-            mg_o_M[12][mg_l] = 0.0;
-            mg_o_M[13][mg_l] = 0.0;
-            mg_o_M[14][mg_l] = Ic3_22;
-            mg_o_M[15][mg_l] = 0.0;
             mg_o_M[16][mg_l] = Nm5_3_z;
-            mg_o_M[17][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.0;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = 896.4507253854542;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.0;
-            mg_o_M[25][mg_l] = 0.0;
             mg_o_M[26][mg_l] = Nm5_3_z;
-            mg_o_M[27][mg_l] = 0.0;
-            mg_o_M[28][mg_l] = 3.462396707274432;
-            mg_o_M[29][mg_l] = 0.0;
-            mg_o_M[30][mg_l] = Nm6_1_z;
-            mg_o_M[31][mg_l] = Nm6_2_z;
-            mg_o_M[32][mg_l] = 0.0;
-            mg_o_M[33][mg_l] = 0.0;
-            mg_o_M[34][mg_l] = 0.0;
-            mg_o_M[35][mg_l] = 6.0;
+            const double Nm2_1_z = Ic2_02*beta2_02 + Ic2_12*beta2_12 + (9.611612496501513e-18)*Ic2_22;
+            mg_o_M[1][mg_l] = Nm2_1_z;
+            mg_o_M[6][mg_l] = Nm2_1_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 36; ++mg_j) {
+            M[(mg_i + 0) * 36 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 36 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 36 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 36 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 36 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 36 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 36 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 36 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2740,8 +2942,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 36; ++mg_j) M[(mg_i + mg_l) * 36 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3036,68 +3237,50 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
+        double mg_in_tau[6][8];
         double mg_o_b[6][8];
         double mg_o_gamma[7][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd4[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 6 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 6 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 6 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 6 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 6 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 6 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 6 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 6 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 6 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 6 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 6 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 6 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -3105,6 +3288,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double beta1_02 = -0.992546151641322*c1;
             const double beta1_10 = -0.12186934340514748*s1;
             const double beta1_12 = (0.992546151641322)*s1;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -3116,6 +3300,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double beta2_10 = cse1 - 0.5911830210926241*s2;
             const double beta2_11 = (0.40881697890737595)*c2 - cse0;
             const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -3123,6 +3308,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double beta3_02 = -0.992546151641322*c3;
             const double beta3_10 = -0.12186934340514748*s3;
             const double beta3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -3130,18 +3316,19 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double beta4_02 = -0.992546151641322*c4;
             const double beta4_10 = -0.12186934340514748*s4;
             const double beta4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse2 = q5 + 0.08726646259971647;
-            double s5, c5;
-            mg_sincos_poly(cse2, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q6 = mg_in_q[5][mg_l];
             const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
             const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
             const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
             const double a1_x = -9.736877747601369*c1;
             const double a1_y = (9.736877747601369)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_y = beta2_12*qd1;
             const double omega_p2_z = (9.611612496501513e-18)*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_z = omega_p2_z + qd2;
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
@@ -3159,12 +3346,17 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double a3_x = -9.736877747601369*c3;
             const double a3_y = (9.736877747601369)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
             const double a4_x = -9.736877747601369*c4;
             const double a4_y = (9.736877747601369)*s4;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd3 + qd5;
             const double cse3 = a3_x - 0.47235092614474516*oo3_zz;
             const double cse4 = a3_y - 0.5825672515428597*oo3_zz;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double a5_x = c5*cse3 + cse4*s5;
             const double a5_y = c5*cse4 - cse3*s5;
             const double oo5_zz = omega5_z*omega5_z;
@@ -3177,6 +3369,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y;
             const double epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y;
             const double epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse5 = 2.0*qd6;
             const double a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse5*omega_p6_y;
             const double a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse5*omega_p6_x;
@@ -3237,6 +3430,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double eps2_z = cse6*omega1_x;
             const double omega3_x = (0.992546151641322)*qd3;
             const double omega3_z = (0.12186934340514748)*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
             const double tau5_00 = beta3_00*c5 + beta3_10*s5;
@@ -3302,8 +3496,11 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double brace_lower_f2_z_z = -0.7189097486175834*tau5_02 + (0.695103426363734)*tau5_12 + 6.094403432467864e-19;
             const double cse15 = brace_lower_f2_d_x*omega5_z_2 - brace_lower_f2_d_z*omega5_x;
             const double brace_lower_f2_abias_x = brace_lower_f2_d_z*eps5_y - cse15*omega5_z_2 + w5_x;
+            mg_o_gamma[0][mg_l] = brace_lower_f1_abias_x - brace_lower_f2_abias_x;
             const double brace_lower_f2_abias_y = -brace_lower_f2_d_y*omega5_x*omega5_x - brace_lower_f2_d_y*omega5_z_2*omega5_z_2 + w5_y;
+            mg_o_gamma[1][mg_l] = brace_lower_f1_abias_y - brace_lower_f2_abias_y;
             const double brace_lower_f2_abias_z = -brace_lower_f2_d_x*eps5_y + cse15*omega5_x + w5_z;
+            mg_o_gamma[2][mg_l] = brace_lower_f1_abias_z - brace_lower_f2_abias_z;
             const double rod_end_f1_d_x = -7.438976907063554e-17*theta_J6_00 - 2.3387120820270657e-17*theta_J6_10 + (0.6177782773778956)*theta_J6_20;
             const double rod_end_f1_d_y = -7.438976907063554e-17*theta_J6_01 - 2.3387120820270657e-17*theta_J6_11 + (0.6177782773778956)*theta_J6_21;
             const double rod_end_f1_d_z = -7.438976907063554e-17*theta_J6_02 - 2.3387120820270657e-17*theta_J6_12 + (0.6177782773778956)*theta_J6_22;
@@ -3318,28 +3515,53 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double rod_end_f2_d_z = (0.4)*beta4_02 - 0.16*beta4_12 + 0.04265427019180161;
             const double cse19 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x;
             const double rod_end_f2_abias_x = -cse19*omega4_z;
-            const double rod_end_f2_abias_y = -cse13*rod_end_f2_d_y - cse14*rod_end_f2_d_y;
-            const double rod_end_f2_abias_z = cse19*omega4_x;
-            const double b1 = -N1_z + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -N3_z + tau3;
-            const double b4 = -N4_z + tau4;
-            const double b5 = -N5_z + tau5;
-            const double b6 = -F6_z + tau6;
-            const double cse20 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_b[4][mg_l] = b5;
-            mg_o_b[5][mg_l] = b6;
-            mg_o_gamma[0][mg_l] = brace_lower_f1_abias_x - brace_lower_f2_abias_x;
-            mg_o_gamma[1][mg_l] = brace_lower_f1_abias_y - brace_lower_f2_abias_y;
-            mg_o_gamma[2][mg_l] = brace_lower_f1_abias_z - brace_lower_f2_abias_z;
-            mg_o_gamma[3][mg_l] = -eps5_y*(-0.12186934340514746*brace_lower_f2_z_x + (0.9925461516413219)*brace_lower_f2_z_z) - (-omega4_x + omega5_x)*((0.12186934340514746)*brace_lower_f2_z_x*omega5_z_2 - brace_lower_f2_z_z*cse20 - 0.12186934340514746*brace_lower_f2_z_z*omega5_x) - (-omega4_z + omega5_z_2)*(brace_lower_f2_z_x*cse20 - 0.9925461516413219*brace_lower_f2_z_x*omega5_z_2 + (0.9925461516413219)*brace_lower_f2_z_z*omega5_x);
             mg_o_gamma[4][mg_l] = rod_end_f1_abias_x - rod_end_f2_abias_x;
+            const double rod_end_f2_abias_y = -cse13*rod_end_f2_d_y - cse14*rod_end_f2_d_y;
             mg_o_gamma[5][mg_l] = rod_end_f1_abias_y - rod_end_f2_abias_y;
+            const double rod_end_f2_abias_z = cse19*omega4_x;
             mg_o_gamma[6][mg_l] = rod_end_f1_abias_z - rod_end_f2_abias_z;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_z + tau4;
+            mg_o_b[3][mg_l] = b4;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_z + tau5;
+            mg_o_b[4][mg_l] = b5;
+            const double tau6 = mg_in_tau[5][mg_l];
+            const double b6 = -F6_z + tau6;
+            mg_o_b[5][mg_l] = b6;
+            const double cse20 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z;
+            mg_o_gamma[3][mg_l] = -eps5_y*(-0.12186934340514746*brace_lower_f2_z_x + (0.9925461516413219)*brace_lower_f2_z_z) - (-omega4_x + omega5_x)*((0.12186934340514746)*brace_lower_f2_z_x*omega5_z_2 - brace_lower_f2_z_z*cse20 - 0.12186934340514746*brace_lower_f2_z_z*omega5_x) - (-omega4_z + omega5_z_2)*(brace_lower_f2_z_x*cse20 - 0.9925461516413219*brace_lower_f2_z_x*omega5_z_2 + (0.9925461516413219)*brace_lower_f2_z_z*omega5_x);
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            b[(mg_i + 0) * 6 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 6 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 6 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 6 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 6 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 6 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 6 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 6 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            gamma[(mg_i + 0) * 7 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 7 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 7 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 7 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 7 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 7 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 7 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 7 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -3348,9 +3570,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 7; ++mg_j) gamma[(mg_i + mg_l) * 7 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -3843,70 +4063,59 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
+        double mg_in_tau[6][8];
         double mg_o_qdd[6][8];
         double mg_o_multipliers[7][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_qd4[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        double mg_w_tau5[8];
-        double mg_w_tau6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 6 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 6 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 6 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 6 + 3];
-            mg_w_tau5[mg_l] = tau[(mg_i + mg_l) * 6 + 4];
-            mg_w_tau6[mg_l] = tau[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 6 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 6 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 6 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 6 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 6 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 6 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 6 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_multipliers[3][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -3914,6 +4123,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta1_02 = -0.992546151641322*c1;
             const double beta1_10 = -0.12186934340514748*s1;
             const double beta1_12 = (0.992546151641322)*s1;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
@@ -3925,6 +4135,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta2_10 = cse1 - 0.5911830210926241*s2;
             const double beta2_11 = (0.40881697890737595)*c2 - cse0;
             const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -3932,6 +4143,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta3_02 = -0.992546151641322*c3;
             const double beta3_10 = -0.12186934340514748*s3;
             const double beta3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -3939,13 +4151,15 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta4_02 = -0.992546151641322*c4;
             const double beta4_10 = -0.12186934340514748*s4;
             const double beta4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse2 = q5 + 0.08726646259971647;
-            double s5, c5;
-            mg_sincos_poly(cse2, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q6 = mg_in_q[5][mg_l];
             const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
             const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
             const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
             const double cse3 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
             const double cp5_y = cse3;
@@ -3979,9 +4193,11 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double Nm2_1_z = Ic2_02*beta2_02 + Ic2_12*beta2_12 + (9.611612496501513e-18)*Ic2_22;
             const double a1_x = -9.736877747601369*c1;
             const double a1_y = (9.736877747601369)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_y = beta2_12*qd1;
             const double omega_p2_z = (9.611612496501513e-18)*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_z = omega_p2_z + qd2;
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
@@ -3999,9 +4215,11 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double a3_x = -9.736877747601369*c3;
             const double a3_y = (9.736877747601369)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
             const double a4_x = -9.736877747601369*c4;
             const double a4_y = (9.736877747601369)*s4;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd3 + qd5;
             const double cse8 = a3_x - 0.47235092614474516*oo3_zz;
             const double cse9 = a3_y - 0.5825672515428597*oo3_zz;
@@ -4017,6 +4235,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y;
             const double epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y;
             const double epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse10 = 2.0*qd6;
             const double a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse10*omega_p6_y;
             const double a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse10*omega_p6_x;
@@ -4077,6 +4296,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double eps2_z = cse11*omega1_x;
             const double omega3_x = (0.992546151641322)*qd3;
             const double omega3_z = (0.12186934340514748)*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
             const double tau5_00 = beta3_00*c5 + beta3_10*s5;
@@ -4203,30 +4423,45 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
             const double cse28 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse29 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double cse30 = 0.9999999999999*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
             const double cse31 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
             const double cse32 = D5 - 1e-13*N5_5;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
@@ -4236,11 +4471,17 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double X1_3 = -L4_3*X1_4 - L5_3*X1_5;
             const double X1_2 = -L4_2*X1_4 + invD2*y2;
             const double X1_1 = -L2_1*X1_2 - L4_1*X1_4 + X1_rhs1*invD1;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -N4_z + tau4;
+            const double tau5 = mg_in_tau[4][mg_l];
             const double b5 = -N5_z + tau5;
+            const double tau6 = mg_in_tau[5][mg_l];
             const double b6 = -F6_z + tau6;
             const double cse33 = rod_end_f1_abias_x - rod_end_f2_abias_x;
             const double cse34 = rod_end_f1_abias_y - rod_end_f2_abias_y;
@@ -4253,11 +4494,26 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs3 = brace_lower_f2_T3_x*cse36 + brace_lower_f2_T3_y*cse37 + brace_lower_f2_T3_z*cse38;
             const double qdd0_rhs4 = -brace_lower_f1_T4_x*cse36 - brace_lower_f1_T4_y*cse37 - brace_lower_f1_T4_z*cse38 + cse33*rod_end_f2_T4_x + cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z;
             const double qdd0_rhs5 = brace_lower_f2_T5_x*cse36 + brace_lower_f2_T5_y*cse37 + brace_lower_f2_T5_z*cse38;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*qdd0_rhs3 + qdd0_rhs4;
             const double y5_2 = -L5_3*qdd0_rhs3 - L5_4*y4_2 + qdd0_rhs5;
@@ -4284,24 +4540,48 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double MH6_1 = -Nm6_1_z*X1_1 - Nm6_2_z*X1_2 + 6.0;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 - MH3_1*X1_3 - MH4_1*X1_4 - MH5_1*X1_5 + MH6_1;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c3_2 - X1_4*c4_2 - X1_5*c5_2 + c6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
+            mg_o_qdd[5][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[2][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[3][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 + qdd0_5;
+            mg_o_qdd[4][mg_l] = qdd_dep5;
             const double resD1 = Ic1_22*qdd_dep1 + Nm2_1_z*qdd_dep2 + Nm6_1_z*qdd_ind1 + cse39;
             const double resD2 = Ic2_22*qdd_dep2 + Nm2_1_z*qdd_dep1 + Nm6_2_z*qdd_ind1 + cse40;
             const double resD3 = Ic3_22*qdd_dep3 + Nm5_3_z*qdd_dep5 + cse41;
             const double resD4 = -b4 + (896.4507253854542)*qdd_dep4;
             const double resD5 = Nm5_3_z*qdd_dep3 + cse42 + (3.462396707274432)*qdd_dep5;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double y4_3 = -L4_1*resD1 - L4_2*y2_3 - L4_3*resD3 + resD4;
             const double y5_3 = -L5_3*resD3 - L5_4*y4_3 + resD5;
@@ -4311,37 +4591,57 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double lambda_z2 = -L4_2*lambda_z4 + invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 - L4_1*lambda_z4 + invD1*resD1;
             const double lambda1 = -brace_lower_f1_T4_x*lambda_z4 + brace_lower_f2_T3_x*lambda_z3 + brace_lower_f2_T5_x*lambda_z5;
-            const double lambda2 = -brace_lower_f1_T4_y*lambda_z4 + brace_lower_f2_T3_y*lambda_z3 + brace_lower_f2_T5_y*lambda_z5;
-            const double lambda3 = -brace_lower_f1_T4_z*lambda_z4 + brace_lower_f2_T3_z*lambda_z3 + brace_lower_f2_T5_z*lambda_z5;
-            const double lambda5 = -lambda_z1*rod_end_f1_T1_x - lambda_z2*rod_end_f1_T2_x + lambda_z4*rod_end_f2_T4_x;
-            const double lambda6 = -lambda_z1*rod_end_f1_T1_y - lambda_z2*rod_end_f1_T2_y + lambda_z4*rod_end_f2_T4_y;
-            const double lambda7 = -lambda_z1*rod_end_f1_T1_z - lambda_z2*rod_end_f1_T2_z + lambda_z4*rod_end_f2_T4_z;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_dep3;
-            mg_o_qdd[3][mg_l] = qdd_dep4;
-            mg_o_qdd[4][mg_l] = qdd_dep5;
-            mg_o_qdd[5][mg_l] = qdd_ind1;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = 0.0;
-            mg_o_multipliers[4][mg_l] = lambda5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_multipliers[6][mg_l] = lambda7;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -brace_lower_f1_T4_y*lambda_z4 + brace_lower_f2_T3_y*lambda_z3 + brace_lower_f2_T5_y*lambda_z5;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
+            const double lambda3 = -brace_lower_f1_T4_z*lambda_z4 + brace_lower_f2_T3_z*lambda_z3 + brace_lower_f2_T5_z*lambda_z5;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
+            const double lambda5 = -lambda_z1*rod_end_f1_T1_x - lambda_z2*rod_end_f1_T2_x + lambda_z4*rod_end_f2_T4_x;
+            mg_o_multipliers[4][mg_l] = lambda5;
             mg_o_reaction[6][mg_l] = lambda5;
+            const double lambda6 = -lambda_z1*rod_end_f1_T1_y - lambda_z2*rod_end_f1_T2_y + lambda_z4*rod_end_f2_T4_y;
+            mg_o_multipliers[5][mg_l] = lambda6;
             mg_o_reaction[7][mg_l] = lambda6;
+            const double lambda7 = -lambda_z1*rod_end_f1_T1_z - lambda_z2*rod_end_f1_T2_z + lambda_z4*rod_end_f2_T4_z;
+            mg_o_multipliers[6][mg_l] = lambda7;
             mg_o_reaction[8][mg_l] = lambda7;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            multipliers[(mg_i + 0) * 7 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 7 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 7 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 7 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 7 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 7 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 7 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 7 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -4350,10 +4650,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 7; ++mg_j) multipliers[(mg_i + mg_l) * 7 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = NAN;
@@ -4789,56 +5086,60 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[6][8];
         double mg_o_multipliers[7][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_multipliers[3][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -4846,11 +5147,9 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.992546151641322)*qd1;
             const double omega1_z = (0.12186934340514748)*qd1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -4860,12 +5159,17 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = omega1_x + qd2*theta_J2_20;
             const double cse0 = qd2*theta_J2_21;
             const double omega2_y = cse0;
@@ -4874,6 +5178,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double eps2_x = -cse0*omega1_z;
             const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse0*omega1_x;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -4881,8 +5186,10 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.992546151641322)*qd3;
             const double omega3_z = (0.12186934340514748)*qd3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -4890,8 +5197,10 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse2 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse2, &s5, &c5);
@@ -4912,6 +5221,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double oo4_zz = omega3_z*omega3_z;
             const double oo4_xz = omega3_x*omega3_z;
             const double oo4_W_11 = -oo4_xx - oo4_zz;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega3_x + (0.992546151641322)*qd5;
             const double cse3 = (0.12186934340514748)*qd5;
             const double omega5_z = cse3 + omega3_z;
@@ -4928,6 +5238,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse4 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse4*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse4*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -4947,6 +5258,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double oo5_W_00 = -oo5_yy - oo5_zz;
             const double oo5_W_11 = -oo5_xx - oo5_zz;
             const double oo5_W_22 = -oo5_xx - oo5_yy;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double cse5 = 2.0*qd6;
             const double cse6 = cse5*omega2_z;
             const double cse7 = cse5*theta_J6_22;
@@ -5021,30 +5333,45 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
             const double cse19 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse20 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double cse21 = 0.9999999999999*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
             const double cse22 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
             const double cse23 = D5 - 1e-13*N5_5;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
@@ -5065,11 +5392,26 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs3 = brace_lower_f2_T3_x*cse27 + brace_lower_f2_T3_y*cse28 + brace_lower_f2_T3_z*cse29;
             const double qdd0_rhs4 = -brace_lower_f1_T4_x*cse27 - brace_lower_f1_T4_y*cse28 - brace_lower_f1_T4_z*cse29 + cse24*rod_end_f2_T4_x + cse25*rod_end_f2_T4_y + cse26*rod_end_f2_T4_z;
             const double qdd0_rhs5 = brace_lower_f2_T5_x*cse27 + brace_lower_f2_T5_y*cse28 + brace_lower_f2_T5_z*cse29;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*qdd0_rhs3 + qdd0_rhs4;
             const double y5_2 = -L5_3*qdd0_rhs3 - L5_4*y4_2 + qdd0_rhs5;
@@ -5078,11 +5420,18 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_3 = -L4_3*qdd0_4 - L5_3*qdd0_5 + invD3*qdd0_rhs3;
             const double qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 - L4_1*qdd0_4 + invD1*qdd0_rhs1;
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[5][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[2][mg_l] = qdd_dep3;
             const double qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4;
+            mg_o_qdd[3][mg_l] = qdd_dep4;
             const double qdd_dep5 = -X1_5*qdd_ind1 + qdd0_5;
+            mg_o_qdd[4][mg_l] = qdd_dep5;
             const double cse30 = (0.49161535438228743)*s2;
             const double beta2_00 = (0.5911830210926241)*c2 + cse30;
             const double cse31 = (0.49161535438228743)*c2;
@@ -5168,11 +5517,26 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double N2_y = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x - 0.49161535438228754*N6_x + (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z - 6.93722346978229e-17*a2_x - 4.613305621713617*a2_z - 1.4677668020437573*epsd2_x + (1.793836027774138)*epsd2_y + (6.904665049877678e-17)*epsd2_z - 4.197389687714388e-17*oo2_xx - 6.904665049877678e-17*oo2_xy - 1.7650360277741381*oo2_xz - 1.4677668020437573*oo2_yz + (4.197389687714388e-17)*oo2_zz;
             const double N2_z = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x - 0.7688842702856029*N6_x - 0.6393879721322383*N6_y - 1.4613732465641265e-16*N6_z - 3.8363278327934296*a2_x + (4.613305621713617)*a2_y + (4.197389687714388e-17)*epsd2_x + (6.904665049877678e-17)*epsd2_y + (3.0143999999999997)*epsd2_z - 1.4677668020437573*oo2_xx + (0.5444720555482766)*oo2_xy + (6.904665049877678e-17)*oo2_xz + (1.4677668020437573)*oo2_yy - 4.197389687714388e-17*oo2_yz;
             const double N1_z = N2_x*beta2_02 + N2_y*beta2_12 + (9.611612496501513e-18)*N2_z;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N1_z + N2_z;
             const double y4_3 = -L4_1*N1_z - L4_2*y2_3 - L4_3*N3_z + N4_z;
             const double y5_3 = -L5_3*N3_z - L5_4*y4_3 + N5_z;
@@ -5182,39 +5546,70 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double lambda_z2 = -L4_2*lambda_z4 + invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 - L4_1*lambda_z4 + N1_z*invD1;
             const double lambda1 = -brace_lower_f1_T4_x*lambda_z4 + brace_lower_f2_T3_x*lambda_z3 + brace_lower_f2_T5_x*lambda_z5;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double lambda2 = -brace_lower_f1_T4_y*lambda_z4 + brace_lower_f2_T3_y*lambda_z3 + brace_lower_f2_T5_y*lambda_z5;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             const double lambda3 = -brace_lower_f1_T4_z*lambda_z4 + brace_lower_f2_T3_z*lambda_z3 + brace_lower_f2_T5_z*lambda_z5;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[2][mg_l] = lambda3;
             const double lambda5 = -lambda_z1*rod_end_f1_T1_x - lambda_z2*rod_end_f1_T2_x + lambda_z4*rod_end_f2_T4_x;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            mg_o_reaction[6][mg_l] = lambda5;
             const double lambda6 = -lambda_z1*rod_end_f1_T1_y - lambda_z2*rod_end_f1_T2_y + lambda_z4*rod_end_f2_T4_y;
+            mg_o_multipliers[5][mg_l] = lambda6;
+            mg_o_reaction[7][mg_l] = lambda6;
             const double lambda7 = -lambda_z1*rod_end_f1_T1_z - lambda_z2*rod_end_f1_T2_z + lambda_z4*rod_end_f2_T4_z;
+            mg_o_multipliers[6][mg_l] = lambda7;
+            mg_o_reaction[8][mg_l] = lambda7;
             const double tau_ind1 = F6_z + lambda5*theta_J6_20 + lambda6*theta_J6_21 + lambda7*theta_J6_22;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_dep3;
-            mg_o_qdd[3][mg_l] = qdd_dep4;
-            mg_o_qdd[4][mg_l] = qdd_dep5;
-            mg_o_qdd[5][mg_l] = qdd_ind1;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = 0.0;
-            mg_o_multipliers[4][mg_l] = lambda5;
-            mg_o_multipliers[5][mg_l] = lambda6;
-            mg_o_multipliers[6][mg_l] = lambda7;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = lambda3;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda5;
-            mg_o_reaction[7][mg_l] = lambda6;
-            mg_o_reaction[8][mg_l] = lambda7;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 7; ++mg_j) {
+            multipliers[(mg_i + 0) * 7 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 7 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 7 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 7 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 7 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 7 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 7 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 7 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5223,11 +5618,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 7; ++mg_j) multipliers[(mg_i + mg_l) * 7 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -5388,50 +5779,38 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_qd1[8];
-        double mg_w_q2[8];
-        double mg_w_qd2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_q4[8];
-        double mg_w_qd4[8];
-        double mg_w_q5[8];
-        double mg_w_qd5[8];
-        double mg_w_q6[8];
-        double mg_w_qd6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -5439,11 +5818,9 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.992546151641322)*qd1;
             const double omega1_z = (0.12186934340514748)*qd1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5453,15 +5830,21 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega2_x = omega1_x + qd2*theta_J2_20;
             const double omega2_y = qd2*theta_J2_21;
             const double omega2_z = omega1_z + qd2*theta_J2_22;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -5469,8 +5852,10 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = (0.992546151641322)*qd3;
             const double omega3_z = (0.12186934340514748)*qd3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -5478,8 +5863,10 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse0, &s5, &c5);
@@ -5494,6 +5881,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double r_rel0_5_z = (0.47235092614474516)*tau3_02 + (0.5825672515428597)*tau3_12 - 5.376863329536143e-19;
             const double r5_z = r_rel0_5_z + 0.24813653791033052;
+            const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega3_x + (0.992546151641322)*qd5;
             const double omega5_z = omega3_z + (0.12186934340514748)*qd5;
             const double v5_x = -omega3_z*r_rel0_5_y;
@@ -5508,11 +5896,14 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
             const double r6_z = r_rel0_6_z + 0.5885546535945287;
+            mg_o_V[0][mg_l] = (147.15)*r5_z + (58.86)*r6_z + (45.256528149010585)*tau2_02 + (37.63437603970355)*tau2_12 + (41.703863269319555)*tau3_02 + (51.43486263871907)*tau3_12 + (4673.701318848657)*tau4_02 + (141.264)*tau4_12 + (42.50053060890038)*tau5_02 + (43.9561144677341)*tau5_12 - 6.805416223856427e-16*theta_J2_22 - 1.205882764102461e-15*theta_J6_02 - 3.66302987664878e-15*theta_J6_12 + (15.761429406462934)*theta_J6_22 + 66.2597462366095;
+            const double qd6 = mg_in_qd[5][mg_l];
             const double v6_x = omega2_y*r_rel0_6_z - omega2_z*r_rel0_6_y + qd6*theta_J6_20;
             const double v6_y = -omega2_x*r_rel0_6_z + omega2_z*r_rel0_6_x + qd6*theta_J6_21;
             const double v6_z = omega2_x*r_rel0_6_y - omega2_y*r_rel0_6_x + qd6*theta_J6_22;
@@ -5538,7 +5929,28 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double omega_loc6_y = omega2_x*theta_J6_10 + omega2_y*theta_J6_11 + omega2_z*theta_J6_12;
             const double omega_loc6_z = omega2_x*theta_J6_20 + omega2_y*theta_J6_21 + omega2_z*theta_J6_22;
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((1.2493639722258616)*omega_loc2_x - 1.4677668020437573*omega_loc2_y + (4.197389687714388e-17)*omega_loc2_z) + (0.5)*omega_loc2_y*(-1.4677668020437573*omega_loc2_x + (1.793836027774138)*omega_loc2_y + (6.904665049877678e-17)*omega_loc2_z) + (0.5)*omega_loc2_z*((4.197389687714388e-17)*omega_loc2_x + (6.904665049877678e-17)*omega_loc2_y + (3.0143999999999997)*omega_loc2_z) + (0.5)*omega_loc3_x*((2.052019923369804)*omega_loc3_x - 1.6455535612310532*omega_loc3_y + (2.9056743224169836e-17)*omega_loc3_z) + (0.5)*omega_loc3_y*(-1.6455535612310532*omega_loc3_x + (1.356730076630195)*omega_loc3_y + (3.2801088303490577e-17)*omega_loc3_z) + (0.5)*omega_loc3_z*((2.9056743224169836e-17)*omega_loc3_x + (3.2801088303490577e-17)*omega_loc3_y + (3.386249999999999)*omega_loc3_z) + (0.5)*omega_loc4_x*((42.82605611119871)*omega_loc4_x - 26.19598924812512*omega_loc4_y + (106.41626698391038)*omega_loc4_z) + (0.5)*omega_loc4_y*(-26.19598924812512*omega_loc4_x + (898.468218503347)*omega_loc4_y + (3.216463037248253)*omega_loc4_z) + (0.5)*omega_loc4_z*((106.41626698391038)*omega_loc4_x + (3.216463037248253)*omega_loc4_y + (896.4507253854542)*omega_loc4_z) + (0.5)*omega_loc5_x*((1.7985341518953504)*omega_loc5_x - 1.720847525783673*omega_loc5_y + (1.1975789079259628e-17)*omega_loc5_z) + (0.5)*omega_loc5_y*(-1.720847525783673*omega_loc5_x + (1.6826125553790816)*omega_loc5_y + (9.044769700094059e-18)*omega_loc5_z) + (0.5)*omega_loc5_z*((1.1975789079259628e-17)*omega_loc5_x + (9.044769700094059e-18)*omega_loc5_y + (3.462396707274432)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.6765812350128391)*omega_loc6_x - 2.1447403756717266e-18*omega_loc6_y + (5.279101743339471e-17)*omega_loc6_z) + (0.5)*omega_loc6_y*(-2.1447403756717266e-18*omega_loc6_x + (0.6765812350128391)*omega_loc6_y + (1.1245051680539132e-16)*omega_loc6_z) + (0.5)*omega_loc6_z*((5.279101743339471e-17)*omega_loc6_x + (1.1245051680539132e-16)*omega_loc6_y + (0.0026999999999999893)*omega_loc6_z) + (7.5)*v_loc5_x*v_loc5_x + v_loc5_x*(-2.6605909778829742e-17*omega_loc5_y - 4.480745613428552*omega_loc5_z) + (7.5)*v_loc5_y*v_loc5_y + v_loc5_y*((2.6605909778829742e-17)*omega_loc5_x + (4.332368053914411)*omega_loc5_z) + (7.5)*v_loc5_z*v_loc5_z + v_loc5_z*((4.480745613428552)*omega_loc5_x - 4.332368053914411*omega_loc5_y) + 3.0*v_loc6_x*v_loc6_x + v_loc6_x*((1.6066696642673732)*omega_loc6_y + (3.73397540942791e-16)*omega_loc6_z) + 3.0*v_loc6_y*v_loc6_y + v_loc6_y*(-1.6066696642673732*omega_loc6_x - 1.229238291643691e-16*omega_loc6_z) + 3.0*v_loc6_z*v_loc6_z + v_loc6_z*(-3.73397540942791e-16*omega_loc6_x + (1.229238291643691e-16)*omega_loc6_y);
-            mg_o_V[0][mg_l] = (147.15)*r5_z + (58.86)*r6_z + (45.256528149010585)*tau2_02 + (37.63437603970355)*tau2_12 + (41.703863269319555)*tau3_02 + (51.43486263871907)*tau3_12 + (4673.701318848657)*tau4_02 + (141.264)*tau4_12 + (42.50053060890038)*tau5_02 + (43.9561144677341)*tau5_12 - 6.805416223856427e-16*theta_J2_22 - 1.205882764102461e-15*theta_J6_02 - 3.66302987664878e-15*theta_J6_12 + (15.761429406462934)*theta_J6_22 + 66.2597462366095;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5547,9 +5959,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -5579,7 +5989,8 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -5587,9 +5998,19 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -5758,50 +6179,38 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[6][8];
+        double mg_in_qd[6][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_qd4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd5[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        double mg_w_qd6[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd6 = mg_w_qd6[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
@@ -5809,9 +6218,6 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5821,12 +6227,17 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double theta_J2_20 = -0.6393879721322383*tau1_00 + (0.7688842702856029)*tau1_10 + 9.539968994470216e-18;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
             const double theta_J2_22 = -0.6393879721322383*tau1_02 + (0.7688842702856029)*tau1_12 + 1.1713609040133496e-18;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
             const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
             const double tau2_02 = c2*theta_J2_02 + s2*theta_J2_12;
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -5834,6 +6245,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
@@ -5841,6 +6253,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             double s5, c5;
             mg_sincos_poly(cse0, &s5, &c5);
@@ -5869,6 +6282,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double q6 = mg_in_q[5][mg_l];
             const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
@@ -5920,11 +6334,39 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double rod_end_f2_d_x = (0.4)*tau4_00 - 0.16*tau4_10 + 0.3473911530744626;
             const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
             const double rod_end_f2_d_z = (0.4)*tau4_02 - 0.16*tau4_12 + 0.04265427019180161;
+            mg_o_position[0][mg_l] = sqrt((-brace_lower_f1_d_x + brace_lower_f2_o_x)*(-brace_lower_f1_d_x + brace_lower_f2_o_x) + (-brace_lower_f1_d_y + brace_lower_f2_o_y)*(-brace_lower_f1_d_y + brace_lower_f2_o_y) + (-brace_lower_f1_d_z + brace_lower_f2_o_z)*(-brace_lower_f1_d_z + brace_lower_f2_o_z) + ((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z)*((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z) + (-rod_end_f1_o_x + rod_end_f2_d_x)*(-rod_end_f1_o_x + rod_end_f2_d_x) + (-rod_end_f1_o_y + rod_end_f2_d_y)*(-rod_end_f1_o_y + rod_end_f2_d_y) + (-rod_end_f1_o_z + rod_end_f2_d_z)*(-rod_end_f1_o_z + rod_end_f2_d_z));
             const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
             const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
             const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            mg_o_position[0][mg_l] = sqrt((-brace_lower_f1_d_x + brace_lower_f2_o_x)*(-brace_lower_f1_d_x + brace_lower_f2_o_x) + (-brace_lower_f1_d_y + brace_lower_f2_o_y)*(-brace_lower_f1_d_y + brace_lower_f2_o_y) + (-brace_lower_f1_d_z + brace_lower_f2_o_z)*(-brace_lower_f1_d_z + brace_lower_f2_o_z) + ((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z)*((0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z) + (-rod_end_f1_o_x + rod_end_f2_d_x)*(-rod_end_f1_o_x + rod_end_f2_d_x) + (-rod_end_f1_o_y + rod_end_f2_d_y)*(-rod_end_f1_o_y + rod_end_f2_d_y) + (-rod_end_f1_o_z + rod_end_f2_d_z)*(-rod_end_f1_o_z + rod_end_f2_d_z));
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd6 = mg_in_qd[5][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-brace_lower_f1_T4_x*qd4 + brace_lower_f2_T3_x*qd3 + brace_lower_f2_T5_x*qd5)*(-brace_lower_f1_T4_x*qd4 + brace_lower_f2_T3_x*qd3 + brace_lower_f2_T5_x*qd5) + (-brace_lower_f1_T4_y*qd4 + brace_lower_f2_T3_y*qd3 + brace_lower_f2_T5_y*qd5)*(-brace_lower_f1_T4_y*qd4 + brace_lower_f2_T3_y*qd3 + brace_lower_f2_T5_y*qd5) + (-brace_lower_f1_T4_z*qd4 + brace_lower_f2_T3_z*qd3 + brace_lower_f2_T5_z*qd5)*(-brace_lower_f1_T4_z*qd4 + brace_lower_f2_T3_z*qd3 + brace_lower_f2_T5_z*qd5) + (-qd1*rod_end_f1_T1_x - qd2*rod_end_f1_T2_x + qd4*rod_end_f2_T4_x - qd6*theta_J6_20)*(-qd1*rod_end_f1_T1_x - qd2*rod_end_f1_T2_x + qd4*rod_end_f2_T4_x - qd6*theta_J6_20) + (-qd1*rod_end_f1_T1_y - qd2*rod_end_f1_T2_y + qd4*rod_end_f2_T4_y - qd6*theta_J6_21)*(-qd1*rod_end_f1_T1_y - qd2*rod_end_f1_T2_y + qd4*rod_end_f2_T4_y - qd6*theta_J6_21) + (-qd1*rod_end_f1_T1_z - qd2*rod_end_f1_T2_z + qd4*rod_end_f2_T4_z - qd6*theta_J6_22)*(-qd1*rod_end_f1_T1_z - qd2*rod_end_f1_T2_z + qd4*rod_end_f2_T4_z - qd6*theta_J6_22));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -5933,9 +6375,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

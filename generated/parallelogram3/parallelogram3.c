@@ -207,85 +207,121 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
         double mg_o_phi[4][8];
         double mg_o_G[16][8];
         double mg_o_orientation[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
+            mg_o_G[0][mg_l] = 0.0;
+            mg_o_G[4][mg_l] = 0.0;
+            mg_o_G[9][mg_l] = 0.0;
+            mg_o_G[13][mg_l] = 0.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
+            mg_o_G[7][mg_l] = tau4_00;
             const double tau4_01 = c3*s4 + c4*s3;
+            mg_o_G[3][mg_l] = -tau4_01;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
+            mg_o_G[5][mg_l] = -B1_f1_d_x;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            mg_o_G[1][mg_l] = B1_f1_d_y;
             const double B1_f1_o_x = B1_f1_d_x + 1.0;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
+            mg_o_phi[0][mg_l] = -B1_f1_o_x + B1_f2_o_x;
+            mg_o_G[6][mg_l] = B1_f2_o_x;
             const double cse4 = r_rel0_4_y + tau4_01;
             const double B1_f2_o_y = cse4;
+            mg_o_phi[1][mg_l] = -B1_f1_d_y + B1_f2_o_y;
             const double B1_f2_T3_x = -cse4;
+            mg_o_G[2][mg_l] = B1_f2_T3_x;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
+            mg_o_G[12][mg_l] = -B2_f1_d_x;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            mg_o_G[8][mg_l] = B2_f1_d_y;
             const double B2_f1_o_x = B2_f1_d_x + 2.0;
             const double B2_f2_d_x = 2.0*tau4_00;
+            mg_o_G[15][mg_l] = B2_f2_d_x;
             const double B2_f2_d_y = 2.0*tau4_01;
+            mg_o_G[11][mg_l] = -B2_f2_d_y;
             const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
+            mg_o_phi[2][mg_l] = -B2_f1_o_x + B2_f2_o_x;
+            mg_o_G[14][mg_l] = B2_f2_o_x;
             const double cse5 = B2_f2_d_y + r_rel0_4_y;
             const double B2_f2_o_y = cse5;
-            const double B2_f2_T3_x = -cse5;
-            mg_o_phi[0][mg_l] = -B1_f1_o_x + B1_f2_o_x;
-            mg_o_phi[1][mg_l] = -B1_f1_d_y + B1_f2_o_y;
-            mg_o_phi[2][mg_l] = -B2_f1_o_x + B2_f2_o_x;
             mg_o_phi[3][mg_l] = -B2_f1_d_y + B2_f2_o_y;
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = B1_f1_d_y;
-            mg_o_G[2][mg_l] = B1_f2_T3_x;
-            mg_o_G[3][mg_l] = -tau4_01;
-            mg_o_G[4][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = -B1_f1_d_x;
-            mg_o_G[6][mg_l] = B1_f2_o_x;
-            mg_o_G[7][mg_l] = tau4_00;
-            mg_o_G[8][mg_l] = B2_f1_d_y;
-            mg_o_G[9][mg_l] = 0.0;
+            const double B2_f2_T3_x = -cse5;
             mg_o_G[10][mg_l] = B2_f2_T3_x;
-            mg_o_G[11][mg_l] = -B2_f2_d_y;
-            mg_o_G[12][mg_l] = -B2_f1_d_x;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = B2_f2_o_x;
-            mg_o_G[15][mg_l] = B2_f2_d_x;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            phi[(mg_i + 0) * 4 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 4 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 4 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 4 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 4 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 4 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 4 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 4 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 16; ++mg_j) {
+            G[(mg_i + 0) * 16 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 16 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 16 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 16 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 16 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 16 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 16 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 16 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            orientation[(mg_i + 0) * 2 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 2 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 2 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 2 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 2 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 2 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 2 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 2 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -294,10 +330,7 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 16; ++mg_j) G[(mg_i + mg_l) * 16 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -409,42 +442,43 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
         double mg_o_q_next[4][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_branch[0][mg_l] = 1.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_o_orientation[1][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
+            mg_o_q_next[2][mg_l] = q3;
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
@@ -452,11 +486,17 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
             const double B1_f1_o_x = B1_f1_d_x + 1.0;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B1_f2_o_y = r_rel0_4_y + tau4_01;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
             const double B2_f1_o_x = B2_f1_d_x + 2.0;
@@ -474,31 +514,80 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             const double cse6 = B2_f1_o_x - B2_f2_o_x;
             const double cse7 = B2_f1_d_y - B2_f2_o_y;
             const double err = sqrt(cse4*cse4 + cse5*cse5 + cse6*cse6 + cse7*cse7);
+            mg_o_error[0][mg_l] = err;
             const double dqrhs1 = -B2_f1_d_x*cse7 + B2_f1_d_y*cse6;
             const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
             const double dqrhs3 = B2_f2_d_x*cse7 - B2_f2_d_y*cse6 - cse4*tau4_01 + cse5*tau4_00;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*dqrhs1 - L3_2*dqrhs2 + dqrhs3;
             const double dq3 = invD3*y3;
+            mg_o_q_next[3][mg_l] = dq3 + q4;
             const double dq2 = -L3_2*dq3 + dqrhs2*invD2;
+            mg_o_q_next[1][mg_l] = dq2 + q2;
             const double dq1 = -L3_1*dq3 + dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = dq2 + q2;
-            mg_o_q_next[2][mg_l] = q3;
-            mg_o_q_next[3][mg_l] = dq3 + q4;
-            mg_o_error[0][mg_l] = err;
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            q_next[(mg_i + 0) * 4 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 4 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 4 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 4 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 4 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 4 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 4 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 4 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            orientation[(mg_i + 0) * 2 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 2 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 2 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 2 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 2 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 2 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 2 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 2 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -507,11 +596,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) q_next[(mg_i + mg_l) * 4 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 4; ++mg_j) q_next[(mg_i + mg_l) * 4 + mg_j] = NAN;
@@ -624,43 +709,50 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[4][8];
         double mg_o_H[4][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[2][mg_l] = 1.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
@@ -668,10 +760,16 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
             const double B2_f2_d_x = 2.0*tau4_00;
@@ -686,31 +784,62 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
-            const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
-            const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            const double qd_dep3 = -X1_3*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_dep2;
-            mg_o_qd[2][mg_l] = qd_ind1;
-            mg_o_qd[3][mg_l] = qd_dep3;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = -X1_2;
-            mg_o_H[2][mg_l] = 1.0;
             mg_o_H[3][mg_l] = -X1_3;
+            const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
+            mg_o_H[1][mg_l] = -X1_2;
+            const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[2][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[1][mg_l] = qd_dep2;
+            const double qd_dep3 = -X1_3*qd_ind1;
+            mg_o_qd[3][mg_l] = qd_dep3;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            qd[(mg_i + 0) * 4 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 4 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 4 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 4 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 4 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 4 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 4 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 4 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            H[(mg_i + 0) * 4 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 4 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 4 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 4 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 4 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 4 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 4 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 4 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -719,9 +848,7 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) qd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) H[(mg_i + mg_l) * 4 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 4; ++mg_j) qd[(mg_i + mg_l) * 4 + mg_j] = NAN;
@@ -959,241 +1086,318 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
+        double mg_in_qdd[4][8];
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
         double mg_o_R[36][8];
         double mg_o_omega[12][8];
         double mg_o_alpha[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd4[8];
-        double mg_w_qd2[8];
-        double mg_w_qdd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 4 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 1.0471975511965976;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            const double tau4_00 = c3*c4 - s3*s4;
-            const double cse4 = c3*s4 + c4*s3;
-            const double tau4_01 = cse4;
-            const double tau4_10 = -cse4;
-            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
-            const double cse5 = qd3*qd3;
-            const double oo3_zz = cse5;
-            const double omega4_z = qd3 + qd4;
-            const double v4_x = -qd3*r_rel0_4_y;
-            const double v4_y = qd3*r_rel0_4_x;
-            const double w4_x = -oo3_zz*r_rel0_4_x;
-            const double w4_y = -oo3_zz*r_rel0_4_y;
-            const double coupler_centre_o_x = r_rel0_4_x + tau4_00;
-            const double cse6 = r_rel0_4_y + tau4_01;
-            const double coupler_centre_o_y = cse6;
-            const double coupler_centre_T3_x = -cse6;
-            const double coupler_centre_v_x = -omega4_z*tau4_01 + v4_x;
-            const double coupler_centre_v_y = omega4_z*tau4_00 + v4_y;
-            const double cse7 = omega4_z*omega4_z;
-            const double coupler_centre_abias_x = -cse7*tau4_00 + w4_x;
-            const double coupler_centre_abias_y = -cse7*tau4_01 + w4_y;
-            const double coupler_centre_ax = coupler_centre_T3_x*qdd3 + coupler_centre_abias_x - qdd4*tau4_01;
-            const double coupler_centre_ay = coupler_centre_abias_y + coupler_centre_o_x*qdd3 + qdd4*tau4_00;
-            const double B0_abias_x = -cse5*r_rel0_4_x;
-            const double B0_abias_y = -cse5*r_rel0_4_y;
-            const double B0_ax = B0_abias_x - qdd3*r_rel0_4_y;
-            const double B0_ay = B0_abias_y + qdd3*r_rel0_4_x;
-            const double crank0_d_x = (0.25)*c3 + (0.4330127018922193)*s3;
-            const double crank0_d_y = -0.4330127018922193*c3 + (0.25)*s3;
-            const double crank0_v_x = -crank0_d_y*qd3;
-            const double crank0_v_y = crank0_d_x*qd3;
-            const double crank0_abias_x = -crank0_d_x*cse5;
-            const double crank0_abias_y = -crank0_d_y*cse5;
-            const double crank0_ax = crank0_abias_x - crank0_d_y*qdd3;
-            const double crank0_ay = crank0_abias_y + crank0_d_x*qdd3;
-            const double crank1_d_x = (0.25)*c2 + (0.4330127018922193)*s2;
-            const double crank1_d_y = -0.4330127018922193*c2 + (0.25)*s2;
-            const double crank1_o_x = crank1_d_x + 1.0;
-            const double crank1_v_x = -crank1_d_y*qd2;
-            const double crank1_v_y = crank1_d_x*qd2;
-            const double cse8 = qd2*qd2;
-            const double crank1_abias_x = -crank1_d_x*cse8;
-            const double crank1_abias_y = -crank1_d_y*cse8;
-            const double crank1_ax = crank1_abias_x - crank1_d_y*qdd2;
-            const double crank1_ay = crank1_abias_y + crank1_d_x*qdd2;
-            const double crank2_d_x = (0.25)*c1 + (0.4330127018922193)*s1;
-            const double crank2_d_y = -0.4330127018922193*c1 + (0.25)*s1;
-            const double crank2_o_x = crank2_d_x + 2.0;
-            const double crank2_v_x = -crank2_d_y*qd1;
-            const double crank2_v_y = crank2_d_x*qd1;
-            const double cse9 = qd1*qd1;
-            const double crank2_abias_x = -crank2_d_x*cse9;
-            const double crank2_abias_y = -crank2_d_y*cse9;
-            const double crank2_ax = crank2_abias_x - crank2_d_y*qdd1;
-            const double crank2_ay = crank2_abias_y + crank2_d_x*qdd1;
-            const double coupler_alphaz = qdd3 + qdd4;
-            mg_o_r[0][mg_l] = coupler_centre_o_x;
-            mg_o_r[1][mg_l] = coupler_centre_o_y;
             mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = r_rel0_4_x;
-            mg_o_r[4][mg_l] = r_rel0_4_y;
             mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = crank0_d_x;
-            mg_o_r[7][mg_l] = crank0_d_y;
             mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[9][mg_l] = crank1_o_x;
-            mg_o_r[10][mg_l] = crank1_d_y;
             mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = crank2_o_x;
-            mg_o_r[13][mg_l] = crank2_d_y;
             mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[15][mg_l] = coupler_centre_o_x;
-            mg_o_r[16][mg_l] = coupler_centre_o_y;
             mg_o_r[17][mg_l] = 0.0;
-            mg_o_v[0][mg_l] = coupler_centre_v_x;
-            mg_o_v[1][mg_l] = coupler_centre_v_y;
             mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = v4_x;
-            mg_o_v[4][mg_l] = v4_y;
             mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = crank0_v_x;
-            mg_o_v[7][mg_l] = crank0_v_y;
             mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = crank1_v_x;
-            mg_o_v[10][mg_l] = crank1_v_y;
             mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = crank2_v_x;
-            mg_o_v[13][mg_l] = crank2_v_y;
             mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[15][mg_l] = coupler_centre_v_x;
-            mg_o_v[16][mg_l] = coupler_centre_v_y;
             mg_o_v[17][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = coupler_centre_ax;
-            mg_o_a[1][mg_l] = coupler_centre_ay;
             mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[3][mg_l] = B0_ax;
-            mg_o_a[4][mg_l] = B0_ay;
             mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = crank0_ax;
-            mg_o_a[7][mg_l] = crank0_ay;
             mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = crank1_ax;
-            mg_o_a[10][mg_l] = crank1_ay;
             mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = crank2_ax;
-            mg_o_a[13][mg_l] = crank2_ay;
             mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[15][mg_l] = coupler_centre_ax;
-            mg_o_a[16][mg_l] = coupler_centre_ay;
             mg_o_a[17][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = c3;
-            mg_o_R[1][mg_l] = -s3;
             mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s3;
-            mg_o_R[4][mg_l] = c3;
             mg_o_R[5][mg_l] = 0.0;
             mg_o_R[6][mg_l] = 0.0;
             mg_o_R[7][mg_l] = 0.0;
             mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[9][mg_l] = c2;
-            mg_o_R[10][mg_l] = -s2;
             mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = s2;
-            mg_o_R[13][mg_l] = c2;
             mg_o_R[14][mg_l] = 0.0;
             mg_o_R[15][mg_l] = 0.0;
             mg_o_R[16][mg_l] = 0.0;
             mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[18][mg_l] = c1;
-            mg_o_R[19][mg_l] = -s1;
             mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = s1;
-            mg_o_R[22][mg_l] = c1;
             mg_o_R[23][mg_l] = 0.0;
             mg_o_R[24][mg_l] = 0.0;
             mg_o_R[25][mg_l] = 0.0;
             mg_o_R[26][mg_l] = 1.0;
-            mg_o_R[27][mg_l] = tau4_00;
-            mg_o_R[28][mg_l] = tau4_10;
             mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = tau4_01;
-            mg_o_R[31][mg_l] = tau4_00;
             mg_o_R[32][mg_l] = 0.0;
             mg_o_R[33][mg_l] = 0.0;
             mg_o_R[34][mg_l] = 0.0;
             mg_o_R[35][mg_l] = 1.0;
             mg_o_omega[0][mg_l] = 0.0;
             mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd3;
             mg_o_omega[3][mg_l] = 0.0;
             mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = qd2;
             mg_o_omega[6][mg_l] = 0.0;
             mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = qd1;
             mg_o_omega[9][mg_l] = 0.0;
             mg_o_omega[10][mg_l] = 0.0;
-            mg_o_omega[11][mg_l] = omega4_z;
             mg_o_alpha[0][mg_l] = 0.0;
             mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd3;
             mg_o_alpha[3][mg_l] = 0.0;
             mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[5][mg_l] = qdd2;
             mg_o_alpha[6][mg_l] = 0.0;
             mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[8][mg_l] = qdd1;
             mg_o_alpha[9][mg_l] = 0.0;
             mg_o_alpha[10][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 + 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            mg_o_R[0][mg_l] = c3;
+            mg_o_R[1][mg_l] = -s3;
+            mg_o_R[3][mg_l] = s3;
+            mg_o_R[4][mg_l] = c3;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double tau4_00 = c3*c4 - s3*s4;
+            mg_o_R[27][mg_l] = tau4_00;
+            mg_o_R[31][mg_l] = tau4_00;
+            const double cse4 = c3*s4 + c4*s3;
+            const double tau4_01 = cse4;
+            mg_o_R[30][mg_l] = tau4_01;
+            const double tau4_10 = -cse4;
+            mg_o_R[28][mg_l] = tau4_10;
+            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+            mg_o_r[3][mg_l] = r_rel0_4_x;
+            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            mg_o_r[4][mg_l] = r_rel0_4_y;
+            const double qd3 = mg_in_qd[2][mg_l];
+            mg_o_omega[2][mg_l] = qd3;
+            const double cse5 = qd3*qd3;
+            const double oo3_zz = cse5;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double omega4_z = qd3 + qd4;
+            mg_o_omega[11][mg_l] = omega4_z;
+            const double v4_x = -qd3*r_rel0_4_y;
+            mg_o_v[3][mg_l] = v4_x;
+            const double v4_y = qd3*r_rel0_4_x;
+            mg_o_v[4][mg_l] = v4_y;
+            const double w4_x = -oo3_zz*r_rel0_4_x;
+            const double w4_y = -oo3_zz*r_rel0_4_y;
+            const double coupler_centre_o_x = r_rel0_4_x + tau4_00;
+            mg_o_r[0][mg_l] = coupler_centre_o_x;
+            mg_o_r[15][mg_l] = coupler_centre_o_x;
+            const double cse6 = r_rel0_4_y + tau4_01;
+            const double coupler_centre_o_y = cse6;
+            mg_o_r[1][mg_l] = coupler_centre_o_y;
+            mg_o_r[16][mg_l] = coupler_centre_o_y;
+            const double coupler_centre_T3_x = -cse6;
+            const double coupler_centre_v_x = -omega4_z*tau4_01 + v4_x;
+            mg_o_v[0][mg_l] = coupler_centre_v_x;
+            mg_o_v[15][mg_l] = coupler_centre_v_x;
+            const double coupler_centre_v_y = omega4_z*tau4_00 + v4_y;
+            mg_o_v[1][mg_l] = coupler_centre_v_y;
+            mg_o_v[16][mg_l] = coupler_centre_v_y;
+            const double cse7 = omega4_z*omega4_z;
+            const double coupler_centre_abias_x = -cse7*tau4_00 + w4_x;
+            const double coupler_centre_abias_y = -cse7*tau4_01 + w4_y;
+            const double qdd3 = mg_in_qdd[2][mg_l];
+            mg_o_alpha[2][mg_l] = qdd3;
+            const double qdd4 = mg_in_qdd[3][mg_l];
+            const double coupler_centre_ax = coupler_centre_T3_x*qdd3 + coupler_centre_abias_x - qdd4*tau4_01;
+            mg_o_a[0][mg_l] = coupler_centre_ax;
+            mg_o_a[15][mg_l] = coupler_centre_ax;
+            const double coupler_centre_ay = coupler_centre_abias_y + coupler_centre_o_x*qdd3 + qdd4*tau4_00;
+            mg_o_a[1][mg_l] = coupler_centre_ay;
+            mg_o_a[16][mg_l] = coupler_centre_ay;
+            const double B0_abias_x = -cse5*r_rel0_4_x;
+            const double B0_abias_y = -cse5*r_rel0_4_y;
+            const double B0_ax = B0_abias_x - qdd3*r_rel0_4_y;
+            mg_o_a[3][mg_l] = B0_ax;
+            const double B0_ay = B0_abias_y + qdd3*r_rel0_4_x;
+            mg_o_a[4][mg_l] = B0_ay;
+            const double crank0_d_x = (0.25)*c3 + (0.4330127018922193)*s3;
+            mg_o_r[6][mg_l] = crank0_d_x;
+            const double crank0_d_y = -0.4330127018922193*c3 + (0.25)*s3;
+            mg_o_r[7][mg_l] = crank0_d_y;
+            const double crank0_v_x = -crank0_d_y*qd3;
+            mg_o_v[6][mg_l] = crank0_v_x;
+            const double crank0_v_y = crank0_d_x*qd3;
+            mg_o_v[7][mg_l] = crank0_v_y;
+            const double crank0_abias_x = -crank0_d_x*cse5;
+            const double crank0_abias_y = -crank0_d_y*cse5;
+            const double crank0_ax = crank0_abias_x - crank0_d_y*qdd3;
+            mg_o_a[6][mg_l] = crank0_ax;
+            const double crank0_ay = crank0_abias_y + crank0_d_x*qdd3;
+            mg_o_a[7][mg_l] = crank0_ay;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            mg_o_R[9][mg_l] = c2;
+            mg_o_R[10][mg_l] = -s2;
+            mg_o_R[12][mg_l] = s2;
+            mg_o_R[13][mg_l] = c2;
+            const double crank1_d_x = (0.25)*c2 + (0.4330127018922193)*s2;
+            const double crank1_d_y = -0.4330127018922193*c2 + (0.25)*s2;
+            mg_o_r[10][mg_l] = crank1_d_y;
+            const double crank1_o_x = crank1_d_x + 1.0;
+            mg_o_r[9][mg_l] = crank1_o_x;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[5][mg_l] = qd2;
+            const double crank1_v_x = -crank1_d_y*qd2;
+            mg_o_v[9][mg_l] = crank1_v_x;
+            const double crank1_v_y = crank1_d_x*qd2;
+            mg_o_v[10][mg_l] = crank1_v_y;
+            const double cse8 = qd2*qd2;
+            const double crank1_abias_x = -crank1_d_x*cse8;
+            const double crank1_abias_y = -crank1_d_y*cse8;
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[5][mg_l] = qdd2;
+            const double crank1_ax = crank1_abias_x - crank1_d_y*qdd2;
+            mg_o_a[9][mg_l] = crank1_ax;
+            const double crank1_ay = crank1_abias_y + crank1_d_x*qdd2;
+            mg_o_a[10][mg_l] = crank1_ay;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            mg_o_R[18][mg_l] = c1;
+            mg_o_R[19][mg_l] = -s1;
+            mg_o_R[21][mg_l] = s1;
+            mg_o_R[22][mg_l] = c1;
+            const double crank2_d_x = (0.25)*c1 + (0.4330127018922193)*s1;
+            const double crank2_d_y = -0.4330127018922193*c1 + (0.25)*s1;
+            mg_o_r[13][mg_l] = crank2_d_y;
+            const double crank2_o_x = crank2_d_x + 2.0;
+            mg_o_r[12][mg_l] = crank2_o_x;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[8][mg_l] = qd1;
+            const double crank2_v_x = -crank2_d_y*qd1;
+            mg_o_v[12][mg_l] = crank2_v_x;
+            const double crank2_v_y = crank2_d_x*qd1;
+            mg_o_v[13][mg_l] = crank2_v_y;
+            const double cse9 = qd1*qd1;
+            const double crank2_abias_x = -crank2_d_x*cse9;
+            const double crank2_abias_y = -crank2_d_y*cse9;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_alpha[8][mg_l] = qdd1;
+            const double crank2_ax = crank2_abias_x - crank2_d_y*qdd1;
+            mg_o_a[12][mg_l] = crank2_ax;
+            const double crank2_ay = crank2_abias_y + crank2_d_x*qdd1;
+            mg_o_a[13][mg_l] = crank2_ay;
+            const double coupler_alphaz = qdd3 + qdd4;
             mg_o_alpha[11][mg_l] = coupler_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            r[(mg_i + 0) * 18 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 18 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 18 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 18 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 18 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 18 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 18 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 18 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 18; ++mg_j) {
+            a[(mg_i + 0) * 18 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 18 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 18 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 18 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 18 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 18 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 18 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 18 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 36; ++mg_j) {
+            R[(mg_i + 0) * 36 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 36 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 36 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 36 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 36 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 36 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 36 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 36 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            omega[(mg_i + 0) * 12 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 12 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 12 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 12 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 12 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 12 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 12 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 12 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            alpha[(mg_i + 0) * 12 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 12 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 12 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 12 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 12 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 12 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 12 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 12 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1202,13 +1406,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 36; ++mg_j) R[(mg_i + mg_l) * 36 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) omega[(mg_i + mg_l) * 12 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) alpha[(mg_i + mg_l) * 12 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1257,22 +1455,24 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
         double mg_o_M[16][8];
-        double mg_w_q4[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = mg_w_q4[mg_l];
-            const double cse0 = q4 - 1.0471975511965976;
-            double s4, c4;
-            mg_sincos_poly(cse0, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
-            const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
             mg_o_M[0][mg_l] = 0.3333333333333333;
             mg_o_M[1][mg_l] = 0.0;
             mg_o_M[2][mg_l] = 0.0;
@@ -1283,12 +1483,30 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
             mg_o_M[7][mg_l] = 0.0;
             mg_o_M[8][mg_l] = 0.0;
             mg_o_M[9][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = Ic3_22;
-            mg_o_M[11][mg_l] = Nm4_3_z;
             mg_o_M[12][mg_l] = 0.0;
             mg_o_M[13][mg_l] = 0.0;
-            mg_o_M[14][mg_l] = Nm4_3_z;
             mg_o_M[15][mg_l] = 1.3333333333333333;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse0 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse0, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
+            mg_o_M[10][mg_l] = Ic3_22;
+            const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
+            mg_o_M[11][mg_l] = Nm4_3_z;
+            mg_o_M[14][mg_l] = Nm4_3_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 16; ++mg_j) {
+            M[(mg_i + 0) * 16 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 16 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 16 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 16 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 16 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 16 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 16 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 16 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1297,8 +1515,7 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 16; ++mg_j) M[(mg_i + mg_l) * 16 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1416,76 +1633,81 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
+        double mg_in_tau[4][8];
         double mg_o_b[4][8];
         double mg_o_gamma[4][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 4 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 4 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 4 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 4 + 3];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 4 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 4 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 4 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 4 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 4 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 4 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 4 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
+            const double q2 = mg_in_q[1][mg_l];
+            const double cse1 = q2 + 1.0471975511965976;
+            const double q3 = mg_in_q[2][mg_l];
+            const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double cse1 = q2 + 1.0471975511965976;
+            const double a1_x = (9.81)*s1;
+            const double a1_y = (9.81)*c1;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse2 = q3 + 1.0471975511965976;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
-            double s4, c4;
-            mg_sincos_poly(cse3, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
-            const double a1_x = (9.81)*s1;
-            const double a1_y = (9.81)*c1;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double cse4 = a3_x - 0.5*oo3_zz;
             const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double a4_x = c4*cse4 + cse5*s4;
             const double a4_y = c4*cse5 - cse4*s4;
             const double cse6 = omega4_z*omega4_z;
@@ -1504,34 +1726,62 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse7 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse7;
             const double B1_f1_abias_y = -B1_f1_d_y*cse7;
             const double cse8 = -w4_x;
             const double B1_f2_abias_x = -cse6*tau4_00 - cse8;
+            mg_o_gamma[0][mg_l] = B1_f1_abias_x - B1_f2_abias_x;
             const double cse9 = -w4_y;
             const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
+            mg_o_gamma[1][mg_l] = B1_f1_abias_y - B1_f2_abias_y;
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse10;
             const double B2_f1_abias_y = -B2_f1_d_y*cse10;
             const double B2_f2_d_x = 2.0*tau4_00;
             const double B2_f2_d_y = 2.0*tau4_01;
             const double B2_f2_abias_x = -B2_f2_d_x*cse6 - cse8;
-            const double B2_f2_abias_y = -B2_f2_d_y*cse6 - cse9;
-            const double b1 = -N1_z + tau1;
-            const double b2 = -N2_z + tau2;
-            const double b3 = -N3_z + tau3;
-            const double b4 = -a4_y + tau4;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
-            mg_o_b[3][mg_l] = b4;
-            mg_o_gamma[0][mg_l] = B1_f1_abias_x - B1_f2_abias_x;
-            mg_o_gamma[1][mg_l] = B1_f1_abias_y - B1_f2_abias_y;
             mg_o_gamma[2][mg_l] = B2_f1_abias_x - B2_f2_abias_x;
+            const double B2_f2_abias_y = -B2_f2_d_y*cse6 - cse9;
             mg_o_gamma[3][mg_l] = B2_f1_abias_y - B2_f2_abias_y;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -a4_y + tau4;
+            mg_o_b[3][mg_l] = b4;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            b[(mg_i + 0) * 4 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 4 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 4 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 4 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 4 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 4 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 4 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 4 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            gamma[(mg_i + 0) * 4 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 4 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 4 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 4 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 4 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 4 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 4 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 4 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1540,9 +1790,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) b[(mg_i + mg_l) * 4 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1752,77 +2000,90 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
+        double mg_in_tau[4][8];
         double mg_o_qdd[4][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_tau4[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 4 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 4 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 4 + 2];
-            mg_w_tau4[mg_l] = tau[(mg_i + mg_l) * 4 + 3];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 4 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 4 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 4 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 4 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 4 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 4 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 4 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
-            double s3, c3;
-            mg_sincos_poly(cse2, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
             const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double cse4 = a3_x - 0.5*oo3_zz;
             const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
@@ -1844,6 +2105,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse7 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse7;
             const double B1_f1_abias_y = -B1_f1_d_y*cse7;
@@ -1855,6 +2117,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse10;
             const double B2_f1_abias_y = -B2_f1_d_y*cse10;
@@ -1873,24 +2136,37 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
             const double cse11 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
             const double cse12 = 0.9999999999999*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
             const double cse13 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
             const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
             const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            const double tau4 = mg_in_tau[3][mg_l];
             const double b4 = -a4_y + tau4;
             const double cse14 = B2_f1_abias_y - B2_f2_abias_y;
             const double cse15 = B2_f1_abias_x - B2_f2_abias_x;
@@ -1899,9 +2175,18 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double cse17 = B1_f1_abias_x - B1_f2_abias_x;
             const double qdd0_rhs2 = -B1_f1_d_x*cse16 + B1_f1_d_y*cse17;
             const double qdd0_rhs3 = B2_f2_d_x*cse14 - B2_f2_d_y*cse15 + cse16*tau4_00 - cse17*tau4_01;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*qdd0_rhs2 + qdd0_rhs3;
             const double qdd0_3 = invD3*y3_2;
             const double qdd0_2 = -L3_2*qdd0_3 + invD2*qdd0_rhs2;
@@ -1916,47 +2201,84 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double MH4_1 = Nm4_3_z - 1.3333333333333333*X1_3;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 + MH3_1 - MH4_1*X1_3;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c4_2 + c3_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
+            mg_o_qdd[2][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double resD1 = -b1 + (0.3333333333333333)*qdd_dep1;
             const double resD2 = -b2 + (0.3333333333333333)*qdd_dep2;
             const double resD3 = Nm4_3_z*qdd_ind1 - b4 + (1.3333333333333333)*qdd_dep3;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_3 = -L3_1*resD1 - L3_2*resD2 + resD3;
             const double lambda_z3 = invD3*y3_3;
             const double lambda_z2 = -L3_2*lambda_z3 + invD2*resD2;
             const double lambda_z1 = -L3_1*lambda_z3 + invD1*resD1;
             const double lambda1 = B1_f1_d_y*lambda_z2 - lambda_z3*tau4_01;
-            const double lambda2 = -B1_f1_d_x*lambda_z2 + lambda_z3*tau4_00;
-            const double lambda3 = B2_f1_d_y*lambda_z1 - B2_f2_d_y*lambda_z3;
-            const double lambda4 = -B2_f1_d_x*lambda_z1 + B2_f2_d_x*lambda_z3;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_ind1;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
             mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_reaction[0][mg_l] = lambda1;
+            const double lambda2 = -B1_f1_d_x*lambda_z2 + lambda_z3*tau4_00;
+            mg_o_multipliers[1][mg_l] = lambda2;
             mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
+            const double lambda3 = B2_f1_d_y*lambda_z1 - B2_f2_d_y*lambda_z3;
+            mg_o_multipliers[2][mg_l] = lambda3;
             mg_o_reaction[6][mg_l] = lambda3;
+            const double lambda4 = -B2_f1_d_x*lambda_z1 + B2_f2_d_x*lambda_z3;
+            mg_o_multipliers[3][mg_l] = lambda4;
             mg_o_reaction[7][mg_l] = lambda4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            qdd[(mg_i + 0) * 4 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 4 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 4 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 4 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 4 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 4 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 4 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 4 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1965,10 +2287,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 4; ++mg_j) qdd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 4; ++mg_j) qdd[(mg_i + mg_l) * 4 + mg_j] = NAN;
@@ -2165,57 +2484,71 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[4][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = 0.0;
+            mg_o_reaction[4][mg_l] = 0.0;
+            mg_o_reaction[5][mg_l] = 0.0;
+            mg_o_reaction[8][mg_l] = 0.0;
+            mg_o_reaction[9][mg_l] = 0.0;
+            mg_o_reaction[10][mg_l] = 0.0;
+            mg_o_reaction[11][mg_l] = 0.0;
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
@@ -2223,12 +2556,18 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double w4_x = -oo3_zz*r_rel0_4_x;
             const double w4_y = -oo3_zz*r_rel0_4_y;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double cse4 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse4;
             const double B1_f1_abias_y = -B1_f1_d_y*cse4;
@@ -2239,8 +2578,12 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double B1_f2_abias_x = -cse5 - cse6*tau4_00;
             const double cse7 = -w4_y;
             const double B1_f2_abias_y = -cse6*tau4_01 - cse7;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse8 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse8;
             const double B2_f1_abias_y = -B2_f1_d_y*cse8;
@@ -2259,16 +2602,25 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
             const double cse9 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
             const double cse10 = 0.9999999999999*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
             const double cse11 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
@@ -2281,16 +2633,30 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double cse15 = B1_f1_abias_x - B1_f2_abias_x;
             const double qdd0_rhs2 = -B1_f1_d_x*cse14 + B1_f1_d_y*cse15;
             const double qdd0_rhs3 = B2_f2_d_x*cse12 - B2_f2_d_y*cse13 + cse14*tau4_00 - cse15*tau4_01;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*qdd0_rhs2 + qdd0_rhs3;
             const double qdd0_3 = invD3*y3_2;
             const double qdd0_2 = -L3_2*qdd0_3 + invD2*qdd0_rhs2;
             const double qdd0_1 = -L3_1*qdd0_3 + invD1*qdd0_rhs1;
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[2][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[1][mg_l] = qdd_dep2;
             const double qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3;
+            mg_o_qdd[3][mg_l] = qdd_dep3;
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
@@ -2311,40 +2677,81 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double N3_z = (0.8660254037844386)*F_c4_x + (0.5)*F_c4_y + N4_z + (0.4330127018922193)*a3_x + (0.25)*a3_y + (0.3333333333333333)*qdd_ind1;
             const double N2_z = (0.4330127018922193)*a2_x + (0.25)*a2_y + (0.3333333333333333)*qdd_dep2;
             const double N1_z = (0.4330127018922193)*a1_x + (0.25)*a1_y + (0.3333333333333333)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_3 = -L3_1*N1_z - L3_2*N2_z + N4_z;
             const double lambda_z3 = invD3*y3_3;
             const double lambda_z2 = -L3_2*lambda_z3 + N2_z*invD2;
             const double lambda_z1 = -L3_1*lambda_z3 + N1_z*invD1;
             const double lambda1 = B1_f1_d_y*lambda_z2 - lambda_z3*tau4_01;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_reaction[0][mg_l] = lambda1;
             const double lambda2 = -B1_f1_d_x*lambda_z2 + lambda_z3*tau4_00;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[1][mg_l] = lambda2;
             const double lambda3 = B2_f1_d_y*lambda_z1 - B2_f2_d_y*lambda_z3;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_reaction[6][mg_l] = lambda3;
             const double lambda4 = -B2_f1_d_x*lambda_z1 + B2_f2_d_x*lambda_z3;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[7][mg_l] = lambda4;
             const double tau_ind1 = -B1_f2_T3_x*lambda1 - B1_f2_o_x*lambda2 - B2_f2_T3_x*lambda3 - B2_f2_o_x*lambda4 + N3_z;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_dep2;
-            mg_o_qdd[2][mg_l] = qdd_ind1;
-            mg_o_qdd[3][mg_l] = qdd_dep3;
-            mg_o_multipliers[0][mg_l] = lambda1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_multipliers[2][mg_l] = lambda3;
-            mg_o_multipliers[3][mg_l] = lambda4;
-            mg_o_reaction[0][mg_l] = lambda1;
-            mg_o_reaction[1][mg_l] = lambda2;
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[6][mg_l] = lambda3;
-            mg_o_reaction[7][mg_l] = lambda4;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            qdd[(mg_i + 0) * 4 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 4 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 4 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 4 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 4 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 4 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 4 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 4 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            multipliers[(mg_i + 0) * 4 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 4 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 4 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 4 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 4 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 4 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 4 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 4 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 12; ++mg_j) {
+            reaction[(mg_i + 0) * 12 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 12 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 12 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 12 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 12 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 12 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 12 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 12 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2353,11 +2760,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) qdd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -2435,51 +2838,48 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd1[8];
-        double mg_w_qd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
@@ -2489,13 +2889,45 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
             const double tau4_10 = -cse4;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double v4_x = -qd3*r_rel0_4_y;
             const double v4_y = qd3*r_rel0_4_x;
             const double v_loc4_x = tau4_00*v4_x + tau4_01*v4_y;
             const double v_loc4_y = tau4_00*v4_y + tau4_10*v4_x;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd2 = mg_in_qd[1][mg_l];
             mg_o_T[0][mg_l] = (0.6666666666666666)*omega4_z*omega4_z + omega4_z*v_loc4_y + (0.16666666666666666)*qd1*qd1 + (0.16666666666666666)*qd2*qd2 + (0.16666666666666666)*qd3*qd3 + (0.5)*v_loc4_x*v_loc4_x + (0.5)*v_loc4_y*v_loc4_y;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             mg_o_V[0][mg_l] = -4.247854605562671*c1 - 4.247854605562671*c2 - 4.247854605562671*c3 + (9.81)*r_rel0_4_y + (2.4525)*s1 + (2.4525)*s2 + (2.4525)*s3 + (9.81)*tau4_01;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2504,9 +2936,7 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2536,7 +2966,8 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -2544,9 +2975,19 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2625,51 +3066,48 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[4][8];
+        double mg_in_qd[4][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_q4[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qd4[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 4 + 2];
-            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
-            mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 4 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 4 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 4 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 4 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 4 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 4 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 4 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 4 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 4; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 4 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 4 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 4 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 4 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 4 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 4 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 4 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 4 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 + 1.0471975511965976;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + 1.0471975511965976;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 + 1.0471975511965976;
+            const double q4 = mg_in_q[3][mg_l];
+            const double cse3 = q4 - 1.0471975511965976;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double cse3 = q4 - 1.0471975511965976;
             double s4, c4;
             mg_sincos_poly(cse3, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
@@ -2677,6 +3115,9 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
             const double B1_f1_o_x = B1_f1_d_x + 1.0;
@@ -2684,6 +3125,9 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             const double cse4 = r_rel0_4_y + tau4_01;
             const double B1_f2_o_y = cse4;
             const double B1_f2_T3_x = -cse4;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
             const double B2_f1_o_x = B2_f1_d_x + 2.0;
@@ -2692,9 +3136,35 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
             const double cse5 = B2_f2_d_y + r_rel0_4_y;
             const double B2_f2_o_y = cse5;
-            const double B2_f2_T3_x = -cse5;
             mg_o_position[0][mg_l] = sqrt((-B1_f1_d_y + B1_f2_o_y)*(-B1_f1_d_y + B1_f2_o_y) + (-B1_f1_o_x + B1_f2_o_x)*(-B1_f1_o_x + B1_f2_o_x) + (-B2_f1_d_y + B2_f2_o_y)*(-B2_f1_d_y + B2_f2_o_y) + (-B2_f1_o_x + B2_f2_o_x)*(-B2_f1_o_x + B2_f2_o_x));
+            const double B2_f2_T3_x = -cse5;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-B1_f1_d_x*qd2 + B1_f2_o_x*qd3 + qd4*tau4_00)*(-B1_f1_d_x*qd2 + B1_f2_o_x*qd3 + qd4*tau4_00) + (B1_f1_d_y*qd2 + B1_f2_T3_x*qd3 - qd4*tau4_01)*(B1_f1_d_y*qd2 + B1_f2_T3_x*qd3 - qd4*tau4_01) + (-B2_f1_d_x*qd1 + B2_f2_d_x*qd4 + B2_f2_o_x*qd3)*(-B2_f1_d_x*qd1 + B2_f2_d_x*qd4 + B2_f2_o_x*qd3) + (B2_f1_d_y*qd1 + B2_f2_T3_x*qd3 - B2_f2_d_y*qd4)*(B2_f1_d_y*qd1 + B2_f2_T3_x*qd3 - B2_f2_d_y*qd4));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2703,9 +3173,7 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif

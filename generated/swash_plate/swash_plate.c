@@ -185,37 +185,38 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_phi[2][8];
         double mg_o_G[6][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
@@ -227,18 +228,55 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
-            const double cse0 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-            const double cse1 = s1*theta_J3_21;
-            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             mg_o_phi[0][mg_l] = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
             mg_o_phi[1][mg_l] = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
-            mg_o_G[0][mg_l] = cse0;
             mg_o_G[1][mg_l] = c1*trunnion_f1_x_x;
-            mg_o_G[2][mg_l] = (0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x;
-            mg_o_G[3][mg_l] = cse2;
             mg_o_G[4][mg_l] = c1*trunnion_f1_y_x;
-            mg_o_G[5][mg_l] = (0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20;
             mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
+            const double cse0 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            mg_o_G[0][mg_l] = cse0;
+            const double cse1 = s1*theta_J3_21;
+            mg_o_G[2][mg_l] = (0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x;
+            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_o_G[3][mg_l] = cse2;
+            mg_o_G[5][mg_l] = (0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            phi[(mg_i + 0) * 2 + mg_j] = mg_o_phi[mg_j][0];
+            phi[(mg_i + 1) * 2 + mg_j] = mg_o_phi[mg_j][1];
+            phi[(mg_i + 2) * 2 + mg_j] = mg_o_phi[mg_j][2];
+            phi[(mg_i + 3) * 2 + mg_j] = mg_o_phi[mg_j][3];
+            phi[(mg_i + 4) * 2 + mg_j] = mg_o_phi[mg_j][4];
+            phi[(mg_i + 5) * 2 + mg_j] = mg_o_phi[mg_j][5];
+            phi[(mg_i + 6) * 2 + mg_j] = mg_o_phi[mg_j][6];
+            phi[(mg_i + 7) * 2 + mg_j] = mg_o_phi[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            G[(mg_i + 0) * 6 + mg_j] = mg_o_G[mg_j][0];
+            G[(mg_i + 1) * 6 + mg_j] = mg_o_G[mg_j][1];
+            G[(mg_i + 2) * 6 + mg_j] = mg_o_G[mg_j][2];
+            G[(mg_i + 3) * 6 + mg_j] = mg_o_G[mg_j][3];
+            G[(mg_i + 4) * 6 + mg_j] = mg_o_G[mg_j][4];
+            G[(mg_i + 5) * 6 + mg_j] = mg_o_G[mg_j][5];
+            G[(mg_i + 6) * 6 + mg_j] = mg_o_G[mg_j][6];
+            G[(mg_i + 7) * 6 + mg_j] = mg_o_G[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -247,10 +285,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 2; ++mg_j) phi[(mg_i + mg_l) * 2 + mg_j] = mg_o_phi[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) G[(mg_i + mg_l) * 6 + mg_j] = mg_o_G[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -343,39 +378,41 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            int64_t mg_s = mg_st[mg_l];
+            const double q2 = mg_in_q[1][mg_l];
+            mg_o_q_next[1][mg_l] = q2;
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
@@ -387,30 +424,83 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse0;
             const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse1*lu_inv1;
             const double cse2 = s1*theta_J3_21;
             const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
             const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
             const double err = sqrt(cse4*cse4 + cse5*cse5);
+            mg_o_error[0][mg_l] = err;
             const double dq_e1 = -cse4 + cse5*lu_f11;
             const double dq2 = dq_e1*lu_inv2;
-            const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
-            const double det_GD = -cse0*lu_u12;
-            mg_o_q_next[0][mg_l] = dq1 + q1;
-            mg_o_q_next[1][mg_l] = q2;
             mg_o_q_next[2][mg_l] = dq2 + q3;
-            mg_o_error[0][mg_l] = err;
+            const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            const double det_GD = -cse0*lu_u12;
             mg_o_branch[0][mg_l] = det_GD;
-            mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            q_next[(mg_i + 0) * 3 + mg_j] = mg_o_q_next[mg_j][0];
+            q_next[(mg_i + 1) * 3 + mg_j] = mg_o_q_next[mg_j][1];
+            q_next[(mg_i + 2) * 3 + mg_j] = mg_o_q_next[mg_j][2];
+            q_next[(mg_i + 3) * 3 + mg_j] = mg_o_q_next[mg_j][3];
+            q_next[(mg_i + 4) * 3 + mg_j] = mg_o_q_next[mg_j][4];
+            q_next[(mg_i + 5) * 3 + mg_j] = mg_o_q_next[mg_j][5];
+            q_next[(mg_i + 6) * 3 + mg_j] = mg_o_q_next[mg_j][6];
+            q_next[(mg_i + 7) * 3 + mg_j] = mg_o_q_next[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
+            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
+            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
+            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
+            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
+            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
+            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
+            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
+            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
+            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
+            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
+            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
+            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
+            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
+            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
+            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
+            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
+            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
+            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
+            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
+            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
+            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -419,11 +509,7 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -517,40 +603,51 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd_ind[1][8];
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd_ind1 = mg_w_qd_ind1[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_H[1][mg_l] = 1.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
@@ -560,28 +657,60 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse0;
             const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse1*lu_inv1;
             const double cse2 = s1*theta_J3_21;
             const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double X1__e1 = -c1*lu_f11*trunnion_f1_y_x + c1*trunnion_f1_x_x;
             const double X1_2 = X1__e1*lu_inv2;
-            const double X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x);
-            const double qd_dep1 = -X1_1*qd_ind1;
-            const double qd_dep2 = -X1_2*qd_ind1;
-            mg_o_qd[0][mg_l] = qd_dep1;
-            mg_o_qd[1][mg_l] = qd_ind1;
-            mg_o_qd[2][mg_l] = qd_dep2;
-            mg_o_H[0][mg_l] = -X1_1;
-            mg_o_H[1][mg_l] = 1.0;
             mg_o_H[2][mg_l] = -X1_2;
+            const double X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x);
+            mg_o_H[0][mg_l] = -X1_1;
+            const double qd_ind1 = mg_in_qd_ind[0][mg_l];
+            mg_o_qd[1][mg_l] = qd_ind1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qd[(mg_i + 0) * 3 + mg_j] = mg_o_qd[mg_j][0];
+            qd[(mg_i + 1) * 3 + mg_j] = mg_o_qd[mg_j][1];
+            qd[(mg_i + 2) * 3 + mg_j] = mg_o_qd[mg_j][2];
+            qd[(mg_i + 3) * 3 + mg_j] = mg_o_qd[mg_j][3];
+            qd[(mg_i + 4) * 3 + mg_j] = mg_o_qd[mg_j][4];
+            qd[(mg_i + 5) * 3 + mg_j] = mg_o_qd[mg_j][5];
+            qd[(mg_i + 6) * 3 + mg_j] = mg_o_qd[mg_j][6];
+            qd[(mg_i + 7) * 3 + mg_j] = mg_o_qd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            H[(mg_i + 0) * 3 + mg_j] = mg_o_H[mg_j][0];
+            H[(mg_i + 1) * 3 + mg_j] = mg_o_H[mg_j][1];
+            H[(mg_i + 2) * 3 + mg_j] = mg_o_H[mg_j][2];
+            H[(mg_i + 3) * 3 + mg_j] = mg_o_H[mg_j][3];
+            H[(mg_i + 4) * 3 + mg_j] = mg_o_H[mg_j][4];
+            H[(mg_i + 5) * 3 + mg_j] = mg_o_H[mg_j][5];
+            H[(mg_i + 6) * 3 + mg_j] = mg_o_H[mg_j][6];
+            H[(mg_i + 7) * 3 + mg_j] = mg_o_H[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -590,9 +719,7 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -801,121 +928,54 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd[3][8];
         double mg_o_r[15][8];
         double mg_o_v[15][8];
         double mg_o_a[15][8];
         double mg_o_R[27][8];
         double mg_o_omega[9][8];
         double mg_o_alpha[9][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd1[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd2[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            const double theta_J3_00 = (0.9659258262890683)*c2;
-            const double theta_J3_01 = (0.9659258262890683)*s2;
-            const double theta_J3_20 = (0.25881904510252074)*c2;
-            const double theta_J3_21 = (0.25881904510252074)*s2;
-            const double tau3_00 = c3*theta_J3_00 - s2*s3;
-            const double tau3_01 = c2*s3 + c3*theta_J3_01;
-            const double tau3_02 = -0.25881904510252074*c3;
-            const double tau3_10 = -c3*s2 - s3*theta_J3_00;
-            const double tau3_11 = c2*c3 - s3*theta_J3_01;
-            const double tau3_12 = (0.25881904510252074)*s3;
-            const double cse0 = qd3*theta_J3_20;
-            const double omega3_x = cse0;
-            const double cse1 = qd3*theta_J3_21;
-            const double omega3_y = cse1;
-            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            const double eps3_x = -cse1*qd2;
-            const double eps3_y = cse0*qd2;
-            const double lever_tip_d_y = (0.18)*s1;
-            const double lever_tip_d_z = -0.18*c1;
-            const double lever_tip_v_y = -lever_tip_d_z*qd1;
-            const double lever_tip_v_z = lever_tip_d_y*qd1;
-            const double cse2 = qd1*qd1;
-            const double lever_tip_abias_y = -cse2*lever_tip_d_y;
-            const double lever_tip_abias_z = -cse2*lever_tip_d_z;
-            const double lever_tip_ay = lever_tip_abias_y - lever_tip_d_z*qdd1;
-            const double lever_tip_az = lever_tip_abias_z + lever_tip_d_y*qdd1;
-            const double plate_rim_d_x = (0.12000000000000001)*tau3_00 - 3.638575276916199e-18*theta_J3_20;
-            const double plate_rim_d_y = (0.12000000000000001)*tau3_01 - 3.638575276916199e-18*theta_J3_21;
-            const double plate_rim_d_z = (0.12000000000000001)*tau3_02 - 3.514593830870255e-18;
-            const double plate_rim_T3_x = -0.9659258262890683*plate_rim_d_y + plate_rim_d_z*theta_J3_21;
-            const double plate_rim_T3_y = (0.9659258262890683)*plate_rim_d_x - plate_rim_d_z*theta_J3_20;
-            const double plate_rim_T3_z = -plate_rim_d_x*theta_J3_21 + plate_rim_d_y*theta_J3_20;
-            const double cse3 = omega3_y*plate_rim_d_z - omega3_z*plate_rim_d_y;
-            const double plate_rim_v_x = cse3;
-            const double cse4 = -omega3_x*plate_rim_d_z + omega3_z*plate_rim_d_x;
-            const double plate_rim_v_y = cse4;
-            const double cse5 = omega3_x*plate_rim_d_y - omega3_y*plate_rim_d_x;
-            const double plate_rim_v_z = cse5;
-            const double plate_rim_abias_x = -cse4*omega3_z + cse5*omega3_y + eps3_y*plate_rim_d_z;
-            const double plate_rim_abias_y = cse3*omega3_z - cse5*omega3_x - eps3_x*plate_rim_d_z;
-            const double plate_rim_abias_z = -cse3*omega3_y + cse4*omega3_x + eps3_x*plate_rim_d_y - eps3_y*plate_rim_d_x;
-            const double plate_rim_ax = plate_rim_T3_x*qdd3 + plate_rim_abias_x - plate_rim_d_y*qdd2;
-            const double plate_rim_ay = plate_rim_T3_y*qdd3 + plate_rim_abias_y + plate_rim_d_x*qdd2;
-            const double plate_rim_az = plate_rim_T3_z*qdd3 + plate_rim_abias_z;
-            const double yoke_d_y = (0.0225)*s1;
-            const double yoke_d_z = -0.0225*c1;
-            const double yoke_v_y = -qd1*yoke_d_z;
-            const double yoke_v_z = qd1*yoke_d_y;
-            const double yoke_abias_y = -cse2*yoke_d_y;
-            const double yoke_abias_z = -cse2*yoke_d_z;
-            const double yoke_ay = -qdd1*yoke_d_z + yoke_abias_y;
-            const double yoke_az = qdd1*yoke_d_y + yoke_abias_z;
-            const double plate_R00 = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
-            const double plate_R02 = -0.25881904510252074*tau3_00 + (0.9659258262890683)*theta_J3_20;
-            const double plate_R10 = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
-            const double plate_R12 = -0.25881904510252074*tau3_01 + (0.9659258262890683)*theta_J3_21;
-            const double plate_R20 = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
-            const double plate_R22 = 0.9330127018922194 - 0.25881904510252074*tau3_02;
-            const double plate_alphax = eps3_x + qdd3*theta_J3_20;
-            const double plate_alphay = eps3_y + qdd3*theta_J3_21;
-            const double plate_alphaz = qdd2 + (0.9659258262890683)*qdd3;
             mg_o_r[0][mg_l] = 0.2;
-            mg_o_r[1][mg_l] = lever_tip_d_y;
-            mg_o_r[2][mg_l] = lever_tip_d_z;
-            mg_o_r[3][mg_l] = plate_rim_d_x;
-            mg_o_r[4][mg_l] = plate_rim_d_y;
-            mg_o_r[5][mg_l] = plate_rim_d_z;
             mg_o_r[6][mg_l] = 0.0;
             mg_o_r[7][mg_l] = 0.0;
             mg_o_r[8][mg_l] = -0.15;
@@ -923,14 +983,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             mg_o_r[10][mg_l] = 0.0;
             mg_o_r[11][mg_l] = 0.0;
             mg_o_r[12][mg_l] = 0.125;
-            mg_o_r[13][mg_l] = yoke_d_y;
-            mg_o_r[14][mg_l] = yoke_d_z;
             mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[1][mg_l] = lever_tip_v_y;
-            mg_o_v[2][mg_l] = lever_tip_v_z;
-            mg_o_v[3][mg_l] = plate_rim_v_x;
-            mg_o_v[4][mg_l] = plate_rim_v_y;
-            mg_o_v[5][mg_l] = plate_rim_v_z;
             mg_o_v[6][mg_l] = 0.0;
             mg_o_v[7][mg_l] = 0.0;
             mg_o_v[8][mg_l] = 0.0;
@@ -938,14 +991,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             mg_o_v[10][mg_l] = 0.0;
             mg_o_v[11][mg_l] = 0.0;
             mg_o_v[12][mg_l] = 0.0;
-            mg_o_v[13][mg_l] = yoke_v_y;
-            mg_o_v[14][mg_l] = yoke_v_z;
             mg_o_a[0][mg_l] = 0.0;
-            mg_o_a[1][mg_l] = lever_tip_ay;
-            mg_o_a[2][mg_l] = lever_tip_az;
-            mg_o_a[3][mg_l] = plate_rim_ax;
-            mg_o_a[4][mg_l] = plate_rim_ay;
-            mg_o_a[5][mg_l] = plate_rim_az;
             mg_o_a[6][mg_l] = 0.0;
             mg_o_a[7][mg_l] = 0.0;
             mg_o_a[8][mg_l] = 0.0;
@@ -953,53 +999,217 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             mg_o_a[10][mg_l] = 0.0;
             mg_o_a[11][mg_l] = 0.0;
             mg_o_a[12][mg_l] = 0.0;
-            mg_o_a[13][mg_l] = yoke_ay;
-            mg_o_a[14][mg_l] = yoke_az;
-            mg_o_R[0][mg_l] = c2;
-            mg_o_R[1][mg_l] = -s2;
             mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = s2;
-            mg_o_R[4][mg_l] = c2;
             mg_o_R[5][mg_l] = 0.0;
             mg_o_R[6][mg_l] = 0.0;
             mg_o_R[7][mg_l] = 0.0;
             mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[9][mg_l] = plate_R00;
-            mg_o_R[10][mg_l] = tau3_10;
-            mg_o_R[11][mg_l] = plate_R02;
-            mg_o_R[12][mg_l] = plate_R10;
-            mg_o_R[13][mg_l] = tau3_11;
-            mg_o_R[14][mg_l] = plate_R12;
-            mg_o_R[15][mg_l] = plate_R20;
-            mg_o_R[16][mg_l] = tau3_12;
-            mg_o_R[17][mg_l] = plate_R22;
             mg_o_R[18][mg_l] = 1.0;
             mg_o_R[19][mg_l] = 0.0;
             mg_o_R[20][mg_l] = 0.0;
             mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[22][mg_l] = c1;
-            mg_o_R[23][mg_l] = -s1;
             mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = s1;
-            mg_o_R[26][mg_l] = c1;
             mg_o_omega[0][mg_l] = 0.0;
             mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = qd2;
-            mg_o_omega[3][mg_l] = omega3_x;
-            mg_o_omega[4][mg_l] = omega3_y;
-            mg_o_omega[5][mg_l] = omega3_z;
-            mg_o_omega[6][mg_l] = qd1;
             mg_o_omega[7][mg_l] = 0.0;
             mg_o_omega[8][mg_l] = 0.0;
             mg_o_alpha[0][mg_l] = 0.0;
             mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = qdd2;
-            mg_o_alpha[3][mg_l] = plate_alphax;
-            mg_o_alpha[4][mg_l] = plate_alphay;
-            mg_o_alpha[5][mg_l] = plate_alphaz;
-            mg_o_alpha[6][mg_l] = qdd1;
             mg_o_alpha[7][mg_l] = 0.0;
             mg_o_alpha[8][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            mg_o_R[0][mg_l] = c2;
+            mg_o_R[1][mg_l] = -s2;
+            mg_o_R[3][mg_l] = s2;
+            mg_o_R[4][mg_l] = c2;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_10 = -c3*s2 - s3*theta_J3_00;
+            mg_o_R[10][mg_l] = tau3_10;
+            const double tau3_11 = c2*c3 - s3*theta_J3_01;
+            mg_o_R[13][mg_l] = tau3_11;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            mg_o_R[16][mg_l] = tau3_12;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double cse0 = qd3*theta_J3_20;
+            const double omega3_x = cse0;
+            mg_o_omega[3][mg_l] = omega3_x;
+            const double cse1 = qd3*theta_J3_21;
+            const double omega3_y = cse1;
+            mg_o_omega[4][mg_l] = omega3_y;
+            const double qd2 = mg_in_qd[1][mg_l];
+            mg_o_omega[2][mg_l] = qd2;
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
+            mg_o_omega[5][mg_l] = omega3_z;
+            const double eps3_x = -cse1*qd2;
+            const double eps3_y = cse0*qd2;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            mg_o_R[22][mg_l] = c1;
+            mg_o_R[23][mg_l] = -s1;
+            mg_o_R[25][mg_l] = s1;
+            mg_o_R[26][mg_l] = c1;
+            const double lever_tip_d_y = (0.18)*s1;
+            mg_o_r[1][mg_l] = lever_tip_d_y;
+            const double lever_tip_d_z = -0.18*c1;
+            mg_o_r[2][mg_l] = lever_tip_d_z;
+            const double qd1 = mg_in_qd[0][mg_l];
+            mg_o_omega[6][mg_l] = qd1;
+            const double lever_tip_v_y = -lever_tip_d_z*qd1;
+            mg_o_v[1][mg_l] = lever_tip_v_y;
+            const double lever_tip_v_z = lever_tip_d_y*qd1;
+            mg_o_v[2][mg_l] = lever_tip_v_z;
+            const double cse2 = qd1*qd1;
+            const double lever_tip_abias_y = -cse2*lever_tip_d_y;
+            const double lever_tip_abias_z = -cse2*lever_tip_d_z;
+            const double qdd1 = mg_in_qdd[0][mg_l];
+            mg_o_alpha[6][mg_l] = qdd1;
+            const double lever_tip_ay = lever_tip_abias_y - lever_tip_d_z*qdd1;
+            mg_o_a[1][mg_l] = lever_tip_ay;
+            const double lever_tip_az = lever_tip_abias_z + lever_tip_d_y*qdd1;
+            mg_o_a[2][mg_l] = lever_tip_az;
+            const double plate_rim_d_x = (0.12000000000000001)*tau3_00 - 3.638575276916199e-18*theta_J3_20;
+            mg_o_r[3][mg_l] = plate_rim_d_x;
+            const double plate_rim_d_y = (0.12000000000000001)*tau3_01 - 3.638575276916199e-18*theta_J3_21;
+            mg_o_r[4][mg_l] = plate_rim_d_y;
+            const double plate_rim_d_z = (0.12000000000000001)*tau3_02 - 3.514593830870255e-18;
+            mg_o_r[5][mg_l] = plate_rim_d_z;
+            const double plate_rim_T3_x = -0.9659258262890683*plate_rim_d_y + plate_rim_d_z*theta_J3_21;
+            const double plate_rim_T3_y = (0.9659258262890683)*plate_rim_d_x - plate_rim_d_z*theta_J3_20;
+            const double plate_rim_T3_z = -plate_rim_d_x*theta_J3_21 + plate_rim_d_y*theta_J3_20;
+            const double cse3 = omega3_y*plate_rim_d_z - omega3_z*plate_rim_d_y;
+            const double plate_rim_v_x = cse3;
+            mg_o_v[3][mg_l] = plate_rim_v_x;
+            const double cse4 = -omega3_x*plate_rim_d_z + omega3_z*plate_rim_d_x;
+            const double plate_rim_v_y = cse4;
+            mg_o_v[4][mg_l] = plate_rim_v_y;
+            const double cse5 = omega3_x*plate_rim_d_y - omega3_y*plate_rim_d_x;
+            const double plate_rim_v_z = cse5;
+            mg_o_v[5][mg_l] = plate_rim_v_z;
+            const double plate_rim_abias_x = -cse4*omega3_z + cse5*omega3_y + eps3_y*plate_rim_d_z;
+            const double plate_rim_abias_y = cse3*omega3_z - cse5*omega3_x - eps3_x*plate_rim_d_z;
+            const double plate_rim_abias_z = -cse3*omega3_y + cse4*omega3_x + eps3_x*plate_rim_d_y - eps3_y*plate_rim_d_x;
+            const double qdd3 = mg_in_qdd[2][mg_l];
+            const double qdd2 = mg_in_qdd[1][mg_l];
+            mg_o_alpha[2][mg_l] = qdd2;
+            const double plate_rim_ax = plate_rim_T3_x*qdd3 + plate_rim_abias_x - plate_rim_d_y*qdd2;
+            mg_o_a[3][mg_l] = plate_rim_ax;
+            const double plate_rim_ay = plate_rim_T3_y*qdd3 + plate_rim_abias_y + plate_rim_d_x*qdd2;
+            mg_o_a[4][mg_l] = plate_rim_ay;
+            const double plate_rim_az = plate_rim_T3_z*qdd3 + plate_rim_abias_z;
+            mg_o_a[5][mg_l] = plate_rim_az;
+            const double yoke_d_y = (0.0225)*s1;
+            mg_o_r[13][mg_l] = yoke_d_y;
+            const double yoke_d_z = -0.0225*c1;
+            mg_o_r[14][mg_l] = yoke_d_z;
+            const double yoke_v_y = -qd1*yoke_d_z;
+            mg_o_v[13][mg_l] = yoke_v_y;
+            const double yoke_v_z = qd1*yoke_d_y;
+            mg_o_v[14][mg_l] = yoke_v_z;
+            const double yoke_abias_y = -cse2*yoke_d_y;
+            const double yoke_abias_z = -cse2*yoke_d_z;
+            const double yoke_ay = -qdd1*yoke_d_z + yoke_abias_y;
+            mg_o_a[13][mg_l] = yoke_ay;
+            const double yoke_az = qdd1*yoke_d_y + yoke_abias_z;
+            mg_o_a[14][mg_l] = yoke_az;
+            const double plate_R00 = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            mg_o_R[9][mg_l] = plate_R00;
+            const double plate_R02 = -0.25881904510252074*tau3_00 + (0.9659258262890683)*theta_J3_20;
+            mg_o_R[11][mg_l] = plate_R02;
+            const double plate_R10 = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            mg_o_R[12][mg_l] = plate_R10;
+            const double plate_R12 = -0.25881904510252074*tau3_01 + (0.9659258262890683)*theta_J3_21;
+            mg_o_R[14][mg_l] = plate_R12;
+            const double plate_R20 = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            mg_o_R[15][mg_l] = plate_R20;
+            const double plate_R22 = 0.9330127018922194 - 0.25881904510252074*tau3_02;
+            mg_o_R[17][mg_l] = plate_R22;
+            const double plate_alphax = eps3_x + qdd3*theta_J3_20;
+            mg_o_alpha[3][mg_l] = plate_alphax;
+            const double plate_alphay = eps3_y + qdd3*theta_J3_21;
+            mg_o_alpha[4][mg_l] = plate_alphay;
+            const double plate_alphaz = qdd2 + (0.9659258262890683)*qdd3;
+            mg_o_alpha[5][mg_l] = plate_alphaz;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            r[(mg_i + 0) * 15 + mg_j] = mg_o_r[mg_j][0];
+            r[(mg_i + 1) * 15 + mg_j] = mg_o_r[mg_j][1];
+            r[(mg_i + 2) * 15 + mg_j] = mg_o_r[mg_j][2];
+            r[(mg_i + 3) * 15 + mg_j] = mg_o_r[mg_j][3];
+            r[(mg_i + 4) * 15 + mg_j] = mg_o_r[mg_j][4];
+            r[(mg_i + 5) * 15 + mg_j] = mg_o_r[mg_j][5];
+            r[(mg_i + 6) * 15 + mg_j] = mg_o_r[mg_j][6];
+            r[(mg_i + 7) * 15 + mg_j] = mg_o_r[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            v[(mg_i + 0) * 15 + mg_j] = mg_o_v[mg_j][0];
+            v[(mg_i + 1) * 15 + mg_j] = mg_o_v[mg_j][1];
+            v[(mg_i + 2) * 15 + mg_j] = mg_o_v[mg_j][2];
+            v[(mg_i + 3) * 15 + mg_j] = mg_o_v[mg_j][3];
+            v[(mg_i + 4) * 15 + mg_j] = mg_o_v[mg_j][4];
+            v[(mg_i + 5) * 15 + mg_j] = mg_o_v[mg_j][5];
+            v[(mg_i + 6) * 15 + mg_j] = mg_o_v[mg_j][6];
+            v[(mg_i + 7) * 15 + mg_j] = mg_o_v[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 15; ++mg_j) {
+            a[(mg_i + 0) * 15 + mg_j] = mg_o_a[mg_j][0];
+            a[(mg_i + 1) * 15 + mg_j] = mg_o_a[mg_j][1];
+            a[(mg_i + 2) * 15 + mg_j] = mg_o_a[mg_j][2];
+            a[(mg_i + 3) * 15 + mg_j] = mg_o_a[mg_j][3];
+            a[(mg_i + 4) * 15 + mg_j] = mg_o_a[mg_j][4];
+            a[(mg_i + 5) * 15 + mg_j] = mg_o_a[mg_j][5];
+            a[(mg_i + 6) * 15 + mg_j] = mg_o_a[mg_j][6];
+            a[(mg_i + 7) * 15 + mg_j] = mg_o_a[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 27; ++mg_j) {
+            R[(mg_i + 0) * 27 + mg_j] = mg_o_R[mg_j][0];
+            R[(mg_i + 1) * 27 + mg_j] = mg_o_R[mg_j][1];
+            R[(mg_i + 2) * 27 + mg_j] = mg_o_R[mg_j][2];
+            R[(mg_i + 3) * 27 + mg_j] = mg_o_R[mg_j][3];
+            R[(mg_i + 4) * 27 + mg_j] = mg_o_R[mg_j][4];
+            R[(mg_i + 5) * 27 + mg_j] = mg_o_R[mg_j][5];
+            R[(mg_i + 6) * 27 + mg_j] = mg_o_R[mg_j][6];
+            R[(mg_i + 7) * 27 + mg_j] = mg_o_R[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            omega[(mg_i + 0) * 9 + mg_j] = mg_o_omega[mg_j][0];
+            omega[(mg_i + 1) * 9 + mg_j] = mg_o_omega[mg_j][1];
+            omega[(mg_i + 2) * 9 + mg_j] = mg_o_omega[mg_j][2];
+            omega[(mg_i + 3) * 9 + mg_j] = mg_o_omega[mg_j][3];
+            omega[(mg_i + 4) * 9 + mg_j] = mg_o_omega[mg_j][4];
+            omega[(mg_i + 5) * 9 + mg_j] = mg_o_omega[mg_j][5];
+            omega[(mg_i + 6) * 9 + mg_j] = mg_o_omega[mg_j][6];
+            omega[(mg_i + 7) * 9 + mg_j] = mg_o_omega[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            alpha[(mg_i + 0) * 9 + mg_j] = mg_o_alpha[mg_j][0];
+            alpha[(mg_i + 1) * 9 + mg_j] = mg_o_alpha[mg_j][1];
+            alpha[(mg_i + 2) * 9 + mg_j] = mg_o_alpha[mg_j][2];
+            alpha[(mg_i + 3) * 9 + mg_j] = mg_o_alpha[mg_j][3];
+            alpha[(mg_i + 4) * 9 + mg_j] = mg_o_alpha[mg_j][4];
+            alpha[(mg_i + 5) * 9 + mg_j] = mg_o_alpha[mg_j][5];
+            alpha[(mg_i + 6) * 9 + mg_j] = mg_o_alpha[mg_j][6];
+            alpha[(mg_i + 7) * 9 + mg_j] = mg_o_alpha[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1008,13 +1218,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 15; ++mg_j) r[(mg_i + mg_l) * 15 + mg_j] = mg_o_r[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) v[(mg_i + mg_l) * 15 + mg_j] = mg_o_v[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 15; ++mg_j) a[(mg_i + mg_l) * 15 + mg_j] = mg_o_a[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 27; ++mg_j) R[(mg_i + mg_l) * 27 + mg_j] = mg_o_R[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) omega[(mg_i + mg_l) * 9 + mg_j] = mg_o_omega[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 9; ++mg_j) alpha[(mg_i + mg_l) * 9 + mg_j] = mg_o_alpha[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1055,30 +1259,50 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
         double mg_o_M[9][8];
-        double mg_w_q3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q3 = mg_w_q3[mg_l];
-            const double c3 = mg_cos_poly(q3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            const double IJ3_02 = (2.1539120601574185e-19)*c3;
-            const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
-            const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
             mg_o_M[0][mg_l] = 0.004573333333333333;
             mg_o_M[1][mg_l] = 0.0;
             mg_o_M[2][mg_l] = 0.0;
             mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = Ic2_22;
-            mg_o_M[5][mg_l] = Nm3_2_z;
             mg_o_M[6][mg_l] = 0.0;
-            mg_o_M[7][mg_l] = Nm3_2_z;
             mg_o_M[8][mg_l] = 0.018;
+            const double q3 = mg_in_q[2][mg_l];
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double IJ3_02 = (2.1539120601574185e-19)*c3;
+            const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
+            mg_o_M[4][mg_l] = Ic2_22;
+            const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
+            mg_o_M[5][mg_l] = Nm3_2_z;
+            mg_o_M[7][mg_l] = Nm3_2_z;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 9; ++mg_j) {
+            M[(mg_i + 0) * 9 + mg_j] = mg_o_M[mg_j][0];
+            M[(mg_i + 1) * 9 + mg_j] = mg_o_M[mg_j][1];
+            M[(mg_i + 2) * 9 + mg_j] = mg_o_M[mg_j][2];
+            M[(mg_i + 3) * 9 + mg_j] = mg_o_M[mg_j][3];
+            M[(mg_i + 4) * 9 + mg_j] = mg_o_M[mg_j][4];
+            M[(mg_i + 5) * 9 + mg_j] = mg_o_M[mg_j][5];
+            M[(mg_i + 6) * 9 + mg_j] = mg_o_M[mg_j][6];
+            M[(mg_i + 7) * 9 + mg_j] = mg_o_M[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1087,8 +1311,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1194,56 +1417,65 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_b[3][8];
         double mg_o_gamma[2][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_02 = -0.25881904510252074*c3;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double a1_y = (9.81)*s1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega_p3_J_x = -0.25881904510252074*qd2;
             const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double omega_p3_y = -omega_p3_J_x*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = omega_p3_J_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
@@ -1258,6 +1490,10 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             const double N_c3_J_x = N3_x*c3 - N3_y*s3;
             const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
             const double N1_x = (0.036)*a1_y;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1277,20 +1513,46 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_x + tau1;
+            mg_o_b[0][mg_l] = b1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            mg_o_b[1][mg_l] = b2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
+            mg_o_b[2][mg_l] = b3;
             const double cse2 = omega3_y*trunnion_f1_x_z - omega3_z_2*trunnion_f1_x_y;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse3 = -omega3_x + qd1;
             const double cse4 = c1*qd1;
             const double cse5 = qd1*s1;
             const double cse6 = eps3_y*s1;
-            const double cse7 = omega3_y*trunnion_f1_y_z - omega3_z_2*trunnion_f1_y_y;
-            mg_o_b[0][mg_l] = b1;
-            mg_o_b[1][mg_l] = b2;
-            mg_o_b[2][mg_l] = b3;
             mg_o_gamma[0][mg_l] = -cse3*(c1*(omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x) - cse4*trunnion_f1_x_y - cse5*trunnion_f1_x_z - s1*(-omega3_x*trunnion_f1_x_z + omega3_z_2*trunnion_f1_x_x)) + cse6*trunnion_f1_x_x + eps3_x*(c1*trunnion_f1_x_z - s1*trunnion_f1_x_y) + omega3_y*(c1*qd1*trunnion_f1_x_x + cse2*s1) + omega3_z_2*(-c1*cse2 + qd1*s1*trunnion_f1_x_x);
+            const double cse7 = omega3_y*trunnion_f1_y_z - omega3_z_2*trunnion_f1_y_y;
             mg_o_gamma[1][mg_l] = -cse3*(c1*(omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x) - cse4*trunnion_f1_y_y - cse5*trunnion_f1_y_z - s1*(-omega3_x*trunnion_f1_y_z + omega3_z_2*trunnion_f1_y_x)) + cse6*trunnion_f1_y_x + eps3_x*(c1*trunnion_f1_y_z - s1*trunnion_f1_y_y) + omega3_y*(cse4*trunnion_f1_y_x + cse7*s1) + omega3_z_2*(-c1*cse7 + qd1*s1*trunnion_f1_y_x);
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            b[(mg_i + 0) * 3 + mg_j] = mg_o_b[mg_j][0];
+            b[(mg_i + 1) * 3 + mg_j] = mg_o_b[mg_j][1];
+            b[(mg_i + 2) * 3 + mg_j] = mg_o_b[mg_j][2];
+            b[(mg_i + 3) * 3 + mg_j] = mg_o_b[mg_j][3];
+            b[(mg_i + 4) * 3 + mg_j] = mg_o_b[mg_j][4];
+            b[(mg_i + 5) * 3 + mg_j] = mg_o_b[mg_j][5];
+            b[(mg_i + 6) * 3 + mg_j] = mg_o_b[mg_j][6];
+            b[(mg_i + 7) * 3 + mg_j] = mg_o_b[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            gamma[(mg_i + 0) * 2 + mg_j] = mg_o_gamma[mg_j][0];
+            gamma[(mg_i + 1) * 2 + mg_j] = mg_o_gamma[mg_j][1];
+            gamma[(mg_i + 2) * 2 + mg_j] = mg_o_gamma[mg_j][2];
+            gamma[(mg_i + 3) * 2 + mg_j] = mg_o_gamma[mg_j][3];
+            gamma[(mg_i + 4) * 2 + mg_j] = mg_o_gamma[mg_j][4];
+            gamma[(mg_i + 5) * 2 + mg_j] = mg_o_gamma[mg_j][5];
+            gamma[(mg_i + 6) * 2 + mg_j] = mg_o_gamma[mg_j][6];
+            gamma[(mg_i + 7) * 2 + mg_j] = mg_o_gamma[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1299,9 +1561,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) gamma[(mg_i + mg_l) * 2 + mg_j] = mg_o_gamma[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -1462,49 +1722,55 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_tau[3][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_tau1[8];
-        double mg_w_tau2[8];
-        double mg_w_tau3[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
-            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
-            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
+            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
+            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
+            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
+            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
+            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
+            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
+            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            double s2, c2;
-            mg_sincos_poly(q2, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[0][mg_l] = 0.0;
+            mg_o_reaction[1][mg_l] = 0.0;
+            mg_o_reaction[2][mg_l] = 0.0;
+            const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -1512,11 +1778,17 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double IJ3_02 = (2.1539120601574185e-19)*c3;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
             const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double a1_y = (9.81)*s1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega_p3_J_x = -0.25881904510252074*qd2;
             const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double omega_p3_y = -omega_p3_J_x*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_z = omega_p3_J_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
@@ -1531,6 +1803,10 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double N_c3_J_x = N3_x*c3 - N3_y*s3;
             const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
             const double N1_x = (0.036)*a1_y;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1551,24 +1827,34 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse2;
             const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse3*lu_inv1;
             const double cse4 = s1*theta_J3_21;
             const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse6 = c1*trunnion_f1_y_x;
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
             const double X1_2 = X1__e1*lu_inv2;
             const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
+            const double tau1 = mg_in_tau[0][mg_l];
             const double b1 = -N1_x + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
             const double b2 = -N2_z + tau2;
+            const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
             const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z_2*trunnion_f1_x_y;
             const double cse8 = c1*trunnion_f1_x_x;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = -omega3_x + qd1;
             const double cse11 = c1*qd1;
             const double cse12 = qd1*s1;
@@ -1586,31 +1872,64 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double MH3_1 = Nm3_2_z - 0.018*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double resD1 = -b1 + (0.004573333333333333)*qdd_dep1;
             const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (0.018)*qdd_dep2;
             const double lambda_z2 = lu_inv1*resD1;
             const double lambda_z1 = lu_inv2*(-cse5*lambda_z2 + resD2);
-            const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
-            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
-            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
-            const double trunnion_reaction_mz = -cse6*lambda2 - cse8*lambda_z1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
             mg_o_multipliers[0][mg_l] = lambda_z1;
+            const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
             mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_reaction[0][mg_l] = 0.0;
-            mg_o_reaction[1][mg_l] = 0.0;
-            mg_o_reaction[2][mg_l] = 0.0;
+            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
             mg_o_reaction[3][mg_l] = trunnion_reaction_mx;
+            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
             mg_o_reaction[4][mg_l] = trunnion_reaction_my;
+            const double trunnion_reaction_mz = -cse6*lambda2 - cse8*lambda_z1;
             mg_o_reaction[5][mg_l] = trunnion_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1619,10 +1938,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
@@ -1775,58 +2091,76 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
+        double mg_in_qdd_ind[1][8];
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
+            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_reaction[0][mg_l] = 0.0;
+            mg_o_reaction[1][mg_l] = 0.0;
+            mg_o_reaction[2][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double cse0 = qd3*theta_J3_20;
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
             const double omega3_y = cse1;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega3_z = qd2 + (0.9659258262890683)*qd3;
             const double eps3_x = -cse1*qd2;
             const double eps3_y = cse0*qd2;
@@ -1836,15 +2170,25 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse2;
             const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse3*lu_inv1;
             const double cse4 = s1*theta_J3_21;
             const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse6 = c1*trunnion_f1_y_x;
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
@@ -1852,6 +2196,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
             const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z*trunnion_f1_x_y;
             const double cse8 = c1*trunnion_f1_x_x;
+            const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = -omega3_x + qd1;
             const double cse11 = c1*qd1;
             const double cse12 = qd1*s1;
@@ -1861,8 +2206,12 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double qdd0__e1 = -cse10*(c1*(omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x) - cse11*trunnion_f1_x_y - cse12*trunnion_f1_x_z - s1*(-omega3_x*trunnion_f1_x_z + omega3_z*trunnion_f1_x_x)) + cse13*trunnion_f1_x_x - cse14*lu_f11 + cse3*eps3_x + omega3_y*(cse7*s1 + cse8*qd1) + omega3_z*(-c1*cse7 + qd1*s1*trunnion_f1_x_x);
             const double qdd0_2 = lu_inv2*qdd0__e1;
             const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
+            const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
+            mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double a1_y = (9.81)*s1;
             const double omega_p3_J_x = -0.25881904510252074*qd2;
             const double omega_p3_J_z = (0.9659258262890683)*qd2;
@@ -1887,25 +2236,63 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double N1_x = (0.036)*a1_y + (0.004573333333333333)*qdd_dep1;
             const double lambda_z2 = N1_x*lu_inv1;
             const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);
+            mg_o_multipliers[0][mg_l] = lambda_z1;
             const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
+            mg_o_multipliers[1][mg_l] = lambda2;
             const double cse15 = cse6*lambda2 + cse8*lambda_z1;
             const double tau_ind1 = N2_z - cse15;
-            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
-            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
-            const double trunnion_reaction_mz = -cse15;
             mg_o_tau_ind[0][mg_l] = tau_ind1;
-            mg_o_qdd[0][mg_l] = qdd_dep1;
-            mg_o_qdd[1][mg_l] = qdd_ind1;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            mg_o_multipliers[0][mg_l] = lambda_z1;
-            mg_o_multipliers[1][mg_l] = lambda2;
-            mg_o_reaction[0][mg_l] = 0.0;
-            mg_o_reaction[1][mg_l] = 0.0;
-            mg_o_reaction[2][mg_l] = 0.0;
+            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
             mg_o_reaction[3][mg_l] = trunnion_reaction_mx;
+            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
             mg_o_reaction[4][mg_l] = trunnion_reaction_my;
+            const double trunnion_reaction_mz = -cse15;
             mg_o_reaction[5][mg_l] = trunnion_reaction_mz;
             mg_st[mg_l] = mg_s;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
+            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
+            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
+            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
+            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
+            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
+            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
+            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
+            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
+            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
+            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
+            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
+            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
+            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
+            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 2; ++mg_j) {
+            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
+            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
+            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
+            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
+            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
+            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
+            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
+            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 6; ++mg_j) {
+            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
+            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
+            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
+            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
+            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
+            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
+            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
+            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -1914,11 +2301,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
                 mg_failed += 1;
                 for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
@@ -1992,58 +2375,91 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
+            const double q1 = mg_in_q[0][mg_l];
             const double c1 = mg_cos_poly(q1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            mg_o_V[0][mg_l] = -0.35316*c1 - 4.4145;
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
             const double tau3_10 = -c3*s2 - s3*theta_J3_00;
             const double tau3_11 = c2*c3 - s3*theta_J3_01;
             const double tau3_12 = (0.25881904510252074)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
             const double omega3_x = qd3*theta_J3_20;
             const double omega3_y = qd3*theta_J3_21;
+            const double qd2 = mg_in_qd[1][mg_l];
             const double omega3_z = qd2 + (0.9659258262890683)*qd3;
             const double omega_loc3_x = omega3_x*tau3_00 + omega3_y*tau3_01 + omega3_z*tau3_02;
             const double omega_loc3_y = omega3_x*tau3_10 + omega3_y*tau3_11 + omega3_z*tau3_12;
             const double omega_loc3_z = omega3_x*theta_J3_20 + omega3_y*theta_J3_21 + (0.9659258262890683)*omega3_z;
+            const double qd1 = mg_in_qd[0][mg_l];
             mg_o_T[0][mg_l] = (0.5)*omega_loc3_x*((0.009130208333333334)*omega_loc3_x + (2.1539120601574185e-19)*omega_loc3_z) + (0.004565104166666667)*omega_loc3_y*omega_loc3_y + (0.5)*omega_loc3_z*((2.1539120601574185e-19)*omega_loc3_x + (0.018)*omega_loc3_z) + (0.0022866666666666664)*qd1*qd1 + (0.00046875)*qd2*qd2;
-            mg_o_V[0][mg_l] = -0.35316*c1 - 4.4145;
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
+            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
+            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
+            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
+            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
+            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
+            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
+            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
+            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
+            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
+            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
+            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
+            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
+            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
+            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2052,9 +2468,7 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2084,7 +2498,8 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -2092,9 +2507,19 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
+            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
+            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
+            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
+            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
+            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
+            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
+            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
+        }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
@@ -2161,45 +2586,49 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        int32_t mg_st[8] = {0};
-        int32_t mg_range[8] = {0};
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[8] = {0};
+        int64_t mg_range[8] = {0};
+        double mg_in_q[3][8];
+        double mg_in_qd[3][8];
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_q1[8];
-        double mg_w_q2[8];
-        double mg_w_q3[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
-        double mg_w_qd3[8];
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
-            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
-            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
+            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
+            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
+            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
+            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
+            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
+            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
+            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 3; ++mg_j) {
+            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
+            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
+            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
+            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
+            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
+            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
+            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
+            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            double s1, c1;
-            mg_sincos_poly(q1, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
             const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
@@ -2209,11 +2638,40 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double q1 = mg_in_q[0][mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            mg_o_position[0][mg_l] = sqrt((c1*trunnion_f1_x_y + s1*trunnion_f1_x_z)*(c1*trunnion_f1_x_y + s1*trunnion_f1_x_z) + (c1*trunnion_f1_y_y + s1*trunnion_f1_y_z)*(c1*trunnion_f1_y_y + s1*trunnion_f1_y_z));
             const double cse0 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double cse1 = s1*theta_J3_21;
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_o_position[0][mg_l] = sqrt((c1*trunnion_f1_x_y + s1*trunnion_f1_x_z)*(c1*trunnion_f1_x_y + s1*trunnion_f1_x_z) + (c1*trunnion_f1_y_y + s1*trunnion_f1_y_z)*(c1*trunnion_f1_y_y + s1*trunnion_f1_y_z));
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double qd3 = mg_in_qd[2][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x))*(c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x)) + (c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20))*(c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20)));
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
+            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
+            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
+            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
+            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
+            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
+            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
+            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
+        }
+        #pragma omp simd
+        for (int mg_j = 0; mg_j < 1; ++mg_j) {
+            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
+            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
+            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
+            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
+            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
+            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
+            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
+            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
@@ -2222,9 +2680,7 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
                 mg_failed += (mg_s != 0);
                 continue;
             }
-            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
-            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
-            status[mg_i + mg_l] = mg_st[mg_l];
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
     #endif
