@@ -54,8 +54,10 @@ change the single-state kernels' last bits. None changes a result: no fast-math,
 contraction. Without them the batch runs the single-state kernel state after state."""
 SIMD_ENV = "MECHGEN_SIMD"
 """``MECHGEN_SIMD=1`` builds the SIMD batch kernels. Off by default: the vectorised batches
-take about 5x longer to compile (gough_stewart_docking: 6 s -> 34 s of gcc) for 1.0-2.6x the
-batch throughput (make bench, bench/simd_bench.py); single-state calls gain nothing."""
+take about 5x longer to compile (gough_stewart_docking: 6 s -> 34 s of gcc, measured before the
+block layout of docs/architecture.md) for 2.5-6.9x the batch throughput of the mass matrix,
+inverse and forward dynamics on an AVX-512 machine (forward kinematics 2.0-2.6x; with AVX2
+1.5-3.5x; make bench, bench/simd_bench.py); single-state calls gain nothing."""
 ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
 CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
 STALE_SECONDS = 600.0
