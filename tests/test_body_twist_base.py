@@ -8,8 +8,8 @@ after reordering the quaternion) on Solo-12, HyQ and random URDF trees; (2) agai
 frame-0 quaternion base by mapping the states (v_0 = R v_body, vdot_0 = R (vdot_body +
 omega x v_body)); (3) the mass matrix reads no base-pose input and is the composite-inertia
 form; (4) energy, momentum and centre of mass of free-floating motion integrated through
-rhs(); (5) the derivative kernels (along the input q) against differences and the regressor
-against inverse dynamics; (6) bad spec values named by file and field.
+rhs(); (5) the derivative kernels (along the input q) against differences (the regressor
+against inverse dynamics: tests/test_regressor.py); (6) bad spec values named by file and field.
 """
 
 from __future__ import annotations
@@ -293,26 +293,3 @@ def test_derivatives_along_the_input_q_match_differences(tmp_path):
         _, fq, fqd, _ = mech.forward_dynamics_derivatives(q, qd, Q)
         close_to_differences(fq, lambda x: mech.forward_dynamics(x, qd, Q), q, "dFD/dq")
         close_to_differences(fqd, lambda x: mech.forward_dynamics(q, x, Q), qd, "dFD/dqd")
-
-
-def test_regressor_times_parameters_is_inverse_dynamics(tmp_path):
-    """The regressor's own motion pass carries the body-twist term too: Y pi + Q_sd and
-    Y_b beta + Q_sd equal inverse_dynamics (which equals Pinocchio's rnea, above)."""
-    from tests.test_regressor import STATES, close, generate_regressor, outputs
-    body = lambda name, m: {"name": name, "mass": m, "com": [0.1, -0.05, 0.2],
-                            "inertia": [0.3, 0.4, 0.5, 0.01, -0.02, 0.03]}
-    chain = (ChainBuilder("twist_reg", "free", [0.0, 0.0, -9.81], body("hub", 20.0),
-                          attitude="quaternion", base_velocity="body")
-             .joint("j1", "Ry", l=[0.3, 0.0, 0.1], body=body("arm1", 2.0),
-                    spring={"stiffness": 3.0, "damping": 0.5, "q0": 0.2})
-             .joint("j2", "Px", l=[0.5, 0.0, 0.0], body=body("arm2", 1.0))).build()
-    chain, mech = generate_regressor(chain, tmp_path)
-    rng = np.random.default_rng(8)
-    st = {"q": rng.normal(size=(STATES, chain.nq)), "qd": rng.normal(size=(STATES, chain.n)),
-          "qdd": rng.normal(size=(STATES, chain.n))}
-    info = mech.manifest["regressor"]
-    Q_id = mech.kernels["inverse_dynamics"](**st)
-    out = outputs(mech.kernels["regressor"], **st)
-    close(out["Y"] @ np.array(info["standard_values"]) + out["Q_sd"], Q_id, what="Y pi + Q_sd")
-    out = outputs(mech.kernels["base_regressor"], **st)
-    close(out["Y_b"] @ np.array(info["base_values"]) + out["Q_sd"], Q_id, what="Y_b beta + Q_sd")

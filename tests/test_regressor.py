@@ -155,12 +155,16 @@ def test_regressor_for_any_parameters_matches_the_reference_with_those_parameter
               what="Y pi' vs reference with other bodies")
 
 
-def test_quaternion_base_regressor_times_parameters_is_inverse_dynamics(tmp_path):
-    """q = [x, y, z, qw, qx, qy, qz, joints] (any norm), qd with the body-frame omega."""
+@pytest.mark.parametrize("base_velocity", ["frame0", "body"])
+def test_quaternion_base_regressor_times_parameters_is_inverse_dynamics(tmp_path, base_velocity):
+    """q = [x, y, z, qw, qx, qy, qz, joints] (any norm), qd with the body-frame omega; with
+    base_velocity "body" (Pinocchio's free flyer) the regressor's own motion pass must carry
+    the body-twist term too (inverse_dynamics equals Pinocchio's rnea there,
+    tests/test_body_twist_base.py)."""
     body = lambda name, m: {"name": name, "mass": m, "com": [0.1, -0.05, 0.2],
                             "inertia": [0.3, 0.4, 0.5, 0.01, -0.02, 0.03]}
-    chain = (ChainBuilder("quat_reg", "free", [0.0, 0.0, -9.81], body("hub", 20.0),
-                          attitude="quaternion")
+    chain = (ChainBuilder(f"quat_reg_{base_velocity}", "free", [0.0, 0.0, -9.81],
+                          body("hub", 20.0), attitude="quaternion", base_velocity=base_velocity)
              .joint("j1", "Ry", l=[0.3, 0.0, 0.1], body=body("arm1", 2.0),
                     spring={"stiffness": 3.0, "damping": 0.5, "q0": 0.2})
              .joint("j2", "Px", l=[0.5, 0.0, 0.0], body=body("arm2", 1.0))).build()
