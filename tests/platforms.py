@@ -97,6 +97,17 @@ def load_generated(name: str, root: Path | None, backend: str):
     return runtime.load(name, backend, generated=root if root is not None else GENERATED)
 
 
+def case_mechanisms(request, name: str) -> tuple[Platform, dict, dict]:
+    """(platform, numeric model, {backend: loaded mechanism}) of a bundled platform, or of the
+    ``mixed_hexapod`` fixture's generated one, for a parametrised pytest fixture."""
+    if name == "mixed_hexapod":
+        pf, num, root = request.getfixturevalue("mixed_hexapod")
+    else:
+        root = None
+        pf, num = bundled(name)
+    return pf, num, {be: load_generated(name, root, be) for be in ("c", "python")}
+
+
 def spec_table(name: str) -> dict:
     """A bundled spec's TOML tables."""
     import tomllib

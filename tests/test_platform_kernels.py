@@ -33,12 +33,7 @@ def close(a, b, rtol=RTOL, what=""):
 @pytest.fixture(scope="module", params=P.BUNDLED + ["mixed_hexapod"])
 def case(request):
     name = request.param
-    if name == "mixed_hexapod":
-        pf, num, root = request.getfixturevalue("mixed_hexapod")
-    else:
-        root = None
-        pf, num = P.bundled(name)
-    mechs = {be: P.load_generated(name, root, be) for be in ("c", "python")}
+    pf, num, mechs = P.case_mechanisms(request, name)
     st = P.random_states(num, STATES, seed=len(name))
     return pf, num, st, mechs
 

@@ -26,12 +26,7 @@ STATES = 40
 @pytest.fixture(scope="module", params=P.BUNDLED + ["stewart_rrp_002", "mixed_hexapod"])
 def case(request):
     name = request.param
-    if name == "mixed_hexapod":
-        pf, num, root = request.getfixturevalue("mixed_hexapod")
-    else:
-        root = None
-        pf, num = P.bundled(name)
-    mechs = {be: P.load_generated(name, root, be) for be in ("c", "python")}
+    _, num, mechs = P.case_mechanisms(request, name)
     return name, num, mechs
 
 
