@@ -8,7 +8,6 @@ constraintDynamics checks it too (tests/test_pinocchio_constraint.py). Every bun
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
