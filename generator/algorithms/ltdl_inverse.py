@@ -45,12 +45,13 @@ def path(parent: list[int], k: int) -> list[int]:
 def unit_lower_inverse(rec: Recorder, L: dict, parent: list[int], name: str) -> dict:
     """U = L^-1 by eq. (1): {(k, i): U_ki} for i on the path of k (U_kk = 1)."""
     n = len(parent)
+    on_path = {j: set(path(parent, j)) for j in range(1, n + 1)}
     U: dict[tuple[int, int], sp.Expr] = {}
     for k in range(1, n + 1):
         U[k, k] = sp.Integer(1)
         ancestors = path(parent, k)[1:]
         for i in ancestors:
-            between = [j for j in reversed(ancestors) if i in path(parent, j)]   # i ⪯ j ≺ k
+            between = [j for j in reversed(ancestors) if i in on_path[j]]   # i ⪯ j ≺ k
             U[k, i] = latest_last(rec, [-L[k, j] * U[j, i] for j in between], f"{name}U{k}_{i}")
     return U
 
@@ -64,9 +65,11 @@ def symmetric_inverse(rec: Recorder, L: dict, invD: list, parent: list[int],
     V = {(a, m): rec.bind(U[a, m] * invD[m], f"{name}V{a}_{m}")
          for a in range(1, n + 1) for m in path(parent, a)}
     out = [[sp.Integer(0)] * n for _ in range(n)]
+    on_path = {b: set(path(parent, b)) for b in range(1, n + 1)}
     for a in range(1, n + 1):
+        path_a = path(parent, a)
         for b in range(a, n + 1):
-            common = [m for m in path(parent, a) if m in path(parent, b)]
+            common = [m for m in path_a if m in on_path[b]]
             out[a - 1][b - 1] = out[b - 1][a - 1] = rec.bind(
                 sp.Add(*[V[a, m] * U[b, m] for m in common]), f"{name}{a}_{b}")
     return out

@@ -153,5 +153,6 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
               "expr": f"{prefix}{part}[{lane}]"}
              for lane, i in enumerate(gathered)
              for name, part in ((_trig(body[i])["sin"], "s"), (_trig(body[i])["cos"], "c")) if name]
-    rest = [st for i, st in enumerate(body) if i not in needed and i not in set(gathered)]
+    taken = needed | set(gathered)
+    rest = [st for i, st in enumerate(body) if i not in taken]
     return [body[i] for i in sorted(needed)] + [gather] + reads + rest

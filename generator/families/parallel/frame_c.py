@@ -36,7 +36,7 @@ from mechgen.generator.algorithms.closure import Closure
 from mechgen.generator.algorithms.ldlt import ldlt_solve
 from mechgen.generator.families.parallel.kernels import PlatformBuild, mechanism_wide
 from mechgen.generator.families.parallel.platform import Leg
-from mechgen.generator.scalar import Mat, Vec, add, cross, dot, matvec, skew, transpose
+from mechgen.generator.scalar import Vec, add, cross, dot, matvec, skew, transpose
 from mechgen.generator.statuses import REDUCED_SINGULAR
 
 
@@ -105,9 +105,7 @@ class FrameCBuild(PlatformBuild):
         s = self.s_C
         b = self.rec.vec(matvec(self.alpha_C, s[:3]), "sc_C_f") + list(s[3:])
 
-        def contribution(leg: Leg, cl: Closure, G: CutMap, A_k, b_k, h_k) -> tuple:
-            return self._leg_block(leg, cl, G, A_k, b_k, h_k)
-        for K, f in self.per_leg(contribution, self.closures, self.cut_maps, self.A_legs,
+        for K, f in self.per_leg(self._leg_block, self.closures, self.cut_maps, self.A_legs,
                                  self.b_legs, self.h):
             for i in range(n):
                 for j in range(i, n):

@@ -37,8 +37,7 @@ from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
                                                           mass_matrix_from, rnea_derivatives,
                                                           velocity_pass)
-from mechgen.generator.families.serial.kernels import (EULER_MESSAGE, EULER_SINGULAR, _flat,
-                                                       _links, _require_euler_regular, _start,
+from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
 from mechgen.generator.model import Chain, ModelError
@@ -237,16 +236,6 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
     return forms[costs.index(min(costs))](rec, L, invD, parent)
 
 
-def euler_regularity(rec: Recorder, chain: Chain, q) -> dict[int, str]:
-    """The statuses of forward dynamics, and the Euler-base regularity check of a free base
-    (as kernels.mass_and_bias)."""
-    statuses = {SINGULAR: "mass matrix not positive definite"}
-    if chain.base == "free" and chain.attitude == "euler":
-        _require_euler_regular(rec, q)
-        statuses[EULER_SINGULAR] = EULER_MESSAGE
-    return statuses
-
-
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                     inverse=inverse_mass_matrix, composite: bool = False) -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1, with dID by
@@ -265,7 +254,7 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         b = [rec.bind(Qj + Pj - hj, f"b{j}") for j, (Qj, Pj, hj) in
              enumerate(zip(Q, passive_forces(rchain, q, qd), bias_from(rec, rchain, passes)),
                        start=1)]
-        statuses = euler_regularity(rec, rchain, q)
+        statuses = fd_statuses(rec, rchain, q)
     else:
         links, A, b, statuses = mass_and_bias(rec, rchain, q, qd, Q)
     try:

@@ -251,11 +251,17 @@ def mass_and_bias(rec: Recorder, chain: Chain, q, qd, Q) -> tuple[list, list, li
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
+    return links, A, b, fd_statuses(rec, chain, q)
+
+
+def fd_statuses(rec: Recorder, chain: Chain, q: list) -> dict[int, str]:
+    """The statuses of forward dynamics; a free Euler base first checks its regularity
+    (before the pivots, so its status wins)."""
     statuses = {SINGULAR: "mass matrix not positive definite"}
     if chain.base == "free" and chain.attitude == "euler":
         _require_euler_regular(rec, q)
         statuses[EULER_SINGULAR] = EULER_MESSAGE
-    return links, A, b, statuses
+    return statuses
 
 
 def _qdd_port(chain: Chain, qdd) -> Port:
@@ -268,10 +274,7 @@ def forward_dynamics_aba(chain: Chain) -> Kernel:
     ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     links = _links(rec, chain, q)
     tau = [Qj + Pj for Qj, Pj in zip(Q, passive_forces(chain, q, qd))]
-    statuses = {SINGULAR: "mass matrix not positive definite"}
-    if chain.base == "free" and chain.attitude == "euler":  # checked before the pivots, as
-        _require_euler_regular(rec, q)                      # in mass_and_bias
-        statuses[EULER_SINGULAR] = EULER_MESSAGE
+    statuses = fd_statuses(rec, chain, q)                    # before the pivots
     try:
         qdd = aba(rec, chain, links, qd, tau)
     except SingularMassMatrix as e:
