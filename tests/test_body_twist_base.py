@@ -31,7 +31,7 @@ from mechgen.generator.model import ModelError
 from mechgen.runtime.mechanism import quaternion_rotation
 from tests import pinocchio_ref as pref
 from tests.chains import write_generated
-from tests.test_pinocchio_crosscheck import random_urdf, rel
+from tests.test_pinocchio_crosscheck import compare, random_urdf
 
 RTOL = 1e-10
 GRAVITY = (0.3, -1.2, -9.81)
@@ -72,35 +72,13 @@ def random_state(rng, n: int, unit: bool = True) -> dict[str, np.ndarray]:
 
 def test_kernels_equal_pinocchio_free_flyer(robot):
     """FK placements, Jacobians, velocities and classical accelerations, M (crba), rnea,
-    nonLinearEffects, aba and the energies, 1e-10 relative, 10 random states."""
+    nonLinearEffects, aba and the energies, 1e-10 relative, 10 random states with unit
+    quaternions."""
     chain, mech, _, pm = robot
     rng = np.random.default_rng(1)
-    worst: dict[str, float] = {}
-    for _ in range(10):
-        s = random_state(rng, chain.n)
-        q, qd, qdd, Q = s["q"], s["qd"], s["qdd"], s["Q"]
-        r, tau = pref.forward_kinematics(pm, q)
-        r_o, tau_o = mech.forward_kinematics(q)
-        T, R = mech.jacobians(q)
-        T_p, R_p = pref.jacobians(pm, q)
-        vel = dict(zip(("v", "omega", "w", "eps"), mech.velocities(q, qd)))
-        vel_p = pref.velocities(pm, q, qd)
-        checks = {"fk r": (r_o, r), "fk tau": (tau_o, tau), "T": (T, T_p), "R": (R, R_p),
-                  "mass matrix (crba)": (mech.mass_matrix(q), pref.mass_matrix(pm, q)),
-                  "inverse dynamics (rnea)": (mech.inverse_dynamics(q, qd, qdd),
-                                              pref.inverse_dynamics(pm, q, qd, qdd)),
-                  "bias (Q - nonLinearEffects)": (mech.bias(q, qd, Q),
-                                                  pref.bias(pm, q, qd, Q)),
-                  "forward dynamics (aba)": (mech.forward_dynamics(q, qd, Q),
-                                             pref.forward_dynamics(pm, q, qd, Q)),
-                  **{f"velocities {k}": (vel[k], vel_p[k]) for k in vel}}
-        T_pin, V_pin = pref.energy(pm, q, qd)
-        T_o, V_o = mech.energy(q, qd)
-        checks["kinetic energy"] = (T_o, [T_pin])
-        for name, (ours, ref) in checks.items():
-            worst[name] = max(worst.get(name, 0.0), rel(ours, ref))
-        worst["potential energy"] = max(worst.get("potential energy", 0.0),
-                                        abs(V_o[0] - V_pin) / max(abs(V_pin), 1.0))
+    rows = [random_state(rng, chain.n) for _ in range(10)]
+    st = {a: np.array([s[a] for s in rows]) for a in ("q", "qd", "qdd", "Q")}
+    worst = compare(mech, chain, pm, st=st)
     assert max(worst.values()) < RTOL, worst
 
 

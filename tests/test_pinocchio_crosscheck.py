@@ -51,9 +51,12 @@ def run(kernel, **inputs) -> dict[str, np.ndarray]:
     return dict(zip([nm for nm, _ in kernel.outputs], res if isinstance(res, tuple) else (res,)))
 
 
-def compare(mech, chain, pm: pref.PinModel, count: int = 12, seed: int = 0) -> dict[str, float]:
-    """Largest relative disagreement of each kernel over ``count`` random states."""
-    st = states(chain.n, count, seed)
+def compare(mech, chain, pm: pref.PinModel, count: int = 12, seed: int = 0,
+            st: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+    """Largest relative disagreement of each kernel over ``count`` random states (or over the
+    rows of ``st``: q, qd, qdd, Q)."""
+    st = states(chain.n, count, seed) if st is None else st
+    count = len(st["q"])
     k = mech.kernels
     out = {nm: run(k[nm], **{a: st[a] for a, _ in k[nm].inputs})
            for nm in ("forward_kinematics", "jacobians", "velocities", "mass_matrix", "bias",
