@@ -10,6 +10,12 @@ Solo-12 and HyQ also on the two quaternion bases (docs/algorithms.md section 2.6
 (v_body, omega_body), Pinocchio's free flyer: the race's Pinocchio side solves the same problem
 as ours only on this base; the Euler-angle rows stay for comparison).
 
+HyQ also with its hip angles snapped (``_snap``, ``snap = 1e-11``): 1.57079632679 and
+3.14159265359 taken as exact quarter turns, the model moved by 4.9e-12 rad, which prunes a third
+of the mass matrix (docs/algorithms.md section 2.4.2). Pinocchio's side keeps the URDF as
+written; tests/test_snapped_twists.py checks that the snapped kernels still agree with it to
+1e-10.
+
     python bench/general_robots.py            # op counts of their kernels
     python bench/general_robots.py --race     # the free-base rows of the Pinocchio race, side
                                               # by side in one run (bundled solo12, Euler base,
@@ -32,6 +38,7 @@ SOLO12 = "solo_description/robots/solo12.urdf"
 HYQ = "hyq_description/robots/hyq_no_sensors.urdf"
 QUAT = {"attitude": "quaternion"}
 BODY = {"attitude": "quaternion", "base_velocity": "body"}
+SNAP = {"snap": 1e-11}       # rpy angles within 1e-11 rad of k * 90 deg taken as exact
 
 # name -> (URDF below example-robot-data's robots/, base, locked joints, more [mechanism] keys)
 ROBOTS = {
@@ -41,8 +48,11 @@ ROBOTS = {
     "hyq_body": (HYQ, "free", {}, BODY),
     "solo12_quat": (SOLO12, "free", {}, QUAT),
     "solo12_body": (SOLO12, "free", {}, BODY),
+    "hyq_snap": (HYQ, "free", {}, SNAP),
+    "hyq_body_snap": (HYQ, "free", {}, {**BODY, **SNAP}),
 }
-FREE_BASE_RACE = ("solo12", "solo12_quat", "solo12_body", "hyq", "hyq_quat", "hyq_body")
+FREE_BASE_RACE = ("solo12", "solo12_quat", "solo12_body", "hyq", "hyq_quat", "hyq_body",
+                  "hyq_snap", "hyq_body_snap")
 
 
 def robots_dir() -> Path:
@@ -59,7 +69,8 @@ def spec_text(name: str) -> str:
     urdf, base, lock, extra = ROBOTS[name]
     lines = ["[mechanism]", f'name = "{name}"', f'urdf = "{robots_dir() / urdf}"',
              f'base = "{base}"', "gravity = [0, 0, -9.81]",
-             *(f'{k} = "{v}"' for k, v in extra.items())]
+             *(f'{k} = {v!r}' if isinstance(v, float) else f'{k} = "{v}"'
+               for k, v in extra.items())]
     if lock:
         lines += ["[lock]", *(f"{j} = {v!r}" for j, v in lock.items())]
     return "\n".join(lines) + "\n"
