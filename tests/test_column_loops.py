@@ -21,9 +21,8 @@ import pytest
 import sympy as sp
 
 from mechgen import runtime
-from mechgen.generator.build import manifest_fields
+from mechgen.generator.build import manifest_fields, write_files
 from mechgen.generator.emit import render, sha256_text
-from mechgen.generator.build import write_files
 from mechgen.generator.families.serial import derivatives as D
 from mechgen.generator.ir import (Assign, ColumnLoop, InvariantError, Kernel, Port,
                                   check_invariants, symbol)

@@ -19,10 +19,12 @@ eq. 8) gives
 
 The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at that qdd, and
 applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
-tree); dFD/dQ = A^-1 itself by the symmetric form of algorithms/ltdl_inverse.py when that is
-cheaper. Three forms, the cheapest kept (:func:`choose`): the mass matrix and bias from the
-analytical pass's composites (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and
-Newton-Euler (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
+tree; the columns with one pattern of structural zeros in one column loop, which the compiler
+vectorises across the columns: column_solves.py); dFD/dQ = A^-1 itself by the symmetric form
+of algorithms/ltdl_inverse.py when that is cheaper. Three forms, the cheapest kept
+(:func:`choose`): the mass matrix and bias from the analytical pass's composites
+(rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
+(kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
 Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
 base the columns are those of x, y, z, qw, qx, qy, qz.
 """
@@ -239,15 +241,15 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
 
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                     inverse=inverse_mass_matrix, composite: bool = False,
-                    columns: str | None = None) -> Kernel:
+                    columns: str | None = "cheaper") -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1, with dID by
     the analytical RNEA derivatives or by forward differentiation of the RNEA's IR, and A^-1
     by ``inverse(rec, L, invD, parent)`` (default: the cheaper form). ``composite``
     (analytical only): the mass matrix and the bias from the analytical pass's composites
     in the common frame instead of the body-frame CRBA and Newton-Euler. ``columns``: the
-    2n solves as column loops with that body (column_solves.FORMS), or None: straight-line
-    (default :data:`COLUMNS`)."""
-    columns = COLUMNS if columns == "default" else columns
+    2n solves as column loops (column_solves.py) with the body of fewer operations per
+    pattern of zeros ("cheaper"), or with the body "solve" or "product"; None: the
+    straight-line solves of ltdl_apply."""
     ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     n, nq, parent = chain.n, chain.nq, list(rchain.parent)
     names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
@@ -309,19 +311,19 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
 
 
 def fd_derivatives_forward(chain: Chain, inverse=inverse_mass_matrix,
-                           columns: str | None = "default") -> Kernel:
+                           columns: str | None = "cheaper") -> Kernel:
     return _fd_derivatives(chain, analytic=False, inverse=inverse, columns=columns)
 
 
 def fd_derivatives_analytic(chain: Chain, frame: int | None = None,
-                            inverse=inverse_mass_matrix, columns: str | None = "default"
+                            inverse=inverse_mass_matrix, columns: str | None = "cheaper"
                             ) -> Kernel:
     frame = best_frame(chain) if frame is None else frame
     return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse, columns=columns)
 
 
 def fd_derivatives_composite(chain: Chain, frame: int | None = None,
-                             inverse=inverse_mass_matrix, columns: str | None = "default"
+                             inverse=inverse_mass_matrix, columns: str | None = "cheaper"
                              ) -> Kernel:
     """The analytical dFD with the mass matrix and bias from its own composites."""
     frame = best_frame(chain) if frame is None else frame
@@ -360,10 +362,6 @@ def choose(chain: Chain, analytic: tuple, forward) -> Kernel:
 
 
 NEAR_TIE = 0.9
-COLUMNS: str | None = "cheaper"
-"""The form of dFD's 2n column solves (column_solves.py): column loops with the body of fewer
-operations per pattern ("cheaper"), or with the body "solve" or "product", or None for the
-straight-line solves of ltdl_apply."""
 
 
 BUILDERS = (inverse_dynamics_derivatives, forward_dynamics_derivatives)
