@@ -8243,7 +8243,7 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     cl0_in[4][13] = 0.0;
     cl0_in[5][13] = 0.0;
     cl0_in[6][13] = 0.0;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl0_c = 0; cl0_c < 14; ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];

@@ -23450,7 +23450,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl0_in[15][5] = -2.0*V3_y*wS16_z + 2.0*V3_z*wS16_y - 2.0*V4_b*wS16_c + 2.0*qd5*wS16_b + uS16_a;
     cl0_in[16][5] = -2.0*V3_y*wS17_z + 2.0*V3_z*wS17_y - 2.0*V4_b*wS17_c + 2.0*qd5*wS17_b + uS17_a;
     cl0_in[17][5] = -2.0*V3_y*wS18_z + 2.0*V3_z*wS18_y - 2.0*V4_b*wS18_c + 2.0*qd5*wS18_b + uS18_a;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl0_c = 0; cl0_c < 6; ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
@@ -23852,7 +23852,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl1_in[6][5] = Gqd9_a + Gqd9_y*p7_z - Gqd9_z*p7_y;
     cl1_in[7][5] = Gqd9_b*R7_11 - Gqd9_c*R7_12 + Gqd9_x*S8_x + Gqd9_y*S8_y + Gqd9_z*S8_z;
     cl1_in[8][5] = R7_11*uS9_b - R7_12*uS9_c + 2.0*Sd8_b*wS9_b + 2.0*Sd8_c*wS9_c + 2.0*Sd9_a*wS9_a + 2.0*Sd9_x*wS9_x + 2.0*Sd9_y*wS9_y + 2.0*Sd9_z*wS9_z;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl1_c = 0; cl1_c < 6; ++cl1_c) {
         const double dqdd_g2_b1 = cl1_in[0][cl1_c];
         const double dqdd_g2_b2 = cl1_in[1][cl1_c];
@@ -24173,7 +24173,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl2_in[6][5] = Gqd12_a - Gqd12_y*p7_z + Gqd12_z*p7_y;
     cl2_in[7][5] = Gqd12_b*R10_11 - Gqd12_c*R10_12 + Gqd12_x*S11_x + Gqd12_y*S11_y + Gqd12_z*S11_z;
     cl2_in[8][5] = R10_11*uS12_b - R10_12*uS12_c + 2.0*Sd11_b*wS12_b + 2.0*Sd11_c*wS12_c + 2.0*Sd12_a*wS12_a + 2.0*Sd12_x*wS12_x + 2.0*Sd12_y*wS12_y + 2.0*Sd12_z*wS12_z;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl2_c = 0; cl2_c < 6; ++cl2_c) {
         const double dqdd_g3_b1 = cl2_in[0][cl2_c];
         const double dqdd_g3_b2 = cl2_in[1][cl2_c];
@@ -24494,7 +24494,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl3_in[6][5] = Gqd15_a + Gqd15_y*p7_z - Gqd15_z*p7_y;
     cl3_in[7][5] = Gqd15_b*R13_11 - Gqd15_c*R13_12 + Gqd15_x*S14_x + Gqd15_y*S14_y + Gqd15_z*S14_z;
     cl3_in[8][5] = R13_11*uS15_b - R13_12*uS15_c + 2.0*Sd14_b*wS15_b + 2.0*Sd14_c*wS15_c + 2.0*Sd15_a*wS15_a + 2.0*Sd15_x*wS15_x + 2.0*Sd15_y*wS15_y + 2.0*Sd15_z*wS15_z;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl3_c = 0; cl3_c < 6; ++cl3_c) {
         const double dqdd_g4_b1 = cl3_in[0][cl3_c];
         const double dqdd_g4_b2 = cl3_in[1][cl3_c];
@@ -24815,7 +24815,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl4_in[6][5] = Gqd18_a - Gqd18_y*p7_z + Gqd18_z*p7_y;
     cl4_in[7][5] = Gqd18_b*R16_11 - Gqd18_c*R16_12 + Gqd18_x*S17_x + Gqd18_y*S17_y + Gqd18_z*S17_z;
     cl4_in[8][5] = R16_11*uS18_b - R16_12*uS18_c + 2.0*Sd17_b*wS18_b + 2.0*Sd17_c*wS18_c + 2.0*Sd18_a*wS18_a + 2.0*Sd18_x*wS18_x + 2.0*Sd18_y*wS18_y + 2.0*Sd18_z*wS18_z;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl4_c = 0; cl4_c < 6; ++cl4_c) {
         const double dqdd_g5_b1 = cl4_in[0][cl4_c];
         const double dqdd_g5_b2 = cl4_in[1][cl4_c];

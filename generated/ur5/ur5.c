@@ -6620,7 +6620,7 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     cl0_in[3][11] = 0.0;
     cl0_in[4][11] = 0.0;
     cl0_in[5][11] = 0.0;
-    #pragma omp simd
+    #pragma omp simd   /* columns in vector lanes */
     for (int cl0_c = 0; cl0_c < 12; ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
