@@ -31,11 +31,11 @@ from mechgen.generator.backends.base import NonFiniteConstant, plain_text
 from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name,  # noqa: F401
                                           header_guard)
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
-from mechgen.generator.ir import Assign
+from mechgen.generator.ir import Assign, ColumnLoop, reads
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
-from mechgen.generator.simd import simd_plan
+from mechgen.generator.simd import WIDTH, free_prefix, simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -92,14 +92,59 @@ def _code(printer, expr, where: str) -> str:
 def _body(k, printer, where: str) -> list[dict]:
     body = []
     for st in k.body:
-        if isinstance(st, Assign):
+        if isinstance(st, ColumnLoop):
+            body.append({"assign": True, "target": None, "expr": None,
+                         "loop": _loop(st, printer, where)})
+        elif isinstance(st, Assign):
             target = _identifier(st.target, f"{where}: assignment")
-            body.append({"assign": True, "target": target,
+            body.append({"assign": True, "target": target, "loop": None,
                          "expr": _code(printer, st.expr, f"{where}: {target}")})
         else:
             body.append({"assign": False, "status": st.status, "message": st.message,
+                         "loop": None,
                          "expr": _code(printer, st.expr, f"{where}: check ({st.message})")})
     return body
+
+
+LOOP_LANES = 2
+"""A column loop's arrays are padded with zero columns to a multiple of this, so GCC's -O2
+vectoriser (the "very cheap" cost model, which takes no loop needing a scalar epilogue)
+vectorises the loop with 2 (SSE2) or 4 (AVX2) doubles per register."""
+
+
+def _loop(loop: ColumnLoop, printer, where: str) -> dict:
+    """A column loop for the templates: ``slots`` and ``results`` (names), ``columns`` (the
+    printed values of the slots, one list per column), ``targets`` (one list per column),
+    ``body`` (assignments), ``size`` (columns padded to :data:`LOOP_LANES`). The template
+    names its arrays with ``prefix`` (filled in by :func:`_loop_prefixes`)."""
+    name = lambda s, what: _identifier(s, f"{where}: column loop {what}")
+    return {"slots": [name(s, "slot") for s in loop.slots],
+            "results": [name(s, "result") for s in loop.results],
+            "columns": [[_code(printer, e, f"{where}: column loop value") for e in col]
+                        for col in loop.columns],
+            "targets": [[name(t, "target") for t in col] for col in loop.targets],
+            "body": [{"target": name(st.target, "assignment"),
+                      "expr": _code(printer, st.expr, f"{where}: {st.target}")}
+                     for st in loop.body],
+            "size": -(-len(loop.columns) // LOOP_LANES) * LOOP_LANES,
+            "prefix": None}
+
+
+def _loop_prefixes(body: list[dict], taken: set[str]) -> None:
+    """Give each column loop a prefix for its arrays and index (``cl<i>_``, with underscores
+    added until no name of the kernel starts with it)."""
+    names = set(taken)
+    for st in body:
+        names |= {st["target"]} if st.get("target") else set()
+        if st.get("loop"):
+            lp = st["loop"]
+            names |= {*lp["slots"], *(b["target"] for b in lp["body"]),
+                      *(t for col in lp["targets"] for t in col)}
+    for i, st in enumerate(b for b in body if b.get("loop")):
+        prefix = f"cl{i}_"
+        while any(n.startswith(prefix) for n in names):
+            prefix += "_"
+        st["loop"]["prefix"] = prefix
 
 
 def _port(p, where: str) -> dict:
@@ -128,6 +173,9 @@ def _check_distinct(k, backend: Backend, where: str) -> None:
     for st in k.body:
         if isinstance(st, Assign):
             claim(str(st.target), "an intermediate")
+        elif isinstance(st, ColumnLoop):
+            for s in (*st.slots, *(b.target for b in st.body), *st.assigned):
+                claim(str(s), "an intermediate of a column loop")
 
 
 def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spec>") -> dict:
@@ -137,11 +185,13 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     _check_distinct(k, backend, where)
     used: set = set()
     for st in k.body:
-        used |= st.expr.free_symbols
+        used |= reads(st)
     for p in k.outputs:
         for e in p.elements:
             used |= sp.sympify(e).free_symbols
     body = _body(k, printer, where)
+    _loop_prefixes(body, {*backend.template_names, *(p.name for p in (*k.inputs, *k.outputs)),
+                          *(str(s) for p in k.inputs for s in p.elements)})
     context = {
         "name": _identifier(k.name, f"{where}: name"),
         **backend.kernel_fields(mech, k.name),
@@ -163,11 +213,19 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     }
     if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
         context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
-        context["simd"] = simd_plan(context)
+        context["simd"] = simd_plan(context) if not any(b["loop"] for b in body) else \
+            no_simd_plan(context)
         taken = {"status", *(p["name"] for p in context["inputs"] + context["outputs"]),
                  *(e for p in context["inputs"] for e in p["elements"])}
         context["body"] = gather_sincos(context["body"], taken)    # one loop of sines, cosines
     return context
+
+
+def no_simd_plan(k: dict) -> dict:
+    """The batch of a kernel with a column loop: the single-state kernel state after state
+    (simd_plan does not take loops; the loop itself is vectorised across its columns)."""
+    taken = {p["name"] for p in (*k["inputs"], *k["outputs"])}
+    return {"width": WIDTH, "prefix": free_prefix(taken), "blocks": False}
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

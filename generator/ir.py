@@ -1,7 +1,9 @@
 """The scalar IR: a kernel is its inputs, an ordered list of single assignments, its outputs.
 
-Every statement is either ``Assign(target, expr)``, one flat scalar named once, or
-``Check(expr, status)``: the kernel stops and returns ``status`` unless ``expr > 0``.
+Every statement is ``Assign(target, expr)``, one flat scalar named once,
+``Check(expr, status)``: the kernel stops and returns ``status`` unless ``expr > 0``, or
+``ColumnLoop``: the same short list of assignments applied to each column of a small array
+(docs/architecture.md, "The column loop").
 Outputs are expressions over inputs and assigned names (most are plain names or numbers).
 Passes (``generator.passes``) take a kernel and return a new one; :func:`check_invariants`
 runs after each.
@@ -33,7 +35,56 @@ class Check:
     message: str = ""
 
 
-Statement = Assign | Check
+@dataclass(frozen=True)
+class ColumnLoop:
+    """``for c in columns: slots = columns[c]; body; targets[c] = results``.
+
+    ``slots``: the body's per-column inputs; ``body``: assignments over the slots, the body's
+    own earlier names and names defined before the loop (the loop invariants, shared by every
+    column); ``results``: the body's names whose values leave the loop; ``columns[c]``: the
+    values of the slots in column c (expressions over names defined before the loop, most of
+    them a name or 0); ``targets[c]``: the names column c's results get, defined after the
+    loop like any assignment. Slots and body names are local to the loop (one value per
+    column): nothing outside reads them. The columns are independent, so a compiler may
+    evaluate several at once in vector lanes; every body statement is one operation of two
+    operands (at most), so its value does not depend on the order in which a printer writes
+    a sum, and the loop equals its unrolled form (passes/loops.unroll_loops) bit for bit."""
+
+    slots: tuple[sp.Symbol, ...]
+    body: tuple[Assign, ...]
+    results: tuple[sp.Symbol, ...]
+    columns: tuple[tuple[sp.Expr, ...], ...]
+    targets: tuple[tuple[sp.Symbol, ...], ...]
+
+    @property
+    def inputs(self) -> tuple[sp.Expr, ...]:
+        """Every column value, column after column (what the loop reads from outside)."""
+        return tuple(e for col in self.columns for e in col)
+
+    @property
+    def assigned(self) -> tuple[sp.Symbol, ...]:
+        """The names the loop defines for the rest of the kernel."""
+        return tuple(t for col in self.targets for t in col)
+
+
+Statement = Assign | Check | ColumnLoop
+
+
+def reads(st: Statement) -> set:
+    """The names a statement reads from the kernel (a loop: its column values and the
+    invariants its body reads)."""
+    if isinstance(st, ColumnLoop):
+        local = {*st.slots, *(b.target for b in st.body)}
+        return set().union(*(sp.sympify(e).free_symbols for e in st.inputs),
+                           *(b.expr.free_symbols - local for b in st.body))
+    return st.expr.free_symbols
+
+
+def defines(st: Statement) -> tuple[sp.Symbol, ...]:
+    """The names a statement defines for the rest of the kernel."""
+    if isinstance(st, ColumnLoop):
+        return st.assigned
+    return (st.target,) if isinstance(st, Assign) else ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +136,9 @@ def check_invariants(k: Kernel, free: dict | None = None) -> None:
                 raise InvariantError(f"{k.name}: input symbol {s} appears twice")
             defined.add(s)
     for st in k.body:
+        if isinstance(st, ColumnLoop):
+            _check_loop(k.name, st, defined)
+            continue
         missing = free_symbols(st.expr) - defined
         if missing:
             raise InvariantError(f"{k.name}: {sorted(map(str, missing))} used before definition")
@@ -104,6 +158,54 @@ def check_invariants(k: Kernel, free: dict | None = None) -> None:
             if missing:
                 raise InvariantError(f"{k.name}: output {port.name} uses undefined "
                                      f"{sorted(map(str, missing))}")
+
+
+def _check_loop(kernel: str, loop: ColumnLoop, defined: set) -> None:
+    """A loop's column values use defined names only, one value per slot; its body uses its
+    slots, its earlier names and defined names, each assignment of at most two operands; its
+    local names are new; one target per result and column, each assigned once."""
+    where = f"{kernel}: column loop"
+    missing = reads(loop) - defined
+    if missing:
+        raise InvariantError(f"{where}: {sorted(map(str, missing))} used before definition")
+    local = set(loop.slots)
+    if len(local) != len(loop.slots) or local & defined:
+        raise InvariantError(f"{where}: a slot is named twice or like a kernel name")
+    if len(loop.columns) != len(loop.targets):
+        raise InvariantError(f"{where}: {len(loop.columns)} columns but "
+                             f"{len(loop.targets)} rows of targets")
+    if any(len(col) != len(loop.slots) for col in loop.columns):
+        raise InvariantError(f"{where}: a column has not one value per slot")
+    for st in loop.body:
+        missing = st.expr.free_symbols - defined - local
+        if missing:
+            raise InvariantError(f"{where}: {sorted(map(str, missing))} used before definition")
+        if not binary(st.expr):
+            raise InvariantError(f"{where}: {st.target} = {st.expr} has a sum or product of "
+                                 f"more than two operands")
+        if st.target in local or st.target in defined:
+            raise InvariantError(f"{where}: {st.target} assigned twice")
+        local.add(st.target)
+    if not set(loop.results) <= local:
+        raise InvariantError(f"{where}: a result is not computed by the loop")
+    for col in loop.targets:
+        if len(col) != len(loop.results):
+            raise InvariantError(f"{where}: a column has not one target per result")
+        for t in col:
+            if t in defined or t in local:
+                raise InvariantError(f"{kernel}: {t} assigned twice")
+            defined.add(t)
+
+
+def binary(e: sp.Expr) -> bool:
+    """Every sum and product in ``e`` has at most two operands (a sign not counted): its
+    value is then the same whatever the order a printer writes the operands in."""
+    for node in sp.preorder_traversal(e):
+        if node.is_Add and len(node.args) > 2:
+            return False
+        if node.is_Mul and sum(1 for a in node.args if a != -1) > 2:
+            return False
+    return True
 
 
 def _free_symbols(e: sp.Expr) -> set:

@@ -16,6 +16,7 @@ import pytest
 from mechgen.generator.backends.python import PyPrinter
 from mechgen.generator.families.serial import derivatives as D
 from mechgen.generator.ir import Assign
+from mechgen.generator.passes.loops import unroll_loops
 from tests.chains import random_chain
 from tests.test_dynamics_derivatives import quaternion_arm
 
@@ -24,7 +25,9 @@ RTOL = 1e-10
 
 
 def _function(k):
-    """A Python function of the kernel's inputs (a dict name -> array) returning its outputs."""
+    """A Python function of the kernel's inputs (a dict name -> array) returning its outputs
+    (column loops unrolled)."""
+    k = unroll_loops(k)
     printer = PyPrinter()
     lines = ["def f(inputs):"]
     for port in k.inputs:

@@ -155,7 +155,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
  *   out dqdd_dqd[49] shape 7x7: dqdd/dqd, shape (7, 7); rows and columns in the order of qd
  *   out dqdd_dQ[49] shape 7x7: dqdd/dQ = A^-1, symmetric, shape (7, 7), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 2826 adds, 3259 muls, 7 divs, 12 trig (6104 total)
+ *   ops: 2831 adds, 3332 muls, 7 divs, 12 trig (6182 total)
  */
 int mechgen_panda_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -156,7 +156,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
  *   out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
  *   out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 1580 adds, 1808 muls, 6 divs, 10 trig (3404 total)
+ *   ops: 1594 adds, 1861 muls, 6 divs, 10 trig (3471 total)
  */
 int mechgen_ur5_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -22,7 +22,7 @@ from sympy.simplify.cse_main import Unevaluated, match_common_args, tree_cse
 from sympy.utilities.iterables import iterable, topological_sort
 
 from mechgen.generator.backends.fast import NotSimple, ordered_terms
-from mechgen.generator.ir import Assign, Check, Kernel, symbol
+from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, symbol
 
 
 def _finite_number(e: sp.Expr) -> bool:
@@ -158,6 +158,13 @@ def cse(exprs: list[sp.Expr], symbols: Iterable[sp.Symbol]):
 
 
 def common_subexpressions(k: Kernel) -> Kernel:
+    """The kernel with the subexpressions its statements and outputs repeat named once. A
+    column loop (generator/ir.ColumnLoop) is left as it is, in its place: its column values
+    are names or numbers, its body one operation per statement (nothing to share), and the
+    new names are placed before their first use among the other statements."""
+    loops = {i: st for i, st in enumerate(k.body) if isinstance(st, ColumnLoop)}
+    if loops:
+        return _around_loops(k, loops)
     exprs = [st.expr for st in k.body]
     flat_out = [sp.sympify(e) for port in k.outputs for e in port.elements]
     taken = {str(s) for st in k.body if isinstance(st, Assign) for s in [st.target]}
@@ -192,3 +199,32 @@ def common_subexpressions(k: Kernel) -> Kernel:
     new_outputs = [type(port)(port.name, port.shape, tuple(next(it) for _ in port.elements), port.doc)
                    for port in k.outputs]
     return k.with_body(body, new_outputs)
+
+
+def _around_loops(k: Kernel, loops: dict[int, ColumnLoop]) -> Kernel:
+    """CSE of a kernel with column loops: the other statements and the outputs through
+    :func:`common_subexpressions` (the loops' targets given to it as extra inputs), then each
+    loop put back right after the statement that came before it. A new name is placed just
+    before its first use, so one that a statement after a loop needs comes after the loop
+    (it may read the loop's targets), and the loops read only names of the original body."""
+    rest = [st for st in k.body if not isinstance(st, ColumnLoop)]
+    extra = tuple(Port(f"loop{i}", (len(st.assigned),), st.assigned)
+                  for i, st in loops.items())
+    straight = common_subexpressions(Kernel(k.name, k.doc, k.inputs + extra, k.outputs,
+                                            tuple(rest), k.statuses))
+    after: dict[int, list[ColumnLoop]] = {}   # original statements before it -> loops
+    count = 0
+    for st in k.body:
+        if isinstance(st, ColumnLoop):
+            after.setdefault(count, []).append(st)
+        else:
+            count += 1
+    original = {st.target for st in rest if isinstance(st, Assign)}
+    body = list(after.pop(0, []))
+    count = 0
+    for st in straight.body:
+        body.append(st)
+        if isinstance(st, Check) or st.target in original:
+            count += 1
+            body.extend(after.pop(count, []))
+    return k.with_body(body, straight.outputs)

@@ -1,14 +1,18 @@
 """Dead-expression removal by back-references from the outputs (paper 000, section 7, rule 6).
 
 Walk the statements backwards from the outputs (and the checks, which guard them), marking
-every name an expression uses; statements whose target is never marked are dropped.
+every name an expression uses; statements whose target is never marked are dropped. A column
+loop (generator/ir.ColumnLoop) keeps the columns one of whose targets is marked, and its
+whole body (every column runs the same body).
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from mechgen.generator.ir import Check, Kernel
+from dataclasses import replace
+
+from mechgen.generator.ir import Check, ColumnLoop, Kernel, reads
 
 
 def remove_dead_code(k: Kernel) -> Kernel:
@@ -18,6 +22,14 @@ def remove_dead_code(k: Kernel) -> Kernel:
             live |= sp.sympify(e).free_symbols
     kept = []
     for st in reversed(k.body):
+        if isinstance(st, ColumnLoop):
+            keep = [c for c, targets in enumerate(st.targets) if live.intersection(targets)]
+            if keep:
+                st = replace(st, columns=tuple(st.columns[c] for c in keep),
+                             targets=tuple(st.targets[c] for c in keep))
+                live |= reads(st)
+                kept.append(st)
+            continue
         if isinstance(st, Check) or st.target in live:
             live |= st.expr.free_symbols
             kept.append(st)

@@ -16,9 +16,11 @@ coefficients.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy as sp
 
-from mechgen.generator.ir import Assign, Kernel, Port, symbol
+from mechgen.generator.ir import Assign, ColumnLoop, Kernel, Port, symbol
 
 PIECEWISE = (sp.Max, sp.Min, sp.Piecewise, sp.Abs, sp.Heaviside, sp.sign)
 
@@ -68,6 +70,9 @@ def differentiate(k: Kernel, exprs: list[sp.Expr], wrt: list[sp.Symbol],
     held fixed (its derivative is 0 even if it was computed from ``wrt``): a partial
     derivative, e.g. of the inverse dynamics at a qdd computed in the same kernel. New names
     avoid ``reserved`` (the output ports' names)."""
+    if any(isinstance(st, ColumnLoop) for st in k.body):
+        raise ValueError(f"{k.name}: forward differentiation of a column loop is not "
+                         f"implemented (differentiate before the loops are built)")
     n = len(wrt)
     d: dict[sp.Symbol, list[sp.Expr]] = {
         w: [sp.Integer(1 if i == j else 0) for j in range(n)] for i, w in enumerate(wrt)}
@@ -141,12 +146,17 @@ def merge_equal_statements(k: Kernel) -> Kernel:
     rotation about the joint axis e, d(beta v)/dq = (beta v) x e, whose components are the
     other components of beta v; the pass finds these without knowing the rule. The negative
     is looked up by its key (:func:`_negated_key`), not built: building ``-e`` for every
-    statement was most of the pass's time."""
+    statement was most of the pass's time. A column loop's column values get the
+    replacements; its body and targets stay (each column's values are its own)."""
     seen: dict[sp.Expr, sp.Symbol] = {}
     seen_keys: dict[tuple, sp.Symbol] = {}
     subs: dict[sp.Symbol, sp.Expr] = {}
     body = []
     for st in k.body:
+        if isinstance(st, ColumnLoop):     # its column values renamed; its body its own
+            body.append(replace(st, columns=tuple(tuple(sp.sympify(e).xreplace(subs)
+                                                        for e in col) for col in st.columns)))
+            continue
         e = st.expr.xreplace(subs) if subs else st.expr
         if not isinstance(st, Assign):
             body.append(type(st)(e, st.status, st.message))

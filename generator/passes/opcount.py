@@ -3,6 +3,11 @@
 A subtraction counts as an add, ``x/y`` as one div, ``x**2`` as one mul, a negation or a
 ``-1`` coefficient costs nothing (it folds into the neighbouring add), a numeric coefficient
 other than +-1 costs one mul. Inputs unpacked and outputs stored cost nothing.
+
+A column loop (generator/ir.ColumnLoop) counts as what it computes: its body's operations
+times its number of columns, plus the operations of its column values (the same count as
+its unrolled form, passes/loops.unroll_loops). Copying values into and out of the loop costs
+nothing, like the inputs and outputs of a kernel.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections import Counter
 
 import sympy as sp
 
-from mechgen.generator.ir import Kernel
+from mechgen.generator.ir import ColumnLoop, Kernel
 
 TRIG = (sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2)
 
@@ -70,7 +75,10 @@ def count_expr_ops(exprs) -> Counter:
 def count_ops(k: Kernel, memo: dict | None = None) -> dict[str, int]:
     """The kernel's op count. ``memo`` (expression -> its Counter), kept by the caller across
     the passes of one kernel, spares recounting the statements a pass left unchanged."""
-    exprs = [*(st.expr for st in k.body), *(e for port in k.outputs for e in port.elements)]
+    loops = [st for st in k.body if isinstance(st, ColumnLoop)]
+    exprs = [*(st.expr for st in k.body if not isinstance(st, ColumnLoop)),
+             *(e for loop in loops for e in loop.inputs),
+             *(e for port in k.outputs for e in port.elements)]
     if memo is None:
         c = count_expr_ops(exprs)
     else:
@@ -80,6 +88,9 @@ def count_ops(k: Kernel, memo: dict | None = None) -> dict[str, int]:
             if counted is None:
                 counted = memo[e] = count_expr_ops([e])
             c.update(counted)
+    for loop in loops:
+        for key, v in count_expr_ops(st.expr for st in loop.body).items():
+            c[key] += v * len(loop.columns)
     out = {key: c.get(key, 0) for key in ("adds", "muls", "divs", "sqrt", "trig")}
     for extra in ("pow", "other"):
         if c.get(extra):

@@ -39,7 +39,7 @@ def pair_sincos(body: list[dict]) -> list[dict]:
     """The body with each (sin, cos) pair of one argument computed by one ``mg_sincos``."""
     first: dict[str, dict[str, tuple[int, str]]] = {}   # arg -> fn -> (index, target)
     for i, st in enumerate(body):
-        call = whole_call(st["expr"]) if st["assign"] else None
+        call = whole_call(st["expr"]) if st["assign"] and st["expr"] else None
         if call is not None:
             first.setdefault(call[1], {}).setdefault(call[0], (i, st["target"]))
     at: dict[int, dict] = {}
@@ -84,6 +84,12 @@ def _trig(st: dict) -> dict | None:
             "cos": st["target"] if fn == "cos" else None, "arg": arg}
 
 
+def _loop_names(loop: dict) -> set[str]:
+    """Every name a column loop entry (mechgen.generator.emit._loop) prints."""
+    return {loop["prefix"] or "", *loop["slots"], *(b["target"] for b in loop["body"]),
+            *(t for col in loop["targets"] for t in col)}
+
+
 def _free_prefix(body: list[dict], taken: set[str], base: str = "sc_") -> str:
     """A prefix no name of the kernel starts with (the gathered arrays and the loop index)."""
     for st in body:
@@ -92,6 +98,8 @@ def _free_prefix(body: list[dict], taken: set[str], base: str = "sc_") -> str:
                 taken |= _names(st[key])
         if st.get("sincos"):
             taken |= _names(" ".join(st["sincos"].values()))
+        if st.get("loop"):
+            taken |= _loop_names(st["loop"])
     prefix = base
     while any(name.startswith(prefix) for name in taken):
         prefix += "_"
@@ -112,7 +120,8 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     (the template declares ``P x[N], P s[N], P c[N]``, fills ``P x``, runs the ``omp simd``
     loop of ``mg_sincos_poly`` and then ``mg_sincos`` again for every lane out of its range:
     the same bits as ``mg_sincos``), followed by the reads ``s1 = P s[i]``, ``c1 = P c[i]``.
-    The rest keeps its order. ``taken``: the kernel's other names (ports). With fewer than two
+    The rest keeps its order; entries after the first column loop are not gathered (they may
+    read its targets). ``taken``: the kernel's other names (ports). With fewer than two
     gathered entries the body is returned as it is (each entry with ``"gather": None``).
     """
     body = [{**st, "gather": None} for st in body]
@@ -125,6 +134,8 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     tainted: set[str] = set()       # names computed from a sine or cosine
     gathered: list[int] = []
     for i, st in enumerate(body):
+        if st.get("loop"):
+            break       # only what comes before the first column loop is gathered
         trig = _trig(st)
         text = trig["arg"] if trig else (st.get("expr") or "")
         from_trig = bool(_names(text) & tainted)

@@ -19,10 +19,12 @@ eq. 8) gives
 
 The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at that qdd, and
 applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
-tree); dFD/dQ = A^-1 itself by the symmetric form of algorithms/ltdl_inverse.py when that is
-cheaper. Three forms, the cheapest kept (:func:`choose`): the mass matrix and bias from the
-analytical pass's composites (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and
-Newton-Euler (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
+tree; the columns with one pattern of structural zeros in one column loop, which the compiler
+vectorises across the columns: column_solves.py); dFD/dQ = A^-1 itself by the symmetric form
+of algorithms/ltdl_inverse.py when that is cheaper. Three forms, the cheapest kept
+(:func:`choose`): the mass matrix and bias from the analytical pass's composites
+(rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
+(kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
 Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
 base the columns are those of x, y, z, qw, qx, qy, qz.
 """
@@ -37,6 +39,7 @@ from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
                                                           mass_matrix_from, rnea_derivatives,
                                                           velocity_pass)
+from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
@@ -143,7 +146,8 @@ def best_frame(chain: Chain) -> int:
         if len(frames) > MAX_FRAMES:
             frames = sorted({frames[round(i * (len(frames) - 1) / (MAX_FRAMES - 1))]
                              for i in range(MAX_FRAMES)})
-        _BEST_FRAME[key] = min(frames, key=lambda f: _analytic_ops(chain, f))
+        with counting_dense():      # the search is no part of a kernel's dense count
+            _BEST_FRAME[key] = min(frames, key=lambda f: _analytic_ops(chain, f))
     return _BEST_FRAME[key]
 
 
@@ -237,12 +241,16 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
 
 
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
-                    inverse=inverse_mass_matrix, composite: bool = False) -> Kernel:
+                    inverse=inverse_mass_matrix, composite: bool = False,
+                    columns: str | None = "cheaper") -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1, with dID by
     the analytical RNEA derivatives or by forward differentiation of the RNEA's IR, and A^-1
     by ``inverse(rec, L, invD, parent)`` (default: the cheaper form). ``composite``
     (analytical only): the mass matrix and the bias from the analytical pass's composites
-    in the common frame instead of the body-frame CRBA and Newton-Euler."""
+    in the common frame instead of the body-frame CRBA and Newton-Euler. ``columns``: the
+    2n solves as column loops (column_solves.py) with the body of fewer operations per
+    pattern of zeros ("cheaper"), or with the body "solve" or "product"; None: the
+    straight-line solves of ltdl_apply."""
     ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     n, nq, parent = chain.n, chain.nq, list(rchain.parent)
     names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
@@ -276,8 +284,13 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
     Ainv = inverse(rec, L, invD, parent)
-    cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)], f"dqdd_c{c + 1}_")
-            for c in range(nq + n)]
+    if columns is None:
+        cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)],
+                           f"dqdd_c{c + 1}_") for c in range(nq + n)]
+    else:   # -(A^-1 b) = A^-1 (-b) bit for bit: negation is exact
+        x = column_loops(rec, [[rows[i][c] for i in range(n)] for c in range(nq + n)],
+                         L, invD, parent, Ainv, form=None if columns == "cheaper" else columns)
+        cols = [[-e for e in col] for col in x]
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
@@ -298,21 +311,25 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                   tuple(rec.statements), statuses))
 
 
-def fd_derivatives_forward(chain: Chain, inverse=inverse_mass_matrix) -> Kernel:
-    return _fd_derivatives(chain, analytic=False, inverse=inverse)
+def fd_derivatives_forward(chain: Chain, inverse=inverse_mass_matrix,
+                           columns: str | None = "cheaper") -> Kernel:
+    return _fd_derivatives(chain, analytic=False, inverse=inverse, columns=columns)
 
 
 def fd_derivatives_analytic(chain: Chain, frame: int | None = None,
-                            inverse=inverse_mass_matrix) -> Kernel:
+                            inverse=inverse_mass_matrix, columns: str | None = "cheaper"
+                            ) -> Kernel:
     frame = best_frame(chain) if frame is None else frame
-    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse)
+    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse, columns=columns)
 
 
 def fd_derivatives_composite(chain: Chain, frame: int | None = None,
-                             inverse=inverse_mass_matrix) -> Kernel:
+                             inverse=inverse_mass_matrix, columns: str | None = "cheaper"
+                             ) -> Kernel:
     """The analytical dFD with the mass matrix and bias from its own composites."""
     frame = best_frame(chain) if frame is None else frame
-    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse, composite=True)
+    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse, composite=True,
+                           columns=columns)
 
 
 def forward_dynamics_derivatives(chain: Chain) -> Kernel:
