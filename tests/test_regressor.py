@@ -192,6 +192,18 @@ def test_base_set_is_reproducible_exact_and_names_its_regrouping():
         assert ex.startswith(nm.removesuffix("R")) and nm.endswith("R") == bool(t)
 
 
+def test_dense_count_of_the_base_kernels_does_not_depend_on_a_cached_base_set():
+    """The base set's numeric sampling happens once per process; the manifest's ``ops_dense``
+    of the base kernels must be the same whether this generation sampled or not."""
+    chain, _ = random_chain(31, 5, "fixed")
+    counts = []
+    for clear in (True, False):
+        if clear:
+            reg._BASE_SETS.clear()
+        counts.append({b.__name__: optimise(b, chain).dense for b in reg.KERNELS[1:]})
+    assert counts[0] == counts[1]
+
+
 def test_a_regressor_flag_that_is_not_a_boolean_is_refused_naming_the_field():
     spec = {"mechanism": {"name": "arm"}, "kernels": {"regressor": "yes"},
             "joints": [{"name": "j1", "type": "Rz", "body": {"name": "b1", "mass": 1.0}}]}

@@ -54,8 +54,8 @@ from mechgen.generator.algorithms.rnea import body_twist_velocity
 from mechgen.generator.families.serial.kernels import _flat, _start
 from mechgen.generator.ir import Assign, Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError
-from mechgen.generator.scalar import (Recorder, Vec, add, cross, dot, matvec, scale, skew,
-                                      transpose, zeros)
+from mechgen.generator.scalar import (Recorder, Vec, add, counting_dense, cross, dot, matvec,
+                                      scale, skew, transpose, zeros)
 
 PARAMETERS = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_yy", "I_xz", "I_yz", "I_zz")
 _INERTIA_ENTRY = {"I_xx": (0, 0), "I_xy": (0, 1), "I_yy": (1, 1), "I_xz": (0, 2),
@@ -360,8 +360,9 @@ def base_set(chain: Chain) -> BaseSet:
     key = _kinematic_key(chain)
     if key not in _BASE_SETS:
         columns = len(PARAMETERS) * len(parameter_bodies(chain))
-        rows = [[_mpf(x) for x in row]
-                for row in _sample_rows(chain, -(-columns // chain.n) + EXTRA_SAMPLES)]
+        with counting_dense():      # the sampling is no part of a kernel's dense count
+            samples = _sample_rows(chain, -(-columns // chain.n) + EXTRA_SAMPLES)
+        rows = [[_mpf(x) for x in row] for row in samples]
         top = max(abs(x) for row in rows for x in row)
         zero = tuple(c for c in range(columns)
                      if max(abs(row[c]) for row in rows) <= ZERO_COLUMN * top)
