@@ -10,11 +10,12 @@ after the whole pipeline, as the manifest records it).
 
     python bench/platform_profile.py hexapod_pus [NAME ...]      # step, base_step, step_accel
     python bench/platform_profile.py --build classic hexapod_pus  # the section 1.6 reduction
+    python bench/platform_profile.py --build frame_0 hexapod_pus  # section 1.6.2
 
 Each kernel is profiled with the build the generator chooses for it (``--build chosen``, the
 candidate of generator.pipeline.choice with the fewest operations: the reduction of section 1.6,
-``classic``, or the one in C's frame, ``frame_c``, generator/families/parallel/frame_c.py), or
-with the one named.
+``classic``, the one in C's frame, ``frame_c``, generator/families/parallel/frame_c.py, or the
+one in frame 0, ``frame_0``, frame_0.py, section 1.6.2), or with the one named.
 """
 
 from __future__ import annotations
