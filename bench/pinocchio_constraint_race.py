@@ -29,7 +29,8 @@ has one gravity), only states our step accepts (inside the joint limits).
 
 Build: as bench/pinocchio_race.py (``-O3 -DNDEBUG``, plus ``-fno-math-errno`` as the runtime
 compiles the kernels (runtime/cbuild.py: sqrt inline, no libm call setting errno), the same
-flags for both sides, ``RACE_FLAGS``; cached in
+flags for both sides, ``RACE_FLAGS``, unless ``MECHGEN_RACE_OURS_CFLAGS`` adds flags to our
+kernels' compilation; cached in
 bench/results/pinocchio_build/; the Pinocchio part compiles once, about a minute).
 Run ``python bench/pinocchio_constraint_race.py hexapod_spu`` for one mechanism's numbers.
 """
@@ -56,6 +57,9 @@ from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, TIMING_HEADER, 
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
 RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
+# extra flags for our kernels only, e.g. MECHGEN_RACE_OURS_CFLAGS=-fno-tree-slp-vectorize (as
+# runtime/cbuild.py compiles them); unset: both sides with RACE_FLAGS
+OURS_EXTRA_FLAGS = os.environ.get("MECHGEN_RACE_OURS_CFLAGS", "").split()
 PROX = (1e-12, 1e-12, 1e-10, 10)     # absolute and relative accuracy, mu, max iterations
 CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]
@@ -82,7 +86,7 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     glue_cmd = [cxx, "-std=c++17", *RACE_FLAGS, "-DMECHGEN_GLUE",
                 f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}", f'-DMECHGEN_HEADER="{h}"',
                 "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, *OURS_EXTRA_FLAGS, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
     exe = BUILD_DIR / f"constraint-{mech}-{key}"
     if not exe.exists():

@@ -10,11 +10,12 @@ after the whole pipeline, as the manifest records it).
 
     python bench/platform_profile.py hexapod_pus [NAME ...]      # step, base_step, step_accel
     python bench/platform_profile.py --build classic hexapod_pus  # the section 1.6 reduction
+    python bench/platform_profile.py --build frame_0 hexapod_pus  # section 1.6.2
 
 Each kernel is profiled with the build the generator chooses for it (``--build chosen``, the
 candidate of generator.pipeline.choice with the fewest operations: the reduction of section 1.6,
-``classic``, or the one in C's frame, ``frame_c``, generator/families/parallel/frame_c.py), or
-with the one named.
+``classic``, the one in C's frame, ``frame_c``, generator/families/parallel/frame_c.py, or the
+one in frame 0, ``frame_0``, frame_0.py, section 1.6.2), or with the one named.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mechgen.generator.families.parallel import kernels as pk  # noqa: E402
+from mechgen.generator.families.parallel.frame_0 import Frame0Build  # noqa: E402
 from mechgen.generator.families.parallel.frame_c import FrameCBuild  # noqa: E402
 from mechgen.generator.frontend import load as load_spec  # noqa: E402
 from mechgen.generator.ir import Assign, Kernel  # noqa: E402
@@ -37,7 +39,7 @@ SPECS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
 
 # (stage, the PlatformBuild properties it builds), in the order a step builds them
 STAGES = [
-    ("pose of C (cos, sin, alpha_C)", ["psi_cs", "alpha_C"]),
+    ("pose of C (cos, sin, alpha_C)", ["psi_cs", "alpha_C", "omega_0"]),
     ("leg closed form (IK, atan2)", ["legs_q"]),
     ("leg link transforms", ["links"]),
     ("closure matrices C(d), C(i)", ["closures"]),
@@ -56,15 +58,16 @@ STAGES = [
 ]
 KERNELS = {"step": (pk.step, pk._full_inputs), "step_accel": (pk.step_accel, pk._full_inputs),
            "base_step": (pk.base_step, pk._moving_inputs)}
-BUILDS = {"classic": pk.PlatformBuild, "frame_c": FrameCBuild}
+BUILDS = {"classic": pk.PlatformBuild, "frame_c": FrameCBuild, "frame_0": Frame0Build}
 # the stages' properties that only one build has, or that the other build leaves unused
-ONLY = {"classic": {"cut_maps", "v_Cc", "reduced_c", "y_c"}, "frame_c": {"H", "reduced"}}
+ONLY = {"classic": {"cut_maps", "v_Cc", "reduced_c", "y_c", "omega_0"},
+        "frame_c": {"H", "reduced", "omega_0"}, "frame_0": {"H", "reduced", "v_Cc"}}
 
 
 def chosen_build(pf, kernel: str) -> str:
     """The build whose candidate the generator keeps for ``kernel`` (fewest operations)."""
-    classic, frame_c = (optimise(c, pf).ops["total"] for c in KERNELS[kernel][0].candidates)
-    return "frame_c" if frame_c < classic else "classic"
+    ops = [optimise(c, pf).ops["total"] for c in KERNELS[kernel][0].candidates]
+    return list(BUILDS)[ops.index(min(ops))]
 
 
 def _outputs(kernel: str, pf, b, ins) -> list:

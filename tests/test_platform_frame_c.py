@@ -78,12 +78,12 @@ def test_the_frame_c_reduction_gives_the_papers_reduced_dynamics(name):
 
 @pytest.mark.parametrize("name", ["gough_stewart_docking", "hexapod_rsu", "hexapod_pus"])
 def test_the_generator_keeps_the_step_with_fewer_operations(name):
-    """step_accel and step: the candidate the pipeline keeps is the cheaper of the two builds,
-    and for these leg types (UPS, RSU, PUS) that is the frame-C reduction."""
+    """step_accel and step: the candidate the pipeline keeps is the cheapest build, and for
+    these leg types (UPS, RSU, PUS) that is the frame-C reduction."""
     pf, _ = P.bundled(name)
     for builder in (pk.step_accel, pk.step):
-        classic, frame_c = (optimise(c, pf).ops["total"] for c in builder.candidates)
-        assert frame_c < classic
+        classic, frame_c, frame_0 = (optimise(c, pf).ops["total"] for c in builder.candidates)
+        assert frame_c < min(classic, frame_0)
         assert optimise(builder, pf).ops["total"] == frame_c
 
 

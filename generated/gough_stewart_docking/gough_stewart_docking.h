@@ -71,7 +71,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 284 adds, 404 muls, 12 divs, 30 trig (730 total)
+ *   ops: 298 adds, 433 muls, 12 divs, 30 trig (773 total)
  */
 int mechgen_gough_stewart_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -109,7 +109,7 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 322 adds, 569 muls, 24 divs, 12 sqrt, 6 trig (933 total)
+ *   ops: 304 adds, 551 muls, 24 divs, 12 sqrt, 6 trig (897 total)
  */
 int mechgen_gough_stewart_docking_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -150,7 +150,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 412 adds, 677 muls, 24 divs, 12 sqrt, 18 trig (1143 total)
+ *   ops: 394 adds, 659 muls, 24 divs, 12 sqrt, 18 trig (1107 total)
  */
 int mechgen_gough_stewart_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -190,7 +190,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 534 adds, 866 muls, 24 divs, 12 sqrt, 6 trig (1442 total)
+ *   ops: 516 adds, 848 muls, 24 divs, 12 sqrt, 6 trig (1406 total)
  */
 int mechgen_gough_stewart_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -232,7 +232,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 466 adds, 731 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1263 total)
+ *   ops: 448 adds, 713 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1227 total)
  */
 int mechgen_gough_stewart_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -289,7 +289,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 707 adds, 1069 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1842 total)
+ *   ops: 689 adds, 1051 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1806 total)
  */
 int mechgen_gough_stewart_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -337,7 +337,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1366 adds, 1871 muls, 30 divs, 12 sqrt, 6 trig, 24 other (3309 total)
+ *   ops: 1348 adds, 1853 muls, 30 divs, 12 sqrt, 6 trig, 24 other (3273 total)
  */
 int mechgen_gough_stewart_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -397,7 +397,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1669 adds, 2063 muls, 31 divs, 12 sqrt, 18 trig, 24 other (3817 total)
+ *   ops: 1651 adds, 2045 muls, 31 divs, 12 sqrt, 18 trig, 24 other (3781 total)
  */
 int mechgen_gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1238 adds, 1591 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2902 total)
+ *   ops: 1208 adds, 1543 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2824 total)
  */
 int mechgen_gough_stewart_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -489,7 +489,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 594 adds, 935 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1583 total)
+ *   ops: 576 adds, 917 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1547 total)
  */
 int mechgen_gough_stewart_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1630 adds, 2212 muls, 30 divs, 18 sqrt, 6 trig, 24 other (3920 total)
+ *   ops: 1612 adds, 2194 muls, 30 divs, 18 sqrt, 6 trig, 24 other (3884 total)
  */
 int mechgen_gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1935 adds, 2396 muls, 31 divs, 12 sqrt, 18 trig, 24 other (4416 total)
+ *   ops: 1917 adds, 2378 muls, 31 divs, 12 sqrt, 18 trig, 24 other (4380 total)
  */
 int mechgen_gough_stewart_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5181 adds, 6391 muls, 31 divs, 12 sqrt, 18 trig, 24 other (11657 total)
+ *   ops: 5151 adds, 6355 muls, 31 divs, 12 sqrt, 18 trig, 24 other (11591 total)
  */
 int mechgen_gough_stewart_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -704,7 +704,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 933 adds, 1333 muls, 24 divs, 12 sqrt, 6 trig (2308 total)
+ *   ops: 915 adds, 1315 muls, 24 divs, 12 sqrt, 6 trig (2272 total)
  */
 int mechgen_gough_stewart_docking_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

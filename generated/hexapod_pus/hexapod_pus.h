@@ -83,7 +83,7 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 416 adds, 608 muls, 12 divs, 30 trig (1066 total)
+ *   ops: 406 adds, 601 muls, 12 divs, 30 trig (1049 total)
  */
 int mechgen_hexapod_pus_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 520 adds, 883 muls, 18 divs, 12 sqrt, 6 trig (1439 total)
+ *   ops: 478 adds, 829 muls, 18 divs, 12 sqrt, 6 trig (1343 total)
  */
 int mechgen_hexapod_pus_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -186,7 +186,7 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 610 adds, 991 muls, 18 divs, 12 sqrt, 18 trig (1649 total)
+ *   ops: 568 adds, 937 muls, 18 divs, 12 sqrt, 18 trig (1553 total)
  */
 int mechgen_hexapod_pus_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -238,7 +238,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 678 adds, 1125 muls, 18 divs, 12 sqrt, 6 trig (1839 total)
+ *   ops: 636 adds, 1071 muls, 18 divs, 12 sqrt, 6 trig (1743 total)
  */
 int mechgen_hexapod_pus_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -292,7 +292,7 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 628 adds, 1015 muls, 18 divs, 12 sqrt, 6 trig (1679 total)
+ *   ops: 586 adds, 961 muls, 18 divs, 12 sqrt, 6 trig (1583 total)
  */
 int mechgen_hexapod_pus_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -361,7 +361,7 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 859 adds, 1371 muls, 18 divs, 12 sqrt, 6 trig (2266 total)
+ *   ops: 817 adds, 1317 muls, 18 divs, 12 sqrt, 6 trig (2170 total)
  */
 int mechgen_hexapod_pus_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -421,7 +421,7 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1683 adds, 2382 muls, 24 divs, 12 sqrt, 6 trig (4107 total)
+ *   ops: 1641 adds, 2328 muls, 24 divs, 12 sqrt, 6 trig (4011 total)
  */
 int mechgen_hexapod_pus_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -493,7 +493,7 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1979 adds, 2625 muls, 25 divs, 12 sqrt, 18 trig (4659 total)
+ *   ops: 1937 adds, 2571 muls, 25 divs, 12 sqrt, 18 trig (4563 total)
  */
 int mechgen_hexapod_pus_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -556,7 +556,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1445 adds, 1983 muls, 25 divs, 12 sqrt, 6 trig (3471 total)
+ *   ops: 1385 adds, 1893 muls, 25 divs, 12 sqrt, 6 trig (3321 total)
  */
 int mechgen_hexapod_pus_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -609,7 +609,7 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 850 adds, 1370 muls, 18 divs, 12 sqrt, 6 trig (2256 total)
+ *   ops: 808 adds, 1316 muls, 18 divs, 12 sqrt, 6 trig (2160 total)
  */
 int mechgen_hexapod_pus_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -666,7 +666,7 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1949 adds, 2731 muls, 24 divs, 18 sqrt, 6 trig (4728 total)
+ *   ops: 1907 adds, 2677 muls, 24 divs, 18 sqrt, 6 trig (4632 total)
  */
 int mechgen_hexapod_pus_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -742,7 +742,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2446 adds, 3206 muls, 25 divs, 12 sqrt, 18 trig (5707 total)
+ *   ops: 2404 adds, 3152 muls, 25 divs, 12 sqrt, 18 trig (5611 total)
  */
 int mechgen_hexapod_pus_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -818,7 +818,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 6927 adds, 8969 muls, 25 divs, 12 sqrt, 18 trig (15951 total)
+ *   ops: 6867 adds, 8879 muls, 25 divs, 12 sqrt, 18 trig (15801 total)
  */
 int mechgen_hexapod_pus_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -872,7 +872,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1363 adds, 1993 muls, 18 divs, 12 sqrt, 6 trig (3392 total)
+ *   ops: 1321 adds, 1939 muls, 18 divs, 12 sqrt, 6 trig (3296 total)
  */
 int mechgen_hexapod_pus_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

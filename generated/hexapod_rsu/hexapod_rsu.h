@@ -61,7 +61,7 @@
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
- *   ops: 355 adds, 549 muls, 18 divs, 18 sqrt, 30 trig (970 total)
+ *   ops: 295 adds, 424 muls, 18 divs, 18 sqrt, 30 trig (785 total)
  */
 int mechgen_hexapod_rsu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_rsu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -88,7 +88,7 @@ int64_t mechgen_hexapod_rsu_inverse_kinematics_batch(int64_t n, const double *x,
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 610 adds, 973 muls, 24 divs, 54 trig (1661 total)
+ *   ops: 568 adds, 925 muls, 24 divs, 54 trig (1571 total)
  */
 int mechgen_hexapod_rsu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_rsu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -144,7 +144,7 @@ int64_t mechgen_hexapod_rsu_newton_step_batch(int64_t n, const double *x, const 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1015 adds, 1756 muls, 42 divs, 18 sqrt, 12 trig (2843 total)
+ *   ops: 925 adds, 1630 muls, 42 divs, 18 sqrt, 12 trig (2627 total)
  */
 int mechgen_hexapod_rsu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_rsu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -202,7 +202,7 @@ int64_t mechgen_hexapod_rsu_velocity_constraints_batch(int64_t n, const double *
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1135 adds, 1900 muls, 42 divs, 18 sqrt, 30 trig (3125 total)
+ *   ops: 1045 adds, 1774 muls, 42 divs, 18 sqrt, 30 trig (2909 total)
  */
 int mechgen_hexapod_rsu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_rsu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -259,7 +259,7 @@ int64_t mechgen_hexapod_rsu_leg_rates_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1509 adds, 2466 muls, 42 divs, 18 sqrt, 12 trig (4047 total)
+ *   ops: 1419 adds, 2340 muls, 42 divs, 18 sqrt, 12 trig (3831 total)
  */
 int mechgen_hexapod_rsu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_rsu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -318,7 +318,7 @@ int64_t mechgen_hexapod_rsu_acceleration_terms_batch(int64_t n, const double *x,
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 673 adds, 1150 muls, 30 divs, 18 sqrt, 12 trig (1883 total)
+ *   ops: 625 adds, 1072 muls, 30 divs, 18 sqrt, 12 trig (1757 total)
  */
 int mechgen_hexapod_rsu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -392,7 +392,7 @@ int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1573 adds, 2646 muls, 42 divs, 18 sqrt, 12 trig (4291 total)
+ *   ops: 1483 adds, 2520 muls, 42 divs, 18 sqrt, 12 trig (4075 total)
  */
 int mechgen_hexapod_rsu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -457,7 +457,7 @@ int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2931 adds, 4287 muls, 48 divs, 18 sqrt, 12 trig (7296 total)
+ *   ops: 2841 adds, 4161 muls, 48 divs, 18 sqrt, 12 trig (7080 total)
  */
 int mechgen_hexapod_rsu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3346 adds, 4770 muls, 49 divs, 18 sqrt, 30 trig (8213 total)
+ *   ops: 3256 adds, 4644 muls, 49 divs, 18 sqrt, 30 trig (7997 total)
  */
 int mechgen_hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -602,7 +602,7 @@ int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2657 adds, 3918 muls, 49 divs, 18 sqrt, 12 trig (6654 total)
+ *   ops: 2549 adds, 3756 muls, 49 divs, 18 sqrt, 12 trig (6384 total)
  */
 int mechgen_hexapod_rsu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -660,7 +660,7 @@ int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1520 adds, 2527 muls, 42 divs, 18 sqrt, 12 trig (4119 total)
+ *   ops: 1430 adds, 2401 muls, 42 divs, 18 sqrt, 12 trig (3903 total)
  */
 int mechgen_hexapod_rsu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -722,7 +722,7 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3197 adds, 4636 muls, 48 divs, 24 sqrt, 12 trig (7917 total)
+ *   ops: 3107 adds, 4510 muls, 48 divs, 24 sqrt, 12 trig (7701 total)
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -803,7 +803,7 @@ int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3778 adds, 5334 muls, 49 divs, 18 sqrt, 30 trig (9209 total)
+ *   ops: 3688 adds, 5208 muls, 49 divs, 18 sqrt, 30 trig (8993 total)
  */
 int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -884,7 +884,7 @@ int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 9664 adds, 13395 muls, 49 divs, 18 sqrt, 30 trig (23156 total)
+ *   ops: 9556 adds, 13233 muls, 49 divs, 18 sqrt, 30 trig (22886 total)
  */
 int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -943,7 +943,7 @@ int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1855 adds, 2923 muls, 42 divs, 18 sqrt, 12 trig (4850 total)
+ *   ops: 1765 adds, 2797 muls, 42 divs, 18 sqrt, 12 trig (4634 total)
  */
 int mechgen_hexapod_rsu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_rsu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

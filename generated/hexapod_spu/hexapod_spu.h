@@ -50,7 +50,7 @@
  *   status 622: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
- *   ops: 235 adds, 313 muls, 18 divs, 18 sqrt, 24 trig (608 total)
+ *   ops: 211 adds, 259 muls, 18 divs, 18 sqrt, 24 trig (530 total)
  */
 int mechgen_hexapod_spu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_spu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -77,7 +77,7 @@ int64_t mechgen_hexapod_spu_inverse_kinematics_batch(int64_t n, const double *x,
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 454 adds, 691 muls, 18 divs, 42 trig (1205 total)
+ *   ops: 436 adds, 673 muls, 18 divs, 42 trig (1169 total)
  */
 int mechgen_hexapod_spu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_spu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -120,7 +120,7 @@ int64_t mechgen_hexapod_spu_newton_step_batch(int64_t n, const double *x, const 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 652 adds, 1105 muls, 36 divs, 18 sqrt, 6 trig (1817 total)
+ *   ops: 628 adds, 1081 muls, 36 divs, 18 sqrt, 6 trig (1769 total)
  */
 int mechgen_hexapod_spu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_spu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -166,7 +166,7 @@ int64_t mechgen_hexapod_spu_velocity_constraints_batch(int64_t n, const double *
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 772 adds, 1249 muls, 36 divs, 18 sqrt, 24 trig (2099 total)
+ *   ops: 748 adds, 1225 muls, 36 divs, 18 sqrt, 24 trig (2051 total)
  */
 int mechgen_hexapod_spu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_spu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -211,7 +211,7 @@ int64_t mechgen_hexapod_spu_leg_rates_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1080 adds, 1690 muls, 36 divs, 18 sqrt, 6 trig (2830 total)
+ *   ops: 1056 adds, 1666 muls, 36 divs, 18 sqrt, 6 trig (2782 total)
  */
 int mechgen_hexapod_spu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_spu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -258,7 +258,7 @@ int64_t mechgen_hexapod_spu_acceleration_terms_batch(int64_t n, const double *x,
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 730 adds, 1195 muls, 36 divs, 18 sqrt, 6 trig (1985 total)
+ *   ops: 706 adds, 1171 muls, 36 divs, 18 sqrt, 6 trig (1937 total)
  */
 int mechgen_hexapod_spu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_spu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -320,7 +320,7 @@ int64_t mechgen_hexapod_spu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1108 adds, 1748 muls, 36 divs, 18 sqrt, 6 trig (2916 total)
+ *   ops: 1084 adds, 1724 muls, 36 divs, 18 sqrt, 6 trig (2868 total)
  */
 int mechgen_hexapod_spu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_spu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -373,7 +373,7 @@ int64_t mechgen_hexapod_spu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2174 adds, 3027 muls, 42 divs, 18 sqrt, 6 trig (5267 total)
+ *   ops: 2150 adds, 3003 muls, 42 divs, 18 sqrt, 6 trig (5219 total)
  */
 int mechgen_hexapod_spu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -438,7 +438,7 @@ int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2577 adds, 3434 muls, 43 divs, 18 sqrt, 24 trig (6096 total)
+ *   ops: 2553 adds, 3410 muls, 43 divs, 18 sqrt, 24 trig (6048 total)
  */
 int mechgen_hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -494,7 +494,7 @@ int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2038 adds, 2800 muls, 43 divs, 18 sqrt, 6 trig (4905 total)
+ *   ops: 1984 adds, 2722 muls, 43 divs, 18 sqrt, 6 trig (4773 total)
  */
 int mechgen_hexapod_spu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -540,7 +540,7 @@ int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 953 adds, 1523 muls, 36 divs, 18 sqrt, 6 trig (2536 total)
+ *   ops: 929 adds, 1499 muls, 36 divs, 18 sqrt, 6 trig (2488 total)
  */
 int mechgen_hexapod_spu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_spu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -590,7 +590,7 @@ int64_t mechgen_hexapod_spu_energy_batch(int64_t n, const double *x, const doubl
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2438 adds, 3368 muls, 42 divs, 24 sqrt, 6 trig (5878 total)
+ *   ops: 2414 adds, 3344 muls, 42 divs, 24 sqrt, 6 trig (5830 total)
  */
 int mechgen_hexapod_spu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -659,7 +659,7 @@ int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2861 adds, 3815 muls, 43 divs, 18 sqrt, 24 trig (6761 total)
+ *   ops: 2837 adds, 3791 muls, 43 divs, 18 sqrt, 24 trig (6713 total)
  */
 int mechgen_hexapod_spu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -728,7 +728,7 @@ int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7169 adds, 9340 muls, 43 divs, 18 sqrt, 24 trig (16594 total)
+ *   ops: 7115 adds, 9274 muls, 43 divs, 18 sqrt, 24 trig (16474 total)
  */
 int mechgen_hexapod_spu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -775,7 +775,7 @@ int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1341 adds, 1988 muls, 36 divs, 18 sqrt, 6 trig (3389 total)
+ *   ops: 1317 adds, 1964 muls, 36 divs, 18 sqrt, 6 trig (3341 total)
  */
 int mechgen_hexapod_spu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_spu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -52,7 +52,7 @@
  *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
- *   ops: 235 adds, 313 muls, 18 divs, 18 sqrt, 24 trig (608 total)
+ *   ops: 211 adds, 259 muls, 18 divs, 18 sqrt, 24 trig (530 total)
  */
 int mechgen_hexapod_ucu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_ucu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -80,7 +80,7 @@ int64_t mechgen_hexapod_ucu_inverse_kinematics_batch(int64_t n, const double *x,
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 454 adds, 691 muls, 18 divs, 42 trig (1205 total)
+ *   ops: 436 adds, 673 muls, 18 divs, 42 trig (1169 total)
  */
 int mechgen_hexapod_ucu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_ucu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -124,7 +124,7 @@ int64_t mechgen_hexapod_ucu_newton_step_batch(int64_t n, const double *x, const 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 652 adds, 1105 muls, 36 divs, 18 sqrt, 6 trig (1817 total)
+ *   ops: 628 adds, 1081 muls, 36 divs, 18 sqrt, 6 trig (1769 total)
  */
 int mechgen_hexapod_ucu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_ucu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -171,7 +171,7 @@ int64_t mechgen_hexapod_ucu_velocity_constraints_batch(int64_t n, const double *
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 772 adds, 1249 muls, 36 divs, 18 sqrt, 24 trig (2099 total)
+ *   ops: 748 adds, 1225 muls, 36 divs, 18 sqrt, 24 trig (2051 total)
  */
 int mechgen_hexapod_ucu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_ucu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -217,7 +217,7 @@ int64_t mechgen_hexapod_ucu_leg_rates_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1080 adds, 1690 muls, 36 divs, 18 sqrt, 6 trig (2830 total)
+ *   ops: 1056 adds, 1666 muls, 36 divs, 18 sqrt, 6 trig (2782 total)
  */
 int mechgen_hexapod_ucu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_ucu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -265,7 +265,7 @@ int64_t mechgen_hexapod_ucu_acceleration_terms_batch(int64_t n, const double *x,
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 730 adds, 1195 muls, 36 divs, 18 sqrt, 6 trig (1985 total)
+ *   ops: 706 adds, 1171 muls, 36 divs, 18 sqrt, 6 trig (1937 total)
  */
 int mechgen_hexapod_ucu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -328,7 +328,7 @@ int64_t mechgen_hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1114 adds, 1748 muls, 36 divs, 18 sqrt, 6 trig (2922 total)
+ *   ops: 1090 adds, 1724 muls, 36 divs, 18 sqrt, 6 trig (2874 total)
  */
 int mechgen_hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -381,7 +381,7 @@ int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2180 adds, 3027 muls, 42 divs, 18 sqrt, 6 trig (5273 total)
+ *   ops: 2156 adds, 3003 muls, 42 divs, 18 sqrt, 6 trig (5225 total)
  */
 int mechgen_hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -447,7 +447,7 @@ int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2589 adds, 3446 muls, 43 divs, 18 sqrt, 24 trig (6120 total)
+ *   ops: 2565 adds, 3422 muls, 43 divs, 18 sqrt, 24 trig (6072 total)
  */
 int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -504,7 +504,7 @@ int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2044 adds, 2800 muls, 43 divs, 18 sqrt, 6 trig (4911 total)
+ *   ops: 1990 adds, 2722 muls, 43 divs, 18 sqrt, 6 trig (4779 total)
  */
 int mechgen_hexapod_ucu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -550,7 +550,7 @@ int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 965 adds, 1523 muls, 36 divs, 18 sqrt, 6 trig (2548 total)
+ *   ops: 941 adds, 1499 muls, 36 divs, 18 sqrt, 6 trig (2500 total)
  */
 int mechgen_hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -600,7 +600,7 @@ int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const doubl
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2444 adds, 3368 muls, 42 divs, 24 sqrt, 6 trig (5884 total)
+ *   ops: 2420 adds, 3344 muls, 42 divs, 24 sqrt, 6 trig (5836 total)
  */
 int mechgen_hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -670,7 +670,7 @@ int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2879 adds, 3839 muls, 43 divs, 18 sqrt, 24 trig (6803 total)
+ *   ops: 2855 adds, 3815 muls, 43 divs, 18 sqrt, 24 trig (6755 total)
  */
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -740,7 +740,7 @@ int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7187 adds, 9364 muls, 43 divs, 18 sqrt, 24 trig (16636 total)
+ *   ops: 7133 adds, 9298 muls, 43 divs, 18 sqrt, 24 trig (16516 total)
  */
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -787,7 +787,7 @@ int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1359 adds, 2024 muls, 36 divs, 18 sqrt, 6 trig (3443 total)
+ *   ops: 1335 adds, 2000 muls, 36 divs, 18 sqrt, 6 trig (3395 total)
  */
 int mechgen_hexapod_ucu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_ucu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

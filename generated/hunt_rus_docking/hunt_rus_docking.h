@@ -81,7 +81,7 @@ int64_t mechgen_hunt_rus_docking_inverse_kinematics_batch(int64_t n, const doubl
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 416 adds, 650 muls, 12 divs, 42 trig (1120 total)
+ *   ops: 412 adds, 655 muls, 12 divs, 42 trig (1121 total)
  */
 int mechgen_hunt_rus_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hunt_rus_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -130,7 +130,7 @@ int64_t mechgen_hunt_rus_docking_newton_step_batch(int64_t n, const double *x, c
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 562 adds, 1027 muls, 24 divs, 12 sqrt, 12 trig (1637 total)
+ *   ops: 526 adds, 985 muls, 24 divs, 12 sqrt, 12 trig (1559 total)
  */
 int mechgen_hunt_rus_docking_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hunt_rus_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -182,7 +182,7 @@ int64_t mechgen_hunt_rus_docking_velocity_constraints_batch(int64_t n, const dou
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 652 adds, 1135 muls, 24 divs, 12 sqrt, 24 trig (1847 total)
+ *   ops: 616 adds, 1093 muls, 24 divs, 12 sqrt, 24 trig (1769 total)
  */
 int mechgen_hunt_rus_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -233,7 +233,7 @@ int64_t mechgen_hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 816 adds, 1419 muls, 24 divs, 12 sqrt, 12 trig (2283 total)
+ *   ops: 780 adds, 1377 muls, 24 divs, 12 sqrt, 12 trig (2205 total)
  */
 int mechgen_hunt_rus_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hunt_rus_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -354,7 +354,7 @@ int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1006 adds, 1725 muls, 24 divs, 12 sqrt, 12 trig (2779 total)
+ *   ops: 970 adds, 1683 muls, 24 divs, 12 sqrt, 12 trig (2701 total)
  */
 int mechgen_hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -413,7 +413,7 @@ int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1866 adds, 2784 muls, 30 divs, 12 sqrt, 12 trig (4704 total)
+ *   ops: 1830 adds, 2742 muls, 30 divs, 12 sqrt, 12 trig (4626 total)
  */
 int mechgen_hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -484,7 +484,7 @@ int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2161 adds, 3009 muls, 31 divs, 12 sqrt, 24 trig (5237 total)
+ *   ops: 2125 adds, 2967 muls, 31 divs, 12 sqrt, 24 trig (5159 total)
  */
 int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -546,7 +546,7 @@ int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1628 adds, 2385 muls, 31 divs, 12 sqrt, 12 trig (4068 total)
+ *   ops: 1574 adds, 2307 muls, 31 divs, 12 sqrt, 12 trig (3936 total)
  */
 int mechgen_hunt_rus_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1001 adds, 1696 muls, 24 divs, 12 sqrt, 12 trig (2745 total)
+ *   ops: 965 adds, 1654 muls, 24 divs, 12 sqrt, 12 trig (2667 total)
  */
 int mechgen_hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -654,7 +654,7 @@ int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2132 adds, 3133 muls, 30 divs, 18 sqrt, 12 trig (5325 total)
+ *   ops: 2096 adds, 3091 muls, 30 divs, 18 sqrt, 12 trig (5247 total)
  */
 int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -729,7 +729,7 @@ int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2545 adds, 3501 muls, 31 divs, 12 sqrt, 24 trig (6113 total)
+ *   ops: 2509 adds, 3459 muls, 31 divs, 12 sqrt, 24 trig (6035 total)
  */
 int mechgen_hunt_rus_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -804,7 +804,7 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7099 adds, 9612 muls, 31 divs, 12 sqrt, 24 trig (16778 total)
+ *   ops: 7045 adds, 9534 muls, 31 divs, 12 sqrt, 24 trig (16646 total)
  */
 int mechgen_hunt_rus_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -857,7 +857,7 @@ int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1318 adds, 2062 muls, 24 divs, 12 sqrt, 12 trig (3428 total)
+ *   ops: 1282 adds, 2020 muls, 24 divs, 12 sqrt, 12 trig (3350 total)
  */
 int mechgen_hunt_rus_docking_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hunt_rus_docking_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -71,7 +71,7 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
  *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
  *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 268 adds, 373 muls, 12 divs, 30 trig (683 total)
+ *   ops: 250 adds, 355 muls, 12 divs, 30 trig (647 total)
  */
 int mechgen_stewart_rrp_002_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
@@ -109,7 +109,7 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 273 adds, 486 muls, 24 divs, 12 sqrt, 6 trig (801 total)
+ *   ops: 255 adds, 468 muls, 24 divs, 12 sqrt, 6 trig (765 total)
  */
 int mechgen_stewart_rrp_002_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -150,7 +150,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 357 adds, 588 muls, 24 divs, 12 sqrt, 18 trig (999 total)
+ *   ops: 339 adds, 570 muls, 24 divs, 12 sqrt, 18 trig (963 total)
  */
 int mechgen_stewart_rrp_002_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -190,7 +190,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 495 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1326 total)
+ *   ops: 477 adds, 771 muls, 24 divs, 12 sqrt, 6 trig (1290 total)
  */
 int mechgen_stewart_rrp_002_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -289,7 +289,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
+ *   ops: 561 adds, 895 muls, 24 divs, 12 sqrt, 6 trig (1498 total)
  */
 int mechgen_stewart_rrp_002_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -337,7 +337,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total)
+ *   ops: 1228 adds, 1695 muls, 30 divs, 12 sqrt, 6 trig (2971 total)
  */
 int mechgen_stewart_rrp_002_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -397,7 +397,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1576 adds, 1913 muls, 31 divs, 12 sqrt, 18 trig (3550 total)
+ *   ops: 1500 adds, 1817 muls, 31 divs, 12 sqrt, 18 trig (3378 total)
  */
 int mechgen_stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1198 adds, 1522 muls, 31 divs, 12 sqrt, 6 trig (2769 total)
+ *   ops: 1122 adds, 1426 muls, 31 divs, 12 sqrt, 6 trig (2597 total)
  */
 int mechgen_stewart_rrp_002_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -489,7 +489,7 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total)
+ *   ops: 500 adds, 807 muls, 24 divs, 12 sqrt, 6 trig (1349 total)
  */
 int mechgen_stewart_rrp_002_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1512 adds, 2056 muls, 30 divs, 18 sqrt, 6 trig (3622 total)
+ *   ops: 1494 adds, 2038 muls, 30 divs, 18 sqrt, 6 trig (3586 total)
  */
 int mechgen_stewart_rrp_002_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1842 adds, 2253 muls, 31 divs, 12 sqrt, 18 trig (4156 total)
+ *   ops: 1766 adds, 2151 muls, 31 divs, 12 sqrt, 18 trig (3978 total)
  */
 int mechgen_stewart_rrp_002_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 4878 adds, 6048 muls, 31 divs, 12 sqrt, 18 trig (10987 total)
+ *   ops: 4820 adds, 6012 muls, 31 divs, 12 sqrt, 18 trig (10893 total)
  */
 int mechgen_stewart_rrp_002_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -704,7 +704,7 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 882 adds, 1265 muls, 24 divs, 12 sqrt, 6 trig (2189 total)
+ *   ops: 864 adds, 1247 muls, 24 divs, 12 sqrt, 6 trig (2153 total)
  */
 int mechgen_stewart_rrp_002_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

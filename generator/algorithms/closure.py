@@ -39,8 +39,8 @@ from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import Motion
 from mechgen.generator.algorithms.sparse_lu import SparseLU
 from mechgen.generator.families.parallel.platform import Leg
-from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec,
-                              omega_x_omega_x, sub, transpose, zeros)
+from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul,
+                                      matvec, omega_x_omega_x, sub, transpose, zeros)
 
 
 @dataclass
@@ -57,13 +57,27 @@ class Closure:
     lu: SparseLU
 
 
-def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat) -> Closure:
+def rotation_product(rec: Recorder, P: Mat, Q: Mat, name: str) -> Mat:
+    """P Q for two rotations: rows 0 and 2 as products, row 1 = row 2 x row 0 (the rows of a
+    rotation are a right-handed orthonormal triad: 9 operations instead of 15)."""
+    r0 = rec.vec(matvec(transpose(Q), P[0]), f"{name}_0")
+    r2 = rec.vec(matvec(transpose(Q), P[2]), f"{name}_2")
+    return [r0, rec.vec(cross(r2, r0), f"{name}_1"), r2]
+
+
+def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat,
+            axis_C0: Vec | None = None) -> Closure:
+    """The leg's closure (module docstring). ``axis_C0``: C's side axis of a universal cut,
+    alpha_C^T gamma_C^T e_z, already in frame 0 (then e2 = tau_n axis_C0 without R_Cn)."""
     n = leg.n
     # B_n = 1, B_{j-1} = B_j beta_j: frame j -> frame n, walking back from the last body
     B = [None] * (n + 1)
     B[n] = eye()
     for j in range(n, 0, -1):
-        B[j - 1] = rec.mat(matmul(B[j], links[j - 1].beta), f"B{j - 1}")
+        # a product with a sparse B_j (numbers among its entries) prunes better in full
+        sparse = any(x.is_number for row in B[j] for x in row)
+        B[j - 1] = (rec.mat(matmul(B[j], links[j - 1].beta), f"B{j - 1}") if sparse else
+                    rotation_product(rec, B[j], links[j - 1].beta, f"B{j - 1}"))
     # rho_n = l_L, rho_{j-1} = rho_j + B_{j-1} r_{j-1,j}: O_j -> cut point, frame n
     rho = [None] * (n + 1)
     rho[n] = list(leg.l_L)
@@ -75,7 +89,7 @@ def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat) -
                    f"TL{j}") for j in range(1, n + 1)]
     # R_Cn = tau_n alpha_C^T: frame C -> frame n
     tau_n = B[0]
-    R_Cn = rec.mat(matmul(tau_n, transpose(alpha_C)), "R_Cn")
+    R_Cn = rotation_product(rec, tau_n, transpose(alpha_C), "R_Cn")
     l_C = list(leg.l_C)
     # rows 1-3: C^(d) = T^L, C^(i) = [tau_n, rows (l_C x q_r)]
     Cd = [[T_L[j][r] for j in range(n)] for r in range(3)]
@@ -84,7 +98,8 @@ def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat) -
     if leg.m == 4:
         # row 4 (universal cut): n_R = e1 x e2, C^(d) = [n_R . a_j], C^(i) = [0, R_Cn^T n_R]
         e1 = list(leg.gamma_L[1])
-        e2 = rec.vec(matvec(R_Cn, list(leg.gamma_C[2])), "e2")
+        e2 = rec.vec(matvec(R_Cn, list(leg.gamma_C[2])) if axis_C0 is None
+                     else matvec(tau_n, axis_C0), "e2")
         n_R = rec.vec(cross(e1, e2), "n_R")
         Cd.append([rec.bind(dot(n_R, axes[j]), f"Cd4_{j + 1}") if links[j].kind == "R"
                    else sp.Integer(0) for j in range(n)])

@@ -75,35 +75,56 @@ class FrameCBuild(PlatformBuild):
     @mechanism_wide
     def cut_maps(self) -> list[CutMap]:
         def cut_map(leg: Leg, cl: Closure) -> CutMap:
-            pad = [sp.Integer(0)] * (leg.m - 3)
-            cols = [cl.lu.solve(self.rec, [cl.R_Cn[r][i] for r in range(3)] + pad, f"W{i + 1}_")
+            pad, R = [sp.Integer(0)] * (leg.m - 3), self._rotation(cl)
+            cols = [cl.lu.solve(self.rec, [R[r][i] for r in range(3)] + pad, f"W{i + 1}_")
                     for i in range(3)]
             W = [[cols[i][j] for i in range(3)] for j in range(leg.m)]
             if leg.m == 3:
                 return CutMap(W, None, None)
             z = cl.lu.solve(self.rec, [0, 0, 0, 1], "z_")
-            return CutMap(W, z, cl.Ci[3][3:])
+            return CutMap(W, z, self._axis_e(cl))
         return self.per_leg(cut_map, self.closures)
+
+    # --- what depends on the frame the reduction is written in (frame_0.py overrides) -----
+    def _rotation(self, cl: Closure) -> list[list]:
+        """The rotation from the reduction's frame to the leg's frame n: R_Cn."""
+        return cl.R_Cn
+
+    def _axis_e(self, cl: Closure) -> Vec:
+        """e = R_Cn^T n_R (row 4 of C^(i), universal cut)."""
+        return cl.Ci[3][3:]
+
+    def _offset(self, leg: Leg) -> Vec:
+        """The cut point's offset from O_C in the reduction's frame: the constant l_C."""
+        return list(leg.l_C)
+
+    def _velocity(self) -> tuple[Vec, Vec]:
+        """(v, omega) of C in the reduction's frame: (v'_C, omega_C)."""
+        return self.v_Cc, self.omega_C
+
+    def _platform_block(self) -> tuple[list, list]:
+        """C's own M and s in the reduction's frame: M_C and [alpha_C s_f ; s_m]."""
+        n, s = self.pf.dof, self.s_C
+        M = [[self.M_C[i][j] for j in range(n)] for i in range(n)]
+        return M, self.rec.vec(matvec(self.alpha_C, s[:3]), "sc_C_f") + list(s[3:])
 
     def _cut_point(self, leg: Leg, v: Vec, w: Vec) -> Vec:
         """v + w x l_C: a point of C at l_C, frame C."""
-        return add(v, cross(w, list(leg.l_C)))
+        return add(v, cross(w, self._offset(leg)))
 
     @mechanism_wide
     def qd(self):
-        w = self.omega_C
+        v, w = self._velocity()
         return self.per_leg(lambda leg, G: [
             self.rec.bind(x, f"qd{j + 1}")
-            for j, x in enumerate(G.rates(self.rec.vec(self._cut_point(leg, self.v_Cc, w), "p"),
+            for j, x in enumerate(G.rates(self.rec.vec(self._cut_point(leg, v, w), "p"),
                                           w))], self.cut_maps)
 
     @mechanism_wide
     def reduced_c(self) -> tuple[list, list]:
         """A*' and b*' (module docstring), assembled leg by leg."""
         n = self.pf.dof
-        A = [[self.M_C[i][j] for j in range(n)] for i in range(n)]
-        s = self.s_C
-        b = self.rec.vec(matvec(self.alpha_C, s[:3]), "sc_C_f") + list(s[3:])
+        A, b = self._platform_block()
 
         for K, f in self.per_leg(self._leg_block, self.closures, self.cut_maps, self.A_legs,
                                  self.b_legs, self.h):
@@ -119,8 +140,8 @@ class FrameCBuild(PlatformBuild):
 
     def _leg_block(self, leg: Leg, cl: Closure, G: CutMap, A_k, b_k, h_k) -> tuple:
         """L^T K L (upper triangle, 6 x 6) and [f ; l_C x f + y_4 e] of one leg."""
-        rec, m = self.rec, leg.m
-        S = skew(list(leg.l_C))
+        rec, m, l_C = self.rec, leg.m, self._offset(leg)
+        S = skew(l_C)
         AW = [[rec.bind(sp.Add(*[A_k[i][k] * G.W[k][c] for k in range(m)]), f"AW{i + 1}{c + 1}")
                for c in range(3)] for i in range(m)]
         K11 = _sym_matmul_AtB(G.W, AW)
@@ -140,7 +161,7 @@ class FrameCBuild(PlatformBuild):
             k = rec.vec([sp.Add(*[G.W[r][i] * Az[r] for r in range(m)]) for i in range(3)],
                         "kz")
             half_kappa = rec.bind(dot(G.z, Az) / 2, "half_kappa")
-            g = rec.vec(add([half_kappa * x for x in G.e], cross(list(leg.l_C), k)), "gz")
+            g = rec.vec(add([half_kappa * x for x in G.e], cross(l_C, k)), "gz")
             TR = [[k[i] * G.e[j] + TR[i][j] for j in range(3)] for i in range(3)]
             BR = [[G.e[i] * g[j] + g[i] * G.e[j] + BR[i][j] for j in range(3)]
                   for i in range(3)]
@@ -148,8 +169,8 @@ class FrameCBuild(PlatformBuild):
         r = [rec.bind(b_k[i] - sp.Add(*[A_k[i][k] * h_k[k] for k in range(m)]), f"r{i + 1}")
              for i in range(m)]
         y = cl.lu.solve_transposed(rec, r, "y")
-        f = rec.vec(matvec(transpose(cl.R_Cn), y[:3]), "fc")
-        mom = cross(list(leg.l_C), f)
+        f = rec.vec(matvec(transpose(self._rotation(cl)), y[:3]), "fc")
+        mom = cross(l_C, f)
         if G.e is not None:
             mom = add(mom, [y[3] * x for x in G.e])
         return K, f + mom

@@ -39,7 +39,7 @@ from mechgen.generator.pipeline import choice
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
 from mechgen.generator.families.parallel.platform import Leg, Platform
-from mechgen.generator.scalar import (Recorder, count_scalar_formulas, add, cross, dot,
+from mechgen.generator.scalar import (Recorder, Vec, count_scalar_formulas, add, cross, dot,
                                       elementary_rotation, matmul, matvec, omega_products,
                                       omega_x_I_omega, omega_x_omega_x, scale, transpose,
                                       zeros)
@@ -307,11 +307,15 @@ class PlatformBuild:
             return out
         return self.per_leg(lambda leg: self._closed_form(leg))
 
+    def _platform_joint(self, leg: Leg) -> Vec:
+        """s0 = r_C + alpha_C^T l_C: the cut joint's centre on C, frame 0."""
+        return self.rec.vec(add(self.r_C, matvec(transpose(self.alpha_C), list(leg.l_C))), "s0")
+
     def _closed_form(self, leg: Leg) -> tuple[list, list]:
         """The leg type's closed form (generator.legs; paper 000 section 4) from d, the cut
         point seen from the first joint, then the joint limits."""
         rec = self.rec
-        s0 = rec.vec(add(self.r_C, matvec(transpose(self.alpha_C), list(leg.l_C))), "s0")
+        s0 = self._platform_joint(leg)
         j0 = leg.chain.joints[0]
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
         start = len(rec.statements)
@@ -700,6 +704,13 @@ def _frame_c_build():
     return FrameCBuild
 
 
+def _frame_0_build():
+    """Frame0Build (generator/families/parallel/frame_0.py: the reduction in frame 0 with the
+    offsets rotated once)."""
+    from mechgen.generator.families.parallel.frame_0 import Frame0Build
+    return Frame0Build
+
+
 def _step(pf: Platform, build: type = PlatformBuild) -> Kernel:
     ins = _full_inputs(pf)
     b = build(pf, ins)
@@ -734,6 +745,11 @@ def step_frame_c(pf: Platform) -> Kernel:
     return _step(pf, _frame_c_build())
 
 
+def step_frame_0(pf: Platform) -> Kernel:
+    """``step`` with the reduction in frame 0 (section 1.6.2)."""
+    return _step(pf, _frame_0_build())
+
+
 def step_accel_classic(pf: Platform) -> Kernel:
     """``step_accel`` with the reduction of section 1.6."""
     return _step_accel(pf)
@@ -744,12 +760,17 @@ def step_accel_frame_c(pf: Platform) -> Kernel:
     return _step_accel(pf, _frame_c_build())
 
 
-@choice(step_classic, step_frame_c)
+def step_accel_frame_0(pf: Platform) -> Kernel:
+    """``step_accel`` with the reduction in frame 0 (section 1.6.2)."""
+    return _step_accel(pf, _frame_0_build())
+
+
+@choice(step_classic, step_frame_c, step_frame_0)
 def step(pf: Platform) -> Kernel:
     """One integration step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
 
 
-@choice(step_accel_classic, step_accel_frame_c)
+@choice(step_accel_classic, step_accel_frame_c, step_accel_frame_0)
 def step_accel(pf: Platform) -> Kernel:
     """The lean step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
 
@@ -809,6 +830,11 @@ def base_step_frame_c(pf: Platform) -> Kernel:
     return _base_step(pf, _frame_c_build())
 
 
+def base_step_frame_0(pf: Platform) -> Kernel:
+    """``base_step`` with the reduction in frame 0 (section 1.6.2)."""
+    return _base_step(pf, _frame_0_build())
+
+
 def coupled_step_classic(pf: Platform) -> Kernel:
     """``coupled_step`` with the reduction of section 1.6."""
     return _coupled_step(pf)
@@ -819,12 +845,17 @@ def coupled_step_frame_c(pf: Platform) -> Kernel:
     return _coupled_step(pf, _frame_c_build())
 
 
-@choice(base_step_classic, base_step_frame_c)
+def coupled_step_frame_0(pf: Platform) -> Kernel:
+    """``coupled_step`` with the reduction in frame 0 (section 1.6.2)."""
+    return _coupled_step(pf, _frame_0_build())
+
+
+@choice(base_step_classic, base_step_frame_c, base_step_frame_0)
 def base_step(pf: Platform) -> Kernel:
     """The step on a moving base; the reduction with the fewest operations."""
 
 
-@choice(coupled_step_classic, coupled_step_frame_c)
+@choice(coupled_step_classic, coupled_step_frame_c, coupled_step_frame_0)
 def coupled_step(pf: Platform) -> Kernel:
     """base_step and d[udot, wrench]/d[g, Omega_dot]; the reduction with the fewest
     operations."""

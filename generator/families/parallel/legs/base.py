@@ -33,7 +33,7 @@ from mechgen.generator import numeric as num
 from mechgen.generator.algorithms import leg_ik
 from mechgen.generator.model import ModelError
 from mechgen.generator.numeric import M3, V3
-from mechgen.generator.scalar import (Recorder, elementary_rotation, matmul, matvec,
+from mechgen.generator.scalar import (Recorder, elementary_rotation, matvec,
                                       transpose)
 
 if TYPE_CHECKING:                  # pragma: no cover - type hints only
@@ -220,12 +220,11 @@ def roll(ik: IKContext, leg: "Leg", before_roll: list, q: list, cs: list) -> Non
     """A universal cut's roll (leg_ik.roll_angle), appended to q and cs; ``before_roll``: the
     rotations frame 0 -> the frame before the roll, last applied first."""
     rec = ik.rec
-    tau = before_roll[0]
-    for M in before_roll[1:]:
-        tau = matmul(tau, M)
-    e2_0 = matvec(transpose(ik.alpha_C), list(leg.gamma_C[2]))
-    r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll",
-                           ik.leg_flag(len(q), SINGULAR))
+    # e2 in the frame before the roll: the rotations applied to C's axis one at a time
+    e = rec.vec(matvec(transpose(ik.alpha_C), list(leg.gamma_C[2])), "e2_0")
+    for i, M in enumerate(reversed(before_roll)):
+        e = rec.vec(matvec(M, e), f"e2_r{i}")
+    r3 = leg_ik.roll_angle(rec, e, "roll", ik.leg_flag(len(q), SINGULAR))
     cs.append(r3)
     q.append(angle(rec, r3, f"q{len(q) + 1}"))
 
