@@ -35,7 +35,7 @@ from mechgen.generator.ir import Assign
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
-from mechgen.generator.simd import simd_plan
+from mechgen.generator.simd import MAX_WIDTH, simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -211,6 +211,7 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     for backend in BACKENDS.values():
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,
+                   "simd_max_width": MAX_WIDTH,
                    "kernels": [_kernel_context(mech, g, backend, spec) for g in generated]}
         for role, template in backend.templates.items():
             files[names[role]] = env.get_template(template).render(**context)
