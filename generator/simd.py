@@ -36,8 +36,9 @@ measured with bench/simd_bench.py):
   32-bit flag in the loop GCC sizes its vectors for the int (8 x 32 bits = 256 bits), so every
   double of the block took two registers, and a large kernel spilled most of them;
 - inputs and outputs go through ``[element][lane]`` copies of the block, filled and emptied by
-  loops over the elements that the compiler vectorises as transposes in registers; the vector
-  loops read and write them with whole-vector moves (a state's row is strided across lanes);
+  W x W transposes in registers (``mg_rows_to_block``, ``mg_block_to_rows`` in
+  templates/c/simd_block.c.j2); the vector loops read and write them with whole-vector moves
+  (a state's row is strided across lanes);
 - in a vector loop each load, sine and cosine comes just before its first use, and each
   output or crossing value is stored as soon as it is computed (:func:`in_use_order`), so
   fewer values are live at once.

@@ -266,10 +266,12 @@ def test_a_lane_count_beyond_the_block_buffers_is_refused_when_compiling():
     assert run.returncode != 0 and "MG_SIMD_WIDTH" in run.stderr
 
 
-@pytest.mark.parametrize("width", [2, 4, 8])
+@pytest.mark.parametrize("width", [2, 3, 4, 8])
 def test_every_lane_count_gives_the_single_state_bits(width, monkeypatch):
     """ur5 built with W lanes forced (-DMG_SIMD_WIDTH=W in CFLAGS, its own cache entry): every
-    kernel, with a tail, NaN inputs and angles beyond the polynomial's range."""
+    kernel, with a tail, NaN inputs and angles beyond the polynomial's range. 2, 4 and 8 lanes
+    copy rows in and out by W x W transposes (ports larger and smaller than W, sizes not a
+    multiple of W), 3 lanes by the plain loops."""
     import os
     monkeypatch.setenv("CFLAGS", f"{os.environ.get('CFLAGS', '')} -DMG_SIMD_WIDTH={width}")
     module, manifest = _library("ur5")

@@ -29,7 +29,7 @@ SPECS = {"ur5": "ur5_urdf.toml", "solo12": "solo12.toml",
 BUILDS = [("ur5", "0"), ("ur5", "1"), ("solo12", "0"), ("gough_stewart_docking", "1")]
 """(mechanism, MECHGEN_SIMD): the SIMD build (-march=native, -fopenmp-simd) of a serial arm and
 a parallel mechanism, the default build of an arm and a free-base tree (compiling is the cost)."""
-GATHERED = "    #pragma omp simd\n    for"      # the gathered loop of a single-state kernel
+GATHERED = "    #pragma omp simd\n    for (int "   # the gathered loop of a single-state kernel
 SPECIAL = [1e7, -1.7e6, 1.6e6, np.nextafter(1.6e6, 2e6), 1e300, np.nan, np.inf, -np.inf]
 
 

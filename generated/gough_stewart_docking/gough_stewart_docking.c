@@ -123,6 +123,150 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, the largest
+ * cost of forward kinematics' blocks). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if (MG_SIMD_WIDTH == 8 && defined(__AVX512F__)) || (MG_SIMD_WIDTH == 4 && defined(__AVX__)) \
+    || (MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON)))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
  * ops: 116 adds, 116 muls, 12 divs, 12 sqrt, 18 trig (274 total) */
 int mechgen_gough_stewart_docking_inverse_kinematics(const double *restrict x, const double *restrict p, double *restrict q)
@@ -328,70 +472,60 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_o_q[18][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_q1[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_q1[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_q1[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_q1[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_q1[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_q1[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_stroke[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q1[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_q1[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_q1[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_q1[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_q1[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_q1[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -632,7 +766,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             }
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -671,7 +805,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg6_q2[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_q1 = mg_w_leg1_q1[mg_l];
             mg_o_q[0][mg_l] = leg1_q1;
             const double leg1_q2 = mg_w_leg1_q2[mg_l];
@@ -709,18 +843,8 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg6_stroke = mg_w_leg6_stroke[mg_l];
             mg_o_q[17][mg_l] = leg6_stroke;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_inverse_kinematics(x + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 6, q + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -1088,41 +1212,21 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_x[6][8];
-        double mg_o_q_next[18][8];
-        double mg_o_residual[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_q_next[18][MG_SIMD_WIDTH];
+        double mg_o_residual[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double leg1_u1 = mg_in_q[0][mg_l];
             double leg1_s1, leg1_c1;
@@ -1483,29 +1587,9 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             mg_o_q_next[17][mg_l] = leg6_q_next3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q_next[(mg_i + 0) * 18 + mg_j] = mg_o_q_next[mg_j][0];
-            q_next[(mg_i + 1) * 18 + mg_j] = mg_o_q_next[mg_j][1];
-            q_next[(mg_i + 2) * 18 + mg_j] = mg_o_q_next[mg_j][2];
-            q_next[(mg_i + 3) * 18 + mg_j] = mg_o_q_next[mg_j][3];
-            q_next[(mg_i + 4) * 18 + mg_j] = mg_o_q_next[mg_j][4];
-            q_next[(mg_i + 5) * 18 + mg_j] = mg_o_q_next[mg_j][5];
-            q_next[(mg_i + 6) * 18 + mg_j] = mg_o_q_next[mg_j][6];
-            q_next[(mg_i + 7) * 18 + mg_j] = mg_o_q_next[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            residual[(mg_i + 0) * 18 + mg_j] = mg_o_residual[mg_j][0];
-            residual[(mg_i + 1) * 18 + mg_j] = mg_o_residual[mg_j][1];
-            residual[(mg_i + 2) * 18 + mg_j] = mg_o_residual[mg_j][2];
-            residual[(mg_i + 3) * 18 + mg_j] = mg_o_residual[mg_j][3];
-            residual[(mg_i + 4) * 18 + mg_j] = mg_o_residual[mg_j][4];
-            residual[(mg_i + 5) * 18 + mg_j] = mg_o_residual[mg_j][5];
-            residual[(mg_i + 6) * 18 + mg_j] = mg_o_residual[mg_j][6];
-            residual[(mg_i + 7) * 18 + mg_j] = mg_o_residual[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q_next[0][0], 18, q_next + mg_i * 18);
+        mg_block_to_rows(&mg_o_residual[0][0], 18, residual + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_newton_step(x + (mg_i + mg_l) * 6, q + (mg_i + mg_l) * 18, p + (mg_i + mg_l) * 6, q_next + (mg_i + mg_l) * 18, residual + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -2103,28 +2187,18 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_o_H[108][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_H[108][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -2770,18 +2844,8 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             mg_o_H[95][mg_l] = leg6_H6_1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 108; ++mg_j) {
-            H[(mg_i + 0) * 108 + mg_j] = mg_o_H[mg_j][0];
-            H[(mg_i + 1) * 108 + mg_j] = mg_o_H[mg_j][1];
-            H[(mg_i + 2) * 108 + mg_j] = mg_o_H[mg_j][2];
-            H[(mg_i + 3) * 108 + mg_j] = mg_o_H[mg_j][3];
-            H[(mg_i + 4) * 108 + mg_j] = mg_o_H[mg_j][4];
-            H[(mg_i + 5) * 108 + mg_j] = mg_o_H[mg_j][5];
-            H[(mg_i + 6) * 108 + mg_j] = mg_o_H[mg_j][6];
-            H[(mg_i + 7) * 108 + mg_j] = mg_o_H[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_H[0][0], 108, H + mg_i * 108);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_velocity_constraints(x + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 6, H + (mg_i + mg_l) * 108);
                 status[mg_i + mg_l] = mg_s;
@@ -3343,101 +3407,81 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_q1[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_q1[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_q1[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_q1[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_q1[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_q1[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_leg6_qd3[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q1[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_q1[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_q1[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_q1[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_q1[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_q1[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -4047,7 +4091,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg6_qd3[mg_l] = leg6_qd3;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -4086,7 +4130,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg6_q2[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_q1 = mg_w_leg1_q1[mg_l];
             mg_o_q[0][mg_l] = leg1_q1;
             const double leg1_q2 = mg_w_leg1_q2[mg_l];
@@ -4160,29 +4204,9 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg6_qd3 = mg_w_leg6_qd3[mg_l];
             mg_o_qd[17][mg_l] = leg6_qd3;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_leg_rates(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 6, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -4884,40 +4908,20 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_o_h[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_o_h[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -5667,18 +5671,8 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             mg_o_h[15][mg_l] = leg6_h1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            h[(mg_i + 0) * 18 + mg_j] = mg_o_h[mg_j][0];
-            h[(mg_i + 1) * 18 + mg_j] = mg_o_h[mg_j][1];
-            h[(mg_i + 2) * 18 + mg_j] = mg_o_h[mg_j][2];
-            h[(mg_i + 3) * 18 + mg_j] = mg_o_h[mg_j][3];
-            h[(mg_i + 4) * 18 + mg_j] = mg_o_h[mg_j][4];
-            h[(mg_i + 5) * 18 + mg_j] = mg_o_h[mg_j][5];
-            h[(mg_i + 6) * 18 + mg_j] = mg_o_h[mg_j][6];
-            h[(mg_i + 7) * 18 + mg_j] = mg_o_h[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_h[0][0], 18, h + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_acceleration_terms(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 6, h + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -6243,118 +6237,78 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_F[6][8];
-        double mg_in_p[6][8];
-        double mg_o_Q[18][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse24[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c2[8];
-        double mg_w_cse25[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c6[8];
-        double mg_w_cse26[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c10[8];
-        double mg_w_cse27[8];
-        double mg_w_mg_c12[8];
-        double mg_w_mg_c14[8];
-        double mg_w_cse28[8];
-        double mg_w_mg_c16[8];
-        double mg_w_mg_c18[8];
-        double mg_w_cse29[8];
-        double mg_w_mg_c20[8];
-        double mg_w_mg_c22[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c13[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c17[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_mg_c21[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg1_Qa1[8];
-        double mg_w_leg1_Qa2[8];
-        double mg_w_leg2_Qa1[8];
-        double mg_w_leg2_Qa2[8];
-        double mg_w_leg3_Qa1[8];
-        double mg_w_leg3_Qa2[8];
-        double mg_w_leg4_Qa1[8];
-        double mg_w_leg4_Qa2[8];
-        double mg_w_leg5_Qa1[8];
-        double mg_w_leg5_Qa2[8];
-        double mg_w_leg6_Qa1[8];
-        double mg_w_leg6_Qa2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_o_Q[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse24[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_cse25[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_cse26[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_cse27[MG_SIMD_WIDTH];
+        double mg_w_mg_c12[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_cse28[MG_SIMD_WIDTH];
+        double mg_w_mg_c16[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_cse29[MG_SIMD_WIDTH];
+        double mg_w_mg_c20[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c13[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c17[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c21[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg1_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg1_Qa2[MG_SIMD_WIDTH];
+        double mg_w_leg2_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg2_Qa2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg3_Qa2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg4_Qa2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg5_Qa2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Qa1[MG_SIMD_WIDTH];
+        double mg_w_leg6_Qa2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -6964,7 +6918,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             mg_w_cse29[mg_l] = cse29;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -6984,7 +6938,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             mg_w_mg_c20[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
             mg_w_mg_c22[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse24 = mg_w_cse24[mg_l];
             const double mg_c0 = mg_w_mg_c0[mg_l];
@@ -7018,7 +6972,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             mg_w_mg_c23[mg_l] = fmax(0.0, p_k_stop*(cse29 + 1.0)*mg_c22);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double F_leg1 = mg_in_F[0][mg_l];
             const double leg1_qd3 = mg_w_leg1_qd3[mg_l];
             const double p_c_leg = mg_in_p[1][mg_l];
@@ -7089,18 +7043,8 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_Qa2 = mg_w_leg6_Qa2[mg_l];
             mg_o_Q[16][mg_l] = leg6_Qa2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            Q[(mg_i + 0) * 18 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 18 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 18 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 18 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 18 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 18 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 18 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 18 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 18, Q + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_leg_forces(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -7964,155 +7908,105 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[6][8];
-        double mg_in_u[6][8];
-        double mg_in_g[3][8];
-        double mg_in_F[6][8];
-        double mg_o_A_leg1[9][8];
-        double mg_o_A_leg2[9][8];
-        double mg_o_A_leg3[9][8];
-        double mg_o_A_leg4[9][8];
-        double mg_o_A_leg5[9][8];
-        double mg_o_A_leg6[9][8];
-        double mg_o_b[18][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse24[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c2[8];
-        double mg_w_cse25[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c6[8];
-        double mg_w_cse26[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c10[8];
-        double mg_w_cse27[8];
-        double mg_w_mg_c12[8];
-        double mg_w_mg_c14[8];
-        double mg_w_cse28[8];
-        double mg_w_mg_c16[8];
-        double mg_w_mg_c18[8];
-        double mg_w_cse29[8];
-        double mg_w_mg_c20[8];
-        double mg_w_mg_c22[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c13[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c17[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_mg_c21[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_IJ2_11[8];
-        double mg_w_leg1_Ic2_11[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg2_IJ2_11[8];
-        double mg_w_leg2_Ic2_11[8];
-        double mg_w_leg3_IJ2_11[8];
-        double mg_w_leg3_Ic2_11[8];
-        double mg_w_leg4_IJ2_11[8];
-        double mg_w_leg4_Ic2_11[8];
-        double mg_w_leg5_IJ2_11[8];
-        double mg_w_leg5_Ic2_11[8];
-        double mg_w_leg6_IJ2_11[8];
-        double mg_w_leg6_Ic2_11[8];
-        double mg_w_leg1_b1[8];
-        double mg_w_leg1_b2[8];
-        double mg_w_leg2_b1[8];
-        double mg_w_leg2_b2[8];
-        double mg_w_leg3_b1[8];
-        double mg_w_leg3_b2[8];
-        double mg_w_leg4_b1[8];
-        double mg_w_leg4_b2[8];
-        double mg_w_leg5_b1[8];
-        double mg_w_leg5_b2[8];
-        double mg_w_leg6_b1[8];
-        double mg_w_leg6_b2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_A_leg1[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg2[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg3[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg4[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg5[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg6[9][MG_SIMD_WIDTH];
+        double mg_o_b[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse24[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_cse25[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_cse26[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_cse27[MG_SIMD_WIDTH];
+        double mg_w_mg_c12[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_cse28[MG_SIMD_WIDTH];
+        double mg_w_mg_c16[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_cse29[MG_SIMD_WIDTH];
+        double mg_w_mg_c20[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c13[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c17[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c21[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg2_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_b1[MG_SIMD_WIDTH];
+        double mg_w_leg1_b2[MG_SIMD_WIDTH];
+        double mg_w_leg2_b1[MG_SIMD_WIDTH];
+        double mg_w_leg2_b2[MG_SIMD_WIDTH];
+        double mg_w_leg3_b1[MG_SIMD_WIDTH];
+        double mg_w_leg3_b2[MG_SIMD_WIDTH];
+        double mg_w_leg4_b1[MG_SIMD_WIDTH];
+        double mg_w_leg4_b2[MG_SIMD_WIDTH];
+        double mg_w_leg5_b1[MG_SIMD_WIDTH];
+        double mg_w_leg5_b2[MG_SIMD_WIDTH];
+        double mg_w_leg6_b1[MG_SIMD_WIDTH];
+        double mg_w_leg6_b2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -8973,7 +8867,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             mg_w_leg6_b2[mg_l] = leg6_b2;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -8993,7 +8887,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             mg_w_mg_c20[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
             mg_w_mg_c22[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse24 = mg_w_cse24[mg_l];
             const double mg_c0 = mg_w_mg_c0[mg_l];
@@ -9027,7 +8921,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             mg_w_mg_c23[mg_l] = fmax(0.0, p_k_stop*(cse29 + 1.0)*mg_c22);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A_leg1[1][mg_l] = 0.0;
             mg_o_A_leg1[2][mg_l] = 0.0;
             mg_o_A_leg1[3][mg_l] = 0.0;
@@ -9177,84 +9071,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_b2 = mg_w_leg6_b2[mg_l];
             mg_o_b[16][mg_l] = leg6_b2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg1[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg1[mg_j][0];
-            A_leg1[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg1[mg_j][1];
-            A_leg1[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg1[mg_j][2];
-            A_leg1[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg1[mg_j][3];
-            A_leg1[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg1[mg_j][4];
-            A_leg1[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg1[mg_j][5];
-            A_leg1[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg1[mg_j][6];
-            A_leg1[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg1[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg2[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg2[mg_j][0];
-            A_leg2[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg2[mg_j][1];
-            A_leg2[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg2[mg_j][2];
-            A_leg2[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg2[mg_j][3];
-            A_leg2[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg2[mg_j][4];
-            A_leg2[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg2[mg_j][5];
-            A_leg2[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg2[mg_j][6];
-            A_leg2[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg2[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg3[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg3[mg_j][0];
-            A_leg3[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg3[mg_j][1];
-            A_leg3[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg3[mg_j][2];
-            A_leg3[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg3[mg_j][3];
-            A_leg3[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg3[mg_j][4];
-            A_leg3[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg3[mg_j][5];
-            A_leg3[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg3[mg_j][6];
-            A_leg3[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg3[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg4[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg4[mg_j][0];
-            A_leg4[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg4[mg_j][1];
-            A_leg4[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg4[mg_j][2];
-            A_leg4[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg4[mg_j][3];
-            A_leg4[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg4[mg_j][4];
-            A_leg4[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg4[mg_j][5];
-            A_leg4[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg4[mg_j][6];
-            A_leg4[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg4[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg5[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg5[mg_j][0];
-            A_leg5[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg5[mg_j][1];
-            A_leg5[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg5[mg_j][2];
-            A_leg5[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg5[mg_j][3];
-            A_leg5[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg5[mg_j][4];
-            A_leg5[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg5[mg_j][5];
-            A_leg5[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg5[mg_j][6];
-            A_leg5[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg5[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg6[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg6[mg_j][0];
-            A_leg6[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg6[mg_j][1];
-            A_leg6[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg6[mg_j][2];
-            A_leg6[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg6[mg_j][3];
-            A_leg6[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg6[mg_j][4];
-            A_leg6[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg6[mg_j][5];
-            A_leg6[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg6[mg_j][6];
-            A_leg6[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg6[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            b[(mg_i + 0) * 18 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 18 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 18 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 18 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 18 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 18 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 18 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 18 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A_leg1[0][0], 9, A_leg1 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg2[0][0], 9, A_leg2 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg3[0][0], 9, A_leg3 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg4[0][0], 9, A_leg4 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg5[0][0], 9, A_leg5 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg6[0][0], 9, A_leg6 + mg_i * 9);
+        mg_block_to_rows(&mg_o_b[0][0], 18, b + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_leg_dynamics(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, A_leg1 + (mg_i + mg_l) * 9, A_leg2 + (mg_i + mg_l) * 9, A_leg3 + (mg_i + mg_l) * 9, A_leg4 + (mg_i + mg_l) * 9, A_leg5 + (mg_i + mg_l) * 9, A_leg6 + (mg_i + mg_l) * 9, b + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -10452,321 +10276,251 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[6][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_F[6][8];
-        double mg_o_A_star[36][8];
-        double mg_o_b_star[6][8];
-        double mg_o_udot[6][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse96[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c2[8];
-        double mg_w_cse97[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c6[8];
-        double mg_w_cse98[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c10[8];
-        double mg_w_cse99[8];
-        double mg_w_mg_c12[8];
-        double mg_w_mg_c14[8];
-        double mg_w_cse100[8];
-        double mg_w_mg_c16[8];
-        double mg_w_mg_c18[8];
-        double mg_w_cse101[8];
-        double mg_w_mg_c20[8];
-        double mg_w_mg_c22[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c13[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c17[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_mg_c21[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg1_B0_00[8];
-        double mg_w_leg1_H1_1[8];
-        double mg_w_leg1_r1[8];
-        double mg_w_leg1_H1_2[8];
-        double mg_w_leg1_r2[8];
-        double mg_w_leg2_B0_00[8];
-        double mg_w_leg2_H1_1[8];
-        double mg_w_leg2_r1[8];
-        double mg_w_leg2_H1_2[8];
-        double mg_w_leg2_r2[8];
-        double mg_w_leg3_B0_00[8];
-        double mg_w_leg3_H1_1[8];
-        double mg_w_leg3_r1[8];
-        double mg_w_leg3_H1_2[8];
-        double mg_w_leg3_r2[8];
-        double mg_w_leg4_B0_00[8];
-        double mg_w_leg4_H1_1[8];
-        double mg_w_leg4_r1[8];
-        double mg_w_leg4_H1_2[8];
-        double mg_w_leg4_r2[8];
-        double mg_w_leg5_B0_00[8];
-        double mg_w_leg5_H1_1[8];
-        double mg_w_leg5_r1[8];
-        double mg_w_leg5_H1_2[8];
-        double mg_w_leg5_r2[8];
-        double mg_w_leg6_B0_00[8];
-        double mg_w_leg6_H1_1[8];
-        double mg_w_leg6_r1[8];
-        double mg_w_leg6_H1_2[8];
-        double mg_w_leg6_r2[8];
-        double mg_w_s_C_f_x[8];
-        double mg_w_leg1_B0_01[8];
-        double mg_w_leg1_H2_1[8];
-        double mg_w_leg1_H2_2[8];
-        double mg_w_leg2_B0_01[8];
-        double mg_w_leg2_H2_1[8];
-        double mg_w_leg2_H2_2[8];
-        double mg_w_leg3_B0_01[8];
-        double mg_w_leg3_H2_1[8];
-        double mg_w_leg3_H2_2[8];
-        double mg_w_leg4_B0_01[8];
-        double mg_w_leg4_H2_1[8];
-        double mg_w_leg4_H2_2[8];
-        double mg_w_leg5_B0_01[8];
-        double mg_w_leg5_H2_1[8];
-        double mg_w_leg5_H2_2[8];
-        double mg_w_leg6_B0_01[8];
-        double mg_w_leg6_H2_1[8];
-        double mg_w_leg6_H2_2[8];
-        double mg_w_s_C_f_y[8];
-        double mg_w_leg1_B0_02[8];
-        double mg_w_leg1_H3_1[8];
-        double mg_w_leg1_H3_2[8];
-        double mg_w_leg2_B0_02[8];
-        double mg_w_leg2_H3_1[8];
-        double mg_w_leg2_H3_2[8];
-        double mg_w_leg3_B0_02[8];
-        double mg_w_leg3_H3_1[8];
-        double mg_w_leg3_H3_2[8];
-        double mg_w_leg4_B0_02[8];
-        double mg_w_leg4_H3_1[8];
-        double mg_w_leg4_H3_2[8];
-        double mg_w_leg5_B0_02[8];
-        double mg_w_leg5_H3_1[8];
-        double mg_w_leg5_H3_2[8];
-        double mg_w_leg6_B0_02[8];
-        double mg_w_leg6_H3_1[8];
-        double mg_w_leg6_H3_2[8];
-        double mg_w_s_C_f_z[8];
-        double mg_w_leg1_Ci1_x[8];
-        double mg_w_leg1_H4_1[8];
-        double mg_w_leg1_H4_2[8];
-        double mg_w_leg2_Ci1_x[8];
-        double mg_w_leg2_H4_1[8];
-        double mg_w_leg2_H4_2[8];
-        double mg_w_leg3_Ci1_x[8];
-        double mg_w_leg3_H4_1[8];
-        double mg_w_leg3_H4_2[8];
-        double mg_w_leg4_Ci1_x[8];
-        double mg_w_leg4_H4_1[8];
-        double mg_w_leg4_H4_2[8];
-        double mg_w_leg5_Ci1_x[8];
-        double mg_w_leg5_H4_1[8];
-        double mg_w_leg5_H4_2[8];
-        double mg_w_leg6_Ci1_x[8];
-        double mg_w_leg6_H4_1[8];
-        double mg_w_leg6_H4_2[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_leg2_Ci1_y[8];
-        double mg_w_leg2_H5_1[8];
-        double mg_w_leg2_H5_2[8];
-        double mg_w_leg3_Ci1_y[8];
-        double mg_w_leg3_H5_1[8];
-        double mg_w_leg3_H5_2[8];
-        double mg_w_leg4_Ci1_y[8];
-        double mg_w_leg4_H5_1[8];
-        double mg_w_leg4_H5_2[8];
-        double mg_w_leg5_Ci1_y[8];
-        double mg_w_leg5_H5_1[8];
-        double mg_w_leg5_H5_2[8];
-        double mg_w_leg6_Ci1_y[8];
-        double mg_w_leg6_H5_1[8];
-        double mg_w_leg6_H5_2[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_leg1_Ci1_z[8];
-        double mg_w_leg1_H6_1[8];
-        double mg_w_leg1_H6_2[8];
-        double mg_w_leg2_Ci1_z[8];
-        double mg_w_leg2_H6_1[8];
-        double mg_w_leg2_H6_2[8];
-        double mg_w_leg3_Ci1_z[8];
-        double mg_w_leg3_H6_1[8];
-        double mg_w_leg3_H6_2[8];
-        double mg_w_leg4_Ci1_z[8];
-        double mg_w_leg4_H6_1[8];
-        double mg_w_leg4_H6_2[8];
-        double mg_w_leg5_Ci1_z[8];
-        double mg_w_leg5_H6_1[8];
-        double mg_w_leg5_H6_2[8];
-        double mg_w_leg6_Ci1_z[8];
-        double mg_w_leg6_H6_1[8];
-        double mg_w_leg6_H6_2[8];
-        double mg_w_L2_1[8];
-        double mg_w_L3_1[8];
-        double mg_w_L3_2[8];
-        double mg_w_L4_1[8];
-        double mg_w_L4_2[8];
-        double mg_w_L4_3[8];
-        double mg_w_L5_1[8];
-        double mg_w_L5_2[8];
-        double mg_w_L5_3[8];
-        double mg_w_L5_4[8];
-        double mg_w_L6_1[8];
-        double mg_w_L6_2[8];
-        double mg_w_L6_3[8];
-        double mg_w_L6_4[8];
-        double mg_w_L6_5[8];
-        double mg_w_invD6[8];
-        double mg_w_invD5[8];
-        double mg_w_invD4[8];
-        double mg_w_invD3[8];
-        double mg_w_invD2[8];
-        double mg_w_invD1[8];
-        double mg_w_A_star11[8];
-        double mg_w_A_star12[8];
-        double mg_w_A_star13[8];
-        double mg_w_A_star14[8];
-        double mg_w_A_star15[8];
-        double mg_w_A_star16[8];
-        double mg_w_A_star22[8];
-        double mg_w_A_star23[8];
-        double mg_w_A_star24[8];
-        double mg_w_A_star25[8];
-        double mg_w_A_star26[8];
-        double mg_w_A_star33[8];
-        double mg_w_A_star34[8];
-        double mg_w_A_star35[8];
-        double mg_w_A_star36[8];
-        double mg_w_A_star44[8];
-        double mg_w_A_star45[8];
-        double mg_w_A_star46[8];
-        double mg_w_A_star55[8];
-        double mg_w_A_star56[8];
-        double mg_w_A_star66[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_A_star[36][MG_SIMD_WIDTH];
+        double mg_o_b_star[6][MG_SIMD_WIDTH];
+        double mg_o_udot[6][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse96[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_cse97[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_cse98[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_cse99[MG_SIMD_WIDTH];
+        double mg_w_mg_c12[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_cse100[MG_SIMD_WIDTH];
+        double mg_w_mg_c16[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_cse101[MG_SIMD_WIDTH];
+        double mg_w_mg_c20[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c13[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c17[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c21[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_r1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_r2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_r1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_r2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_r1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_r2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_r1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_r2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_r1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_r2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_r1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_r2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H2_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H3_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H4_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H5_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H6_2[MG_SIMD_WIDTH];
+        double mg_w_L2_1[MG_SIMD_WIDTH];
+        double mg_w_L3_1[MG_SIMD_WIDTH];
+        double mg_w_L3_2[MG_SIMD_WIDTH];
+        double mg_w_L4_1[MG_SIMD_WIDTH];
+        double mg_w_L4_2[MG_SIMD_WIDTH];
+        double mg_w_L4_3[MG_SIMD_WIDTH];
+        double mg_w_L5_1[MG_SIMD_WIDTH];
+        double mg_w_L5_2[MG_SIMD_WIDTH];
+        double mg_w_L5_3[MG_SIMD_WIDTH];
+        double mg_w_L5_4[MG_SIMD_WIDTH];
+        double mg_w_L6_1[MG_SIMD_WIDTH];
+        double mg_w_L6_2[MG_SIMD_WIDTH];
+        double mg_w_L6_3[MG_SIMD_WIDTH];
+        double mg_w_L6_4[MG_SIMD_WIDTH];
+        double mg_w_L6_5[MG_SIMD_WIDTH];
+        double mg_w_invD6[MG_SIMD_WIDTH];
+        double mg_w_invD5[MG_SIMD_WIDTH];
+        double mg_w_invD4[MG_SIMD_WIDTH];
+        double mg_w_invD3[MG_SIMD_WIDTH];
+        double mg_w_invD2[MG_SIMD_WIDTH];
+        double mg_w_invD1[MG_SIMD_WIDTH];
+        double mg_w_A_star11[MG_SIMD_WIDTH];
+        double mg_w_A_star12[MG_SIMD_WIDTH];
+        double mg_w_A_star13[MG_SIMD_WIDTH];
+        double mg_w_A_star14[MG_SIMD_WIDTH];
+        double mg_w_A_star15[MG_SIMD_WIDTH];
+        double mg_w_A_star16[MG_SIMD_WIDTH];
+        double mg_w_A_star22[MG_SIMD_WIDTH];
+        double mg_w_A_star23[MG_SIMD_WIDTH];
+        double mg_w_A_star24[MG_SIMD_WIDTH];
+        double mg_w_A_star25[MG_SIMD_WIDTH];
+        double mg_w_A_star26[MG_SIMD_WIDTH];
+        double mg_w_A_star33[MG_SIMD_WIDTH];
+        double mg_w_A_star34[MG_SIMD_WIDTH];
+        double mg_w_A_star35[MG_SIMD_WIDTH];
+        double mg_w_A_star36[MG_SIMD_WIDTH];
+        double mg_w_A_star44[MG_SIMD_WIDTH];
+        double mg_w_A_star45[MG_SIMD_WIDTH];
+        double mg_w_A_star46[MG_SIMD_WIDTH];
+        double mg_w_A_star55[MG_SIMD_WIDTH];
+        double mg_w_A_star56[MG_SIMD_WIDTH];
+        double mg_w_A_star66[MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -12122,7 +11876,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             mg_w_invD6[mg_l] = invD6;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -12142,7 +11896,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             mg_w_mg_c20[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
             mg_w_mg_c22[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse96 = mg_w_cse96[mg_l];
             const double mg_c0 = mg_w_mg_c0[mg_l];
@@ -12176,7 +11930,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             mg_w_mg_c23[mg_l] = fmax(0.0, p_k_stop*(cse101 + 1.0)*mg_c22);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double F_leg1 = mg_in_F[0][mg_l];
             const double leg1_qd3 = mg_w_leg1_qd3[mg_l];
             const double p_c_leg = mg_in_p[1][mg_l];
@@ -12473,40 +12227,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double A_star66 = mg_w_A_star66[mg_l];
             mg_o_A_star[35][mg_l] = A_star66;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            A_star[(mg_i + 0) * 36 + mg_j] = mg_o_A_star[mg_j][0];
-            A_star[(mg_i + 1) * 36 + mg_j] = mg_o_A_star[mg_j][1];
-            A_star[(mg_i + 2) * 36 + mg_j] = mg_o_A_star[mg_j][2];
-            A_star[(mg_i + 3) * 36 + mg_j] = mg_o_A_star[mg_j][3];
-            A_star[(mg_i + 4) * 36 + mg_j] = mg_o_A_star[mg_j][4];
-            A_star[(mg_i + 5) * 36 + mg_j] = mg_o_A_star[mg_j][5];
-            A_star[(mg_i + 6) * 36 + mg_j] = mg_o_A_star[mg_j][6];
-            A_star[(mg_i + 7) * 36 + mg_j] = mg_o_A_star[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            b_star[(mg_i + 0) * 6 + mg_j] = mg_o_b_star[mg_j][0];
-            b_star[(mg_i + 1) * 6 + mg_j] = mg_o_b_star[mg_j][1];
-            b_star[(mg_i + 2) * 6 + mg_j] = mg_o_b_star[mg_j][2];
-            b_star[(mg_i + 3) * 6 + mg_j] = mg_o_b_star[mg_j][3];
-            b_star[(mg_i + 4) * 6 + mg_j] = mg_o_b_star[mg_j][4];
-            b_star[(mg_i + 5) * 6 + mg_j] = mg_o_b_star[mg_j][5];
-            b_star[(mg_i + 6) * 6 + mg_j] = mg_o_b_star[mg_j][6];
-            b_star[(mg_i + 7) * 6 + mg_j] = mg_o_b_star[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            udot[(mg_i + 0) * 6 + mg_j] = mg_o_udot[mg_j][0];
-            udot[(mg_i + 1) * 6 + mg_j] = mg_o_udot[mg_j][1];
-            udot[(mg_i + 2) * 6 + mg_j] = mg_o_udot[mg_j][2];
-            udot[(mg_i + 3) * 6 + mg_j] = mg_o_udot[mg_j][3];
-            udot[(mg_i + 4) * 6 + mg_j] = mg_o_udot[mg_j][4];
-            udot[(mg_i + 5) * 6 + mg_j] = mg_o_udot[mg_j][5];
-            udot[(mg_i + 6) * 6 + mg_j] = mg_o_udot[mg_j][6];
-            udot[(mg_i + 7) * 6 + mg_j] = mg_o_udot[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A_star[0][0], 36, A_star + mg_i * 36);
+        mg_block_to_rows(&mg_o_b_star[0][0], 6, b_star + mg_i * 6);
+        mg_block_to_rows(&mg_o_udot[0][0], 6, udot + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_reduced_dynamics(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, A_star + (mg_i + mg_l) * 36, b_star + (mg_i + mg_l) * 6, udot + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -14166,585 +13890,515 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[6][8];
-        double mg_in_u[6][8];
-        double mg_in_g[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_mE[3][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_qdd[18][8];
-        double mg_o_F_on_C[18][8];
-        double mg_o_M_on_C[18][8];
-        double mg_o_base_force[3][8];
-        double mg_o_base_moment[3][8];
-        double mg_o_damping_power[1][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse33[8];
-        double mg_w_cse32[8];
-        double mg_w_cse34[8];
-        double mg_w_cse37[8];
-        double mg_w_cse36[8];
-        double mg_w_cse38[8];
-        double mg_w_cse41[8];
-        double mg_w_cse40[8];
-        double mg_w_cse42[8];
-        double mg_w_cse45[8];
-        double mg_w_cse44[8];
-        double mg_w_cse46[8];
-        double mg_w_cse49[8];
-        double mg_w_cse48[8];
-        double mg_w_cse50[8];
-        double mg_w_cse53[8];
-        double mg_w_cse52[8];
-        double mg_w_cse54[8];
-        double mg_w_mg_c14[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c18[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c22[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c26[8];
-        double mg_w_mg_c27[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c30[8];
-        double mg_w_mg_c31[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c34[8];
-        double mg_w_mg_c35[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg1_R_Cn_00[8];
-        double mg_w_leg1_R_Cn_10[8];
-        double mg_w_leg1_y_z2[8];
-        double mg_w_leg1_R_Cn_20[8];
-        double mg_w_leg1_y_z3[8];
-        double mg_w_leg1_R_Cn_01[8];
-        double mg_w_leg1_R_Cn_11[8];
-        double mg_w_leg1_R_Cn_21[8];
-        double mg_w_leg1_R_Cn_02[8];
-        double mg_w_leg1_R_Cn_12[8];
-        double mg_w_leg1_R_Cn_22[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg2_R_Cn_00[8];
-        double mg_w_leg2_R_Cn_10[8];
-        double mg_w_leg2_y_z2[8];
-        double mg_w_leg2_R_Cn_20[8];
-        double mg_w_leg2_y_z3[8];
-        double mg_w_leg2_R_Cn_01[8];
-        double mg_w_leg2_R_Cn_11[8];
-        double mg_w_leg2_R_Cn_21[8];
-        double mg_w_leg2_R_Cn_02[8];
-        double mg_w_leg2_R_Cn_12[8];
-        double mg_w_leg2_R_Cn_22[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg3_R_Cn_00[8];
-        double mg_w_leg3_R_Cn_10[8];
-        double mg_w_leg3_y_z2[8];
-        double mg_w_leg3_R_Cn_20[8];
-        double mg_w_leg3_y_z3[8];
-        double mg_w_leg3_R_Cn_01[8];
-        double mg_w_leg3_R_Cn_11[8];
-        double mg_w_leg3_R_Cn_21[8];
-        double mg_w_leg3_R_Cn_02[8];
-        double mg_w_leg3_R_Cn_12[8];
-        double mg_w_leg3_R_Cn_22[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg4_R_Cn_00[8];
-        double mg_w_leg4_R_Cn_10[8];
-        double mg_w_leg4_y_z2[8];
-        double mg_w_leg4_R_Cn_20[8];
-        double mg_w_leg4_y_z3[8];
-        double mg_w_leg4_R_Cn_01[8];
-        double mg_w_leg4_R_Cn_11[8];
-        double mg_w_leg4_R_Cn_21[8];
-        double mg_w_leg4_R_Cn_02[8];
-        double mg_w_leg4_R_Cn_12[8];
-        double mg_w_leg4_R_Cn_22[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg5_R_Cn_00[8];
-        double mg_w_leg5_R_Cn_10[8];
-        double mg_w_leg5_y_z2[8];
-        double mg_w_leg5_R_Cn_20[8];
-        double mg_w_leg5_y_z3[8];
-        double mg_w_leg5_R_Cn_01[8];
-        double mg_w_leg5_R_Cn_11[8];
-        double mg_w_leg5_R_Cn_21[8];
-        double mg_w_leg5_R_Cn_02[8];
-        double mg_w_leg5_R_Cn_12[8];
-        double mg_w_leg5_R_Cn_22[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg6_R_Cn_00[8];
-        double mg_w_leg6_R_Cn_10[8];
-        double mg_w_leg6_y_z2[8];
-        double mg_w_leg6_R_Cn_20[8];
-        double mg_w_leg6_y_z3[8];
-        double mg_w_leg6_R_Cn_01[8];
-        double mg_w_leg6_R_Cn_11[8];
-        double mg_w_leg6_R_Cn_21[8];
-        double mg_w_leg6_R_Cn_02[8];
-        double mg_w_leg6_R_Cn_12[8];
-        double mg_w_leg6_R_Cn_22[8];
-        double mg_w_sc_C_f_x[8];
-        double mg_w_sc_C_f_y[8];
-        double mg_w_sc_C_f_z[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_L2_1[8];
-        double mg_w_L3_1[8];
-        double mg_w_L3_2[8];
-        double mg_w_L4_1[8];
-        double mg_w_L4_2[8];
-        double mg_w_L4_3[8];
-        double mg_w_L5_1[8];
-        double mg_w_L5_2[8];
-        double mg_w_L5_3[8];
-        double mg_w_L5_4[8];
-        double mg_w_L6_1[8];
-        double mg_w_L6_2[8];
-        double mg_w_L6_3[8];
-        double mg_w_L6_4[8];
-        double mg_w_L6_5[8];
-        double mg_w_invD6[8];
-        double mg_w_invD5[8];
-        double mg_w_invD4[8];
-        double mg_w_invD3[8];
-        double mg_w_invD2[8];
-        double mg_w_invD1[8];
-        double mg_w_leg1_W1_1[8];
-        double mg_w_leg1_W2_1[8];
-        double mg_w_leg1_W3_1[8];
-        double mg_w_leg1_h1[8];
-        double mg_w_leg1_W1_2[8];
-        double mg_w_leg1_W2_2[8];
-        double mg_w_leg1_W3_2[8];
-        double mg_w_leg1_h2[8];
-        double mg_w_leg2_W2_1[8];
-        double mg_w_leg2_W1_1[8];
-        double mg_w_leg2_W3_1[8];
-        double mg_w_leg2_h1[8];
-        double mg_w_leg2_W2_2[8];
-        double mg_w_leg2_W1_2[8];
-        double mg_w_leg2_W3_2[8];
-        double mg_w_leg2_h2[8];
-        double mg_w_leg3_W1_1[8];
-        double mg_w_leg3_W2_1[8];
-        double mg_w_leg3_W3_1[8];
-        double mg_w_leg3_h1[8];
-        double mg_w_leg3_W1_2[8];
-        double mg_w_leg3_W2_2[8];
-        double mg_w_leg3_W3_2[8];
-        double mg_w_leg3_h2[8];
-        double mg_w_leg4_W1_1[8];
-        double mg_w_leg4_W2_1[8];
-        double mg_w_leg4_W3_1[8];
-        double mg_w_leg4_h1[8];
-        double mg_w_leg4_W1_2[8];
-        double mg_w_leg4_W2_2[8];
-        double mg_w_leg4_W3_2[8];
-        double mg_w_leg4_h2[8];
-        double mg_w_leg5_W2_1[8];
-        double mg_w_leg5_W1_1[8];
-        double mg_w_leg5_W3_1[8];
-        double mg_w_leg5_h1[8];
-        double mg_w_leg5_W2_2[8];
-        double mg_w_leg5_W1_2[8];
-        double mg_w_leg5_W3_2[8];
-        double mg_w_leg5_h2[8];
-        double mg_w_leg6_W2_1[8];
-        double mg_w_leg6_W1_1[8];
-        double mg_w_leg6_W3_1[8];
-        double mg_w_leg6_h1[8];
-        double mg_w_leg6_W2_2[8];
-        double mg_w_leg6_W1_2[8];
-        double mg_w_leg6_W3_2[8];
-        double mg_w_leg6_h2[8];
-        double mg_w_cse208[8];
-        double mg_w_leg1_IJ2_11[8];
-        double mg_w_cse209[8];
-        double mg_w_leg1_Ic2_11[8];
-        double mg_w_leg1_lu_inv2[8];
-        double mg_w_leg1_lu_inv3[8];
-        double mg_w_cse216[8];
-        double mg_w_leg2_IJ2_11[8];
-        double mg_w_cse217[8];
-        double mg_w_leg2_Ic2_11[8];
-        double mg_w_leg2_lu_inv2[8];
-        double mg_w_leg2_lu_inv3[8];
-        double mg_w_cse221[8];
-        double mg_w_leg3_IJ2_11[8];
-        double mg_w_cse222[8];
-        double mg_w_leg3_Ic2_11[8];
-        double mg_w_leg3_lu_inv2[8];
-        double mg_w_leg3_lu_inv3[8];
-        double mg_w_cse226[8];
-        double mg_w_leg4_IJ2_11[8];
-        double mg_w_cse227[8];
-        double mg_w_leg4_Ic2_11[8];
-        double mg_w_leg4_lu_inv2[8];
-        double mg_w_leg4_lu_inv3[8];
-        double mg_w_cse231[8];
-        double mg_w_leg5_IJ2_11[8];
-        double mg_w_cse232[8];
-        double mg_w_leg5_Ic2_11[8];
-        double mg_w_leg5_lu_inv2[8];
-        double mg_w_leg5_lu_inv3[8];
-        double mg_w_cse236[8];
-        double mg_w_leg6_IJ2_11[8];
-        double mg_w_cse237[8];
-        double mg_w_leg6_Ic2_11[8];
-        double mg_w_leg6_lu_inv2[8];
-        double mg_w_leg6_lu_inv3[8];
-        double mg_w_leg1_B0_00[8];
-        double mg_w_leg1_B0_10[8];
-        double mg_w_leg1_beta1_20[8];
-        double mg_w_leg1_B0_01[8];
-        double mg_w_leg1_B0_11[8];
-        double mg_w_leg1_beta1_21[8];
-        double mg_w_leg1_B0_02[8];
-        double mg_w_leg1_B0_12[8];
-        double mg_w_leg1_beta1_22[8];
-        double mg_w_leg2_B0_00[8];
-        double mg_w_leg2_B0_10[8];
-        double mg_w_leg2_beta1_20[8];
-        double mg_w_leg2_B0_01[8];
-        double mg_w_leg2_B0_11[8];
-        double mg_w_leg2_beta1_21[8];
-        double mg_w_leg2_B0_02[8];
-        double mg_w_leg2_B0_12[8];
-        double mg_w_leg2_beta1_22[8];
-        double mg_w_leg3_B0_00[8];
-        double mg_w_leg3_B0_10[8];
-        double mg_w_leg3_beta1_20[8];
-        double mg_w_leg3_B0_01[8];
-        double mg_w_leg3_B0_11[8];
-        double mg_w_leg3_beta1_21[8];
-        double mg_w_leg3_B0_02[8];
-        double mg_w_leg3_B0_12[8];
-        double mg_w_leg3_beta1_22[8];
-        double mg_w_leg4_B0_00[8];
-        double mg_w_leg4_B0_10[8];
-        double mg_w_leg4_beta1_20[8];
-        double mg_w_leg4_B0_01[8];
-        double mg_w_leg4_B0_11[8];
-        double mg_w_leg4_beta1_21[8];
-        double mg_w_leg4_B0_02[8];
-        double mg_w_leg4_B0_12[8];
-        double mg_w_leg4_beta1_22[8];
-        double mg_w_leg5_B0_00[8];
-        double mg_w_leg5_B0_10[8];
-        double mg_w_leg5_beta1_20[8];
-        double mg_w_leg5_B0_01[8];
-        double mg_w_leg5_B0_11[8];
-        double mg_w_leg5_beta1_21[8];
-        double mg_w_leg5_B0_02[8];
-        double mg_w_leg5_B0_12[8];
-        double mg_w_leg5_beta1_22[8];
-        double mg_w_leg6_B0_00[8];
-        double mg_w_leg6_B0_10[8];
-        double mg_w_leg6_beta1_20[8];
-        double mg_w_leg6_B0_01[8];
-        double mg_w_leg6_B0_11[8];
-        double mg_w_leg6_beta1_21[8];
-        double mg_w_leg6_B0_02[8];
-        double mg_w_leg6_B0_12[8];
-        double mg_w_leg6_beta1_22[8];
-        double mg_w_cse57[8];
-        double mg_w_cse58[8];
-        double mg_w_cse61[8];
-        double mg_w_cse64[8];
-        double mg_w_cse67[8];
-        double mg_w_cse68[8];
-        double mg_w_cse69[8];
-        double mg_w_cse70[8];
-        double mg_w_cse71[8];
-        double mg_w_cse72[8];
-        double mg_w_leg1_a2_x[8];
-        double mg_w_leg1_oo2_W_00[8];
-        double mg_w_leg1_a2_y[8];
-        double mg_w_leg1_oo2_xy[8];
-        double mg_w_leg1_a1_z[8];
-        double mg_w_leg1_oo2_xz[8];
-        double mg_w_cse73[8];
-        double mg_w_cse74[8];
-        double mg_w_leg1_beta1_00[8];
-        double mg_w_leg1_beta1_01[8];
-        double mg_w_leg1_beta1_02[8];
-        double mg_w_cse75[8];
-        double mg_w_cse76[8];
-        double mg_w_cse79[8];
-        double mg_w_cse82[8];
-        double mg_w_cse85[8];
-        double mg_w_cse86[8];
-        double mg_w_cse87[8];
-        double mg_w_cse88[8];
-        double mg_w_cse89[8];
-        double mg_w_cse90[8];
-        double mg_w_leg2_a2_x[8];
-        double mg_w_leg2_oo2_W_00[8];
-        double mg_w_leg2_a2_y[8];
-        double mg_w_leg2_oo2_xy[8];
-        double mg_w_leg2_a1_z[8];
-        double mg_w_leg2_oo2_xz[8];
-        double mg_w_cse91[8];
-        double mg_w_cse92[8];
-        double mg_w_leg2_beta1_00[8];
-        double mg_w_leg2_beta1_01[8];
-        double mg_w_leg2_beta1_02[8];
-        double mg_w_cse95[8];
-        double mg_w_cse96[8];
-        double mg_w_cse99[8];
-        double mg_w_cse102[8];
-        double mg_w_cse105[8];
-        double mg_w_cse106[8];
-        double mg_w_cse107[8];
-        double mg_w_cse108[8];
-        double mg_w_cse109[8];
-        double mg_w_cse110[8];
-        double mg_w_leg3_a2_x[8];
-        double mg_w_leg3_oo2_W_00[8];
-        double mg_w_leg3_a2_y[8];
-        double mg_w_leg3_oo2_xy[8];
-        double mg_w_leg3_a1_z[8];
-        double mg_w_leg3_oo2_xz[8];
-        double mg_w_cse111[8];
-        double mg_w_cse112[8];
-        double mg_w_leg3_beta1_00[8];
-        double mg_w_leg3_beta1_01[8];
-        double mg_w_leg3_beta1_02[8];
-        double mg_w_cse115[8];
-        double mg_w_cse116[8];
-        double mg_w_cse119[8];
-        double mg_w_cse122[8];
-        double mg_w_cse125[8];
-        double mg_w_cse126[8];
-        double mg_w_cse127[8];
-        double mg_w_cse128[8];
-        double mg_w_cse129[8];
-        double mg_w_cse130[8];
-        double mg_w_leg4_a2_x[8];
-        double mg_w_leg4_oo2_W_00[8];
-        double mg_w_leg4_a2_y[8];
-        double mg_w_leg4_oo2_xy[8];
-        double mg_w_leg4_a1_z[8];
-        double mg_w_leg4_oo2_xz[8];
-        double mg_w_cse131[8];
-        double mg_w_cse132[8];
-        double mg_w_leg4_beta1_00[8];
-        double mg_w_leg4_beta1_01[8];
-        double mg_w_leg4_beta1_02[8];
-        double mg_w_cse133[8];
-        double mg_w_cse134[8];
-        double mg_w_cse137[8];
-        double mg_w_cse140[8];
-        double mg_w_cse143[8];
-        double mg_w_cse144[8];
-        double mg_w_cse145[8];
-        double mg_w_cse146[8];
-        double mg_w_cse147[8];
-        double mg_w_cse148[8];
-        double mg_w_leg5_a2_x[8];
-        double mg_w_leg5_oo2_W_00[8];
-        double mg_w_leg5_a2_y[8];
-        double mg_w_leg5_oo2_xy[8];
-        double mg_w_leg5_a1_z[8];
-        double mg_w_leg5_oo2_xz[8];
-        double mg_w_cse149[8];
-        double mg_w_cse150[8];
-        double mg_w_leg5_beta1_00[8];
-        double mg_w_leg5_beta1_01[8];
-        double mg_w_leg5_beta1_02[8];
-        double mg_w_cse151[8];
-        double mg_w_cse152[8];
-        double mg_w_cse155[8];
-        double mg_w_cse158[8];
-        double mg_w_cse161[8];
-        double mg_w_cse162[8];
-        double mg_w_cse163[8];
-        double mg_w_cse164[8];
-        double mg_w_cse165[8];
-        double mg_w_cse166[8];
-        double mg_w_leg6_a2_x[8];
-        double mg_w_leg6_oo2_W_00[8];
-        double mg_w_leg6_a2_y[8];
-        double mg_w_leg6_oo2_xy[8];
-        double mg_w_leg6_a1_z[8];
-        double mg_w_leg6_oo2_xz[8];
-        double mg_w_cse167[8];
-        double mg_w_cse168[8];
-        double mg_w_leg6_beta1_00[8];
-        double mg_w_leg6_beta1_01[8];
-        double mg_w_leg6_beta1_02[8];
-        double mg_w_alpha_C_00[8];
-        double mg_w_alpha_C_10[8];
-        double mg_w_alpha_C_20[8];
-        double mg_w_alpha_C_11[8];
-        double mg_w_alpha_C_21[8];
-        double mg_w_s_psi_z[8];
-        double mg_w_alpha_C_02[8];
-        double mg_w_alpha_C_12[8];
-        double mg_w_alpha_C_22[8];
-        double mg_w_cse117[8];
-        double mg_w_cse135[8];
-        double mg_w_cse153[8];
-        double mg_w_cse59[8];
-        double mg_w_cse77[8];
-        double mg_w_cse97[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_leg1_q1[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg2_q1[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg3_q1[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg4_q1[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg5_q1[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg6_q1[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg6_qd2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_base_force[3][MG_SIMD_WIDTH];
+        double mg_o_base_moment[3][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse33[MG_SIMD_WIDTH];
+        double mg_w_cse32[MG_SIMD_WIDTH];
+        double mg_w_cse34[MG_SIMD_WIDTH];
+        double mg_w_cse37[MG_SIMD_WIDTH];
+        double mg_w_cse36[MG_SIMD_WIDTH];
+        double mg_w_cse38[MG_SIMD_WIDTH];
+        double mg_w_cse41[MG_SIMD_WIDTH];
+        double mg_w_cse40[MG_SIMD_WIDTH];
+        double mg_w_cse42[MG_SIMD_WIDTH];
+        double mg_w_cse45[MG_SIMD_WIDTH];
+        double mg_w_cse44[MG_SIMD_WIDTH];
+        double mg_w_cse46[MG_SIMD_WIDTH];
+        double mg_w_cse49[MG_SIMD_WIDTH];
+        double mg_w_cse48[MG_SIMD_WIDTH];
+        double mg_w_cse50[MG_SIMD_WIDTH];
+        double mg_w_cse53[MG_SIMD_WIDTH];
+        double mg_w_cse52[MG_SIMD_WIDTH];
+        double mg_w_cse54[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c26[MG_SIMD_WIDTH];
+        double mg_w_mg_c27[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c30[MG_SIMD_WIDTH];
+        double mg_w_mg_c31[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c34[MG_SIMD_WIDTH];
+        double mg_w_mg_c35[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_L2_1[MG_SIMD_WIDTH];
+        double mg_w_L3_1[MG_SIMD_WIDTH];
+        double mg_w_L3_2[MG_SIMD_WIDTH];
+        double mg_w_L4_1[MG_SIMD_WIDTH];
+        double mg_w_L4_2[MG_SIMD_WIDTH];
+        double mg_w_L4_3[MG_SIMD_WIDTH];
+        double mg_w_L5_1[MG_SIMD_WIDTH];
+        double mg_w_L5_2[MG_SIMD_WIDTH];
+        double mg_w_L5_3[MG_SIMD_WIDTH];
+        double mg_w_L5_4[MG_SIMD_WIDTH];
+        double mg_w_L6_1[MG_SIMD_WIDTH];
+        double mg_w_L6_2[MG_SIMD_WIDTH];
+        double mg_w_L6_3[MG_SIMD_WIDTH];
+        double mg_w_L6_4[MG_SIMD_WIDTH];
+        double mg_w_L6_5[MG_SIMD_WIDTH];
+        double mg_w_invD6[MG_SIMD_WIDTH];
+        double mg_w_invD5[MG_SIMD_WIDTH];
+        double mg_w_invD4[MG_SIMD_WIDTH];
+        double mg_w_invD3[MG_SIMD_WIDTH];
+        double mg_w_invD2[MG_SIMD_WIDTH];
+        double mg_w_invD1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_h1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_h2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_h1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_h2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_h1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_h2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_h1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_h2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_h1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_h2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_h1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_h2[MG_SIMD_WIDTH];
+        double mg_w_cse208[MG_SIMD_WIDTH];
+        double mg_w_leg1_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse209[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse216[MG_SIMD_WIDTH];
+        double mg_w_leg2_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse217[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse221[MG_SIMD_WIDTH];
+        double mg_w_leg3_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse222[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse226[MG_SIMD_WIDTH];
+        double mg_w_leg4_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse227[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse231[MG_SIMD_WIDTH];
+        double mg_w_leg5_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse232[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse236[MG_SIMD_WIDTH];
+        double mg_w_leg6_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse237[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_cse57[MG_SIMD_WIDTH];
+        double mg_w_cse58[MG_SIMD_WIDTH];
+        double mg_w_cse61[MG_SIMD_WIDTH];
+        double mg_w_cse64[MG_SIMD_WIDTH];
+        double mg_w_cse67[MG_SIMD_WIDTH];
+        double mg_w_cse68[MG_SIMD_WIDTH];
+        double mg_w_cse69[MG_SIMD_WIDTH];
+        double mg_w_cse70[MG_SIMD_WIDTH];
+        double mg_w_cse71[MG_SIMD_WIDTH];
+        double mg_w_cse72[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg1_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse73[MG_SIMD_WIDTH];
+        double mg_w_cse74[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse75[MG_SIMD_WIDTH];
+        double mg_w_cse76[MG_SIMD_WIDTH];
+        double mg_w_cse79[MG_SIMD_WIDTH];
+        double mg_w_cse82[MG_SIMD_WIDTH];
+        double mg_w_cse85[MG_SIMD_WIDTH];
+        double mg_w_cse86[MG_SIMD_WIDTH];
+        double mg_w_cse87[MG_SIMD_WIDTH];
+        double mg_w_cse88[MG_SIMD_WIDTH];
+        double mg_w_cse89[MG_SIMD_WIDTH];
+        double mg_w_cse90[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg2_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse91[MG_SIMD_WIDTH];
+        double mg_w_cse92[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse95[MG_SIMD_WIDTH];
+        double mg_w_cse96[MG_SIMD_WIDTH];
+        double mg_w_cse99[MG_SIMD_WIDTH];
+        double mg_w_cse102[MG_SIMD_WIDTH];
+        double mg_w_cse105[MG_SIMD_WIDTH];
+        double mg_w_cse106[MG_SIMD_WIDTH];
+        double mg_w_cse107[MG_SIMD_WIDTH];
+        double mg_w_cse108[MG_SIMD_WIDTH];
+        double mg_w_cse109[MG_SIMD_WIDTH];
+        double mg_w_cse110[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg3_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse111[MG_SIMD_WIDTH];
+        double mg_w_cse112[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse115[MG_SIMD_WIDTH];
+        double mg_w_cse116[MG_SIMD_WIDTH];
+        double mg_w_cse119[MG_SIMD_WIDTH];
+        double mg_w_cse122[MG_SIMD_WIDTH];
+        double mg_w_cse125[MG_SIMD_WIDTH];
+        double mg_w_cse126[MG_SIMD_WIDTH];
+        double mg_w_cse127[MG_SIMD_WIDTH];
+        double mg_w_cse128[MG_SIMD_WIDTH];
+        double mg_w_cse129[MG_SIMD_WIDTH];
+        double mg_w_cse130[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg4_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse131[MG_SIMD_WIDTH];
+        double mg_w_cse132[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse133[MG_SIMD_WIDTH];
+        double mg_w_cse134[MG_SIMD_WIDTH];
+        double mg_w_cse137[MG_SIMD_WIDTH];
+        double mg_w_cse140[MG_SIMD_WIDTH];
+        double mg_w_cse143[MG_SIMD_WIDTH];
+        double mg_w_cse144[MG_SIMD_WIDTH];
+        double mg_w_cse145[MG_SIMD_WIDTH];
+        double mg_w_cse146[MG_SIMD_WIDTH];
+        double mg_w_cse147[MG_SIMD_WIDTH];
+        double mg_w_cse148[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg5_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse149[MG_SIMD_WIDTH];
+        double mg_w_cse150[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse151[MG_SIMD_WIDTH];
+        double mg_w_cse152[MG_SIMD_WIDTH];
+        double mg_w_cse155[MG_SIMD_WIDTH];
+        double mg_w_cse158[MG_SIMD_WIDTH];
+        double mg_w_cse161[MG_SIMD_WIDTH];
+        double mg_w_cse162[MG_SIMD_WIDTH];
+        double mg_w_cse163[MG_SIMD_WIDTH];
+        double mg_w_cse164[MG_SIMD_WIDTH];
+        double mg_w_cse165[MG_SIMD_WIDTH];
+        double mg_w_cse166[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg6_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse167[MG_SIMD_WIDTH];
+        double mg_w_cse168[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_00[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_10[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_20[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_11[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_21[MG_SIMD_WIDTH];
+        double mg_w_s_psi_z[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_12[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_22[MG_SIMD_WIDTH];
+        double mg_w_cse117[MG_SIMD_WIDTH];
+        double mg_w_cse135[MG_SIMD_WIDTH];
+        double mg_w_cse153[MG_SIMD_WIDTH];
+        double mg_w_cse59[MG_SIMD_WIDTH];
+        double mg_w_cse77[MG_SIMD_WIDTH];
+        double mg_w_cse97[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_leg1_q1[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q1[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q1[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q1[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q1[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q1[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -16444,7 +16098,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_psi_x_dot[mg_l] = psi_x_dot;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -16500,7 +16154,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_cse53[mg_l] = fmax(0.0, leg6_stroke - 0.2);
             mg_w_cse54[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double cse33 = mg_w_cse33[mg_l];
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse32 = mg_w_cse32[mg_l];
@@ -16534,7 +16188,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_mg_c35[mg_l] = fmax(0.0, cse54*p_k_stop*(1.0 - cse52));
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_M_on_C[0][mg_l] = 0.0;
             mg_o_M_on_C[1][mg_l] = 0.0;
             mg_o_M_on_C[2][mg_l] = 0.0;
@@ -17433,106 +17087,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg6_qd2 = mg_w_leg6_qd2[mg_l];
             mg_o_qd[16][mg_l] = leg6_qd2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            F_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_F_on_C[mg_j][0];
-            F_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_F_on_C[mg_j][1];
-            F_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_F_on_C[mg_j][2];
-            F_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_F_on_C[mg_j][3];
-            F_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_F_on_C[mg_j][4];
-            F_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_F_on_C[mg_j][5];
-            F_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_F_on_C[mg_j][6];
-            F_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_F_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            M_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_M_on_C[mg_j][0];
-            M_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_M_on_C[mg_j][1];
-            M_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_M_on_C[mg_j][2];
-            M_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_M_on_C[mg_j][3];
-            M_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_M_on_C[mg_j][4];
-            M_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_M_on_C[mg_j][5];
-            M_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_M_on_C[mg_j][6];
-            M_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_M_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_force[(mg_i + 0) * 3 + mg_j] = mg_o_base_force[mg_j][0];
-            base_force[(mg_i + 1) * 3 + mg_j] = mg_o_base_force[mg_j][1];
-            base_force[(mg_i + 2) * 3 + mg_j] = mg_o_base_force[mg_j][2];
-            base_force[(mg_i + 3) * 3 + mg_j] = mg_o_base_force[mg_j][3];
-            base_force[(mg_i + 4) * 3 + mg_j] = mg_o_base_force[mg_j][4];
-            base_force[(mg_i + 5) * 3 + mg_j] = mg_o_base_force[mg_j][5];
-            base_force[(mg_i + 6) * 3 + mg_j] = mg_o_base_force[mg_j][6];
-            base_force[(mg_i + 7) * 3 + mg_j] = mg_o_base_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_moment[(mg_i + 0) * 3 + mg_j] = mg_o_base_moment[mg_j][0];
-            base_moment[(mg_i + 1) * 3 + mg_j] = mg_o_base_moment[mg_j][1];
-            base_moment[(mg_i + 2) * 3 + mg_j] = mg_o_base_moment[mg_j][2];
-            base_moment[(mg_i + 3) * 3 + mg_j] = mg_o_base_moment[mg_j][3];
-            base_moment[(mg_i + 4) * 3 + mg_j] = mg_o_base_moment[mg_j][4];
-            base_moment[(mg_i + 5) * 3 + mg_j] = mg_o_base_moment[mg_j][5];
-            base_moment[(mg_i + 6) * 3 + mg_j] = mg_o_base_moment[mg_j][6];
-            base_moment[(mg_i + 7) * 3 + mg_j] = mg_o_base_moment[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        mg_block_to_rows(&mg_o_F_on_C[0][0], 18, F_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_M_on_C[0][0], 18, M_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_base_force[0][0], 3, base_force + mg_i * 3);
+        mg_block_to_rows(&mg_o_base_moment[0][0], 3, base_moment + mg_i * 3);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, F_on_C + (mg_i + mg_l) * 18, M_on_C + (mg_i + mg_l) * 18, base_force + (mg_i + mg_l) * 3, base_moment + (mg_i + mg_l) * 3, damping_power + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -18790,308 +18354,238 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[6][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_qdd[18][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse32[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c2[8];
-        double mg_w_cse33[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c6[8];
-        double mg_w_cse34[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c10[8];
-        double mg_w_cse35[8];
-        double mg_w_mg_c12[8];
-        double mg_w_mg_c14[8];
-        double mg_w_cse36[8];
-        double mg_w_mg_c16[8];
-        double mg_w_mg_c18[8];
-        double mg_w_cse37[8];
-        double mg_w_mg_c20[8];
-        double mg_w_mg_c22[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c13[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c17[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_mg_c21[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg1_R_Cn_00[8];
-        double mg_w_leg1_R_Cn_10[8];
-        double mg_w_leg1_y_z2[8];
-        double mg_w_leg1_R_Cn_20[8];
-        double mg_w_leg1_y_z3[8];
-        double mg_w_leg1_R_Cn_01[8];
-        double mg_w_leg1_R_Cn_11[8];
-        double mg_w_leg1_R_Cn_21[8];
-        double mg_w_leg1_R_Cn_02[8];
-        double mg_w_leg1_R_Cn_12[8];
-        double mg_w_leg1_R_Cn_22[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg2_R_Cn_00[8];
-        double mg_w_leg2_R_Cn_10[8];
-        double mg_w_leg2_y_z2[8];
-        double mg_w_leg2_R_Cn_20[8];
-        double mg_w_leg2_y_z3[8];
-        double mg_w_leg2_R_Cn_01[8];
-        double mg_w_leg2_R_Cn_11[8];
-        double mg_w_leg2_R_Cn_21[8];
-        double mg_w_leg2_R_Cn_02[8];
-        double mg_w_leg2_R_Cn_12[8];
-        double mg_w_leg2_R_Cn_22[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg3_R_Cn_00[8];
-        double mg_w_leg3_R_Cn_10[8];
-        double mg_w_leg3_y_z2[8];
-        double mg_w_leg3_R_Cn_20[8];
-        double mg_w_leg3_y_z3[8];
-        double mg_w_leg3_R_Cn_01[8];
-        double mg_w_leg3_R_Cn_11[8];
-        double mg_w_leg3_R_Cn_21[8];
-        double mg_w_leg3_R_Cn_02[8];
-        double mg_w_leg3_R_Cn_12[8];
-        double mg_w_leg3_R_Cn_22[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg4_R_Cn_00[8];
-        double mg_w_leg4_R_Cn_10[8];
-        double mg_w_leg4_y_z2[8];
-        double mg_w_leg4_R_Cn_20[8];
-        double mg_w_leg4_y_z3[8];
-        double mg_w_leg4_R_Cn_01[8];
-        double mg_w_leg4_R_Cn_11[8];
-        double mg_w_leg4_R_Cn_21[8];
-        double mg_w_leg4_R_Cn_02[8];
-        double mg_w_leg4_R_Cn_12[8];
-        double mg_w_leg4_R_Cn_22[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg5_R_Cn_00[8];
-        double mg_w_leg5_R_Cn_10[8];
-        double mg_w_leg5_y_z2[8];
-        double mg_w_leg5_R_Cn_20[8];
-        double mg_w_leg5_y_z3[8];
-        double mg_w_leg5_R_Cn_01[8];
-        double mg_w_leg5_R_Cn_11[8];
-        double mg_w_leg5_R_Cn_21[8];
-        double mg_w_leg5_R_Cn_02[8];
-        double mg_w_leg5_R_Cn_12[8];
-        double mg_w_leg5_R_Cn_22[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg6_R_Cn_00[8];
-        double mg_w_leg6_R_Cn_10[8];
-        double mg_w_leg6_y_z2[8];
-        double mg_w_leg6_R_Cn_20[8];
-        double mg_w_leg6_y_z3[8];
-        double mg_w_leg6_R_Cn_01[8];
-        double mg_w_leg6_R_Cn_11[8];
-        double mg_w_leg6_R_Cn_21[8];
-        double mg_w_leg6_R_Cn_02[8];
-        double mg_w_leg6_R_Cn_12[8];
-        double mg_w_leg6_R_Cn_22[8];
-        double mg_w_sc_C_f_x[8];
-        double mg_w_sc_C_f_y[8];
-        double mg_w_sc_C_f_z[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_L2_1[8];
-        double mg_w_L3_1[8];
-        double mg_w_L3_2[8];
-        double mg_w_L4_1[8];
-        double mg_w_L4_2[8];
-        double mg_w_L4_3[8];
-        double mg_w_L5_1[8];
-        double mg_w_L5_2[8];
-        double mg_w_L5_3[8];
-        double mg_w_L5_4[8];
-        double mg_w_L6_1[8];
-        double mg_w_L6_2[8];
-        double mg_w_L6_3[8];
-        double mg_w_L6_4[8];
-        double mg_w_L6_5[8];
-        double mg_w_invD6[8];
-        double mg_w_invD5[8];
-        double mg_w_invD4[8];
-        double mg_w_invD3[8];
-        double mg_w_invD2[8];
-        double mg_w_invD1[8];
-        double mg_w_leg1_W1_1[8];
-        double mg_w_leg1_W2_1[8];
-        double mg_w_leg1_W3_1[8];
-        double mg_w_leg1_h1[8];
-        double mg_w_leg1_W1_2[8];
-        double mg_w_leg1_W2_2[8];
-        double mg_w_leg1_W3_2[8];
-        double mg_w_leg1_h2[8];
-        double mg_w_leg2_W2_1[8];
-        double mg_w_leg2_W1_1[8];
-        double mg_w_leg2_W3_1[8];
-        double mg_w_leg2_h1[8];
-        double mg_w_leg2_W2_2[8];
-        double mg_w_leg2_W1_2[8];
-        double mg_w_leg2_W3_2[8];
-        double mg_w_leg2_h2[8];
-        double mg_w_leg3_W1_1[8];
-        double mg_w_leg3_W2_1[8];
-        double mg_w_leg3_W3_1[8];
-        double mg_w_leg3_h1[8];
-        double mg_w_leg3_W1_2[8];
-        double mg_w_leg3_W2_2[8];
-        double mg_w_leg3_W3_2[8];
-        double mg_w_leg3_h2[8];
-        double mg_w_leg4_W1_1[8];
-        double mg_w_leg4_W2_1[8];
-        double mg_w_leg4_W3_1[8];
-        double mg_w_leg4_h1[8];
-        double mg_w_leg4_W1_2[8];
-        double mg_w_leg4_W2_2[8];
-        double mg_w_leg4_W3_2[8];
-        double mg_w_leg4_h2[8];
-        double mg_w_leg5_W2_1[8];
-        double mg_w_leg5_W1_1[8];
-        double mg_w_leg5_W3_1[8];
-        double mg_w_leg5_h1[8];
-        double mg_w_leg5_W2_2[8];
-        double mg_w_leg5_W1_2[8];
-        double mg_w_leg5_W3_2[8];
-        double mg_w_leg5_h2[8];
-        double mg_w_leg6_W2_1[8];
-        double mg_w_leg6_W1_1[8];
-        double mg_w_leg6_W3_1[8];
-        double mg_w_leg6_h1[8];
-        double mg_w_leg6_W2_2[8];
-        double mg_w_leg6_W1_2[8];
-        double mg_w_leg6_W3_2[8];
-        double mg_w_leg6_h2[8];
-        double mg_w_alpha_C_00[8];
-        double mg_w_alpha_C_10[8];
-        double mg_w_alpha_C_20[8];
-        double mg_w_alpha_C_11[8];
-        double mg_w_alpha_C_21[8];
-        double mg_w_s_psi_z[8];
-        double mg_w_alpha_C_02[8];
-        double mg_w_alpha_C_12[8];
-        double mg_w_alpha_C_22[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse32[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_cse33[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_cse34[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_cse35[MG_SIMD_WIDTH];
+        double mg_w_mg_c12[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_cse36[MG_SIMD_WIDTH];
+        double mg_w_mg_c16[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_cse37[MG_SIMD_WIDTH];
+        double mg_w_mg_c20[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c13[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c17[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c21[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_L2_1[MG_SIMD_WIDTH];
+        double mg_w_L3_1[MG_SIMD_WIDTH];
+        double mg_w_L3_2[MG_SIMD_WIDTH];
+        double mg_w_L4_1[MG_SIMD_WIDTH];
+        double mg_w_L4_2[MG_SIMD_WIDTH];
+        double mg_w_L4_3[MG_SIMD_WIDTH];
+        double mg_w_L5_1[MG_SIMD_WIDTH];
+        double mg_w_L5_2[MG_SIMD_WIDTH];
+        double mg_w_L5_3[MG_SIMD_WIDTH];
+        double mg_w_L5_4[MG_SIMD_WIDTH];
+        double mg_w_L6_1[MG_SIMD_WIDTH];
+        double mg_w_L6_2[MG_SIMD_WIDTH];
+        double mg_w_L6_3[MG_SIMD_WIDTH];
+        double mg_w_L6_4[MG_SIMD_WIDTH];
+        double mg_w_L6_5[MG_SIMD_WIDTH];
+        double mg_w_invD6[MG_SIMD_WIDTH];
+        double mg_w_invD5[MG_SIMD_WIDTH];
+        double mg_w_invD4[MG_SIMD_WIDTH];
+        double mg_w_invD3[MG_SIMD_WIDTH];
+        double mg_w_invD2[MG_SIMD_WIDTH];
+        double mg_w_invD1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_h1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_h2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_h1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_h2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_h1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_h2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_h1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_h2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_h1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_h2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_h1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_h2[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_00[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_10[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_20[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_11[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_21[MG_SIMD_WIDTH];
+        double mg_w_s_psi_z[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_12[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_22[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -20449,7 +19943,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             mg_w_psi_x_dot[mg_l] = psi_x_dot;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -20469,7 +19963,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             mg_w_mg_c20[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
             mg_w_mg_c22[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse32 = mg_w_cse32[mg_l];
             const double mg_c0 = mg_w_mg_c0[mg_l];
@@ -20503,7 +19997,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             mg_w_mg_c23[mg_l] = fmax(0.0, p_k_stop*(cse37 + 1.0)*mg_c22);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double F_leg1 = mg_in_F[0][mg_l];
             const double leg1_qd3 = mg_w_leg1_qd3[mg_l];
             const double p_c_leg = mg_in_p[1][mg_l];
@@ -20839,29 +20333,9 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double psi_x_dot = mg_w_psi_x_dot[mg_l];
             mg_o_xdot[5][mg_l] = psi_x_dot;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_step_accel(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, xdot + (mg_i + mg_l) * 12, qdd + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -21461,157 +20935,117 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_p[6][8];
-        double mg_in_g[3][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse30[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_IJ2_11[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_Ic2_11[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg2_IJ2_11[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_Ic2_11[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg3_IJ2_11[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_Ic2_11[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg4_IJ2_11[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_Ic2_11[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg5_IJ2_11[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_Ic2_11[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg6_IJ2_11[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_Ic2_11[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_cse24[8];
-        double mg_w_cse25[8];
-        double mg_w_cse26[8];
-        double mg_w_cse27[8];
-        double mg_w_cse28[8];
-        double mg_w_cse29[8];
-        double mg_w_cse31[8];
-        double mg_w_leg1_B0_02[8];
-        double mg_w_leg2_B0_02[8];
-        double mg_w_leg3_B0_02[8];
-        double mg_w_leg4_B0_02[8];
-        double mg_w_leg5_B0_02[8];
-        double mg_w_leg6_B0_02[8];
-        double mg_w_leg1_B0_00[8];
-        double mg_w_leg1_r3_x[8];
-        double mg_w_leg2_B0_00[8];
-        double mg_w_leg2_r3_x[8];
-        double mg_w_leg3_B0_00[8];
-        double mg_w_leg3_r3_x[8];
-        double mg_w_leg4_B0_00[8];
-        double mg_w_leg4_r3_x[8];
-        double mg_w_leg5_B0_00[8];
-        double mg_w_leg5_r3_x[8];
-        double mg_w_leg6_B0_00[8];
-        double mg_w_leg6_r3_x[8];
-        double mg_w_leg1_B0_01[8];
-        double mg_w_leg1_r3_y[8];
-        double mg_w_leg2_B0_01[8];
-        double mg_w_leg2_r3_y[8];
-        double mg_w_leg3_B0_01[8];
-        double mg_w_leg3_r3_y[8];
-        double mg_w_leg4_B0_01[8];
-        double mg_w_leg4_r3_y[8];
-        double mg_w_leg5_B0_01[8];
-        double mg_w_leg5_r3_y[8];
-        double mg_w_leg6_B0_01[8];
-        double mg_w_leg6_r3_y[8];
-        double mg_w_leg1_r_rel0_3_z[8];
-        double mg_w_leg2_r_rel0_3_z[8];
-        double mg_w_leg3_r_rel0_3_z[8];
-        double mg_w_leg4_r_rel0_3_z[8];
-        double mg_w_leg5_r_rel0_3_z[8];
-        double mg_w_leg6_r_rel0_3_z[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c2[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c6[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c10[8];
-        double mg_w_mg_c11[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse30[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_cse24[MG_SIMD_WIDTH];
+        double mg_w_cse25[MG_SIMD_WIDTH];
+        double mg_w_cse26[MG_SIMD_WIDTH];
+        double mg_w_cse27[MG_SIMD_WIDTH];
+        double mg_w_cse28[MG_SIMD_WIDTH];
+        double mg_w_cse29[MG_SIMD_WIDTH];
+        double mg_w_cse31[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_r3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_r3_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_r_rel0_3_z[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -22330,7 +21764,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             mg_w_cse31[mg_l] = cse31;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -22351,7 +21785,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             mg_w_mg_c11[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double cse30 = mg_w_cse30[mg_l];
             const double leg1_qd3 = mg_w_leg1_qd3[mg_l];
             const double leg2_qd3 = mg_w_leg2_qd3[mg_l];
@@ -22463,29 +21897,9 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double z_C = mg_in_x[2][mg_l];
             mg_o_V[0][mg_l] = (0.5)*cse24*p_k_leg + (0.5)*cse25*p_k_leg + (0.5)*cse26*p_k_leg + (0.5)*cse27*p_k_leg + (0.5)*cse28*p_k_leg + (0.5)*cse29*p_k_leg - cse31*leg1_B0_02 - cse31*leg2_B0_02 - cse31*leg3_B0_02 - cse31*leg4_B0_02 - cse31*leg5_B0_02 - cse31*leg6_B0_02 - g_x*((0.6)*leg1_B0_00 + 3.477332974640646) - g_x*((0.9)*leg1_B0_00 + 2.0*leg1_r3_x) - g_x*((0.6)*leg2_B0_00 + 3.477332974640646) - g_x*((0.9)*leg2_B0_00 + 2.0*leg2_r3_x) - g_x*((0.6)*leg3_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg3_B0_00 + 2.0*leg3_r3_x) - g_x*((0.6)*leg4_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg4_B0_00 + 2.0*leg4_r3_x) - g_x*((0.6)*leg5_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg5_B0_00 + 2.0*leg5_r3_x) - g_x*((0.6)*leg6_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg6_B0_00 + 2.0*leg6_r3_x) - g_y*((0.6)*leg1_B0_01 - 0.9317485623690747) - g_y*((0.9)*leg1_B0_01 + 2.0*leg1_r3_y) - g_y*((0.6)*leg2_B0_01 + 0.9317485623690747) - g_y*((0.9)*leg2_B0_01 + 2.0*leg2_r3_y) - g_y*((0.6)*leg3_B0_01 + 3.477332974640646) - g_y*((0.9)*leg3_B0_01 + 2.0*leg3_r3_y) - g_y*((0.6)*leg4_B0_01 + 2.5455844122715714) - g_y*((0.9)*leg4_B0_01 + 2.0*leg4_r3_y) - g_y*((0.6)*leg5_B0_01 - 2.5455844122715714) - g_y*((0.9)*leg5_B0_01 + 2.0*leg5_r3_y) - g_y*((0.6)*leg6_B0_01 - 3.477332974640646) - g_y*((0.9)*leg6_B0_01 + 2.0*leg6_r3_y) - g_z*((0.9)*leg1_B0_02 + 2.0*leg1_r_rel0_3_z) - g_z*((0.9)*leg2_B0_02 + 2.0*leg2_r_rel0_3_z) - g_z*((0.9)*leg3_B0_02 + 2.0*leg3_r_rel0_3_z) - g_z*((0.9)*leg4_B0_02 + 2.0*leg4_r_rel0_3_z) - g_z*((0.9)*leg5_B0_02 + 2.0*leg5_r_rel0_3_z) - g_z*((0.9)*leg6_B0_02 + 2.0*leg6_r_rel0_3_z) - leg1_stroke*p_preload - leg2_stroke*p_preload - leg3_stroke*p_preload - leg4_stroke*p_preload - leg5_stroke*p_preload - leg6_stroke*p_preload + (0.5)*p_k_stop*(mg_c0*mg_c0 + mg_c1*mg_c1) + (0.5)*p_k_stop*(mg_c2*mg_c2 + mg_c3*mg_c3) + (0.5)*p_k_stop*(mg_c4*mg_c4 + mg_c5*mg_c5) + (0.5)*p_k_stop*(mg_c6*mg_c6 + mg_c7*mg_c7) + (0.5)*p_k_stop*(mg_c8*mg_c8 + mg_c9*mg_c9) + (0.5)*p_k_stop*(mg_c10*mg_c10 + mg_c11*mg_c11) - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C);
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_energy(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -23810,355 +23224,285 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[6][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_udot[6][8];
-        double mg_o_F[6][8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse97[8];
-        double mg_w_mg_c0[8];
-        double mg_w_mg_c2[8];
-        double mg_w_cse98[8];
-        double mg_w_mg_c4[8];
-        double mg_w_mg_c6[8];
-        double mg_w_cse99[8];
-        double mg_w_mg_c8[8];
-        double mg_w_mg_c10[8];
-        double mg_w_cse100[8];
-        double mg_w_mg_c12[8];
-        double mg_w_mg_c14[8];
-        double mg_w_cse101[8];
-        double mg_w_mg_c16[8];
-        double mg_w_mg_c18[8];
-        double mg_w_cse102[8];
-        double mg_w_mg_c20[8];
-        double mg_w_mg_c22[8];
-        double mg_w_cse96[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c13[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c17[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_mg_c21[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg1_B0_00[8];
-        double mg_w_leg1_H1_1[8];
-        double mg_w_leg1_r1[8];
-        double mg_w_leg1_H1_2[8];
-        double mg_w_leg1_r2[8];
-        double mg_w_leg2_B0_00[8];
-        double mg_w_leg2_H1_1[8];
-        double mg_w_leg2_r1[8];
-        double mg_w_leg2_H1_2[8];
-        double mg_w_leg2_r2[8];
-        double mg_w_leg3_B0_00[8];
-        double mg_w_leg3_H1_1[8];
-        double mg_w_leg3_r1[8];
-        double mg_w_leg3_H1_2[8];
-        double mg_w_leg3_r2[8];
-        double mg_w_leg4_B0_00[8];
-        double mg_w_leg4_H1_1[8];
-        double mg_w_leg4_r1[8];
-        double mg_w_leg4_H1_2[8];
-        double mg_w_leg4_r2[8];
-        double mg_w_leg5_B0_00[8];
-        double mg_w_leg5_H1_1[8];
-        double mg_w_leg5_r1[8];
-        double mg_w_leg5_H1_2[8];
-        double mg_w_leg5_r2[8];
-        double mg_w_leg6_B0_00[8];
-        double mg_w_leg6_H1_1[8];
-        double mg_w_leg6_r1[8];
-        double mg_w_leg6_H1_2[8];
-        double mg_w_leg6_r2[8];
-        double mg_w_s_C_f_x[8];
-        double mg_w_leg1_B0_01[8];
-        double mg_w_leg1_H2_1[8];
-        double mg_w_leg1_H2_2[8];
-        double mg_w_leg2_B0_01[8];
-        double mg_w_leg2_H2_1[8];
-        double mg_w_leg2_H2_2[8];
-        double mg_w_leg3_B0_01[8];
-        double mg_w_leg3_H2_1[8];
-        double mg_w_leg3_H2_2[8];
-        double mg_w_leg4_B0_01[8];
-        double mg_w_leg4_H2_1[8];
-        double mg_w_leg4_H2_2[8];
-        double mg_w_leg5_B0_01[8];
-        double mg_w_leg5_H2_1[8];
-        double mg_w_leg5_H2_2[8];
-        double mg_w_leg6_B0_01[8];
-        double mg_w_leg6_H2_1[8];
-        double mg_w_leg6_H2_2[8];
-        double mg_w_s_C_f_y[8];
-        double mg_w_leg1_B0_02[8];
-        double mg_w_leg1_H3_1[8];
-        double mg_w_leg1_H3_2[8];
-        double mg_w_leg2_B0_02[8];
-        double mg_w_leg2_H3_1[8];
-        double mg_w_leg2_H3_2[8];
-        double mg_w_leg3_B0_02[8];
-        double mg_w_leg3_H3_1[8];
-        double mg_w_leg3_H3_2[8];
-        double mg_w_leg4_B0_02[8];
-        double mg_w_leg4_H3_1[8];
-        double mg_w_leg4_H3_2[8];
-        double mg_w_leg5_B0_02[8];
-        double mg_w_leg5_H3_1[8];
-        double mg_w_leg5_H3_2[8];
-        double mg_w_leg6_B0_02[8];
-        double mg_w_leg6_H3_1[8];
-        double mg_w_leg6_H3_2[8];
-        double mg_w_s_C_f_z[8];
-        double mg_w_leg1_Ci1_x[8];
-        double mg_w_leg1_H4_1[8];
-        double mg_w_leg1_H4_2[8];
-        double mg_w_leg2_Ci1_x[8];
-        double mg_w_leg2_H4_1[8];
-        double mg_w_leg2_H4_2[8];
-        double mg_w_leg3_Ci1_x[8];
-        double mg_w_leg3_H4_1[8];
-        double mg_w_leg3_H4_2[8];
-        double mg_w_leg4_Ci1_x[8];
-        double mg_w_leg4_H4_1[8];
-        double mg_w_leg4_H4_2[8];
-        double mg_w_leg5_Ci1_x[8];
-        double mg_w_leg5_H4_1[8];
-        double mg_w_leg5_H4_2[8];
-        double mg_w_leg6_Ci1_x[8];
-        double mg_w_leg6_H4_1[8];
-        double mg_w_leg6_H4_2[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_leg2_Ci1_y[8];
-        double mg_w_leg2_H5_1[8];
-        double mg_w_leg2_H5_2[8];
-        double mg_w_leg3_Ci1_y[8];
-        double mg_w_leg3_H5_1[8];
-        double mg_w_leg3_H5_2[8];
-        double mg_w_leg4_Ci1_y[8];
-        double mg_w_leg4_H5_1[8];
-        double mg_w_leg4_H5_2[8];
-        double mg_w_leg5_Ci1_y[8];
-        double mg_w_leg5_H5_1[8];
-        double mg_w_leg5_H5_2[8];
-        double mg_w_leg6_Ci1_y[8];
-        double mg_w_leg6_H5_1[8];
-        double mg_w_leg6_H5_2[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_leg1_Ci1_z[8];
-        double mg_w_leg1_H6_1[8];
-        double mg_w_leg1_H6_2[8];
-        double mg_w_leg2_Ci1_z[8];
-        double mg_w_leg2_H6_1[8];
-        double mg_w_leg2_H6_2[8];
-        double mg_w_leg3_Ci1_z[8];
-        double mg_w_leg3_H6_1[8];
-        double mg_w_leg3_H6_2[8];
-        double mg_w_leg4_Ci1_z[8];
-        double mg_w_leg4_H6_1[8];
-        double mg_w_leg4_H6_2[8];
-        double mg_w_leg5_Ci1_z[8];
-        double mg_w_leg5_H6_1[8];
-        double mg_w_leg5_H6_2[8];
-        double mg_w_leg6_Ci1_z[8];
-        double mg_w_leg6_H6_1[8];
-        double mg_w_leg6_H6_2[8];
-        double mg_w_A_star11[8];
-        double mg_w_A_star12[8];
-        double mg_w_A_star13[8];
-        double mg_w_A_star14[8];
-        double mg_w_A_star15[8];
-        double mg_w_A_star16[8];
-        double mg_w_A_star22[8];
-        double mg_w_A_star23[8];
-        double mg_w_A_star24[8];
-        double mg_w_A_star25[8];
-        double mg_w_A_star26[8];
-        double mg_w_A_star33[8];
-        double mg_w_A_star34[8];
-        double mg_w_A_star35[8];
-        double mg_w_A_star36[8];
-        double mg_w_A_star44[8];
-        double mg_w_A_star45[8];
-        double mg_w_A_star46[8];
-        double mg_w_A_star55[8];
-        double mg_w_A_star56[8];
-        double mg_w_A_star66[8];
-        double mg_w_F_q1_1[8];
-        double mg_w_F_q1_2[8];
-        double mg_w_F_q1_3[8];
-        double mg_w_F_q1_4[8];
-        double mg_w_F_q1_6[8];
-        double mg_w_F_q2_1[8];
-        double mg_w_F_q2_2[8];
-        double mg_w_F_q2_3[8];
-        double mg_w_F_q2_4[8];
-        double mg_w_F_q2_5[8];
-        double mg_w_F_q2_6[8];
-        double mg_w_F_q3_1[8];
-        double mg_w_F_q3_2[8];
-        double mg_w_F_q3_3[8];
-        double mg_w_F_q3_4[8];
-        double mg_w_F_q3_5[8];
-        double mg_w_F_q3_6[8];
-        double mg_w_F_q4_1[8];
-        double mg_w_F_q4_2[8];
-        double mg_w_F_q4_3[8];
-        double mg_w_F_q4_4[8];
-        double mg_w_F_q4_5[8];
-        double mg_w_F_q4_6[8];
-        double mg_w_F_q5_1[8];
-        double mg_w_F_q5_2[8];
-        double mg_w_F_q5_3[8];
-        double mg_w_F_q5_4[8];
-        double mg_w_F_q5_5[8];
-        double mg_w_F_q5_6[8];
-        double mg_w_F_q6_1[8];
-        double mg_w_F_q6_2[8];
-        double mg_w_F_q6_3[8];
-        double mg_w_F_q6_4[8];
-        double mg_w_F_q6_5[8];
-        double mg_w_F_q6_6[8];
-        double mg_w_cse131[8];
-        double mg_w_cse129[8];
-        double mg_w_F_R56[8];
-        double mg_w_cse127[8];
-        double mg_w_F_R45[8];
-        double mg_w_F_R46[8];
-        double mg_w_cse125[8];
-        double mg_w_F_R34[8];
-        double mg_w_F_R35[8];
-        double mg_w_F_R36[8];
-        double mg_w_cse123[8];
-        double mg_w_F_R23[8];
-        double mg_w_F_R24[8];
-        double mg_w_F_R25[8];
-        double mg_w_F_R26[8];
-        double mg_w_cse120[8];
-        double mg_w_F_R12[8];
-        double mg_w_F_R13[8];
-        double mg_w_F_R14[8];
-        double mg_w_F_R15[8];
-        double mg_w_F_R16[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_udot[6][MG_SIMD_WIDTH];
+        double mg_o_F[6][MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse97[MG_SIMD_WIDTH];
+        double mg_w_mg_c0[MG_SIMD_WIDTH];
+        double mg_w_mg_c2[MG_SIMD_WIDTH];
+        double mg_w_cse98[MG_SIMD_WIDTH];
+        double mg_w_mg_c4[MG_SIMD_WIDTH];
+        double mg_w_mg_c6[MG_SIMD_WIDTH];
+        double mg_w_cse99[MG_SIMD_WIDTH];
+        double mg_w_mg_c8[MG_SIMD_WIDTH];
+        double mg_w_mg_c10[MG_SIMD_WIDTH];
+        double mg_w_cse100[MG_SIMD_WIDTH];
+        double mg_w_mg_c12[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_cse101[MG_SIMD_WIDTH];
+        double mg_w_mg_c16[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_cse102[MG_SIMD_WIDTH];
+        double mg_w_mg_c20[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_cse96[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c1[MG_SIMD_WIDTH];
+        double mg_w_mg_c3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c5[MG_SIMD_WIDTH];
+        double mg_w_mg_c7[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c9[MG_SIMD_WIDTH];
+        double mg_w_mg_c11[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c13[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c17[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c21[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_r1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_r2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_r1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_r2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_r1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_r2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_r1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_r2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_r1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_r2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_H1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_r1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_r2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_H2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H2_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_H3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H3_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H4_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_H4_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H4_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H5_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_H5_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H5_2[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_H6_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ci1_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_H6_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_H6_2[MG_SIMD_WIDTH];
+        double mg_w_A_star11[MG_SIMD_WIDTH];
+        double mg_w_A_star12[MG_SIMD_WIDTH];
+        double mg_w_A_star13[MG_SIMD_WIDTH];
+        double mg_w_A_star14[MG_SIMD_WIDTH];
+        double mg_w_A_star15[MG_SIMD_WIDTH];
+        double mg_w_A_star16[MG_SIMD_WIDTH];
+        double mg_w_A_star22[MG_SIMD_WIDTH];
+        double mg_w_A_star23[MG_SIMD_WIDTH];
+        double mg_w_A_star24[MG_SIMD_WIDTH];
+        double mg_w_A_star25[MG_SIMD_WIDTH];
+        double mg_w_A_star26[MG_SIMD_WIDTH];
+        double mg_w_A_star33[MG_SIMD_WIDTH];
+        double mg_w_A_star34[MG_SIMD_WIDTH];
+        double mg_w_A_star35[MG_SIMD_WIDTH];
+        double mg_w_A_star36[MG_SIMD_WIDTH];
+        double mg_w_A_star44[MG_SIMD_WIDTH];
+        double mg_w_A_star45[MG_SIMD_WIDTH];
+        double mg_w_A_star46[MG_SIMD_WIDTH];
+        double mg_w_A_star55[MG_SIMD_WIDTH];
+        double mg_w_A_star56[MG_SIMD_WIDTH];
+        double mg_w_A_star66[MG_SIMD_WIDTH];
+        double mg_w_F_q1_1[MG_SIMD_WIDTH];
+        double mg_w_F_q1_2[MG_SIMD_WIDTH];
+        double mg_w_F_q1_3[MG_SIMD_WIDTH];
+        double mg_w_F_q1_4[MG_SIMD_WIDTH];
+        double mg_w_F_q1_6[MG_SIMD_WIDTH];
+        double mg_w_F_q2_1[MG_SIMD_WIDTH];
+        double mg_w_F_q2_2[MG_SIMD_WIDTH];
+        double mg_w_F_q2_3[MG_SIMD_WIDTH];
+        double mg_w_F_q2_4[MG_SIMD_WIDTH];
+        double mg_w_F_q2_5[MG_SIMD_WIDTH];
+        double mg_w_F_q2_6[MG_SIMD_WIDTH];
+        double mg_w_F_q3_1[MG_SIMD_WIDTH];
+        double mg_w_F_q3_2[MG_SIMD_WIDTH];
+        double mg_w_F_q3_3[MG_SIMD_WIDTH];
+        double mg_w_F_q3_4[MG_SIMD_WIDTH];
+        double mg_w_F_q3_5[MG_SIMD_WIDTH];
+        double mg_w_F_q3_6[MG_SIMD_WIDTH];
+        double mg_w_F_q4_1[MG_SIMD_WIDTH];
+        double mg_w_F_q4_2[MG_SIMD_WIDTH];
+        double mg_w_F_q4_3[MG_SIMD_WIDTH];
+        double mg_w_F_q4_4[MG_SIMD_WIDTH];
+        double mg_w_F_q4_5[MG_SIMD_WIDTH];
+        double mg_w_F_q4_6[MG_SIMD_WIDTH];
+        double mg_w_F_q5_1[MG_SIMD_WIDTH];
+        double mg_w_F_q5_2[MG_SIMD_WIDTH];
+        double mg_w_F_q5_3[MG_SIMD_WIDTH];
+        double mg_w_F_q5_4[MG_SIMD_WIDTH];
+        double mg_w_F_q5_5[MG_SIMD_WIDTH];
+        double mg_w_F_q5_6[MG_SIMD_WIDTH];
+        double mg_w_F_q6_1[MG_SIMD_WIDTH];
+        double mg_w_F_q6_2[MG_SIMD_WIDTH];
+        double mg_w_F_q6_3[MG_SIMD_WIDTH];
+        double mg_w_F_q6_4[MG_SIMD_WIDTH];
+        double mg_w_F_q6_5[MG_SIMD_WIDTH];
+        double mg_w_F_q6_6[MG_SIMD_WIDTH];
+        double mg_w_cse131[MG_SIMD_WIDTH];
+        double mg_w_cse129[MG_SIMD_WIDTH];
+        double mg_w_F_R56[MG_SIMD_WIDTH];
+        double mg_w_cse127[MG_SIMD_WIDTH];
+        double mg_w_F_R45[MG_SIMD_WIDTH];
+        double mg_w_F_R46[MG_SIMD_WIDTH];
+        double mg_w_cse125[MG_SIMD_WIDTH];
+        double mg_w_F_R34[MG_SIMD_WIDTH];
+        double mg_w_F_R35[MG_SIMD_WIDTH];
+        double mg_w_F_R36[MG_SIMD_WIDTH];
+        double mg_w_cse123[MG_SIMD_WIDTH];
+        double mg_w_F_R23[MG_SIMD_WIDTH];
+        double mg_w_F_R24[MG_SIMD_WIDTH];
+        double mg_w_F_R25[MG_SIMD_WIDTH];
+        double mg_w_F_R26[MG_SIMD_WIDTH];
+        double mg_w_cse120[MG_SIMD_WIDTH];
+        double mg_w_F_R12[MG_SIMD_WIDTH];
+        double mg_w_F_R13[MG_SIMD_WIDTH];
+        double mg_w_F_R14[MG_SIMD_WIDTH];
+        double mg_w_F_R15[MG_SIMD_WIDTH];
+        double mg_w_F_R16[MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(udot + mg_i * 6, 6, &mg_in_udot[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_udot[mg_j][0] = udot[(mg_i + 0) * 6 + mg_j];
-            mg_in_udot[mg_j][1] = udot[(mg_i + 1) * 6 + mg_j];
-            mg_in_udot[mg_j][2] = udot[(mg_i + 2) * 6 + mg_j];
-            mg_in_udot[mg_j][3] = udot[(mg_i + 3) * 6 + mg_j];
-            mg_in_udot[mg_j][4] = udot[(mg_i + 4) * 6 + mg_j];
-            mg_in_udot[mg_j][5] = udot[(mg_i + 5) * 6 + mg_j];
-            mg_in_udot[mg_j][6] = udot[(mg_i + 6) * 6 + mg_j];
-            mg_in_udot[mg_j][7] = udot[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -25690,7 +25034,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             mg_w_F_q6_6[mg_l] = F_q6_6;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_stroke = mg_w_leg1_stroke[mg_l];
             const double leg2_stroke = mg_w_leg2_stroke[mg_l];
             const double leg3_stroke = mg_w_leg3_stroke[mg_l];
@@ -25710,7 +25054,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             mg_w_mg_c20[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
             mg_w_mg_c22[mg_l] = fmax(0.0, leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse97 = mg_w_cse97[mg_l];
             const double mg_c0 = mg_w_mg_c0[mg_l];
@@ -25744,7 +25088,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             mg_w_mg_c23[mg_l] = fmax(0.0, p_k_stop*(cse102 + 1.0)*mg_c22);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double cse96 = mg_w_cse96[mg_l];
             const double leg1_qd3 = mg_w_leg1_qd3[mg_l];
             const double p_c_leg = mg_in_p[1][mg_l];
@@ -26072,18 +25416,8 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F1 = cse120*(-F2*F_R12 - F3*F_R13 - F4*F_R14 - F5*F_R15 - F6*F_R16 + F_z1);
             mg_o_F[0][mg_l] = F1;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            F[(mg_i + 0) * 6 + mg_j] = mg_o_F[mg_j][0];
-            F[(mg_i + 1) * 6 + mg_j] = mg_o_F[mg_j][1];
-            F[(mg_i + 2) * 6 + mg_j] = mg_o_F[mg_j][2];
-            F[(mg_i + 3) * 6 + mg_j] = mg_o_F[mg_j][3];
-            F[(mg_i + 4) * 6 + mg_j] = mg_o_F[mg_j][4];
-            F[(mg_i + 5) * 6 + mg_j] = mg_o_F[mg_j][5];
-            F[(mg_i + 6) * 6 + mg_j] = mg_o_F[mg_j][6];
-            F[(mg_i + 7) * 6 + mg_j] = mg_o_F[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_F[0][0], 6, F + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_drive_forces(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, udot + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -27910,624 +27244,534 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[6][8];
-        double mg_in_u[6][8];
-        double mg_in_w0[3][8];
-        double mg_in_dw0[3][8];
-        double mg_in_g[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_mE[3][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_qdd[18][8];
-        double mg_o_F_on_C[18][8];
-        double mg_o_M_on_C[18][8];
-        double mg_o_base_force[3][8];
-        double mg_o_base_moment[3][8];
-        double mg_o_damping_power[1][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse33[8];
-        double mg_w_cse32[8];
-        double mg_w_cse34[8];
-        double mg_w_cse37[8];
-        double mg_w_cse36[8];
-        double mg_w_cse38[8];
-        double mg_w_cse41[8];
-        double mg_w_cse40[8];
-        double mg_w_cse42[8];
-        double mg_w_cse45[8];
-        double mg_w_cse44[8];
-        double mg_w_cse46[8];
-        double mg_w_cse49[8];
-        double mg_w_cse48[8];
-        double mg_w_cse50[8];
-        double mg_w_cse53[8];
-        double mg_w_cse52[8];
-        double mg_w_cse54[8];
-        double mg_w_mg_c14[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c18[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c22[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c26[8];
-        double mg_w_mg_c27[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c30[8];
-        double mg_w_mg_c31[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c34[8];
-        double mg_w_mg_c35[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg1_R_Cn_00[8];
-        double mg_w_leg1_R_Cn_10[8];
-        double mg_w_leg1_y_z2[8];
-        double mg_w_leg1_R_Cn_20[8];
-        double mg_w_leg1_y_z3[8];
-        double mg_w_leg1_R_Cn_01[8];
-        double mg_w_leg1_R_Cn_11[8];
-        double mg_w_leg1_R_Cn_21[8];
-        double mg_w_leg1_R_Cn_02[8];
-        double mg_w_leg1_R_Cn_12[8];
-        double mg_w_leg1_R_Cn_22[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg2_R_Cn_00[8];
-        double mg_w_leg2_R_Cn_10[8];
-        double mg_w_leg2_y_z2[8];
-        double mg_w_leg2_R_Cn_20[8];
-        double mg_w_leg2_y_z3[8];
-        double mg_w_leg2_R_Cn_01[8];
-        double mg_w_leg2_R_Cn_11[8];
-        double mg_w_leg2_R_Cn_21[8];
-        double mg_w_leg2_R_Cn_02[8];
-        double mg_w_leg2_R_Cn_12[8];
-        double mg_w_leg2_R_Cn_22[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg3_R_Cn_00[8];
-        double mg_w_leg3_R_Cn_10[8];
-        double mg_w_leg3_y_z2[8];
-        double mg_w_leg3_R_Cn_20[8];
-        double mg_w_leg3_y_z3[8];
-        double mg_w_leg3_R_Cn_01[8];
-        double mg_w_leg3_R_Cn_11[8];
-        double mg_w_leg3_R_Cn_21[8];
-        double mg_w_leg3_R_Cn_02[8];
-        double mg_w_leg3_R_Cn_12[8];
-        double mg_w_leg3_R_Cn_22[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg4_R_Cn_00[8];
-        double mg_w_leg4_R_Cn_10[8];
-        double mg_w_leg4_y_z2[8];
-        double mg_w_leg4_R_Cn_20[8];
-        double mg_w_leg4_y_z3[8];
-        double mg_w_leg4_R_Cn_01[8];
-        double mg_w_leg4_R_Cn_11[8];
-        double mg_w_leg4_R_Cn_21[8];
-        double mg_w_leg4_R_Cn_02[8];
-        double mg_w_leg4_R_Cn_12[8];
-        double mg_w_leg4_R_Cn_22[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg5_R_Cn_00[8];
-        double mg_w_leg5_R_Cn_10[8];
-        double mg_w_leg5_y_z2[8];
-        double mg_w_leg5_R_Cn_20[8];
-        double mg_w_leg5_y_z3[8];
-        double mg_w_leg5_R_Cn_01[8];
-        double mg_w_leg5_R_Cn_11[8];
-        double mg_w_leg5_R_Cn_21[8];
-        double mg_w_leg5_R_Cn_02[8];
-        double mg_w_leg5_R_Cn_12[8];
-        double mg_w_leg5_R_Cn_22[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg6_R_Cn_00[8];
-        double mg_w_leg6_R_Cn_10[8];
-        double mg_w_leg6_y_z2[8];
-        double mg_w_leg6_R_Cn_20[8];
-        double mg_w_leg6_y_z3[8];
-        double mg_w_leg6_R_Cn_01[8];
-        double mg_w_leg6_R_Cn_11[8];
-        double mg_w_leg6_R_Cn_21[8];
-        double mg_w_leg6_R_Cn_02[8];
-        double mg_w_leg6_R_Cn_12[8];
-        double mg_w_leg6_R_Cn_22[8];
-        double mg_w_sc_C_f_x[8];
-        double mg_w_sc_C_f_y[8];
-        double mg_w_sc_C_f_z[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_s_C_m_z[8];
-        double mg_w_L2_1[8];
-        double mg_w_L3_1[8];
-        double mg_w_L3_2[8];
-        double mg_w_L4_1[8];
-        double mg_w_L4_2[8];
-        double mg_w_L4_3[8];
-        double mg_w_L5_1[8];
-        double mg_w_L5_2[8];
-        double mg_w_L5_3[8];
-        double mg_w_L5_4[8];
-        double mg_w_L6_1[8];
-        double mg_w_L6_2[8];
-        double mg_w_L6_3[8];
-        double mg_w_L6_4[8];
-        double mg_w_L6_5[8];
-        double mg_w_invD6[8];
-        double mg_w_invD5[8];
-        double mg_w_invD4[8];
-        double mg_w_invD3[8];
-        double mg_w_invD2[8];
-        double mg_w_invD1[8];
-        double mg_w_leg1_W1_1[8];
-        double mg_w_leg1_W2_1[8];
-        double mg_w_leg1_W3_1[8];
-        double mg_w_leg1_h1[8];
-        double mg_w_leg1_W1_2[8];
-        double mg_w_leg1_W2_2[8];
-        double mg_w_leg1_W3_2[8];
-        double mg_w_leg1_h2[8];
-        double mg_w_leg2_W2_1[8];
-        double mg_w_leg2_W1_1[8];
-        double mg_w_leg2_W3_1[8];
-        double mg_w_leg2_h1[8];
-        double mg_w_leg2_W2_2[8];
-        double mg_w_leg2_W1_2[8];
-        double mg_w_leg2_W3_2[8];
-        double mg_w_leg2_h2[8];
-        double mg_w_leg3_W1_1[8];
-        double mg_w_leg3_W2_1[8];
-        double mg_w_leg3_W3_1[8];
-        double mg_w_leg3_h1[8];
-        double mg_w_leg3_W1_2[8];
-        double mg_w_leg3_W2_2[8];
-        double mg_w_leg3_W3_2[8];
-        double mg_w_leg3_h2[8];
-        double mg_w_leg4_W1_1[8];
-        double mg_w_leg4_W2_1[8];
-        double mg_w_leg4_W3_1[8];
-        double mg_w_leg4_h1[8];
-        double mg_w_leg4_W1_2[8];
-        double mg_w_leg4_W2_2[8];
-        double mg_w_leg4_W3_2[8];
-        double mg_w_leg4_h2[8];
-        double mg_w_leg5_W2_1[8];
-        double mg_w_leg5_W1_1[8];
-        double mg_w_leg5_W3_1[8];
-        double mg_w_leg5_h1[8];
-        double mg_w_leg5_W2_2[8];
-        double mg_w_leg5_W1_2[8];
-        double mg_w_leg5_W3_2[8];
-        double mg_w_leg5_h2[8];
-        double mg_w_leg6_W2_1[8];
-        double mg_w_leg6_W1_1[8];
-        double mg_w_leg6_W3_1[8];
-        double mg_w_leg6_h1[8];
-        double mg_w_leg6_W2_2[8];
-        double mg_w_leg6_W1_2[8];
-        double mg_w_leg6_W3_2[8];
-        double mg_w_leg6_h2[8];
-        double mg_w_cse224[8];
-        double mg_w_leg1_IJ2_11[8];
-        double mg_w_cse225[8];
-        double mg_w_leg1_Ic2_11[8];
-        double mg_w_leg1_lu_inv2[8];
-        double mg_w_leg1_lu_inv3[8];
-        double mg_w_cse232[8];
-        double mg_w_leg2_IJ2_11[8];
-        double mg_w_cse233[8];
-        double mg_w_leg2_Ic2_11[8];
-        double mg_w_leg2_lu_inv2[8];
-        double mg_w_leg2_lu_inv3[8];
-        double mg_w_cse237[8];
-        double mg_w_leg3_IJ2_11[8];
-        double mg_w_cse238[8];
-        double mg_w_leg3_Ic2_11[8];
-        double mg_w_leg3_lu_inv2[8];
-        double mg_w_leg3_lu_inv3[8];
-        double mg_w_cse242[8];
-        double mg_w_leg4_IJ2_11[8];
-        double mg_w_cse243[8];
-        double mg_w_leg4_Ic2_11[8];
-        double mg_w_leg4_lu_inv2[8];
-        double mg_w_leg4_lu_inv3[8];
-        double mg_w_cse247[8];
-        double mg_w_leg5_IJ2_11[8];
-        double mg_w_cse248[8];
-        double mg_w_leg5_Ic2_11[8];
-        double mg_w_leg5_lu_inv2[8];
-        double mg_w_leg5_lu_inv3[8];
-        double mg_w_cse252[8];
-        double mg_w_leg6_IJ2_11[8];
-        double mg_w_cse253[8];
-        double mg_w_leg6_Ic2_11[8];
-        double mg_w_leg6_lu_inv2[8];
-        double mg_w_leg6_lu_inv3[8];
-        double mg_w_leg1_B0_00[8];
-        double mg_w_leg1_B0_10[8];
-        double mg_w_leg1_beta1_20[8];
-        double mg_w_leg1_B0_01[8];
-        double mg_w_leg1_B0_11[8];
-        double mg_w_leg1_beta1_21[8];
-        double mg_w_leg1_B0_02[8];
-        double mg_w_leg1_B0_12[8];
-        double mg_w_leg1_beta1_22[8];
-        double mg_w_leg2_B0_00[8];
-        double mg_w_leg2_B0_10[8];
-        double mg_w_leg2_beta1_20[8];
-        double mg_w_leg2_B0_01[8];
-        double mg_w_leg2_B0_11[8];
-        double mg_w_leg2_beta1_21[8];
-        double mg_w_leg2_B0_02[8];
-        double mg_w_leg2_B0_12[8];
-        double mg_w_leg2_beta1_22[8];
-        double mg_w_leg3_B0_00[8];
-        double mg_w_leg3_B0_10[8];
-        double mg_w_leg3_beta1_20[8];
-        double mg_w_leg3_B0_01[8];
-        double mg_w_leg3_B0_11[8];
-        double mg_w_leg3_beta1_21[8];
-        double mg_w_leg3_B0_02[8];
-        double mg_w_leg3_B0_12[8];
-        double mg_w_leg3_beta1_22[8];
-        double mg_w_leg4_B0_00[8];
-        double mg_w_leg4_B0_10[8];
-        double mg_w_leg4_beta1_20[8];
-        double mg_w_leg4_B0_01[8];
-        double mg_w_leg4_B0_11[8];
-        double mg_w_leg4_beta1_21[8];
-        double mg_w_leg4_B0_02[8];
-        double mg_w_leg4_B0_12[8];
-        double mg_w_leg4_beta1_22[8];
-        double mg_w_leg5_B0_00[8];
-        double mg_w_leg5_B0_10[8];
-        double mg_w_leg5_beta1_20[8];
-        double mg_w_leg5_B0_01[8];
-        double mg_w_leg5_B0_11[8];
-        double mg_w_leg5_beta1_21[8];
-        double mg_w_leg5_B0_02[8];
-        double mg_w_leg5_B0_12[8];
-        double mg_w_leg5_beta1_22[8];
-        double mg_w_leg6_B0_00[8];
-        double mg_w_leg6_B0_10[8];
-        double mg_w_leg6_beta1_20[8];
-        double mg_w_leg6_B0_01[8];
-        double mg_w_leg6_B0_11[8];
-        double mg_w_leg6_beta1_21[8];
-        double mg_w_leg6_B0_02[8];
-        double mg_w_leg6_B0_12[8];
-        double mg_w_leg6_beta1_22[8];
-        double mg_w_cse69[8];
-        double mg_w_cse70[8];
-        double mg_w_cse71[8];
-        double mg_w_leg1_epsd1_z[8];
-        double mg_w_cse72[8];
-        double mg_w_cse74[8];
-        double mg_w_cse75[8];
-        double mg_w_cse76[8];
-        double mg_w_cse77[8];
-        double mg_w_cse78[8];
-        double mg_w_cse79[8];
-        double mg_w_cse80[8];
-        double mg_w_leg1_a2_x[8];
-        double mg_w_leg1_oo2_W_00[8];
-        double mg_w_leg1_a2_y[8];
-        double mg_w_leg1_oo2_xy[8];
-        double mg_w_leg1_a1_z[8];
-        double mg_w_leg1_oo2_xz[8];
-        double mg_w_cse81[8];
-        double mg_w_cse82[8];
-        double mg_w_leg1_beta1_00[8];
-        double mg_w_leg1_beta1_01[8];
-        double mg_w_leg1_beta1_02[8];
-        double mg_w_cse84[8];
-        double mg_w_cse85[8];
-        double mg_w_cse86[8];
-        double mg_w_leg2_epsd1_z[8];
-        double mg_w_cse87[8];
-        double mg_w_cse89[8];
-        double mg_w_cse90[8];
-        double mg_w_cse91[8];
-        double mg_w_cse92[8];
-        double mg_w_cse93[8];
-        double mg_w_cse94[8];
-        double mg_w_cse95[8];
-        double mg_w_leg2_a2_x[8];
-        double mg_w_leg2_oo2_W_00[8];
-        double mg_w_leg2_a2_y[8];
-        double mg_w_leg2_oo2_xy[8];
-        double mg_w_leg2_a1_z[8];
-        double mg_w_leg2_oo2_xz[8];
-        double mg_w_cse96[8];
-        double mg_w_cse97[8];
-        double mg_w_leg2_beta1_00[8];
-        double mg_w_leg2_beta1_01[8];
-        double mg_w_leg2_beta1_02[8];
-        double mg_w_cse106[8];
-        double mg_w_cse107[8];
-        double mg_w_cse108[8];
-        double mg_w_leg3_epsd1_z[8];
-        double mg_w_cse109[8];
-        double mg_w_cse111[8];
-        double mg_w_cse112[8];
-        double mg_w_cse113[8];
-        double mg_w_cse114[8];
-        double mg_w_cse115[8];
-        double mg_w_cse116[8];
-        double mg_w_cse117[8];
-        double mg_w_leg3_a2_x[8];
-        double mg_w_leg3_oo2_W_00[8];
-        double mg_w_leg3_a2_y[8];
-        double mg_w_leg3_oo2_xy[8];
-        double mg_w_leg3_a1_z[8];
-        double mg_w_leg3_oo2_xz[8];
-        double mg_w_cse118[8];
-        double mg_w_cse119[8];
-        double mg_w_leg3_beta1_00[8];
-        double mg_w_leg3_beta1_01[8];
-        double mg_w_leg3_beta1_02[8];
-        double mg_w_cse130[8];
-        double mg_w_cse131[8];
-        double mg_w_cse132[8];
-        double mg_w_leg4_epsd1_z[8];
-        double mg_w_cse133[8];
-        double mg_w_cse135[8];
-        double mg_w_cse136[8];
-        double mg_w_cse137[8];
-        double mg_w_cse138[8];
-        double mg_w_cse139[8];
-        double mg_w_cse140[8];
-        double mg_w_cse141[8];
-        double mg_w_leg4_a2_x[8];
-        double mg_w_leg4_oo2_W_00[8];
-        double mg_w_leg4_a2_y[8];
-        double mg_w_leg4_oo2_xy[8];
-        double mg_w_leg4_a1_z[8];
-        double mg_w_leg4_oo2_xz[8];
-        double mg_w_cse142[8];
-        double mg_w_cse143[8];
-        double mg_w_leg4_beta1_00[8];
-        double mg_w_leg4_beta1_01[8];
-        double mg_w_leg4_beta1_02[8];
-        double mg_w_cse128[8];
-        double mg_w_cse129[8];
-        double mg_w_cse144[8];
-        double mg_w_cse145[8];
-        double mg_w_leg5_epsd1_z[8];
-        double mg_w_cse146[8];
-        double mg_w_cse148[8];
-        double mg_w_cse149[8];
-        double mg_w_cse150[8];
-        double mg_w_cse151[8];
-        double mg_w_cse152[8];
-        double mg_w_cse153[8];
-        double mg_w_cse154[8];
-        double mg_w_leg5_a2_x[8];
-        double mg_w_leg5_oo2_W_00[8];
-        double mg_w_leg5_a2_y[8];
-        double mg_w_leg5_oo2_xy[8];
-        double mg_w_leg5_a1_z[8];
-        double mg_w_leg5_oo2_xz[8];
-        double mg_w_cse155[8];
-        double mg_w_cse156[8];
-        double mg_w_leg5_beta1_00[8];
-        double mg_w_leg5_beta1_01[8];
-        double mg_w_leg5_beta1_02[8];
-        double mg_w_cse104[8];
-        double mg_w_cse105[8];
-        double mg_w_cse157[8];
-        double mg_w_cse158[8];
-        double mg_w_leg6_epsd1_z[8];
-        double mg_w_cse159[8];
-        double mg_w_cse161[8];
-        double mg_w_cse162[8];
-        double mg_w_cse163[8];
-        double mg_w_cse164[8];
-        double mg_w_cse165[8];
-        double mg_w_cse166[8];
-        double mg_w_cse167[8];
-        double mg_w_leg6_a2_x[8];
-        double mg_w_leg6_oo2_W_00[8];
-        double mg_w_leg6_a2_y[8];
-        double mg_w_leg6_oo2_xy[8];
-        double mg_w_leg6_a1_z[8];
-        double mg_w_leg6_oo2_xz[8];
-        double mg_w_cse168[8];
-        double mg_w_cse169[8];
-        double mg_w_leg6_beta1_00[8];
-        double mg_w_leg6_beta1_01[8];
-        double mg_w_leg6_beta1_02[8];
-        double mg_w_alpha_C_00[8];
-        double mg_w_alpha_C_10[8];
-        double mg_w_alpha_C_20[8];
-        double mg_w_alpha_C_11[8];
-        double mg_w_alpha_C_21[8];
-        double mg_w_s_psi_z[8];
-        double mg_w_alpha_C_02[8];
-        double mg_w_alpha_C_12[8];
-        double mg_w_alpha_C_22[8];
-        double mg_w_cse174[8];
-        double mg_w_cse176[8];
-        double mg_w_cse178[8];
-        double mg_w_cse180[8];
-        double mg_w_cse182[8];
-        double mg_w_cse184[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_leg1_q1[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg2_q1[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg3_q1[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg4_q1[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg5_q1[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg6_q1[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg6_qd2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_dw0[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_base_force[3][MG_SIMD_WIDTH];
+        double mg_o_base_moment[3][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse33[MG_SIMD_WIDTH];
+        double mg_w_cse32[MG_SIMD_WIDTH];
+        double mg_w_cse34[MG_SIMD_WIDTH];
+        double mg_w_cse37[MG_SIMD_WIDTH];
+        double mg_w_cse36[MG_SIMD_WIDTH];
+        double mg_w_cse38[MG_SIMD_WIDTH];
+        double mg_w_cse41[MG_SIMD_WIDTH];
+        double mg_w_cse40[MG_SIMD_WIDTH];
+        double mg_w_cse42[MG_SIMD_WIDTH];
+        double mg_w_cse45[MG_SIMD_WIDTH];
+        double mg_w_cse44[MG_SIMD_WIDTH];
+        double mg_w_cse46[MG_SIMD_WIDTH];
+        double mg_w_cse49[MG_SIMD_WIDTH];
+        double mg_w_cse48[MG_SIMD_WIDTH];
+        double mg_w_cse50[MG_SIMD_WIDTH];
+        double mg_w_cse53[MG_SIMD_WIDTH];
+        double mg_w_cse52[MG_SIMD_WIDTH];
+        double mg_w_cse54[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c26[MG_SIMD_WIDTH];
+        double mg_w_mg_c27[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c30[MG_SIMD_WIDTH];
+        double mg_w_mg_c31[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c34[MG_SIMD_WIDTH];
+        double mg_w_mg_c35[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_z[MG_SIMD_WIDTH];
+        double mg_w_L2_1[MG_SIMD_WIDTH];
+        double mg_w_L3_1[MG_SIMD_WIDTH];
+        double mg_w_L3_2[MG_SIMD_WIDTH];
+        double mg_w_L4_1[MG_SIMD_WIDTH];
+        double mg_w_L4_2[MG_SIMD_WIDTH];
+        double mg_w_L4_3[MG_SIMD_WIDTH];
+        double mg_w_L5_1[MG_SIMD_WIDTH];
+        double mg_w_L5_2[MG_SIMD_WIDTH];
+        double mg_w_L5_3[MG_SIMD_WIDTH];
+        double mg_w_L5_4[MG_SIMD_WIDTH];
+        double mg_w_L6_1[MG_SIMD_WIDTH];
+        double mg_w_L6_2[MG_SIMD_WIDTH];
+        double mg_w_L6_3[MG_SIMD_WIDTH];
+        double mg_w_L6_4[MG_SIMD_WIDTH];
+        double mg_w_L6_5[MG_SIMD_WIDTH];
+        double mg_w_invD6[MG_SIMD_WIDTH];
+        double mg_w_invD5[MG_SIMD_WIDTH];
+        double mg_w_invD4[MG_SIMD_WIDTH];
+        double mg_w_invD3[MG_SIMD_WIDTH];
+        double mg_w_invD2[MG_SIMD_WIDTH];
+        double mg_w_invD1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_h1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_h2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_h1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_h2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_h1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_h2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_h1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_h2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_h1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_h2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_h1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_h2[MG_SIMD_WIDTH];
+        double mg_w_cse224[MG_SIMD_WIDTH];
+        double mg_w_leg1_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse225[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse232[MG_SIMD_WIDTH];
+        double mg_w_leg2_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse233[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse237[MG_SIMD_WIDTH];
+        double mg_w_leg3_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse238[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse242[MG_SIMD_WIDTH];
+        double mg_w_leg4_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse243[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse247[MG_SIMD_WIDTH];
+        double mg_w_leg5_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse248[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse252[MG_SIMD_WIDTH];
+        double mg_w_leg6_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse253[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_B0_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_cse69[MG_SIMD_WIDTH];
+        double mg_w_cse70[MG_SIMD_WIDTH];
+        double mg_w_cse71[MG_SIMD_WIDTH];
+        double mg_w_leg1_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse72[MG_SIMD_WIDTH];
+        double mg_w_cse74[MG_SIMD_WIDTH];
+        double mg_w_cse75[MG_SIMD_WIDTH];
+        double mg_w_cse76[MG_SIMD_WIDTH];
+        double mg_w_cse77[MG_SIMD_WIDTH];
+        double mg_w_cse78[MG_SIMD_WIDTH];
+        double mg_w_cse79[MG_SIMD_WIDTH];
+        double mg_w_cse80[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg1_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse81[MG_SIMD_WIDTH];
+        double mg_w_cse82[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse84[MG_SIMD_WIDTH];
+        double mg_w_cse85[MG_SIMD_WIDTH];
+        double mg_w_cse86[MG_SIMD_WIDTH];
+        double mg_w_leg2_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse87[MG_SIMD_WIDTH];
+        double mg_w_cse89[MG_SIMD_WIDTH];
+        double mg_w_cse90[MG_SIMD_WIDTH];
+        double mg_w_cse91[MG_SIMD_WIDTH];
+        double mg_w_cse92[MG_SIMD_WIDTH];
+        double mg_w_cse93[MG_SIMD_WIDTH];
+        double mg_w_cse94[MG_SIMD_WIDTH];
+        double mg_w_cse95[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg2_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse96[MG_SIMD_WIDTH];
+        double mg_w_cse97[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse106[MG_SIMD_WIDTH];
+        double mg_w_cse107[MG_SIMD_WIDTH];
+        double mg_w_cse108[MG_SIMD_WIDTH];
+        double mg_w_leg3_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse109[MG_SIMD_WIDTH];
+        double mg_w_cse111[MG_SIMD_WIDTH];
+        double mg_w_cse112[MG_SIMD_WIDTH];
+        double mg_w_cse113[MG_SIMD_WIDTH];
+        double mg_w_cse114[MG_SIMD_WIDTH];
+        double mg_w_cse115[MG_SIMD_WIDTH];
+        double mg_w_cse116[MG_SIMD_WIDTH];
+        double mg_w_cse117[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg3_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse118[MG_SIMD_WIDTH];
+        double mg_w_cse119[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse130[MG_SIMD_WIDTH];
+        double mg_w_cse131[MG_SIMD_WIDTH];
+        double mg_w_cse132[MG_SIMD_WIDTH];
+        double mg_w_leg4_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse133[MG_SIMD_WIDTH];
+        double mg_w_cse135[MG_SIMD_WIDTH];
+        double mg_w_cse136[MG_SIMD_WIDTH];
+        double mg_w_cse137[MG_SIMD_WIDTH];
+        double mg_w_cse138[MG_SIMD_WIDTH];
+        double mg_w_cse139[MG_SIMD_WIDTH];
+        double mg_w_cse140[MG_SIMD_WIDTH];
+        double mg_w_cse141[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg4_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse142[MG_SIMD_WIDTH];
+        double mg_w_cse143[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse128[MG_SIMD_WIDTH];
+        double mg_w_cse129[MG_SIMD_WIDTH];
+        double mg_w_cse144[MG_SIMD_WIDTH];
+        double mg_w_cse145[MG_SIMD_WIDTH];
+        double mg_w_leg5_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse146[MG_SIMD_WIDTH];
+        double mg_w_cse148[MG_SIMD_WIDTH];
+        double mg_w_cse149[MG_SIMD_WIDTH];
+        double mg_w_cse150[MG_SIMD_WIDTH];
+        double mg_w_cse151[MG_SIMD_WIDTH];
+        double mg_w_cse152[MG_SIMD_WIDTH];
+        double mg_w_cse153[MG_SIMD_WIDTH];
+        double mg_w_cse154[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg5_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse155[MG_SIMD_WIDTH];
+        double mg_w_cse156[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse104[MG_SIMD_WIDTH];
+        double mg_w_cse105[MG_SIMD_WIDTH];
+        double mg_w_cse157[MG_SIMD_WIDTH];
+        double mg_w_cse158[MG_SIMD_WIDTH];
+        double mg_w_leg6_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse159[MG_SIMD_WIDTH];
+        double mg_w_cse161[MG_SIMD_WIDTH];
+        double mg_w_cse162[MG_SIMD_WIDTH];
+        double mg_w_cse163[MG_SIMD_WIDTH];
+        double mg_w_cse164[MG_SIMD_WIDTH];
+        double mg_w_cse165[MG_SIMD_WIDTH];
+        double mg_w_cse166[MG_SIMD_WIDTH];
+        double mg_w_cse167[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg6_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse168[MG_SIMD_WIDTH];
+        double mg_w_cse169[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_00[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_10[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_20[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_11[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_21[MG_SIMD_WIDTH];
+        double mg_w_s_psi_z[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_12[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_22[MG_SIMD_WIDTH];
+        double mg_w_cse174[MG_SIMD_WIDTH];
+        double mg_w_cse176[MG_SIMD_WIDTH];
+        double mg_w_cse178[MG_SIMD_WIDTH];
+        double mg_w_cse180[MG_SIMD_WIDTH];
+        double mg_w_cse182[MG_SIMD_WIDTH];
+        double mg_w_cse184[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_leg1_q1[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q1[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q1[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q1[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q1[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q1[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(dw0 + mg_i * 3, 3, &mg_in_dw0[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_dw0[mg_j][0] = dw0[(mg_i + 0) * 3 + mg_j];
-            mg_in_dw0[mg_j][1] = dw0[(mg_i + 1) * 3 + mg_j];
-            mg_in_dw0[mg_j][2] = dw0[(mg_i + 2) * 3 + mg_j];
-            mg_in_dw0[mg_j][3] = dw0[(mg_i + 3) * 3 + mg_j];
-            mg_in_dw0[mg_j][4] = dw0[(mg_i + 4) * 3 + mg_j];
-            mg_in_dw0[mg_j][5] = dw0[(mg_i + 5) * 3 + mg_j];
-            mg_in_dw0[mg_j][6] = dw0[(mg_i + 6) * 3 + mg_j];
-            mg_in_dw0[mg_j][7] = dw0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -30400,7 +29644,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_psi_x_dot[mg_l] = psi_x_dot;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -30456,7 +29700,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_cse53[mg_l] = fmax(0.0, leg6_stroke - 0.2);
             mg_w_cse54[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double cse33 = mg_w_cse33[mg_l];
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse32 = mg_w_cse32[mg_l];
@@ -30490,7 +29734,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_mg_c35[mg_l] = fmax(0.0, cse54*p_k_stop*(1.0 - cse52));
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_M_on_C[0][mg_l] = 0.0;
             mg_o_M_on_C[1][mg_l] = 0.0;
             mg_o_M_on_C[2][mg_l] = 0.0;
@@ -31415,106 +30659,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg6_qd2 = mg_w_leg6_qd2[mg_l];
             mg_o_qd[16][mg_l] = leg6_qd2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            F_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_F_on_C[mg_j][0];
-            F_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_F_on_C[mg_j][1];
-            F_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_F_on_C[mg_j][2];
-            F_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_F_on_C[mg_j][3];
-            F_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_F_on_C[mg_j][4];
-            F_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_F_on_C[mg_j][5];
-            F_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_F_on_C[mg_j][6];
-            F_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_F_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            M_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_M_on_C[mg_j][0];
-            M_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_M_on_C[mg_j][1];
-            M_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_M_on_C[mg_j][2];
-            M_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_M_on_C[mg_j][3];
-            M_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_M_on_C[mg_j][4];
-            M_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_M_on_C[mg_j][5];
-            M_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_M_on_C[mg_j][6];
-            M_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_M_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_force[(mg_i + 0) * 3 + mg_j] = mg_o_base_force[mg_j][0];
-            base_force[(mg_i + 1) * 3 + mg_j] = mg_o_base_force[mg_j][1];
-            base_force[(mg_i + 2) * 3 + mg_j] = mg_o_base_force[mg_j][2];
-            base_force[(mg_i + 3) * 3 + mg_j] = mg_o_base_force[mg_j][3];
-            base_force[(mg_i + 4) * 3 + mg_j] = mg_o_base_force[mg_j][4];
-            base_force[(mg_i + 5) * 3 + mg_j] = mg_o_base_force[mg_j][5];
-            base_force[(mg_i + 6) * 3 + mg_j] = mg_o_base_force[mg_j][6];
-            base_force[(mg_i + 7) * 3 + mg_j] = mg_o_base_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_moment[(mg_i + 0) * 3 + mg_j] = mg_o_base_moment[mg_j][0];
-            base_moment[(mg_i + 1) * 3 + mg_j] = mg_o_base_moment[mg_j][1];
-            base_moment[(mg_i + 2) * 3 + mg_j] = mg_o_base_moment[mg_j][2];
-            base_moment[(mg_i + 3) * 3 + mg_j] = mg_o_base_moment[mg_j][3];
-            base_moment[(mg_i + 4) * 3 + mg_j] = mg_o_base_moment[mg_j][4];
-            base_moment[(mg_i + 5) * 3 + mg_j] = mg_o_base_moment[mg_j][5];
-            base_moment[(mg_i + 6) * 3 + mg_j] = mg_o_base_moment[mg_j][6];
-            base_moment[(mg_i + 7) * 3 + mg_j] = mg_o_base_moment[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        mg_block_to_rows(&mg_o_F_on_C[0][0], 18, F_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_M_on_C[0][0], 18, M_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_base_force[0][0], 3, base_force + mg_i * 3);
+        mg_block_to_rows(&mg_o_base_moment[0][0], 3, base_moment + mg_i * 3);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_base_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, w0 + (mg_i + mg_l) * 3, dw0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, F_on_C + (mg_i + mg_l) * 18, M_on_C + (mg_i + mg_l) * 18, base_force + (mg_i + mg_l) * 3, base_moment + (mg_i + mg_l) * 3, damping_power + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -36165,660 +35319,570 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_w0[3][8];
-        double mg_in_dw0[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[6][8];
-        double mg_in_mE[3][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_udot[6][8];
-        double mg_o_wrench[6][8];
-        double mg_o_damping_power[1][8];
-        double mg_o_stop_force[6][8];
-        double mg_o_dudot_dbase[36][8];
-        double mg_o_dwrench_dbase[36][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_stroke[8];
-        double mg_w_leg2_stroke[8];
-        double mg_w_leg3_stroke[8];
-        double mg_w_leg4_stroke[8];
-        double mg_w_leg5_stroke[8];
-        double mg_w_leg6_stroke[8];
-        double mg_w_cse75[8];
-        double mg_w_cse74[8];
-        double mg_w_cse76[8];
-        double mg_w_cse79[8];
-        double mg_w_cse78[8];
-        double mg_w_cse80[8];
-        double mg_w_cse83[8];
-        double mg_w_cse82[8];
-        double mg_w_cse84[8];
-        double mg_w_cse87[8];
-        double mg_w_cse86[8];
-        double mg_w_cse88[8];
-        double mg_w_cse91[8];
-        double mg_w_cse90[8];
-        double mg_w_cse92[8];
-        double mg_w_cse95[8];
-        double mg_w_cse94[8];
-        double mg_w_cse96[8];
-        double mg_w_mg_c14[8];
-        double mg_w_mg_c15[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_mg_c18[8];
-        double mg_w_mg_c19[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_mg_c22[8];
-        double mg_w_mg_c23[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_mg_c26[8];
-        double mg_w_mg_c27[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_mg_c30[8];
-        double mg_w_mg_c31[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_mg_c34[8];
-        double mg_w_mg_c35[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_F3_x[8];
-        double mg_w_leg2_F3_x[8];
-        double mg_w_leg3_F3_x[8];
-        double mg_w_leg4_F3_x[8];
-        double mg_w_leg5_F3_x[8];
-        double mg_w_leg6_F3_x[8];
-        double mg_w_leg1_A33_r[8];
-        double mg_w_leg1_c1[8];
-        double mg_w_leg1_R_Cn_00[8];
-        double mg_w_leg1_R_Cn_10[8];
-        double mg_w_leg1_y_z2[8];
-        double mg_w_leg1_R_Cn_20[8];
-        double mg_w_leg1_y_z3[8];
-        double mg_w_leg1_R_Cn_01[8];
-        double mg_w_leg1_R_Cn_11[8];
-        double mg_w_leg1_R_Cn_21[8];
-        double mg_w_leg1_R_Cn_02[8];
-        double mg_w_leg1_R_Cn_12[8];
-        double mg_w_leg1_R_Cn_22[8];
-        double mg_w_leg2_c1[8];
-        double mg_w_leg2_R_Cn_00[8];
-        double mg_w_leg2_R_Cn_10[8];
-        double mg_w_leg2_y_z2[8];
-        double mg_w_leg2_R_Cn_20[8];
-        double mg_w_leg2_y_z3[8];
-        double mg_w_leg2_R_Cn_01[8];
-        double mg_w_leg2_R_Cn_11[8];
-        double mg_w_leg2_R_Cn_21[8];
-        double mg_w_leg2_R_Cn_02[8];
-        double mg_w_leg2_R_Cn_12[8];
-        double mg_w_leg2_R_Cn_22[8];
-        double mg_w_leg3_c1[8];
-        double mg_w_leg3_R_Cn_00[8];
-        double mg_w_leg3_R_Cn_10[8];
-        double mg_w_leg3_y_z2[8];
-        double mg_w_leg3_R_Cn_20[8];
-        double mg_w_leg3_y_z3[8];
-        double mg_w_leg3_R_Cn_01[8];
-        double mg_w_leg3_R_Cn_11[8];
-        double mg_w_leg3_R_Cn_21[8];
-        double mg_w_leg3_R_Cn_02[8];
-        double mg_w_leg3_R_Cn_12[8];
-        double mg_w_leg3_R_Cn_22[8];
-        double mg_w_leg4_c1[8];
-        double mg_w_leg4_R_Cn_00[8];
-        double mg_w_leg4_R_Cn_10[8];
-        double mg_w_leg4_y_z2[8];
-        double mg_w_leg4_R_Cn_20[8];
-        double mg_w_leg4_y_z3[8];
-        double mg_w_leg4_R_Cn_01[8];
-        double mg_w_leg4_R_Cn_11[8];
-        double mg_w_leg4_R_Cn_21[8];
-        double mg_w_leg4_R_Cn_02[8];
-        double mg_w_leg4_R_Cn_12[8];
-        double mg_w_leg4_R_Cn_22[8];
-        double mg_w_leg5_c1[8];
-        double mg_w_leg5_R_Cn_00[8];
-        double mg_w_leg5_R_Cn_10[8];
-        double mg_w_leg5_y_z2[8];
-        double mg_w_leg5_R_Cn_20[8];
-        double mg_w_leg5_y_z3[8];
-        double mg_w_leg5_R_Cn_01[8];
-        double mg_w_leg5_R_Cn_11[8];
-        double mg_w_leg5_R_Cn_21[8];
-        double mg_w_leg5_R_Cn_02[8];
-        double mg_w_leg5_R_Cn_12[8];
-        double mg_w_leg5_R_Cn_22[8];
-        double mg_w_leg6_c1[8];
-        double mg_w_leg6_R_Cn_00[8];
-        double mg_w_leg6_R_Cn_10[8];
-        double mg_w_leg6_y_z2[8];
-        double mg_w_leg6_R_Cn_20[8];
-        double mg_w_leg6_y_z3[8];
-        double mg_w_leg6_R_Cn_01[8];
-        double mg_w_leg6_R_Cn_11[8];
-        double mg_w_leg6_R_Cn_21[8];
-        double mg_w_leg6_R_Cn_02[8];
-        double mg_w_leg6_R_Cn_12[8];
-        double mg_w_leg6_R_Cn_22[8];
-        double mg_w_sc_C_f_x[8];
-        double mg_w_sc_C_f_y[8];
-        double mg_w_sc_C_f_z[8];
-        double mg_w_s_C_m_x[8];
-        double mg_w_s_C_m_y[8];
-        double mg_w_s_C_m_z[8];
-        double mg_w_L2_1[8];
-        double mg_w_L3_1[8];
-        double mg_w_L3_2[8];
-        double mg_w_L4_1[8];
-        double mg_w_L4_2[8];
-        double mg_w_L4_3[8];
-        double mg_w_L5_1[8];
-        double mg_w_L5_2[8];
-        double mg_w_L5_3[8];
-        double mg_w_L5_4[8];
-        double mg_w_L6_1[8];
-        double mg_w_L6_2[8];
-        double mg_w_L6_3[8];
-        double mg_w_L6_4[8];
-        double mg_w_L6_5[8];
-        double mg_w_invD6[8];
-        double mg_w_invD5[8];
-        double mg_w_invD4[8];
-        double mg_w_invD3[8];
-        double mg_w_invD2[8];
-        double mg_w_invD1[8];
-        double mg_w_leg1_W1_1[8];
-        double mg_w_leg1_W2_1[8];
-        double mg_w_leg1_W3_1[8];
-        double mg_w_leg1_h1[8];
-        double mg_w_leg1_W1_2[8];
-        double mg_w_leg1_W2_2[8];
-        double mg_w_leg1_W3_2[8];
-        double mg_w_leg1_h2[8];
-        double mg_w_leg2_W2_1[8];
-        double mg_w_leg2_W1_1[8];
-        double mg_w_leg2_W3_1[8];
-        double mg_w_leg2_h1[8];
-        double mg_w_leg2_W2_2[8];
-        double mg_w_leg2_W1_2[8];
-        double mg_w_leg2_W3_2[8];
-        double mg_w_leg2_h2[8];
-        double mg_w_leg3_W1_1[8];
-        double mg_w_leg3_W2_1[8];
-        double mg_w_leg3_W3_1[8];
-        double mg_w_leg3_h1[8];
-        double mg_w_leg3_W1_2[8];
-        double mg_w_leg3_W2_2[8];
-        double mg_w_leg3_W3_2[8];
-        double mg_w_leg3_h2[8];
-        double mg_w_leg4_W1_1[8];
-        double mg_w_leg4_W2_1[8];
-        double mg_w_leg4_W3_1[8];
-        double mg_w_leg4_h1[8];
-        double mg_w_leg4_W1_2[8];
-        double mg_w_leg4_W2_2[8];
-        double mg_w_leg4_W3_2[8];
-        double mg_w_leg4_h2[8];
-        double mg_w_leg5_W2_1[8];
-        double mg_w_leg5_W1_1[8];
-        double mg_w_leg5_W3_1[8];
-        double mg_w_leg5_h1[8];
-        double mg_w_leg5_W2_2[8];
-        double mg_w_leg5_W1_2[8];
-        double mg_w_leg5_W3_2[8];
-        double mg_w_leg5_h2[8];
-        double mg_w_leg6_W2_1[8];
-        double mg_w_leg6_W1_1[8];
-        double mg_w_leg6_W3_1[8];
-        double mg_w_leg6_h1[8];
-        double mg_w_leg6_W2_2[8];
-        double mg_w_leg6_W1_2[8];
-        double mg_w_leg6_W3_2[8];
-        double mg_w_leg6_h2[8];
-        double mg_w_cse375[8];
-        double mg_w_leg1_IJ2_11[8];
-        double mg_w_cse376[8];
-        double mg_w_leg1_Ic2_11[8];
-        double mg_w_leg1_lu_inv2[8];
-        double mg_w_leg1_lu_inv3[8];
-        double mg_w_cse383[8];
-        double mg_w_leg2_IJ2_11[8];
-        double mg_w_cse384[8];
-        double mg_w_leg2_Ic2_11[8];
-        double mg_w_leg2_lu_inv2[8];
-        double mg_w_leg2_lu_inv3[8];
-        double mg_w_cse388[8];
-        double mg_w_leg3_IJ2_11[8];
-        double mg_w_cse389[8];
-        double mg_w_leg3_Ic2_11[8];
-        double mg_w_leg3_lu_inv2[8];
-        double mg_w_leg3_lu_inv3[8];
-        double mg_w_cse393[8];
-        double mg_w_leg4_IJ2_11[8];
-        double mg_w_cse394[8];
-        double mg_w_leg4_Ic2_11[8];
-        double mg_w_leg4_lu_inv2[8];
-        double mg_w_leg4_lu_inv3[8];
-        double mg_w_cse398[8];
-        double mg_w_leg5_IJ2_11[8];
-        double mg_w_cse399[8];
-        double mg_w_leg5_Ic2_11[8];
-        double mg_w_leg5_lu_inv2[8];
-        double mg_w_leg5_lu_inv3[8];
-        double mg_w_cse403[8];
-        double mg_w_leg6_IJ2_11[8];
-        double mg_w_cse404[8];
-        double mg_w_leg6_Ic2_11[8];
-        double mg_w_leg6_lu_inv2[8];
-        double mg_w_leg6_lu_inv3[8];
-        double mg_w_cse111[8];
-        double mg_w_cse112[8];
-        double mg_w_cse116[8];
-        double mg_w_leg1_epsd1_z[8];
-        double mg_w_cse120[8];
-        double mg_w_cse122[8];
-        double mg_w_cse123[8];
-        double mg_w_cse124[8];
-        double mg_w_cse125[8];
-        double mg_w_cse126[8];
-        double mg_w_cse127[8];
-        double mg_w_cse128[8];
-        double mg_w_leg1_a2_x[8];
-        double mg_w_leg1_oo2_W_00[8];
-        double mg_w_leg1_a2_y[8];
-        double mg_w_leg1_oo2_xy[8];
-        double mg_w_leg1_a1_z[8];
-        double mg_w_leg1_oo2_xz[8];
-        double mg_w_cse129[8];
-        double mg_w_cse136[8];
-        double mg_w_leg1_beta1_20[8];
-        double mg_w_leg1_beta1_00[8];
-        double mg_w_leg1_beta1_21[8];
-        double mg_w_leg1_beta1_01[8];
-        double mg_w_leg1_beta1_22[8];
-        double mg_w_leg1_beta1_02[8];
-        double mg_w_cse144[8];
-        double mg_w_cse145[8];
-        double mg_w_cse149[8];
-        double mg_w_leg2_epsd1_z[8];
-        double mg_w_cse153[8];
-        double mg_w_cse155[8];
-        double mg_w_cse156[8];
-        double mg_w_cse157[8];
-        double mg_w_cse158[8];
-        double mg_w_cse159[8];
-        double mg_w_cse160[8];
-        double mg_w_cse161[8];
-        double mg_w_leg2_a2_x[8];
-        double mg_w_leg2_oo2_W_00[8];
-        double mg_w_leg2_a2_y[8];
-        double mg_w_leg2_oo2_xy[8];
-        double mg_w_leg2_a1_z[8];
-        double mg_w_leg2_oo2_xz[8];
-        double mg_w_cse162[8];
-        double mg_w_cse169[8];
-        double mg_w_leg2_beta1_20[8];
-        double mg_w_leg2_beta1_00[8];
-        double mg_w_leg2_beta1_21[8];
-        double mg_w_leg2_beta1_01[8];
-        double mg_w_leg2_beta1_22[8];
-        double mg_w_leg2_beta1_02[8];
-        double mg_w_cse184[8];
-        double mg_w_cse185[8];
-        double mg_w_cse189[8];
-        double mg_w_leg3_epsd1_z[8];
-        double mg_w_cse193[8];
-        double mg_w_cse195[8];
-        double mg_w_cse196[8];
-        double mg_w_cse197[8];
-        double mg_w_cse198[8];
-        double mg_w_cse199[8];
-        double mg_w_cse200[8];
-        double mg_w_cse201[8];
-        double mg_w_leg3_a2_x[8];
-        double mg_w_leg3_oo2_W_00[8];
-        double mg_w_leg3_a2_y[8];
-        double mg_w_leg3_oo2_xy[8];
-        double mg_w_leg3_a1_z[8];
-        double mg_w_leg3_oo2_xz[8];
-        double mg_w_cse202[8];
-        double mg_w_cse209[8];
-        double mg_w_leg3_beta1_20[8];
-        double mg_w_leg3_beta1_00[8];
-        double mg_w_leg3_beta1_21[8];
-        double mg_w_leg3_beta1_01[8];
-        double mg_w_leg3_beta1_22[8];
-        double mg_w_leg3_beta1_02[8];
-        double mg_w_cse226[8];
-        double mg_w_cse229[8];
-        double mg_w_cse233[8];
-        double mg_w_leg4_epsd1_z[8];
-        double mg_w_cse237[8];
-        double mg_w_cse239[8];
-        double mg_w_cse240[8];
-        double mg_w_cse241[8];
-        double mg_w_cse242[8];
-        double mg_w_cse243[8];
-        double mg_w_cse244[8];
-        double mg_w_cse245[8];
-        double mg_w_leg4_a2_x[8];
-        double mg_w_leg4_oo2_W_00[8];
-        double mg_w_leg4_a2_y[8];
-        double mg_w_leg4_oo2_xy[8];
-        double mg_w_leg4_a1_z[8];
-        double mg_w_leg4_oo2_xz[8];
-        double mg_w_cse246[8];
-        double mg_w_cse253[8];
-        double mg_w_leg4_beta1_20[8];
-        double mg_w_leg4_beta1_00[8];
-        double mg_w_leg4_beta1_21[8];
-        double mg_w_leg4_beta1_01[8];
-        double mg_w_leg4_beta1_22[8];
-        double mg_w_leg4_beta1_02[8];
-        double mg_w_cse224[8];
-        double mg_w_cse225[8];
-        double mg_w_cse262[8];
-        double mg_w_cse266[8];
-        double mg_w_leg5_epsd1_z[8];
-        double mg_w_cse270[8];
-        double mg_w_cse272[8];
-        double mg_w_cse273[8];
-        double mg_w_cse274[8];
-        double mg_w_cse275[8];
-        double mg_w_cse276[8];
-        double mg_w_cse277[8];
-        double mg_w_cse278[8];
-        double mg_w_leg5_a2_x[8];
-        double mg_w_leg5_oo2_W_00[8];
-        double mg_w_leg5_a2_y[8];
-        double mg_w_leg5_oo2_xy[8];
-        double mg_w_leg5_a1_z[8];
-        double mg_w_leg5_oo2_xz[8];
-        double mg_w_cse279[8];
-        double mg_w_cse286[8];
-        double mg_w_leg5_beta1_20[8];
-        double mg_w_leg5_beta1_00[8];
-        double mg_w_leg5_beta1_21[8];
-        double mg_w_leg5_beta1_01[8];
-        double mg_w_leg5_beta1_22[8];
-        double mg_w_leg5_beta1_02[8];
-        double mg_w_cse182[8];
-        double mg_w_cse183[8];
-        double mg_w_cse293[8];
-        double mg_w_cse297[8];
-        double mg_w_leg6_epsd1_z[8];
-        double mg_w_cse301[8];
-        double mg_w_cse303[8];
-        double mg_w_cse304[8];
-        double mg_w_cse305[8];
-        double mg_w_cse306[8];
-        double mg_w_cse307[8];
-        double mg_w_cse308[8];
-        double mg_w_cse309[8];
-        double mg_w_leg6_a2_x[8];
-        double mg_w_leg6_oo2_W_00[8];
-        double mg_w_leg6_a2_y[8];
-        double mg_w_leg6_oo2_xy[8];
-        double mg_w_leg6_a1_z[8];
-        double mg_w_leg6_oo2_xz[8];
-        double mg_w_cse310[8];
-        double mg_w_cse317[8];
-        double mg_w_leg6_beta1_20[8];
-        double mg_w_leg6_beta1_00[8];
-        double mg_w_leg6_beta1_21[8];
-        double mg_w_leg6_beta1_01[8];
-        double mg_w_leg6_beta1_22[8];
-        double mg_w_leg6_beta1_02[8];
-        double mg_w_alpha_C_00[8];
-        double mg_w_alpha_C_10[8];
-        double mg_w_alpha_C_20[8];
-        double mg_w_alpha_C_11[8];
-        double mg_w_alpha_C_21[8];
-        double mg_w_s_psi_z[8];
-        double mg_w_alpha_C_02[8];
-        double mg_w_alpha_C_12[8];
-        double mg_w_alpha_C_22[8];
-        double mg_w_cse325[8];
-        double mg_w_cse327[8];
-        double mg_w_cse329[8];
-        double mg_w_cse331[8];
-        double mg_w_cse333[8];
-        double mg_w_cse335[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_leg1_q1[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg2_q1[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg3_q1[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg4_q1[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg5_q1[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg6_q1[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_udot1_dg_x[8];
-        double mg_w_udot1_dg_y[8];
-        double mg_w_udot1_dg_z[8];
-        double mg_w_udot1_dOmega_dot_x[8];
-        double mg_w_udot1_dOmega_dot_y[8];
-        double mg_w_udot1_dOmega_dot_z[8];
-        double mg_w_udot2_dg_x[8];
-        double mg_w_udot2_dg_y[8];
-        double mg_w_udot2_dg_z[8];
-        double mg_w_udot2_dOmega_dot_x[8];
-        double mg_w_udot2_dOmega_dot_y[8];
-        double mg_w_udot2_dOmega_dot_z[8];
-        double mg_w_udot3_dg_x[8];
-        double mg_w_udot3_dg_y[8];
-        double mg_w_udot3_dg_z[8];
-        double mg_w_udot3_dOmega_dot_x[8];
-        double mg_w_udot3_dOmega_dot_y[8];
-        double mg_w_udot3_dOmega_dot_z[8];
-        double mg_w_yc4_dg_x[8];
-        double mg_w_yc4_dg_y[8];
-        double mg_w_yc4_dg_z[8];
-        double mg_w_yc4_dOmega_dot_x[8];
-        double mg_w_yc4_dOmega_dot_y[8];
-        double mg_w_yc4_dOmega_dot_z[8];
-        double mg_w_yc5_dg_x[8];
-        double mg_w_yc5_dg_y[8];
-        double mg_w_yc5_dg_z[8];
-        double mg_w_yc5_dOmega_dot_x[8];
-        double mg_w_yc5_dOmega_dot_y[8];
-        double mg_w_yc5_dOmega_dot_z[8];
-        double mg_w_yc6_dg_x[8];
-        double mg_w_yc6_dg_y[8];
-        double mg_w_yc6_dg_z[8];
-        double mg_w_yc6_dOmega_dot_x[8];
-        double mg_w_yc6_dOmega_dot_y[8];
-        double mg_w_yc6_dOmega_dot_z[8];
-        double mg_w_base_force_x_dg_x[8];
-        double mg_w_base_force_x_dg_y[8];
-        double mg_w_base_force_x_dg_z[8];
-        double mg_w_base_force_x_dOmega_dot_x[8];
-        double mg_w_base_force_x_dOmega_dot_y[8];
-        double mg_w_base_force_x_dOmega_dot_z[8];
-        double mg_w_base_force_y_dg_x[8];
-        double mg_w_base_force_y_dg_y[8];
-        double mg_w_base_force_y_dg_z[8];
-        double mg_w_base_force_y_dOmega_dot_x[8];
-        double mg_w_base_force_y_dOmega_dot_y[8];
-        double mg_w_base_force_y_dOmega_dot_z[8];
-        double mg_w_base_force_z_dg_x[8];
-        double mg_w_base_force_z_dg_y[8];
-        double mg_w_base_force_z_dg_z[8];
-        double mg_w_base_force_z_dOmega_dot_x[8];
-        double mg_w_base_force_z_dOmega_dot_y[8];
-        double mg_w_base_force_z_dOmega_dot_z[8];
-        double mg_w_base_moment_x_dg_x[8];
-        double mg_w_base_moment_x_dg_y[8];
-        double mg_w_base_moment_x_dg_z[8];
-        double mg_w_base_moment_x_dOmega_dot_x[8];
-        double mg_w_base_moment_x_dOmega_dot_y[8];
-        double mg_w_base_moment_x_dOmega_dot_z[8];
-        double mg_w_base_moment_y_dg_x[8];
-        double mg_w_base_moment_y_dg_y[8];
-        double mg_w_base_moment_y_dg_z[8];
-        double mg_w_base_moment_y_dOmega_dot_x[8];
-        double mg_w_base_moment_y_dOmega_dot_y[8];
-        double mg_w_base_moment_y_dOmega_dot_z[8];
-        double mg_w_base_moment_z_dg_x[8];
-        double mg_w_base_moment_z_dg_y[8];
-        double mg_w_base_moment_z_dg_z[8];
-        double mg_w_base_moment_z_dOmega_dot_x[8];
-        double mg_w_base_moment_z_dOmega_dot_y[8];
-        double mg_w_base_moment_z_dOmega_dot_z[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_dw0[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_udot[6][MG_SIMD_WIDTH];
+        double mg_o_wrench[6][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_o_stop_force[6][MG_SIMD_WIDTH];
+        double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
+        double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg2_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg3_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg4_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg5_stroke[MG_SIMD_WIDTH];
+        double mg_w_leg6_stroke[MG_SIMD_WIDTH];
+        double mg_w_cse75[MG_SIMD_WIDTH];
+        double mg_w_cse74[MG_SIMD_WIDTH];
+        double mg_w_cse76[MG_SIMD_WIDTH];
+        double mg_w_cse79[MG_SIMD_WIDTH];
+        double mg_w_cse78[MG_SIMD_WIDTH];
+        double mg_w_cse80[MG_SIMD_WIDTH];
+        double mg_w_cse83[MG_SIMD_WIDTH];
+        double mg_w_cse82[MG_SIMD_WIDTH];
+        double mg_w_cse84[MG_SIMD_WIDTH];
+        double mg_w_cse87[MG_SIMD_WIDTH];
+        double mg_w_cse86[MG_SIMD_WIDTH];
+        double mg_w_cse88[MG_SIMD_WIDTH];
+        double mg_w_cse91[MG_SIMD_WIDTH];
+        double mg_w_cse90[MG_SIMD_WIDTH];
+        double mg_w_cse92[MG_SIMD_WIDTH];
+        double mg_w_cse95[MG_SIMD_WIDTH];
+        double mg_w_cse94[MG_SIMD_WIDTH];
+        double mg_w_cse96[MG_SIMD_WIDTH];
+        double mg_w_mg_c14[MG_SIMD_WIDTH];
+        double mg_w_mg_c15[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c18[MG_SIMD_WIDTH];
+        double mg_w_mg_c19[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c22[MG_SIMD_WIDTH];
+        double mg_w_mg_c23[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c26[MG_SIMD_WIDTH];
+        double mg_w_mg_c27[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c30[MG_SIMD_WIDTH];
+        double mg_w_mg_c31[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_mg_c34[MG_SIMD_WIDTH];
+        double mg_w_mg_c35[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F3_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_A33_r[MG_SIMD_WIDTH];
+        double mg_w_leg1_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg1_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg2_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg3_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg4_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg5_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_10[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z2[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_y_z3[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_02[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_12[MG_SIMD_WIDTH];
+        double mg_w_leg6_R_Cn_22[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_x[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_y[MG_SIMD_WIDTH];
+        double mg_w_sc_C_f_z[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_x[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_y[MG_SIMD_WIDTH];
+        double mg_w_s_C_m_z[MG_SIMD_WIDTH];
+        double mg_w_L2_1[MG_SIMD_WIDTH];
+        double mg_w_L3_1[MG_SIMD_WIDTH];
+        double mg_w_L3_2[MG_SIMD_WIDTH];
+        double mg_w_L4_1[MG_SIMD_WIDTH];
+        double mg_w_L4_2[MG_SIMD_WIDTH];
+        double mg_w_L4_3[MG_SIMD_WIDTH];
+        double mg_w_L5_1[MG_SIMD_WIDTH];
+        double mg_w_L5_2[MG_SIMD_WIDTH];
+        double mg_w_L5_3[MG_SIMD_WIDTH];
+        double mg_w_L5_4[MG_SIMD_WIDTH];
+        double mg_w_L6_1[MG_SIMD_WIDTH];
+        double mg_w_L6_2[MG_SIMD_WIDTH];
+        double mg_w_L6_3[MG_SIMD_WIDTH];
+        double mg_w_L6_4[MG_SIMD_WIDTH];
+        double mg_w_L6_5[MG_SIMD_WIDTH];
+        double mg_w_invD6[MG_SIMD_WIDTH];
+        double mg_w_invD5[MG_SIMD_WIDTH];
+        double mg_w_invD4[MG_SIMD_WIDTH];
+        double mg_w_invD3[MG_SIMD_WIDTH];
+        double mg_w_invD2[MG_SIMD_WIDTH];
+        double mg_w_invD1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg1_h1[MG_SIMD_WIDTH];
+        double mg_w_leg1_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg1_h2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg2_h1[MG_SIMD_WIDTH];
+        double mg_w_leg2_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg2_h2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg3_h1[MG_SIMD_WIDTH];
+        double mg_w_leg3_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg3_h2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg4_h1[MG_SIMD_WIDTH];
+        double mg_w_leg4_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg4_h2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg5_h1[MG_SIMD_WIDTH];
+        double mg_w_leg5_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg5_h2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_1[MG_SIMD_WIDTH];
+        double mg_w_leg6_h1[MG_SIMD_WIDTH];
+        double mg_w_leg6_W2_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W1_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_W3_2[MG_SIMD_WIDTH];
+        double mg_w_leg6_h2[MG_SIMD_WIDTH];
+        double mg_w_cse375[MG_SIMD_WIDTH];
+        double mg_w_leg1_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse376[MG_SIMD_WIDTH];
+        double mg_w_leg1_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg1_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse383[MG_SIMD_WIDTH];
+        double mg_w_leg2_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse384[MG_SIMD_WIDTH];
+        double mg_w_leg2_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg2_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse388[MG_SIMD_WIDTH];
+        double mg_w_leg3_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse389[MG_SIMD_WIDTH];
+        double mg_w_leg3_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg3_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse393[MG_SIMD_WIDTH];
+        double mg_w_leg4_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse394[MG_SIMD_WIDTH];
+        double mg_w_leg4_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg4_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse398[MG_SIMD_WIDTH];
+        double mg_w_leg5_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse399[MG_SIMD_WIDTH];
+        double mg_w_leg5_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg5_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse403[MG_SIMD_WIDTH];
+        double mg_w_leg6_IJ2_11[MG_SIMD_WIDTH];
+        double mg_w_cse404[MG_SIMD_WIDTH];
+        double mg_w_leg6_Ic2_11[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv2[MG_SIMD_WIDTH];
+        double mg_w_leg6_lu_inv3[MG_SIMD_WIDTH];
+        double mg_w_cse111[MG_SIMD_WIDTH];
+        double mg_w_cse112[MG_SIMD_WIDTH];
+        double mg_w_cse116[MG_SIMD_WIDTH];
+        double mg_w_leg1_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse120[MG_SIMD_WIDTH];
+        double mg_w_cse122[MG_SIMD_WIDTH];
+        double mg_w_cse123[MG_SIMD_WIDTH];
+        double mg_w_cse124[MG_SIMD_WIDTH];
+        double mg_w_cse125[MG_SIMD_WIDTH];
+        double mg_w_cse126[MG_SIMD_WIDTH];
+        double mg_w_cse127[MG_SIMD_WIDTH];
+        double mg_w_cse128[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg1_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg1_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse129[MG_SIMD_WIDTH];
+        double mg_w_cse136[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg1_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse144[MG_SIMD_WIDTH];
+        double mg_w_cse145[MG_SIMD_WIDTH];
+        double mg_w_cse149[MG_SIMD_WIDTH];
+        double mg_w_leg2_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse153[MG_SIMD_WIDTH];
+        double mg_w_cse155[MG_SIMD_WIDTH];
+        double mg_w_cse156[MG_SIMD_WIDTH];
+        double mg_w_cse157[MG_SIMD_WIDTH];
+        double mg_w_cse158[MG_SIMD_WIDTH];
+        double mg_w_cse159[MG_SIMD_WIDTH];
+        double mg_w_cse160[MG_SIMD_WIDTH];
+        double mg_w_cse161[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg2_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse162[MG_SIMD_WIDTH];
+        double mg_w_cse169[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg2_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse184[MG_SIMD_WIDTH];
+        double mg_w_cse185[MG_SIMD_WIDTH];
+        double mg_w_cse189[MG_SIMD_WIDTH];
+        double mg_w_leg3_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse193[MG_SIMD_WIDTH];
+        double mg_w_cse195[MG_SIMD_WIDTH];
+        double mg_w_cse196[MG_SIMD_WIDTH];
+        double mg_w_cse197[MG_SIMD_WIDTH];
+        double mg_w_cse198[MG_SIMD_WIDTH];
+        double mg_w_cse199[MG_SIMD_WIDTH];
+        double mg_w_cse200[MG_SIMD_WIDTH];
+        double mg_w_cse201[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg3_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse202[MG_SIMD_WIDTH];
+        double mg_w_cse209[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg3_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse226[MG_SIMD_WIDTH];
+        double mg_w_cse229[MG_SIMD_WIDTH];
+        double mg_w_cse233[MG_SIMD_WIDTH];
+        double mg_w_leg4_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse237[MG_SIMD_WIDTH];
+        double mg_w_cse239[MG_SIMD_WIDTH];
+        double mg_w_cse240[MG_SIMD_WIDTH];
+        double mg_w_cse241[MG_SIMD_WIDTH];
+        double mg_w_cse242[MG_SIMD_WIDTH];
+        double mg_w_cse243[MG_SIMD_WIDTH];
+        double mg_w_cse244[MG_SIMD_WIDTH];
+        double mg_w_cse245[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg4_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse246[MG_SIMD_WIDTH];
+        double mg_w_cse253[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg4_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse224[MG_SIMD_WIDTH];
+        double mg_w_cse225[MG_SIMD_WIDTH];
+        double mg_w_cse262[MG_SIMD_WIDTH];
+        double mg_w_cse266[MG_SIMD_WIDTH];
+        double mg_w_leg5_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse270[MG_SIMD_WIDTH];
+        double mg_w_cse272[MG_SIMD_WIDTH];
+        double mg_w_cse273[MG_SIMD_WIDTH];
+        double mg_w_cse274[MG_SIMD_WIDTH];
+        double mg_w_cse275[MG_SIMD_WIDTH];
+        double mg_w_cse276[MG_SIMD_WIDTH];
+        double mg_w_cse277[MG_SIMD_WIDTH];
+        double mg_w_cse278[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg5_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse279[MG_SIMD_WIDTH];
+        double mg_w_cse286[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg5_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_cse182[MG_SIMD_WIDTH];
+        double mg_w_cse183[MG_SIMD_WIDTH];
+        double mg_w_cse293[MG_SIMD_WIDTH];
+        double mg_w_cse297[MG_SIMD_WIDTH];
+        double mg_w_leg6_epsd1_z[MG_SIMD_WIDTH];
+        double mg_w_cse301[MG_SIMD_WIDTH];
+        double mg_w_cse303[MG_SIMD_WIDTH];
+        double mg_w_cse304[MG_SIMD_WIDTH];
+        double mg_w_cse305[MG_SIMD_WIDTH];
+        double mg_w_cse306[MG_SIMD_WIDTH];
+        double mg_w_cse307[MG_SIMD_WIDTH];
+        double mg_w_cse308[MG_SIMD_WIDTH];
+        double mg_w_cse309[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_W_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_a2_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xy[MG_SIMD_WIDTH];
+        double mg_w_leg6_a1_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_oo2_xz[MG_SIMD_WIDTH];
+        double mg_w_cse310[MG_SIMD_WIDTH];
+        double mg_w_cse317[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_20[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_00[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_21[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_01[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_22[MG_SIMD_WIDTH];
+        double mg_w_leg6_beta1_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_00[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_10[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_20[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_11[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_21[MG_SIMD_WIDTH];
+        double mg_w_s_psi_z[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_02[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_12[MG_SIMD_WIDTH];
+        double mg_w_alpha_C_22[MG_SIMD_WIDTH];
+        double mg_w_cse325[MG_SIMD_WIDTH];
+        double mg_w_cse327[MG_SIMD_WIDTH];
+        double mg_w_cse329[MG_SIMD_WIDTH];
+        double mg_w_cse331[MG_SIMD_WIDTH];
+        double mg_w_cse333[MG_SIMD_WIDTH];
+        double mg_w_cse335[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_leg1_q1[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q1[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q1[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q1[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q1[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q1[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_z[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(dw0 + mg_i * 3, 3, &mg_in_dw0[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_dw0[mg_j][0] = dw0[(mg_i + 0) * 3 + mg_j];
-            mg_in_dw0[mg_j][1] = dw0[(mg_i + 1) * 3 + mg_j];
-            mg_in_dw0[mg_j][2] = dw0[(mg_i + 2) * 3 + mg_j];
-            mg_in_dw0[mg_j][3] = dw0[(mg_i + 3) * 3 + mg_j];
-            mg_in_dw0[mg_j][4] = dw0[(mg_i + 4) * 3 + mg_j];
-            mg_in_dw0[mg_j][5] = dw0[(mg_i + 5) * 3 + mg_j];
-            mg_in_dw0[mg_j][6] = dw0[(mg_i + 6) * 3 + mg_j];
-            mg_in_dw0[mg_j][7] = dw0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -41527,7 +40591,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_udot3_dOmega_dot_z[mg_l] = udot3_dOmega_dot_z;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -41583,7 +40647,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_cse95[mg_l] = fmax(0.0, leg6_stroke - 0.2);
             mg_w_cse96[mg_l] = fmax(0.0, -leg6_stroke - 0.2);
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double cse75 = mg_w_cse75[mg_l];
             const double p_k_stop = p[(mg_i + mg_l) * 6 + 3];
             const double cse74 = mg_w_cse74[mg_l];
@@ -41617,7 +40681,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_mg_c35[mg_l] = fmax(0.0, cse96*p_k_stop*(1.0 - cse94));
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double mg_c14 = mg_w_mg_c14[mg_l];
             const double mg_c15 = mg_w_mg_c15[mg_l];
             const double cse77 = -mg_c14 + mg_c15;
@@ -42596,106 +41660,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double base_moment_z_dOmega_dot_z = mg_w_base_moment_z_dOmega_dot_z[mg_l];
             mg_o_dwrench_dbase[35][mg_l] = base_moment_z_dOmega_dot_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            udot[(mg_i + 0) * 6 + mg_j] = mg_o_udot[mg_j][0];
-            udot[(mg_i + 1) * 6 + mg_j] = mg_o_udot[mg_j][1];
-            udot[(mg_i + 2) * 6 + mg_j] = mg_o_udot[mg_j][2];
-            udot[(mg_i + 3) * 6 + mg_j] = mg_o_udot[mg_j][3];
-            udot[(mg_i + 4) * 6 + mg_j] = mg_o_udot[mg_j][4];
-            udot[(mg_i + 5) * 6 + mg_j] = mg_o_udot[mg_j][5];
-            udot[(mg_i + 6) * 6 + mg_j] = mg_o_udot[mg_j][6];
-            udot[(mg_i + 7) * 6 + mg_j] = mg_o_udot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            wrench[(mg_i + 0) * 6 + mg_j] = mg_o_wrench[mg_j][0];
-            wrench[(mg_i + 1) * 6 + mg_j] = mg_o_wrench[mg_j][1];
-            wrench[(mg_i + 2) * 6 + mg_j] = mg_o_wrench[mg_j][2];
-            wrench[(mg_i + 3) * 6 + mg_j] = mg_o_wrench[mg_j][3];
-            wrench[(mg_i + 4) * 6 + mg_j] = mg_o_wrench[mg_j][4];
-            wrench[(mg_i + 5) * 6 + mg_j] = mg_o_wrench[mg_j][5];
-            wrench[(mg_i + 6) * 6 + mg_j] = mg_o_wrench[mg_j][6];
-            wrench[(mg_i + 7) * 6 + mg_j] = mg_o_wrench[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            stop_force[(mg_i + 0) * 6 + mg_j] = mg_o_stop_force[mg_j][0];
-            stop_force[(mg_i + 1) * 6 + mg_j] = mg_o_stop_force[mg_j][1];
-            stop_force[(mg_i + 2) * 6 + mg_j] = mg_o_stop_force[mg_j][2];
-            stop_force[(mg_i + 3) * 6 + mg_j] = mg_o_stop_force[mg_j][3];
-            stop_force[(mg_i + 4) * 6 + mg_j] = mg_o_stop_force[mg_j][4];
-            stop_force[(mg_i + 5) * 6 + mg_j] = mg_o_stop_force[mg_j][5];
-            stop_force[(mg_i + 6) * 6 + mg_j] = mg_o_stop_force[mg_j][6];
-            stop_force[(mg_i + 7) * 6 + mg_j] = mg_o_stop_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dudot_dbase[(mg_i + 0) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][0];
-            dudot_dbase[(mg_i + 1) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][1];
-            dudot_dbase[(mg_i + 2) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][2];
-            dudot_dbase[(mg_i + 3) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][3];
-            dudot_dbase[(mg_i + 4) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][4];
-            dudot_dbase[(mg_i + 5) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][5];
-            dudot_dbase[(mg_i + 6) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][6];
-            dudot_dbase[(mg_i + 7) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dwrench_dbase[(mg_i + 0) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][0];
-            dwrench_dbase[(mg_i + 1) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][1];
-            dwrench_dbase[(mg_i + 2) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][2];
-            dwrench_dbase[(mg_i + 3) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][3];
-            dwrench_dbase[(mg_i + 4) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][4];
-            dwrench_dbase[(mg_i + 5) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][5];
-            dwrench_dbase[(mg_i + 6) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][6];
-            dwrench_dbase[(mg_i + 7) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_udot[0][0], 6, udot + mg_i * 6);
+        mg_block_to_rows(&mg_o_wrench[0][0], 6, wrench + mg_i * 6);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        mg_block_to_rows(&mg_o_stop_force[0][0], 6, stop_force + mg_i * 6);
+        mg_block_to_rows(&mg_o_dudot_dbase[0][0], 36, dudot_dbase + mg_i * 36);
+        mg_block_to_rows(&mg_o_dwrench_dbase[0][0], 36, dwrench_dbase + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_coupled_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, w0 + (mg_i + mg_l) * 3, dw0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, udot + (mg_i + mg_l) * 6, wrench + (mg_i + mg_l) * 6, damping_power + (mg_i + mg_l) * 1, stop_force + (mg_i + mg_l) * 6, dudot_dbase + (mg_i + mg_l) * 36, dwrench_dbase + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -43524,78 +42498,28 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_w0[3][8];
-        double mg_in_x[6][8];
-        double mg_in_V0[3][8];
-        double mg_in_u[6][8];
-        double mg_in_p[6][8];
-        double mg_o_momentum[3][8];
-        double mg_o_angular_momentum[3][8];
-        double mg_o_T[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_V0[3][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_p[6][MG_SIMD_WIDTH];
+        double mg_o_momentum[3][MG_SIMD_WIDTH];
+        double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(V0 + mg_i * 3, 3, &mg_in_V0[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_V0[mg_j][0] = V0[(mg_i + 0) * 3 + mg_j];
-            mg_in_V0[mg_j][1] = V0[(mg_i + 1) * 3 + mg_j];
-            mg_in_V0[mg_j][2] = V0[(mg_i + 2) * 3 + mg_j];
-            mg_in_V0[mg_j][3] = V0[(mg_i + 3) * 3 + mg_j];
-            mg_in_V0[mg_j][4] = V0[(mg_i + 4) * 3 + mg_j];
-            mg_in_V0[mg_j][5] = V0[(mg_i + 5) * 3 + mg_j];
-            mg_in_V0[mg_j][6] = V0[(mg_i + 6) * 3 + mg_j];
-            mg_in_V0[mg_j][7] = V0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 6 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 6 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 6 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 6 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 6 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 6 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 6 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double Omega_y = mg_in_w0[1][mg_l];
             const double z_C = mg_in_x[2][mg_l];
@@ -44463,40 +43387,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             mg_o_T[0][mg_l] = cse113*leg1_qd3*leg1_qd3 + cse113*leg2_qd3*leg2_qd3 + cse113*leg3_qd3*leg3_qd3 + cse113*leg4_qd3*leg4_qd3 + cse113*leg5_qd3*leg5_qd3 + cse113*leg6_qd3*leg6_qd3 + cse31*leg1_v_abs3_y - cse32*leg1_v_abs3_z + cse33*leg1_v_abs2_y - cse34*leg1_v_abs1_z + cse36*leg2_v_abs3_y - cse37*leg2_v_abs3_z + cse38*leg2_v_abs2_y - cse39*leg2_v_abs1_z + cse46*leg3_v_abs3_y - cse47*leg3_v_abs3_z + cse48*leg3_v_abs2_y - cse49*leg3_v_abs1_z + cse56*leg4_v_abs3_y - cse57*leg4_v_abs3_z + cse58*leg4_v_abs2_y - cse59*leg4_v_abs1_z + cse60*leg5_v_abs3_y - cse61*leg5_v_abs3_z + cse62*leg5_v_abs2_y - cse63*leg5_v_abs1_z + cse64*leg6_v_abs3_y - cse65*leg6_v_abs3_z + cse66*leg6_v_abs2_y - cse67*leg6_v_abs1_z + 2.0*leg1_v_abs1_z*leg1_v_abs1_z + 2.0*leg1_v_abs2_x*leg1_v_abs2_x + 2.0*leg1_v_abs2_y*leg1_v_abs2_y + leg1_v_abs3_x*leg1_v_abs3_x + leg1_v_abs3_y*leg1_v_abs3_y + leg1_v_abs3_z*leg1_v_abs3_z + (0.00125)*leg1_w_abs2_x*leg1_w_abs2_x + (0.28265)*leg1_w_abs2_y*leg1_w_abs2_y + (0.28265)*leg1_w_abs2_z*leg1_w_abs2_z + 2.0*leg2_v_abs1_z*leg2_v_abs1_z + 2.0*leg2_v_abs2_x*leg2_v_abs2_x + 2.0*leg2_v_abs2_y*leg2_v_abs2_y + leg2_v_abs3_x*leg2_v_abs3_x + leg2_v_abs3_y*leg2_v_abs3_y + leg2_v_abs3_z*leg2_v_abs3_z + (0.00125)*leg2_w_abs2_x*leg2_w_abs2_x + (0.28265)*leg2_w_abs2_y*leg2_w_abs2_y + (0.28265)*leg2_w_abs2_z*leg2_w_abs2_z + 2.0*leg3_v_abs1_z*leg3_v_abs1_z + 2.0*leg3_v_abs2_x*leg3_v_abs2_x + 2.0*leg3_v_abs2_y*leg3_v_abs2_y + leg3_v_abs3_x*leg3_v_abs3_x + leg3_v_abs3_y*leg3_v_abs3_y + leg3_v_abs3_z*leg3_v_abs3_z + (0.00125)*leg3_w_abs2_x*leg3_w_abs2_x + (0.28265)*leg3_w_abs2_y*leg3_w_abs2_y + (0.28265)*leg3_w_abs2_z*leg3_w_abs2_z + 2.0*leg4_v_abs1_z*leg4_v_abs1_z + 2.0*leg4_v_abs2_x*leg4_v_abs2_x + 2.0*leg4_v_abs2_y*leg4_v_abs2_y + leg4_v_abs3_x*leg4_v_abs3_x + leg4_v_abs3_y*leg4_v_abs3_y + leg4_v_abs3_z*leg4_v_abs3_z + (0.00125)*leg4_w_abs2_x*leg4_w_abs2_x + (0.28265)*leg4_w_abs2_y*leg4_w_abs2_y + (0.28265)*leg4_w_abs2_z*leg4_w_abs2_z + 2.0*leg5_v_abs1_z*leg5_v_abs1_z + 2.0*leg5_v_abs2_x*leg5_v_abs2_x + 2.0*leg5_v_abs2_y*leg5_v_abs2_y + leg5_v_abs3_x*leg5_v_abs3_x + leg5_v_abs3_y*leg5_v_abs3_y + leg5_v_abs3_z*leg5_v_abs3_z + (0.00125)*leg5_w_abs2_x*leg5_w_abs2_x + (0.28265)*leg5_w_abs2_y*leg5_w_abs2_y + (0.28265)*leg5_w_abs2_z*leg5_w_abs2_z + 2.0*leg6_v_abs1_z*leg6_v_abs1_z + 2.0*leg6_v_abs2_x*leg6_v_abs2_x + 2.0*leg6_v_abs2_y*leg6_v_abs2_y + leg6_v_abs3_x*leg6_v_abs3_x + leg6_v_abs3_y*leg6_v_abs3_y + leg6_v_abs3_z*leg6_v_abs3_z + (0.00125)*leg6_w_abs2_x*leg6_w_abs2_x + (0.28265)*leg6_w_abs2_y*leg6_w_abs2_y + (0.28265)*leg6_w_abs2_z*leg6_w_abs2_z + 15.0*omega_abs_C_x*omega_abs_C_x + 15.0*omega_abs_C_y*omega_abs_C_y + (27.5)*omega_abs_C_z*omega_abs_C_z + (0.5)*p_m_ring*(V_abs_C_x*V_abs_C_x + V_abs_C_y*V_abs_C_y + V_abs_C_z*V_abs_C_z);
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            momentum[(mg_i + 0) * 3 + mg_j] = mg_o_momentum[mg_j][0];
-            momentum[(mg_i + 1) * 3 + mg_j] = mg_o_momentum[mg_j][1];
-            momentum[(mg_i + 2) * 3 + mg_j] = mg_o_momentum[mg_j][2];
-            momentum[(mg_i + 3) * 3 + mg_j] = mg_o_momentum[mg_j][3];
-            momentum[(mg_i + 4) * 3 + mg_j] = mg_o_momentum[mg_j][4];
-            momentum[(mg_i + 5) * 3 + mg_j] = mg_o_momentum[mg_j][5];
-            momentum[(mg_i + 6) * 3 + mg_j] = mg_o_momentum[mg_j][6];
-            momentum[(mg_i + 7) * 3 + mg_j] = mg_o_momentum[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            angular_momentum[(mg_i + 0) * 3 + mg_j] = mg_o_angular_momentum[mg_j][0];
-            angular_momentum[(mg_i + 1) * 3 + mg_j] = mg_o_angular_momentum[mg_j][1];
-            angular_momentum[(mg_i + 2) * 3 + mg_j] = mg_o_angular_momentum[mg_j][2];
-            angular_momentum[(mg_i + 3) * 3 + mg_j] = mg_o_angular_momentum[mg_j][3];
-            angular_momentum[(mg_i + 4) * 3 + mg_j] = mg_o_angular_momentum[mg_j][4];
-            angular_momentum[(mg_i + 5) * 3 + mg_j] = mg_o_angular_momentum[mg_j][5];
-            angular_momentum[(mg_i + 6) * 3 + mg_j] = mg_o_angular_momentum[mg_j][6];
-            angular_momentum[(mg_i + 7) * 3 + mg_j] = mg_o_angular_momentum[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_momentum[0][0], 3, momentum + mg_i * 3);
+        mg_block_to_rows(&mg_o_angular_momentum[0][0], 3, angular_momentum + mg_i * 3);
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_gough_stewart_docking_momentum(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, w0 + (mg_i + mg_l) * 3, V0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 6, momentum + (mg_i + mg_l) * 3, angular_momentum + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;

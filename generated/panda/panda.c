@@ -123,6 +123,150 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, the largest
+ * cost of forward kinematics' blocks). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if (MG_SIMD_WIDTH == 8 && defined(__AVX512F__)) || (MG_SIMD_WIDTH == 4 && defined(__AVX__)) \
+    || (MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON)))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 41 adds, 77 muls, 14 trig (132 total) */
 int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -310,29 +454,19 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_r[21][8];
-        double mg_o_tau[63][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_r[21][MG_SIMD_WIDTH];
+        double mg_o_tau[63][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = 0.0;
             mg_o_r[2][mg_l] = 0.333;
@@ -503,29 +637,9 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             mg_o_tau[3][mg_l] = cse0;
             mg_o_tau[15][mg_l] = cse0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            r[(mg_i + 0) * 21 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 21 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 21 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 21 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 21 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 21 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 21 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 21 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 63; ++mg_j) {
-            tau[(mg_i + 0) * 63 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 63 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 63 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 63 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 63 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 63 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 63 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 63 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 21, r + mg_i * 21);
+        mg_block_to_rows(&mg_o_tau[0][0], 63, tau + mg_i * 63);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_forward_kinematics(q + (mg_i + mg_l) * 7, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
                 status[mg_i + mg_l] = mg_s;
@@ -968,29 +1082,19 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_T[147][8];
-        double mg_o_R[147][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_T[147][MG_SIMD_WIDTH];
+        double mg_o_R[147][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 0.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -1398,29 +1502,9 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_o_R[124][mg_l] = cse8;
             mg_o_R[145][mg_l] = cse8;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 147; ++mg_j) {
-            T[(mg_i + 0) * 147 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 147 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 147 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 147 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 147 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 147 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 147 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 147 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 147; ++mg_j) {
-            R[(mg_i + 0) * 147 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 147 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 147 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 147 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 147 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 147 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 147 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 147 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 147, T + mg_i * 147);
+        mg_block_to_rows(&mg_o_R[0][0], 147, R + mg_i * 147);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_jacobians(q + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 147, R + (mg_i + mg_l) * 147);
                 status[mg_i + mg_l] = mg_s;
@@ -1723,43 +1807,23 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_o_v[21][8];
-        double mg_o_omega[21][8];
-        double mg_o_w[21][8];
-        double mg_o_eps[21][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_o_v[21][MG_SIMD_WIDTH];
+        double mg_o_omega[21][MG_SIMD_WIDTH];
+        double mg_o_w[21][MG_SIMD_WIDTH];
+        double mg_o_eps[21][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_v[0][mg_l] = 0.0;
             mg_o_v[1][mg_l] = 0.0;
             mg_o_v[2][mg_l] = 0.0;
@@ -2027,51 +2091,11 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             const double eps7_z = cse14*omega6_y - cse15*omega6_x + eps6_z;
             mg_o_eps[20][mg_l] = eps7_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            v[(mg_i + 0) * 21 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 21 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 21 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 21 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 21 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 21 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 21 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 21 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            omega[(mg_i + 0) * 21 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 21 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 21 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 21 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 21 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 21 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 21 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 21 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            w[(mg_i + 0) * 21 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 21 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 21 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 21 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 21 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 21 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 21 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 21 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            eps[(mg_i + 0) * 21 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 21 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 21 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 21 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 21 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 21 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 21 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 21 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 21, v + mg_i * 21);
+        mg_block_to_rows(&mg_o_omega[0][0], 21, omega + mg_i * 21);
+        mg_block_to_rows(&mg_o_w[0][0], 21, w + mg_i * 21);
+        mg_block_to_rows(&mg_o_eps[0][0], 21, eps + mg_i * 21);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_velocities(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, v + (mg_i + mg_l) * 21, omega + (mg_i + mg_l) * 21, w + (mg_i + mg_l) * 21, eps + (mg_i + mg_l) * 21);
                 status[mg_i + mg_l] = mg_s;
@@ -2363,28 +2387,18 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_A[49][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_A[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[48][mg_l] = 0.006684151967360946;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
@@ -2642,18 +2656,8 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             mg_o_A[1][mg_l] = Nm2_1_z;
             mg_o_A[7][mg_l] = Nm2_1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            A[(mg_i + 0) * 49 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 49 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 49 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 49 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 49 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 49 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 49 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 49 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 49, A + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_mass_matrix(q + (mg_i + mg_l) * 7, A + (mg_i + mg_l) * 49);
                 status[mg_i + mg_l] = mg_s;
@@ -2890,52 +2894,22 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_Q[7][8];
-        double mg_o_b[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_b[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 7 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 7 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 7 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 7 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 7 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 7 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 7 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3138,18 +3112,8 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             const double b7 = -N7_z + Q7;
             mg_o_b[6][mg_l] = b7;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            b[(mg_i + 0) * 7 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 7 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 7 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 7 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 7 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 7 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 7 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 7 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 7, b + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_bias(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, b + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -3384,52 +3348,22 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Q[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Q[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3630,18 +3564,8 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             const double N1_z = -N2_x*s2 - N2_y*c2 + (0.009213163777211224)*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            Q[(mg_i + 0) * 7 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 7 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 7 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 7 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 7 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 7 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 7 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 7 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 7, Q + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -4167,52 +4091,22 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_Q[7][8];
-        double mg_o_qdd[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_qdd[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 7 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 7 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 7 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 7 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 7 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 7 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 7 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
@@ -4720,18 +4614,8 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_o_qdd[6][mg_l] = qdd7;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            qdd[(mg_i + 0) * 7 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 7 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 7 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 7 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 7 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 7 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 7 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 7 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 7, qdd + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_forward_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -4923,41 +4807,21 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -5109,29 +4973,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double omega_loc7_z = -omega7_x*tau6_10 - omega7_y*tau6_11 - omega7_z*tau6_12;
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.00850351162402155)*omega_loc2_x - 0.00398335888393552*omega_loc2_y + (0.01026110182100817)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.00398335888393552*omega_loc2_x + (0.028124284712194955)*omega_loc2_y + (0.0007689361029464)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.01026110182100817)*omega_loc2_x + (0.0007689361029464)*omega_loc2_y + (0.026534991901690206)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.05649492601407083)*omega_loc3_x - 0.008248333140675744*omega_loc3_y - 0.005487648106562256*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.008248333140675744*omega_loc3_x + (0.05287838199960611)*omega_loc3_y - 0.004377257121839584*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.005487648106562256*omega_loc3_x - 0.004377257121839584*omega_loc3_y + (0.01824920229252011)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.06767727025085991)*omega_loc4_x + (0.02771584317362585)*omega_loc4_y + (0.0039053550262761003)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.02771584317362585)*omega_loc4_x + (0.03239943042445132)*omega_loc4_y - 0.0016444875773692705*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0039053550262761003)*omega_loc4_x - 0.0016444875773692705*omega_loc4_y + (0.0775861490525396)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.03942757095803552)*omega_loc5_x - 0.0015152444733270301*omega_loc5_y - 0.004600245517563105*omega_loc5_z) + (0.5)*omega_loc5_y*(-0.0015152444733270301*omega_loc5_x + (0.03146037232526039)*omega_loc5_y + (0.0021640520520981297)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.004600245517563105*omega_loc5_x + (0.0021640520520981297)*omega_loc5_y + (0.010869510762828563)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.00248046035817079)*omega_loc6_x + (0.001524110902883315)*omega_loc6_y - 0.00010375891721868492*omega_loc6_z) + (0.5)*omega_loc6_y*((0.001524110902883315)*omega_loc6_x + (0.01056776613310695)*omega_loc6_y + (9.3569097314605e-05)*omega_loc6_z) + (0.5)*omega_loc6_z*(-0.00010375891721868492*omega_loc6_x + (9.3569097314605e-05)*omega_loc6_y + (0.01179456023023895)*omega_loc6_z) + (0.5)*omega_loc7_x*((0.031633343190949584)*omega_loc7_x + (0.00039139128168424797)*omega_loc7_y - 0.0009653051699191117*omega_loc7_z) + (0.5)*omega_loc7_y*((0.00039139128168424797)*omega_loc7_x + (0.02921239941242836)*omega_loc7_y - 0.001255536598272898*omega_loc7_z) + (0.5)*omega_loc7_z*(-0.0009653051699191117*omega_loc7_x - 0.001255536598272898*omega_loc7_y + (0.006684151967360946)*omega_loc7_z) + (0.004606581888605612)*qd1*qd1 + (1.614302)*v_loc3_x*v_loc3_x + v_loc3_x*(-0.214708623208*omega_loc3_y - 0.12672916420800004*omega_loc3_z) + (1.614302)*v_loc3_y*v_loc3_y + v_loc3_y*((0.214708623208)*omega_loc3_x + (0.088844724872)*omega_loc3_z) + (1.614302)*v_loc3_z*v_loc3_z + v_loc3_z*((0.12672916420800004)*omega_loc3_x - 0.088844724872*omega_loc3_y) + (1.7939475)*v_loc4_x*v_loc4_x + v_loc4_x*((0.09850206933)*omega_loc4_y - 0.374644408005*omega_loc4_z) + (1.7939475)*v_loc4_y*v_loc4_y + v_loc4_y*(-0.09850206933*omega_loc4_x - 0.19076837715*omega_loc4_z) + (1.7939475)*v_loc4_z*v_loc4_z + v_loc4_z*((0.374644408005)*omega_loc4_x + (0.19076837715)*omega_loc4_y) + (0.612973)*v_loc5_x*v_loc5_x + v_loc5_x*(-0.047121686402*omega_loc5_y - 0.05034347249*omega_loc5_z) + (0.612973)*v_loc5_y*v_loc5_y + v_loc5_y*((0.047121686402)*omega_loc5_x - 0.014653732538*omega_loc5_z) + (0.612973)*v_loc5_z*v_loc5_z + v_loc5_z*((0.05034347249)*omega_loc5_x + (0.014653732538)*omega_loc5_y) + (0.8332775)*v_loc6_x*v_loc6_x + v_loc6_x*(-0.017527158935000002*omega_loc6_y + (0.023526756935)*omega_loc6_z) + (0.8332775)*v_loc6_y*v_loc6_y + v_loc6_y*((0.017527158935000002)*omega_loc6_x + (0.100241616695)*omega_loc6_z) + (0.8332775)*v_loc6_z*v_loc6_z + v_loc6_z*(-0.023526756935*omega_loc6_x - 0.100241616695*omega_loc6_y) + (0.7477609999999999)*v_loc7_x*v_loc7_x + v_loc7_x*((0.15027794863399999)*omega_loc7_y - 0.0020344399586617965*omega_loc7_z) + (0.7477609999999999)*v_loc7_y*v_loc7_y + v_loc7_y*(-0.15027794863399999*omega_loc7_x + (0.002573605371338202)*omega_loc7_z) + (0.7477609999999999)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0020344399586617965)*omega_loc7_x - 0.002573605371338202*omega_loc7_y);
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_energy(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -6032,53 +5876,23 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_dtau_dq[49][8];
-        double mg_o_dtau_dqd[49][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_dtau_dq[49][MG_SIMD_WIDTH];
+        double mg_o_dtau_dqd[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_dtau_dq[7][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
@@ -6944,29 +6758,9 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             mg_o_dtau_dqd[34][mg_l] = Gqd7_a*R4_01 - Gqd7_b*c4 + Gqd7_c*R4_21 + Gqd7_x*S5_x + Gqd7_y*S5_y + Gqd7_z*S5_z;
             mg_o_dtau_dqd[41][mg_l] = -Gqd7_a*R5_01 - Gqd7_b*R5_11 - Gqd7_c*R5_21 + Gqd7_x*S6_x + Gqd7_y*S6_y + Gqd7_z*S6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dtau_dq[(mg_i + 0) * 49 + mg_j] = mg_o_dtau_dq[mg_j][0];
-            dtau_dq[(mg_i + 1) * 49 + mg_j] = mg_o_dtau_dq[mg_j][1];
-            dtau_dq[(mg_i + 2) * 49 + mg_j] = mg_o_dtau_dq[mg_j][2];
-            dtau_dq[(mg_i + 3) * 49 + mg_j] = mg_o_dtau_dq[mg_j][3];
-            dtau_dq[(mg_i + 4) * 49 + mg_j] = mg_o_dtau_dq[mg_j][4];
-            dtau_dq[(mg_i + 5) * 49 + mg_j] = mg_o_dtau_dq[mg_j][5];
-            dtau_dq[(mg_i + 6) * 49 + mg_j] = mg_o_dtau_dq[mg_j][6];
-            dtau_dq[(mg_i + 7) * 49 + mg_j] = mg_o_dtau_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dtau_dqd[(mg_i + 0) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][0];
-            dtau_dqd[(mg_i + 1) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][1];
-            dtau_dqd[(mg_i + 2) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][2];
-            dtau_dqd[(mg_i + 3) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][3];
-            dtau_dqd[(mg_i + 4) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][4];
-            dtau_dqd[(mg_i + 5) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][5];
-            dtau_dqd[(mg_i + 6) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][6];
-            dtau_dqd[(mg_i + 7) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 49, dtau_dq + mg_i * 49);
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 49, dtau_dqd + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dtau_dq + (mg_i + mg_l) * 49, dtau_dqd + (mg_i + mg_l) * 49);
                 status[mg_i + mg_l] = mg_s;
@@ -8611,55 +8405,25 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_Q[7][8];
-        double mg_o_qdd[7][8];
-        double mg_o_dqdd_dq[49][8];
-        double mg_o_dqdd_dqd[49][8];
-        double mg_o_dqdd_dQ[49][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dq[49][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dqd[49][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dQ[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 7 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 7 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 7 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 7 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 7 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 7 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 7 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
@@ -10285,51 +10049,11 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             mg_o_dqdd_dqd[48][mg_l] = dqdd_c14_7;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            qdd[(mg_i + 0) * 7 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 7 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 7 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 7 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 7 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 7 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 7 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 7 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dqdd_dq[(mg_i + 0) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][0];
-            dqdd_dq[(mg_i + 1) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][1];
-            dqdd_dq[(mg_i + 2) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][2];
-            dqdd_dq[(mg_i + 3) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][3];
-            dqdd_dq[(mg_i + 4) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][4];
-            dqdd_dq[(mg_i + 5) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][5];
-            dqdd_dq[(mg_i + 6) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][6];
-            dqdd_dq[(mg_i + 7) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dqdd_dqd[(mg_i + 0) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][0];
-            dqdd_dqd[(mg_i + 1) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][1];
-            dqdd_dqd[(mg_i + 2) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][2];
-            dqdd_dqd[(mg_i + 3) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][3];
-            dqdd_dqd[(mg_i + 4) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][4];
-            dqdd_dqd[(mg_i + 5) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][5];
-            dqdd_dqd[(mg_i + 6) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][6];
-            dqdd_dqd[(mg_i + 7) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dqdd_dQ[(mg_i + 0) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][0];
-            dqdd_dQ[(mg_i + 1) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][1];
-            dqdd_dQ[(mg_i + 2) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][2];
-            dqdd_dQ[(mg_i + 3) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][3];
-            dqdd_dQ[(mg_i + 4) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][4];
-            dqdd_dQ[(mg_i + 5) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][5];
-            dqdd_dQ[(mg_i + 6) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][6];
-            dqdd_dQ[(mg_i + 7) * 49 + mg_j] = mg_o_dqdd_dQ[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 7, qdd + mg_i * 7);
+        mg_block_to_rows(&mg_o_dqdd_dq[0][0], 49, dqdd_dq + mg_i * 49);
+        mg_block_to_rows(&mg_o_dqdd_dqd[0][0], 49, dqdd_dqd + mg_i * 49);
+        mg_block_to_rows(&mg_o_dqdd_dQ[0][0], 49, dqdd_dQ + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_forward_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dqdd_dq + (mg_i + mg_l) * 49, dqdd_dqd + (mg_i + mg_l) * 49, dqdd_dQ + (mg_i + mg_l) * 49);
                 status[mg_i + mg_l] = mg_s;
@@ -11470,52 +11194,22 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Y[490][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Y[490][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y[0][mg_l] = 0.0;
             mg_o_Y[1][mg_l] = 0.0;
             mg_o_Y[2][mg_l] = 0.0;
@@ -12614,18 +12308,8 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y[419][mg_l] = Y6_7_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 490; ++mg_j) {
-            Y[(mg_i + 0) * 490 + mg_j] = mg_o_Y[mg_j][0];
-            Y[(mg_i + 1) * 490 + mg_j] = mg_o_Y[mg_j][1];
-            Y[(mg_i + 2) * 490 + mg_j] = mg_o_Y[mg_j][2];
-            Y[(mg_i + 3) * 490 + mg_j] = mg_o_Y[mg_j][3];
-            Y[(mg_i + 4) * 490 + mg_j] = mg_o_Y[mg_j][4];
-            Y[(mg_i + 5) * 490 + mg_j] = mg_o_Y[mg_j][5];
-            Y[(mg_i + 6) * 490 + mg_j] = mg_o_Y[mg_j][6];
-            Y[(mg_i + 7) * 490 + mg_j] = mg_o_Y[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y[0][0], 490, Y + mg_i * 490);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y + (mg_i + mg_l) * 490);
                 status[mg_i + mg_l] = mg_s;
@@ -13473,52 +13157,22 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Y_b[301][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Y_b[301][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y_b[1][mg_l] = 0.0;
             mg_o_Y_b[2][mg_l] = 0.0;
             mg_o_Y_b[43][mg_l] = 0.0;
@@ -14331,18 +13985,8 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y_b[257][mg_l] = Y6_7_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 301; ++mg_j) {
-            Y_b[(mg_i + 0) * 301 + mg_j] = mg_o_Y_b[mg_j][0];
-            Y_b[(mg_i + 1) * 301 + mg_j] = mg_o_Y_b[mg_j][1];
-            Y_b[(mg_i + 2) * 301 + mg_j] = mg_o_Y_b[mg_j][2];
-            Y_b[(mg_i + 3) * 301 + mg_j] = mg_o_Y_b[mg_j][3];
-            Y_b[(mg_i + 4) * 301 + mg_j] = mg_o_Y_b[mg_j][4];
-            Y_b[(mg_i + 5) * 301 + mg_j] = mg_o_Y_b[mg_j][5];
-            Y_b[(mg_i + 6) * 301 + mg_j] = mg_o_Y_b[mg_j][6];
-            Y_b[(mg_i + 7) * 301 + mg_j] = mg_o_Y_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y_b[0][0], 301, Y_b + mg_i * 301);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_base_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y_b + (mg_i + mg_l) * 301);
                 status[mg_i + mg_l] = mg_s;
@@ -14635,64 +14279,24 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_in_beta[43][8];
-        double mg_o_Q[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_in_beta[43][MG_SIMD_WIDTH];
+        double mg_o_Q[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
+        mg_rows_to_block(beta + mg_i * 43, 43, &mg_in_beta[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 43; ++mg_j) {
-            mg_in_beta[mg_j][0] = beta[(mg_i + 0) * 43 + mg_j];
-            mg_in_beta[mg_j][1] = beta[(mg_i + 1) * 43 + mg_j];
-            mg_in_beta[mg_j][2] = beta[(mg_i + 2) * 43 + mg_j];
-            mg_in_beta[mg_j][3] = beta[(mg_i + 3) * 43 + mg_j];
-            mg_in_beta[mg_j][4] = beta[(mg_i + 4) * 43 + mg_j];
-            mg_in_beta[mg_j][5] = beta[(mg_i + 5) * 43 + mg_j];
-            mg_in_beta[mg_j][6] = beta[(mg_i + 6) * 43 + mg_j];
-            mg_in_beta[mg_j][7] = beta[(mg_i + 7) * 43 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -14951,18 +14555,8 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             const double N1_z = -N2_x*s2 - N2_y*c2 + beta1*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            Q[(mg_i + 0) * 7 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 7 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 7 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 7 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 7 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 7 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 7 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 7 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 7, Q + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_base_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, beta + (mg_i + mg_l) * 43, Q + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -15100,27 +14694,17 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        double mg_in_pi[70][8];
-        double mg_o_beta[43][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        double mg_in_pi[70][MG_SIMD_WIDTH];
+        double mg_o_beta[43][MG_SIMD_WIDTH];
+        mg_rows_to_block(pi + mg_i * 70, 70, &mg_in_pi[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 70; ++mg_j) {
-            mg_in_pi[mg_j][0] = pi[(mg_i + 0) * 70 + mg_j];
-            mg_in_pi[mg_j][1] = pi[(mg_i + 1) * 70 + mg_j];
-            mg_in_pi[mg_j][2] = pi[(mg_i + 2) * 70 + mg_j];
-            mg_in_pi[mg_j][3] = pi[(mg_i + 3) * 70 + mg_j];
-            mg_in_pi[mg_j][4] = pi[(mg_i + 4) * 70 + mg_j];
-            mg_in_pi[mg_j][5] = pi[(mg_i + 5) * 70 + mg_j];
-            mg_in_pi[mg_j][6] = pi[(mg_i + 6) * 70 + mg_j];
-            mg_in_pi[mg_j][7] = pi[(mg_i + 7) * 70 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double pi21 = mg_in_pi[20][mg_l];
             const double pi24 = mg_in_pi[23][mg_l];
             const double pi27 = mg_in_pi[26][mg_l];
@@ -15230,18 +14814,8 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
             const double pi70 = mg_in_pi[69][mg_l];
             mg_o_beta[42][mg_l] = pi70;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 43; ++mg_j) {
-            beta[(mg_i + 0) * 43 + mg_j] = mg_o_beta[mg_j][0];
-            beta[(mg_i + 1) * 43 + mg_j] = mg_o_beta[mg_j][1];
-            beta[(mg_i + 2) * 43 + mg_j] = mg_o_beta[mg_j][2];
-            beta[(mg_i + 3) * 43 + mg_j] = mg_o_beta[mg_j][3];
-            beta[(mg_i + 4) * 43 + mg_j] = mg_o_beta[mg_j][4];
-            beta[(mg_i + 5) * 43 + mg_j] = mg_o_beta[mg_j][5];
-            beta[(mg_i + 6) * 43 + mg_j] = mg_o_beta[mg_j][6];
-            beta[(mg_i + 7) * 43 + mg_j] = mg_o_beta[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_beta[0][0], 43, beta + mg_i * 43);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }

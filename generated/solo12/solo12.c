@@ -123,6 +123,150 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, the largest
+ * cost of forward kinematics' blocks). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if (MG_SIMD_WIDTH == 8 && defined(__AVX512F__)) || (MG_SIMD_WIDTH == 4 && defined(__AVX__)) \
+    || (MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON)))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 154 adds, 224 muls, 30 trig (408 total) */
 int mechgen_solo12_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -598,29 +742,19 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_o_r[51][8];
-        double mg_o_tau[153][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_o_r[51][MG_SIMD_WIDTH];
+        double mg_o_tau[153][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -1079,29 +1213,9 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             const double HR_FOOT_r_z = HR_FOOT_d0_z + r18_z;
             mg_o_r[50][mg_l] = HR_FOOT_r_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 51; ++mg_j) {
-            r[(mg_i + 0) * 51 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 51 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 51 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 51 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 51 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 51 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 51 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 51 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 153; ++mg_j) {
-            tau[(mg_i + 0) * 153 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 153 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 153 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 153 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 153 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 153 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 153 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 153 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 51, r + mg_i * 51);
+        mg_block_to_rows(&mg_o_tau[0][0], 153, tau + mg_i * 153);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_forward_kinematics(q + (mg_i + mg_l) * 18, r + (mg_i + mg_l) * 51, tau + (mg_i + mg_l) * 153);
                 status[mg_i + mg_l] = mg_s;
@@ -3405,29 +3519,19 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_o_T[918][8];
-        double mg_o_R[918][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_o_T[918][MG_SIMD_WIDTH];
+        double mg_o_R[918][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 1.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -5695,29 +5799,9 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             const double HR_FOOT_T18_z = HR_FOOT_d0_y*tau16_10 - cse59;
             mg_o_T[917][mg_l] = HR_FOOT_T18_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 918; ++mg_j) {
-            T[(mg_i + 0) * 918 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 918 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 918 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 918 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 918 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 918 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 918 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 918 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 918; ++mg_j) {
-            R[(mg_i + 0) * 918 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 918 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 918 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 918 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 918 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 918 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 918 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 918 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 918, T + mg_i * 918);
+        mg_block_to_rows(&mg_o_R[0][0], 918, R + mg_i * 918);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_jacobians(q + (mg_i + mg_l) * 18, T + (mg_i + mg_l) * 918, R + (mg_i + mg_l) * 918);
                 status[mg_i + mg_l] = mg_s;
@@ -6343,43 +6427,23 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_o_v[39][8];
-        double mg_o_omega[39][8];
-        double mg_o_w[39][8];
-        double mg_o_eps[39][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_o_v[39][MG_SIMD_WIDTH];
+        double mg_o_omega[39][MG_SIMD_WIDTH];
+        double mg_o_w[39][MG_SIMD_WIDTH];
+        double mg_o_eps[39][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_w[0][mg_l] = 0.0;
             mg_o_w[1][mg_l] = 0.0;
             mg_o_w[2][mg_l] = 0.0;
@@ -6969,51 +7033,11 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             const double eps18_z = -cse50*omega17_y + cse51*omega17_x + eps17_z;
             mg_o_eps[38][mg_l] = eps18_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 39; ++mg_j) {
-            v[(mg_i + 0) * 39 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 39 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 39 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 39 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 39 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 39 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 39 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 39 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 39; ++mg_j) {
-            omega[(mg_i + 0) * 39 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 39 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 39 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 39 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 39 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 39 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 39 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 39 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 39; ++mg_j) {
-            w[(mg_i + 0) * 39 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 39 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 39 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 39 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 39 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 39 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 39 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 39 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 39; ++mg_j) {
-            eps[(mg_i + 0) * 39 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 39 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 39 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 39 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 39 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 39 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 39 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 39 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 39, v + mg_i * 39);
+        mg_block_to_rows(&mg_o_omega[0][0], 39, omega + mg_i * 39);
+        mg_block_to_rows(&mg_o_w[0][0], 39, w + mg_i * 39);
+        mg_block_to_rows(&mg_o_eps[0][0], 39, eps + mg_i * 39);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_velocities(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, v + (mg_i + mg_l) * 39, omega + (mg_i + mg_l) * 39, w + (mg_i + mg_l) * 39, eps + (mg_i + mg_l) * 39);
                 status[mg_i + mg_l] = mg_s;
@@ -7914,28 +7938,18 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_o_A[324][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_o_A[324][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[0][mg_l] = 2.50000279;
             mg_o_A[1][mg_l] = 0.0;
             mg_o_A[2][mg_l] = 0.0;
@@ -8801,18 +8815,8 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             mg_o_A[39][mg_l] = Fm4_3_z;
             mg_o_A[56][mg_l] = Fm4_3_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            A[(mg_i + 0) * 324 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 324 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 324 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 324 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 324 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 324 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 324 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 324 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 324, A + mg_i * 324);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_mass_matrix(q + (mg_i + mg_l) * 18, A + (mg_i + mg_l) * 324);
                 status[mg_i + mg_l] = mg_s;
@@ -9361,52 +9365,22 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_in_Q[18][8];
-        double mg_o_b[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_in_Q[18][MG_SIMD_WIDTH];
+        double mg_o_b[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 18, 18, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 18 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 18 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 18 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 18 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 18 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 18 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 18 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -9920,18 +9894,8 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             const double b18 = -N18_y + Q18;
             mg_o_b[17][mg_l] = b18;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            b[(mg_i + 0) * 18 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 18 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 18 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 18 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 18 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 18 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 18 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 18 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 18, b + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_bias(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, Q + (mg_i + mg_l) * 18, b + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -10466,52 +10430,22 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qdd[18][8];
-        double mg_in_qd[18][8];
-        double mg_o_Q[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qdd[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_o_Q[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qdd + mg_i * 18, 18, &mg_in_qdd[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qdd3 = mg_in_qdd[2][mg_l];
             const double a3_z = qdd3 + 9.81;
             const double q4 = mg_in_q[3][mg_l];
@@ -11011,18 +10945,8 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             const double F_c4_z = -F_c5_x*s4 + F_c6_z*c4;
             mg_o_Q[2][mg_l] = F_c4_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            Q[(mg_i + 0) * 18 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 18 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 18 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 18 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 18 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 18 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 18 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 18 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 18, Q + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_inverse_dynamics(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, Q + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -12515,52 +12439,22 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_in_Q[18][8];
-        double mg_o_qdd[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_in_Q[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 18, 18, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 18 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 18 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 18 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 18 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 18 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 18 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 18 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
@@ -14061,18 +13955,8 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             mg_o_qdd[17][mg_l] = qdd18;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_forward_dynamics(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, Q + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -14492,41 +14376,21 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -14906,29 +14770,9 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             const double omega_loc18_z = omega18_x*tau18_20 + omega18_y*tau18_21 + omega18_z*tau18_22;
             mg_o_T[0][mg_l] = (0.5)*omega_loc10_x*((4.5093844999999995e-05)*omega_loc10_x - 0.0001636201578415*omega_loc10_y) + (0.5)*omega_loc10_y*(-0.0001636201578415*omega_loc10_x + (0.001332094779323094)*omega_loc10_y) + (0.000673044312161547)*omega_loc10_z*omega_loc10_z + (0.0014853845)*omega_loc10_z*v_loc10_x - 0.01169101578415*omega_loc10_z*v_loc10_y + (0.5)*omega_loc11_x*((0.001386899962102278)*omega_loc11_x - 3.959544277738894e-08*omega_loc11_y - 1.6098528734774548e-07*omega_loc11_z) + (0.5)*omega_loc11_y*(-3.959544277738894e-08*omega_loc11_x + (0.0013320948074879001)*omega_loc11_y - 0.0002730308797879413*omega_loc11_z) + (0.5)*omega_loc11_z*(-1.6098528734774548e-07*omega_loc11_x - 0.0002730308797879413*omega_loc11_y + (8.59052109439905e-05)*omega_loc11_z) + (0.0002723238529023547)*omega_loc12_x*omega_loc12_x + (0.0038482516772413)*omega_loc12_x*v_loc12_y - 0.0002972952667644*omega_loc12_x*v_loc12_z + (0.5)*omega_loc12_y*((0.0005426192213171668)*omega_loc12_y - 3.3497340042275575e-05*omega_loc12_z) + (0.5)*omega_loc12_z*(-3.3497340042275575e-05*omega_loc12_y + (5.038484487542591e-06)*omega_loc12_z) + (0.5)*omega_loc13_x*((4.5093844999999995e-05)*omega_loc13_x - 7.020015784149999e-05*omega_loc13_y) + (0.5)*omega_loc13_y*(-7.020015784149999e-05*omega_loc13_x + (0.001332094779323094)*omega_loc13_y) + (0.000673044312161547)*omega_loc13_z*omega_loc13_z - 0.0014853845*omega_loc13_z*v_loc13_x + (0.01169101578415)*omega_loc13_z*v_loc13_y + (0.5)*omega_loc14_x*((0.001386899962102278)*omega_loc14_x - 3.959544277738894e-08*omega_loc14_y + (1.6098528734774548e-07)*omega_loc14_z) + (0.5)*omega_loc14_y*(-3.959544277738894e-08*omega_loc14_x + (0.0013320948074879001)*omega_loc14_y + (0.0002730308797879413)*omega_loc14_z) + (0.5)*omega_loc14_z*((1.6098528734774548e-07)*omega_loc14_x + (0.0002730308797879413)*omega_loc14_y + (8.59052109439905e-05)*omega_loc14_z) + (0.0002723238529023547)*omega_loc15_x*omega_loc15_x + (0.0038482516772413)*omega_loc15_x*v_loc15_y + (0.0002972952667644)*omega_loc15_x*v_loc15_z + (0.5)*omega_loc15_y*((0.0005426192213171668)*omega_loc15_y + (3.3497340042275575e-05)*omega_loc15_z) + (0.5)*omega_loc15_z*((3.3497340042275575e-05)*omega_loc15_y + (5.038484487542591e-06)*omega_loc15_z) + (0.5)*omega_loc16_x*((4.5093844999999995e-05)*omega_loc16_x + (7.020015784149999e-05)*omega_loc16_y) + (0.5)*omega_loc16_y*((7.020015784149999e-05)*omega_loc16_x + (0.001332094779323094)*omega_loc16_y) + (0.000673044312161547)*omega_loc16_z*omega_loc16_z + (0.0014853845)*omega_loc16_z*v_loc16_x + (0.01169101578415)*omega_loc16_z*v_loc16_y + (0.5)*omega_loc17_x*((0.001386899962102278)*omega_loc17_x - 3.959544277738894e-08*omega_loc17_y - 1.6098528734774548e-07*omega_loc17_z) + (0.5)*omega_loc17_y*(-3.959544277738894e-08*omega_loc17_x + (0.0013320948074879001)*omega_loc17_y - 0.0002730308797879413*omega_loc17_z) + (0.5)*omega_loc17_z*(-1.6098528734774548e-07*omega_loc17_x - 0.0002730308797879413*omega_loc17_y + (8.59052109439905e-05)*omega_loc17_z) + (0.0002723238529023547)*omega_loc18_x*omega_loc18_x + (0.0038482516772413)*omega_loc18_x*v_loc18_y - 0.0002972952667644*omega_loc18_x*v_loc18_z + (0.5)*omega_loc18_y*((0.0005426192213171668)*omega_loc18_y - 3.3497340042275575e-05*omega_loc18_z) + (0.5)*omega_loc18_z*(-3.3497340042275575e-05*omega_loc18_y + (5.038484487542591e-06)*omega_loc18_z) + (0.00289287)*omega_loc6_x*omega_loc6_x + (0.00969054)*omega_loc6_y*omega_loc6_y + (0.01238062)*omega_loc6_z*omega_loc6_z + (0.5)*omega_loc7_x*((4.5093844999999995e-05)*omega_loc7_x + (0.0001636201578415)*omega_loc7_y) + (0.5)*omega_loc7_y*((0.0001636201578415)*omega_loc7_x + (0.001332094779323094)*omega_loc7_y) + (0.000673044312161547)*omega_loc7_z*omega_loc7_z - 0.0014853845*omega_loc7_z*v_loc7_x - 0.01169101578415*omega_loc7_z*v_loc7_y + (0.5)*omega_loc8_x*((0.001386899962102278)*omega_loc8_x - 3.959544277738894e-08*omega_loc8_y + (1.6098528734774548e-07)*omega_loc8_z) + (0.5)*omega_loc8_y*(-3.959544277738894e-08*omega_loc8_x + (0.0013320948074879001)*omega_loc8_y + (0.0002730308797879413)*omega_loc8_z) + (0.5)*omega_loc8_z*((1.6098528734774548e-07)*omega_loc8_x + (0.0002730308797879413)*omega_loc8_y + (8.59052109439905e-05)*omega_loc8_z) + (0.0002723238529023547)*omega_loc9_x*omega_loc9_x + (0.0038482516772413)*omega_loc9_x*v_loc9_y + (0.0002972952667644)*omega_loc9_x*v_loc9_z + (0.5)*omega_loc9_y*((0.0005426192213171668)*omega_loc9_y + (3.3497340042275575e-05)*omega_loc9_z) + (0.5)*omega_loc9_z*((3.3497340042275575e-05)*omega_loc9_y + (5.038484487542591e-06)*omega_loc9_z) + (0.074269225)*v_loc10_x*v_loc10_x + (0.074269225)*v_loc10_y*v_loc10_y + (0.074269225)*v_loc10_z*v_loc10_z + v_loc10_z*(-0.0014853845*omega_loc10_x + (0.01169101578415)*omega_loc10_y) + (0.074269225)*v_loc11_x*v_loc11_x + v_loc11_x*(-0.01169101578415*omega_loc11_y + (0.0028754860404785)*omega_loc11_z) + (0.074269225)*v_loc11_y*v_loc11_y + v_loc11_y*((0.01169101578415)*omega_loc11_x - 2.0453744564999998e-06*omega_loc11_z) + (0.074269225)*v_loc11_z*v_loc11_z + v_loc11_z*(-0.0028754860404785*omega_loc11_x + (2.0453744564999998e-06)*omega_loc11_y) + (0.018818035)*v_loc12_x*v_loc12_x + v_loc12_x*(-0.0038482516772413*omega_loc12_y + (0.0002972952667644)*omega_loc12_z) + (0.018818035)*v_loc12_y*v_loc12_y + (0.018818035)*v_loc12_z*v_loc12_z + (0.074269225)*v_loc13_x*v_loc13_x + (0.074269225)*v_loc13_y*v_loc13_y + (0.074269225)*v_loc13_z*v_loc13_z + v_loc13_z*((0.0014853845)*omega_loc13_x - 0.01169101578415*omega_loc13_y) + (0.074269225)*v_loc14_x*v_loc14_x + v_loc14_x*(-0.01169101578415*omega_loc14_y - 0.0028754860404785*omega_loc14_z) + (0.074269225)*v_loc14_y*v_loc14_y + v_loc14_y*((0.01169101578415)*omega_loc14_x + (2.0453744564999998e-06)*omega_loc14_z) + (0.074269225)*v_loc14_z*v_loc14_z + v_loc14_z*((0.0028754860404785)*omega_loc14_x - 2.0453744564999998e-06*omega_loc14_y) + (0.018818035)*v_loc15_x*v_loc15_x + v_loc15_x*(-0.0038482516772413*omega_loc15_y - 0.0002972952667644*omega_loc15_z) + (0.018818035)*v_loc15_y*v_loc15_y + (0.018818035)*v_loc15_z*v_loc15_z + (0.074269225)*v_loc16_x*v_loc16_x + (0.074269225)*v_loc16_y*v_loc16_y + (0.074269225)*v_loc16_z*v_loc16_z + v_loc16_z*(-0.0014853845*omega_loc16_x - 0.01169101578415*omega_loc16_y) + (0.074269225)*v_loc17_x*v_loc17_x + v_loc17_x*(-0.01169101578415*omega_loc17_y + (0.0028754860404785)*omega_loc17_z) + (0.074269225)*v_loc17_y*v_loc17_y + v_loc17_y*((0.01169101578415)*omega_loc17_x - 2.0453744564999998e-06*omega_loc17_z) + (0.074269225)*v_loc17_z*v_loc17_z + v_loc17_z*(-0.0028754860404785*omega_loc17_x + (2.0453744564999998e-06)*omega_loc17_y) + (0.018818035)*v_loc18_x*v_loc18_x + v_loc18_x*(-0.0038482516772413*omega_loc18_y + (0.0002972952667644)*omega_loc18_z) + (0.018818035)*v_loc18_y*v_loc18_y + (0.018818035)*v_loc18_z*v_loc18_z + (0.580575455)*v_loc6_x*v_loc6_x + (0.580575455)*v_loc6_y*v_loc6_y + (0.580575455)*v_loc6_z*v_loc6_z + (0.074269225)*v_loc7_x*v_loc7_x + (0.074269225)*v_loc7_y*v_loc7_y + (0.074269225)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0014853845)*omega_loc7_x + (0.01169101578415)*omega_loc7_y) + (0.074269225)*v_loc8_x*v_loc8_x + v_loc8_x*(-0.01169101578415*omega_loc8_y - 0.0028754860404785*omega_loc8_z) + (0.074269225)*v_loc8_y*v_loc8_y + v_loc8_y*((0.01169101578415)*omega_loc8_x + (2.0453744564999998e-06)*omega_loc8_z) + (0.074269225)*v_loc8_z*v_loc8_z + v_loc8_z*((0.0028754860404785)*omega_loc8_x - 2.0453744564999998e-06*omega_loc8_y) + (0.018818035)*v_loc9_x*v_loc9_x + v_loc9_x*(-0.0038482516772413*omega_loc9_y - 0.0002972952667644*omega_loc9_z) + (0.018818035)*v_loc9_y*v_loc9_y + (0.018818035)*v_loc9_z*v_loc9_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_energy(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -17478,53 +17322,23 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_in_qdd[18][8];
-        double mg_o_dtau_dq[324][8];
-        double mg_o_dtau_dqd[324][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_in_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_dtau_dq[324][MG_SIMD_WIDTH];
+        double mg_o_dtau_dqd[324][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 18, 18, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_dtau_dq[0][mg_l] = 0.0;
             mg_o_dtau_dq[1][mg_l] = 0.0;
             mg_o_dtau_dq[2][mg_l] = 0.0;
@@ -20038,29 +19852,9 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
             mg_o_dtau_dqd[322][mg_l] = cse393*wS18_a + cse396*wS18_z + cse397*wS18_x + cse398*wS18_y + cse455;
             mg_o_dtau_dqd[323][mg_l] = 2.0*Sd18_x*wS18_x + Sd18_y*cse453 + 2.0*Sd18_z*wS18_z + cse408*wS18_a + cse455;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            dtau_dq[(mg_i + 0) * 324 + mg_j] = mg_o_dtau_dq[mg_j][0];
-            dtau_dq[(mg_i + 1) * 324 + mg_j] = mg_o_dtau_dq[mg_j][1];
-            dtau_dq[(mg_i + 2) * 324 + mg_j] = mg_o_dtau_dq[mg_j][2];
-            dtau_dq[(mg_i + 3) * 324 + mg_j] = mg_o_dtau_dq[mg_j][3];
-            dtau_dq[(mg_i + 4) * 324 + mg_j] = mg_o_dtau_dq[mg_j][4];
-            dtau_dq[(mg_i + 5) * 324 + mg_j] = mg_o_dtau_dq[mg_j][5];
-            dtau_dq[(mg_i + 6) * 324 + mg_j] = mg_o_dtau_dq[mg_j][6];
-            dtau_dq[(mg_i + 7) * 324 + mg_j] = mg_o_dtau_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            dtau_dqd[(mg_i + 0) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][0];
-            dtau_dqd[(mg_i + 1) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][1];
-            dtau_dqd[(mg_i + 2) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][2];
-            dtau_dqd[(mg_i + 3) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][3];
-            dtau_dqd[(mg_i + 4) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][4];
-            dtau_dqd[(mg_i + 5) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][5];
-            dtau_dqd[(mg_i + 6) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][6];
-            dtau_dqd[(mg_i + 7) * 324 + mg_j] = mg_o_dtau_dqd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 324, dtau_dq + mg_i * 324);
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 324, dtau_dqd + mg_i * 324);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, dtau_dq + (mg_i + mg_l) * 324, dtau_dqd + (mg_i + mg_l) * 324);
                 status[mg_i + mg_l] = mg_s;
@@ -25978,55 +25772,25 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_qd[18][8];
-        double mg_in_Q[18][8];
-        double mg_o_qdd[18][8];
-        double mg_o_dqdd_dq[324][8];
-        double mg_o_dqdd_dqd[324][8];
-        double mg_o_dqdd_dQ[324][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_qd[18][MG_SIMD_WIDTH];
+        double mg_in_Q[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dq[324][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dqd[324][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dQ[324][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 18, 18, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 18, 18, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 18 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 18 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 18 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 18 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 18 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 18 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 18 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 18 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 18 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 18 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 18 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 18 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 18 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 18 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_dqdd_dq[0][mg_l] = 0.0;
             mg_o_dqdd_dq[1][mg_l] = 0.0;
@@ -31960,51 +31724,11 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             mg_o_dqdd_dqd[323][mg_l] = dqdd_c36_18;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            dqdd_dq[(mg_i + 0) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][0];
-            dqdd_dq[(mg_i + 1) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][1];
-            dqdd_dq[(mg_i + 2) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][2];
-            dqdd_dq[(mg_i + 3) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][3];
-            dqdd_dq[(mg_i + 4) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][4];
-            dqdd_dq[(mg_i + 5) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][5];
-            dqdd_dq[(mg_i + 6) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][6];
-            dqdd_dq[(mg_i + 7) * 324 + mg_j] = mg_o_dqdd_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            dqdd_dqd[(mg_i + 0) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][0];
-            dqdd_dqd[(mg_i + 1) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][1];
-            dqdd_dqd[(mg_i + 2) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][2];
-            dqdd_dqd[(mg_i + 3) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][3];
-            dqdd_dqd[(mg_i + 4) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][4];
-            dqdd_dqd[(mg_i + 5) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][5];
-            dqdd_dqd[(mg_i + 6) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][6];
-            dqdd_dqd[(mg_i + 7) * 324 + mg_j] = mg_o_dqdd_dqd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 324; ++mg_j) {
-            dqdd_dQ[(mg_i + 0) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][0];
-            dqdd_dQ[(mg_i + 1) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][1];
-            dqdd_dQ[(mg_i + 2) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][2];
-            dqdd_dQ[(mg_i + 3) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][3];
-            dqdd_dQ[(mg_i + 4) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][4];
-            dqdd_dQ[(mg_i + 5) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][5];
-            dqdd_dQ[(mg_i + 6) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][6];
-            dqdd_dQ[(mg_i + 7) * 324 + mg_j] = mg_o_dqdd_dQ[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        mg_block_to_rows(&mg_o_dqdd_dq[0][0], 324, dqdd_dq + mg_i * 324);
+        mg_block_to_rows(&mg_o_dqdd_dqd[0][0], 324, dqdd_dqd + mg_i * 324);
+        mg_block_to_rows(&mg_o_dqdd_dQ[0][0], 324, dqdd_dQ + mg_i * 324);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, Q + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, dqdd_dq + (mg_i + mg_l) * 324, dqdd_dqd + (mg_i + mg_l) * 324, dqdd_dQ + (mg_i + mg_l) * 324);
                 status[mg_i + mg_l] = mg_s;

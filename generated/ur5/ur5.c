@@ -123,6 +123,150 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, the largest
+ * cost of forward kinematics' blocks). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if (MG_SIMD_WIDTH == 8 && defined(__AVX512F__)) || (MG_SIMD_WIDTH == 4 && defined(__AVX__)) \
+    || (MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON)))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 56 adds, 88 muls, 12 trig (156 total) */
 int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -323,29 +467,19 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_r[21][8];
-        double mg_o_tau[63][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_r[21][MG_SIMD_WIDTH];
+        double mg_o_tau[63][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = 0.0;
             mg_o_r[2][mg_l] = 0.089159;
@@ -530,29 +664,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             mg_o_tau[21][mg_l] = cse0;
             mg_o_tau[30][mg_l] = cse0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            r[(mg_i + 0) * 21 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 21 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 21 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 21 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 21 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 21 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 21 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 21 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 63; ++mg_j) {
-            tau[(mg_i + 0) * 63 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 63 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 63 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 63 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 63 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 63 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 63 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 63 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 21, r + mg_i * 21);
+        mg_block_to_rows(&mg_o_tau[0][0], 63, tau + mg_i * 63);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
                 status[mg_i + mg_l] = mg_s;
@@ -967,29 +1081,19 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_T[126][8];
-        double mg_o_R[126][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_T[126][MG_SIMD_WIDTH];
+        double mg_o_R[126][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 0.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -1368,29 +1472,9 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             mg_o_R[110][mg_l] = cse10;
             mg_o_R[111][mg_l] = cse10;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            T[(mg_i + 0) * 126 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 126 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 126 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 126 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 126 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 126 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 126 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 126 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            R[(mg_i + 0) * 126 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 126 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 126 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 126 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 126 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 126 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 126 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 126 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 126, T + mg_i * 126);
+        mg_block_to_rows(&mg_o_R[0][0], 126, R + mg_i * 126);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
                 status[mg_i + mg_l] = mg_s;
@@ -1667,43 +1751,23 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_v[18][8];
-        double mg_o_omega[18][8];
-        double mg_o_w[18][8];
-        double mg_o_eps[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_v[18][MG_SIMD_WIDTH];
+        double mg_o_omega[18][MG_SIMD_WIDTH];
+        double mg_o_w[18][MG_SIMD_WIDTH];
+        double mg_o_eps[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_v[0][mg_l] = 0.0;
             mg_o_v[1][mg_l] = 0.0;
             mg_o_v[2][mg_l] = 0.0;
@@ -1944,51 +2008,11 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             const double eps6_z = cse10*omega5_x - cse9*omega5_y + eps5_z;
             mg_o_eps[17][mg_l] = eps6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            omega[(mg_i + 0) * 18 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 18 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 18 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 18 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 18 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 18 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 18 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 18 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            w[(mg_i + 0) * 18 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 18 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 18 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 18 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 18 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 18 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 18 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 18 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            eps[(mg_i + 0) * 18 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 18 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 18 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 18 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 18 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 18 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 18 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 18 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 18, v + mg_i * 18);
+        mg_block_to_rows(&mg_o_omega[0][0], 18, omega + mg_i * 18);
+        mg_block_to_rows(&mg_o_w[0][0], 18, w + mg_i * 18);
+        mg_block_to_rows(&mg_o_eps[0][0], 18, eps + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -2191,28 +2215,18 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_A[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_A[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[29][mg_l] = 0.0;
             mg_o_A[34][mg_l] = 0.0;
             mg_o_A[35][mg_l] = 0.0171364731454;
@@ -2380,18 +2394,8 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             mg_o_A[1][mg_l] = Nm2_1_z;
             mg_o_A[6][mg_l] = Nm2_1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            A[(mg_i + 0) * 36 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 36 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 36 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 36 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 36 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 36 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 36 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 36 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 36, A + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -2594,52 +2598,22 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_b[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_b[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -2807,18 +2781,8 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             const double b6 = -N6_y + Q6;
             mg_o_b[5][mg_l] = b6;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            b[(mg_i + 0) * 6 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 6 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 6 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 6 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 6 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 6 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 6 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 6 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 6, b + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -3021,52 +2985,22 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Q[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Q[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -3234,18 +3168,8 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             const double N1_z = -0.13585*F_c2_x + N2_x*beta2_02 + N2_z*beta2_00 + (0.00666)*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            Q[(mg_i + 0) * 6 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 6 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 6 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 6 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 6 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 6 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 6 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 6 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 6, Q + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -3620,52 +3544,22 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_qdd[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_qdd[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -4018,18 +3912,8 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_o_qdd[5][mg_l] = qdd6;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 6, qdd + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -4212,41 +4096,21 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -4390,29 +4254,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             const double omega_loc6_z = omega6_x*tau6_20 + omega6_y*tau6_21 + omega6_z*tau6_22;
             mg_o_T[0][mg_l] = (0.44245093795500007)*omega_loc2_x*omega_loc2_x - 2.35004*omega_loc2_x*v_loc2_y + (0.44245093795500007)*omega_loc2_y*omega_loc2_y + (2.35004)*omega_loc2_y*v_loc2_x + (0.0075537)*omega_loc2_z*omega_loc2_z + (0.09581540677799999)*omega_loc3_x*omega_loc3_x - 0.56875*omega_loc3_x*v_loc3_y + (0.09581540677799999)*omega_loc3_y*omega_loc3_y + (0.56875)*omega_loc3_y*v_loc3_x + (0.0020475)*omega_loc3_z*omega_loc3_z + (0.0555863777655)*omega_loc4_x*omega_loc4_x + (0.0555863777655)*omega_loc4_y*omega_loc4_y + (0.10971)*omega_loc4_z*omega_loc4_z + (0.0555863777655)*omega_loc5_x*omega_loc5_x + (0.0555863777655)*omega_loc5_y*omega_loc5_y + (0.10971)*omega_loc5_z*omega_loc5_z + (0.0085682365727)*omega_loc6_x*omega_loc6_x + (0.0085682365727)*omega_loc6_y*omega_loc6_y + (0.016911)*omega_loc6_z*omega_loc6_z + (0.00333)*qd1*qd1 + (4.1965)*v_loc2_x*v_loc2_x + (4.1965)*v_loc2_y*v_loc2_y + (4.1965)*v_loc2_z*v_loc2_z + (1.1375)*v_loc3_x*v_loc3_x + (1.1375)*v_loc3_y*v_loc3_y + (1.1375)*v_loc3_z*v_loc3_z + (0.6095)*v_loc4_x*v_loc4_x + (0.6095)*v_loc4_y*v_loc4_y + (0.6095)*v_loc4_z*v_loc4_z + (0.6095)*v_loc5_x*v_loc5_x + (0.6095)*v_loc5_y*v_loc5_y + (0.6095)*v_loc5_z*v_loc5_z + (0.09395)*v_loc6_x*v_loc6_x + (0.09395)*v_loc6_y*v_loc6_y + (0.09395)*v_loc6_z*v_loc6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -5070,53 +4914,23 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_dtau_dq[36][8];
-        double mg_o_dtau_dqd[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
+        double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_dtau_dq[0][mg_l] = 0.0;
             mg_o_dtau_dq[6][mg_l] = 0.0;
             mg_o_dtau_dq[12][mg_l] = 0.0;
@@ -5738,29 +5552,9 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             mg_o_dtau_dqd[32][mg_l] = Sd3_y*cse123 + cse112*wS6_x + cse113*wS6_z + cse124;
             mg_o_dtau_dqd[33][mg_l] = Sd4_y*cse123 + cse116*wS6_x + cse117*wS6_z + cse124;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dtau_dq[(mg_i + 0) * 36 + mg_j] = mg_o_dtau_dq[mg_j][0];
-            dtau_dq[(mg_i + 1) * 36 + mg_j] = mg_o_dtau_dq[mg_j][1];
-            dtau_dq[(mg_i + 2) * 36 + mg_j] = mg_o_dtau_dq[mg_j][2];
-            dtau_dq[(mg_i + 3) * 36 + mg_j] = mg_o_dtau_dq[mg_j][3];
-            dtau_dq[(mg_i + 4) * 36 + mg_j] = mg_o_dtau_dq[mg_j][4];
-            dtau_dq[(mg_i + 5) * 36 + mg_j] = mg_o_dtau_dq[mg_j][5];
-            dtau_dq[(mg_i + 6) * 36 + mg_j] = mg_o_dtau_dq[mg_j][6];
-            dtau_dq[(mg_i + 7) * 36 + mg_j] = mg_o_dtau_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dtau_dqd[(mg_i + 0) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][0];
-            dtau_dqd[(mg_i + 1) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][1];
-            dtau_dqd[(mg_i + 2) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][2];
-            dtau_dqd[(mg_i + 3) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][3];
-            dtau_dqd[(mg_i + 4) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][4];
-            dtau_dqd[(mg_i + 5) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][5];
-            dtau_dqd[(mg_i + 6) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][6];
-            dtau_dqd[(mg_i + 7) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 36, dtau_dq + mg_i * 36);
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 36, dtau_dqd + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dtau_dq + (mg_i + mg_l) * 36, dtau_dqd + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -6915,55 +6709,25 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_qdd[6][8];
-        double mg_o_dqdd_dq[36][8];
-        double mg_o_dqdd_dqd[36][8];
-        double mg_o_dqdd_dQ[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dq[36][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dqd[36][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dQ[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_dqdd_dq[0][mg_l] = 0.0;
             mg_o_dqdd_dq[6][mg_l] = 0.0;
@@ -8095,51 +7859,11 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             mg_o_dqdd_dqd[35][mg_l] = dqdd_c12_6;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dqdd_dq[(mg_i + 0) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][0];
-            dqdd_dq[(mg_i + 1) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][1];
-            dqdd_dq[(mg_i + 2) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][2];
-            dqdd_dq[(mg_i + 3) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][3];
-            dqdd_dq[(mg_i + 4) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][4];
-            dqdd_dq[(mg_i + 5) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][5];
-            dqdd_dq[(mg_i + 6) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][6];
-            dqdd_dq[(mg_i + 7) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dqdd_dqd[(mg_i + 0) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][0];
-            dqdd_dqd[(mg_i + 1) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][1];
-            dqdd_dqd[(mg_i + 2) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][2];
-            dqdd_dqd[(mg_i + 3) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][3];
-            dqdd_dqd[(mg_i + 4) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][4];
-            dqdd_dqd[(mg_i + 5) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][5];
-            dqdd_dqd[(mg_i + 6) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][6];
-            dqdd_dqd[(mg_i + 7) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dqdd_dQ[(mg_i + 0) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][0];
-            dqdd_dQ[(mg_i + 1) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][1];
-            dqdd_dQ[(mg_i + 2) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][2];
-            dqdd_dQ[(mg_i + 3) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][3];
-            dqdd_dQ[(mg_i + 4) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][4];
-            dqdd_dQ[(mg_i + 5) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][5];
-            dqdd_dQ[(mg_i + 6) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][6];
-            dqdd_dQ[(mg_i + 7) * 36 + mg_j] = mg_o_dqdd_dQ[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 6, qdd + mg_i * 6);
+        mg_block_to_rows(&mg_o_dqdd_dq[0][0], 36, dqdd_dq + mg_i * 36);
+        mg_block_to_rows(&mg_o_dqdd_dqd[0][0], 36, dqdd_dqd + mg_i * 36);
+        mg_block_to_rows(&mg_o_dqdd_dQ[0][0], 36, dqdd_dQ + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_forward_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dqdd_dq + (mg_i + mg_l) * 36, dqdd_dqd + (mg_i + mg_l) * 36, dqdd_dQ + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -8988,52 +8712,22 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Y[360][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Y[360][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y[0][mg_l] = 0.0;
             mg_o_Y[1][mg_l] = 0.0;
             mg_o_Y[2][mg_l] = 0.0;
@@ -9839,18 +9533,8 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double Y5_6_9 = c6*epsd6_z - n6_I_zz_x*s6;
             mg_o_Y[299][mg_l] = Y5_6_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 360; ++mg_j) {
-            Y[(mg_i + 0) * 360 + mg_j] = mg_o_Y[mg_j][0];
-            Y[(mg_i + 1) * 360 + mg_j] = mg_o_Y[mg_j][1];
-            Y[(mg_i + 2) * 360 + mg_j] = mg_o_Y[mg_j][2];
-            Y[(mg_i + 3) * 360 + mg_j] = mg_o_Y[mg_j][3];
-            Y[(mg_i + 4) * 360 + mg_j] = mg_o_Y[mg_j][4];
-            Y[(mg_i + 5) * 360 + mg_j] = mg_o_Y[mg_j][5];
-            Y[(mg_i + 6) * 360 + mg_j] = mg_o_Y[mg_j][6];
-            Y[(mg_i + 7) * 360 + mg_j] = mg_o_Y[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y[0][0], 360, Y + mg_i * 360);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y + (mg_i + mg_l) * 360);
                 status[mg_i + mg_l] = mg_s;
@@ -10490,52 +10174,22 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Y_b[216][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Y_b[216][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y_b[36][mg_l] = 0.0;
             mg_o_Y_b[72][mg_l] = 0.0;
             mg_o_Y_b[73][mg_l] = 0.0;
@@ -11139,18 +10793,8 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double Y5_6_8 = U6_02*c6 - n6_I_yz_x*s6;
             mg_o_Y_b[179][mg_l] = Y5_6_8;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 216; ++mg_j) {
-            Y_b[(mg_i + 0) * 216 + mg_j] = mg_o_Y_b[mg_j][0];
-            Y_b[(mg_i + 1) * 216 + mg_j] = mg_o_Y_b[mg_j][1];
-            Y_b[(mg_i + 2) * 216 + mg_j] = mg_o_Y_b[mg_j][2];
-            Y_b[(mg_i + 3) * 216 + mg_j] = mg_o_Y_b[mg_j][3];
-            Y_b[(mg_i + 4) * 216 + mg_j] = mg_o_Y_b[mg_j][4];
-            Y_b[(mg_i + 5) * 216 + mg_j] = mg_o_Y_b[mg_j][5];
-            Y_b[(mg_i + 6) * 216 + mg_j] = mg_o_Y_b[mg_j][6];
-            Y_b[(mg_i + 7) * 216 + mg_j] = mg_o_Y_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y_b[0][0], 216, Y_b + mg_i * 216);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_base_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y_b + (mg_i + mg_l) * 216);
                 status[mg_i + mg_l] = mg_s;
@@ -11432,64 +11076,24 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_in_beta[36][8];
-        double mg_o_Q[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_in_beta[36][MG_SIMD_WIDTH];
+        double mg_o_Q[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
+        mg_rows_to_block(beta + mg_i * 36, 36, &mg_in_beta[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            mg_in_beta[mg_j][0] = beta[(mg_i + 0) * 36 + mg_j];
-            mg_in_beta[mg_j][1] = beta[(mg_i + 1) * 36 + mg_j];
-            mg_in_beta[mg_j][2] = beta[(mg_i + 2) * 36 + mg_j];
-            mg_in_beta[mg_j][3] = beta[(mg_i + 3) * 36 + mg_j];
-            mg_in_beta[mg_j][4] = beta[(mg_i + 4) * 36 + mg_j];
-            mg_in_beta[mg_j][5] = beta[(mg_i + 5) * 36 + mg_j];
-            mg_in_beta[mg_j][6] = beta[(mg_i + 6) * 36 + mg_j];
-            mg_in_beta[mg_j][7] = beta[(mg_i + 7) * 36 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -11736,18 +11340,8 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double N1_z = -0.13585*F_c2_x + N2_x*beta2_02 + N2_z*beta2_00 + beta1*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            Q[(mg_i + 0) * 6 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 6 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 6 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 6 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 6 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 6 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 6 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 6 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 6, Q + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_base_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, beta + (mg_i + mg_l) * 36, Q + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -11867,27 +11461,17 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        double mg_in_pi[60][8];
-        double mg_o_beta[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        double mg_in_pi[60][MG_SIMD_WIDTH];
+        double mg_o_beta[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(pi + mg_i * 60, 60, &mg_in_pi[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 60; ++mg_j) {
-            mg_in_pi[mg_j][0] = pi[(mg_i + 0) * 60 + mg_j];
-            mg_in_pi[mg_j][1] = pi[(mg_i + 1) * 60 + mg_j];
-            mg_in_pi[mg_j][2] = pi[(mg_i + 2) * 60 + mg_j];
-            mg_in_pi[mg_j][3] = pi[(mg_i + 3) * 60 + mg_j];
-            mg_in_pi[mg_j][4] = pi[(mg_i + 4) * 60 + mg_j];
-            mg_in_pi[mg_j][5] = pi[(mg_i + 5) * 60 + mg_j];
-            mg_in_pi[mg_j][6] = pi[(mg_i + 6) * 60 + mg_j];
-            mg_in_pi[mg_j][7] = pi[(mg_i + 7) * 60 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double pi21 = mg_in_pi[20][mg_l];
             const double pi31 = mg_in_pi[30][mg_l];
             const double pi41 = mg_in_pi[40][mg_l];
@@ -11979,18 +11563,8 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
             const double pi59 = mg_in_pi[58][mg_l];
             mg_o_beta[35][mg_l] = pi59;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            beta[(mg_i + 0) * 36 + mg_j] = mg_o_beta[mg_j][0];
-            beta[(mg_i + 1) * 36 + mg_j] = mg_o_beta[mg_j][1];
-            beta[(mg_i + 2) * 36 + mg_j] = mg_o_beta[mg_j][2];
-            beta[(mg_i + 3) * 36 + mg_j] = mg_o_beta[mg_j][3];
-            beta[(mg_i + 4) * 36 + mg_j] = mg_o_beta[mg_j][4];
-            beta[(mg_i + 5) * 36 + mg_j] = mg_o_beta[mg_j][5];
-            beta[(mg_i + 6) * 36 + mg_j] = mg_o_beta[mg_j][6];
-            beta[(mg_i + 7) * 36 + mg_j] = mg_o_beta[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_beta[0][0], 36, beta + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
