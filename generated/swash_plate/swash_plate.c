@@ -147,8 +147,8 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
 /* The copies between the states' rows (state-major, size doubles each) and a block's
  * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
  * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
- * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, the largest
- * cost of forward kinematics' blocks). A size that is not a multiple of W ends with one
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
  * transpose overlapping the previous one (same values written twice). Only where W
  * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
  * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
