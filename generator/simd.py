@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 MAX_WIDTH = 8
 """The most states per block. The lane count itself is ``MG_SIMD_WIDTH``, a macro of the
-generated C fixed when it is compiled (templates/c/simd_width.c.j2: 8 with AVX-512, 4 with
+generated C fixed when it is compiled (templates/c/simd_block.c.j2: 8 with AVX-512, 4 with
 AVX2, 0 = no blocks elsewhere), so the generated text is the same for every target; the block
 buffers are sized for this many lanes (:data:`STACK_BYTES`)."""
 
