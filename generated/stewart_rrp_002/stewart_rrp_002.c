@@ -156,8 +156,11 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
  * loop over the elements that the compiler vectorises itself. Data moves only. */
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)
-#if (MG_SIMD_WIDTH == 8 && defined(__AVX512F__)) || (MG_SIMD_WIDTH == 4 && defined(__AVX__)) \
-    || (MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON)))
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
 #define MG_SIMD_TRANSPOSE 1
 #endif
 #endif
