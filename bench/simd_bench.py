@@ -42,10 +42,10 @@ from mechgen.runtime import cbuild  # noqa: E402
 
 SERIAL = ["forward_kinematics", "mass_matrix", "inverse_dynamics", "forward_dynamics"]
 CASES = {
-    "ur5": SERIAL[1:],
-    "panda": SERIAL[1:],
-    "solo12": SERIAL[1:],
-    "gough_stewart_docking": ["step"],
+    "ur5": SERIAL,
+    "panda": SERIAL,
+    "solo12": SERIAL,
+    "gough_stewart_docking": ["step", "step_accel"],
 }
 ALL_CASES = {**{m: SERIAL for m in ("ur5", "ur5_arm", "panda", "rx90", "space_arm7", "solo12")},
              "gough_stewart_docking": ["step", "step_accel"]}
@@ -68,11 +68,15 @@ def scalar_batch_source(meta: dict) -> str:
 def build_flags(build: str) -> list[str]:
     """``native``: the runtime's SIMD build; ``portable``: the same without -march=native (the
     compiler's default target); any other name: ``-march=<name>`` instead of native (e.g.
-    ``x86-64-v3``, an AVX2 CPU)."""
+    ``x86-64-v3``, an AVX2 CPU). A suffix ``/W`` (``x86-64-v3/8``) forces W lanes per block
+    (``-DMG_SIMD_WIDTH=W``) instead of the target's own choice (templates/c/simd_width.c.j2)."""
+    target, _, width = build.partition("/")
     flags = [f for f in cbuild.cflags(simd=True) if f != "-march=native"]
-    if build == "portable":
+    if width:
+        flags.append(f"-DMG_SIMD_WIDTH={int(width)}")
+    if target == "portable":
         return flags
-    return flags[:-1] + [f"-march={build}", flags[-1]]
+    return flags[:-1] + [f"-march={target}", flags[-1]]
 
 
 def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "generated",

@@ -35,7 +35,7 @@ from mechgen.generator.ir import Assign, ColumnLoop, reads
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
-from mechgen.generator.simd import WIDTH, free_prefix, simd_plan
+from mechgen.generator.simd import MAX_WIDTH, free_prefix, simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -225,7 +225,7 @@ def no_simd_plan(k: dict) -> dict:
     """The batch of a kernel with a column loop: the single-state kernel state after state
     (simd_plan does not take loops; the loop itself is vectorised across its columns)."""
     taken = {p["name"] for p in (*k["inputs"], *k["outputs"])}
-    return {"width": WIDTH, "prefix": free_prefix(taken), "blocks": False}
+    return {"prefix": free_prefix(taken), "blocks": False}
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:
@@ -269,6 +269,7 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     for backend in BACKENDS.values():
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,
+                   "simd_max_width": MAX_WIDTH,
                    "kernels": [_kernel_context(mech, g, backend, spec) for g in generated]}
         for role, template in backend.templates.items():
             files[names[role]] = env.get_template(template).render(**context)

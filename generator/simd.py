@@ -1,7 +1,8 @@
 """The plan of a C kernel's SIMD batch: blocks of W states, vectorised across the states.
 
 The single-state kernel is a list of printed C lines (assignments, checks, outputs). Its
-``_batch`` twin evaluates blocks of :data:`WIDTH` consecutive states with the same lines inside
+``_batch`` twin evaluates blocks of W consecutive states (``MG_SIMD_WIDTH``, chosen
+at C compile time for the target, at most :data:`MAX_WIDTH`) with the same lines inside
 ``#pragma omp simd`` loops over the W lanes, so the compiler keeps one vector register per
 variable and the W states advance together. Four things need care and are handled here:
 
@@ -35,8 +36,9 @@ measured with bench/simd_bench.py):
   32-bit flag in the loop GCC sizes its vectors for the int (8 x 32 bits = 256 bits), so every
   double of the block took two registers, and a large kernel spilled most of them;
 - inputs and outputs go through ``[element][lane]`` copies of the block, filled and emptied by
-  loops over the elements that the compiler vectorises as transposes in registers; the vector
-  loops read and write them with whole-vector moves (a state's row is strided across lanes);
+  W x W transposes in registers (``mg_rows_to_block``, ``mg_block_to_rows`` in
+  templates/c/simd_block.c.j2); the vector loops read and write them with whole-vector moves
+  (a state's row is strided across lanes);
 - in a vector loop each load, sine and cosine comes just before its first use, and each
   output or crossing value is stored as soon as it is computed (:func:`in_use_order`), so
   fewer values are live at once.
@@ -47,10 +49,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-WIDTH = 8
-"""States per block (lanes). Chosen by measurement (bench/simd_bench.py, AVX-512 CPU): 8
-beat 4 on every timed kernel (the platform step 2.0x vs 1.2x the scalar loop); with narrower
-vectors a lane block takes two or four registers per value, still correct."""
+MAX_WIDTH = 8
+"""The most states per block. The lane count itself is ``MG_SIMD_WIDTH``, a macro of the
+generated C fixed when it is compiled (templates/c/simd_block.c.j2: 8 with AVX-512, 4 with
+AVX2, 0 = no blocks elsewhere), so the generated text is the same for every target; the block
+buffers are sized for this many lanes (:data:`STACK_BYTES`)."""
 
 SCALAR_CALLS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log",
                           "pow", "sinh", "cosh", "tanh", "fmax", "fmin", "hypot", "cbrt"})
@@ -148,7 +151,7 @@ def free_prefix(taken: set[str], base: str = "mg_") -> str:
 def simd_plan(k: dict) -> dict:
     """The staged batch of a kernel context (``mechgen.generator.emit._kernel_context``).
 
-    Returns ``{"width", "prefix", "stages", "arrays", "inputs", "has_checks", "trig",
+    Returns ``{"prefix", "stages", "arrays", "inputs", "has_checks", "trig",
     "blocks"}``: each stage a :class:`Stage` as a dict, its lines in the order they are
     printed (loads included, each with the values it ``stores`` for later stages);
     ``arrays`` the names kept in per-lane arrays across stages, ``inputs`` the input ports
@@ -187,7 +190,7 @@ def simd_plan(k: dict) -> dict:
     for st in plan["stages"]:
         st["lines"] = in_use_order(st) if st["vector"] else loads_first(st)
     values = len(plan["arrays"]) + sum(p["size"] for p in (*plan["inputs"], *k["outputs"]))
-    plan["blocks"] = 8 * WIDTH * values <= STACK_BYTES
+    plan["blocks"] = 8 * MAX_WIDTH * values <= STACK_BYTES
     return plan
 
 
@@ -327,7 +330,7 @@ def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
         elif kind == "sincos":
             where.update(dict.fromkeys(target, index))
     arrays, blocked = _loads_and_stores(stages, where, inputs)
-    return {"width": WIDTH, "prefix": prefix, "has_checks": has_checks,
+    return {"prefix": prefix, "has_checks": has_checks,
             "arrays": arrays, "inputs": blocked,
             "stages": [{"vector": st.vector, "lines": st.lines, "stores": st.stores,
                         "loads": st.loads,

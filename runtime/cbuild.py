@@ -55,9 +55,13 @@ contraction. Without them the batch runs the single-state kernel state after sta
 SIMD_ENV = "MECHGEN_SIMD"
 """``MECHGEN_SIMD=1`` builds the SIMD batch kernels. Off by default: the vectorised batches
 take about 5x longer to compile (gough_stewart_docking: 6 s -> 34 s of gcc, measured before the
-block layout of docs/architecture.md) for 2.5-6.9x the batch throughput of the mass matrix,
-inverse and forward dynamics on an AVX-512 machine (forward kinematics 2.0-2.6x; with AVX2
-1.5-3.5x; make bench, bench/simd_bench.py); single-state calls gain nothing."""
+block layout of docs/architecture.md) for 1.9-6.7x the batch throughput of the scalar loop on
+an AVX-512 machine and 1.6-3.5x with AVX2 (bench/simd_bench.py); single-state calls gain
+nothing. The lanes per block are the C's own choice for the target it is compiled for
+(``MG_SIMD_WIDTH``, templates/c/simd_block.c.j2): 8 with AVX-512, 4 with AVX2, and none (the
+loop over the single-state kernel) on any other target, as SSE2's blocks lose to that loop on
+the serial kernels (0.54-1.03x); ``CFLAGS=-DMG_SIMD_WIDTH=N`` forces N. So no flag here
+depends on the target: the C decides."""
 ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
 CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
 STALE_SECONDS = 600.0

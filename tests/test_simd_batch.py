@@ -6,7 +6,8 @@ The kernels are the committed ones of a serial arm, a free-base tree, a parallel
 closed-loop linkage and the contact interface, compiled by the runtime with the SIMD build
 switched on (``MECHGEN_SIMD=1``: ``-DMECHGEN_SIMD=1``, ``-fopenmp-simd`` and ``-march=native``
 when the compiler takes them) and called directly through cffi, states one after another vs one
-batch call.
+batch call. The blocks have the lanes the target picks (``MG_SIMD_WIDTH``: 8 with AVX-512, 4
+with AVX2, none elsewhere); the tests at the end force 2, 3, 4 and 8 lanes on any target.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mechgen.generator.simd import WIDTH, calls_in, hoist_calls, simd_plan
+from mechgen.generator.simd import MAX_WIDTH, calls_in, hoist_calls, simd_plan
 from mechgen.runtime import cbuild
+from tests.kernel_calls import assert_bitwise, run_kernel
 from tests.kernel_inputs import nominal_input
 
 ROOT = Path(__file__).resolve().parent.parent
 MECHANISMS = ["ur5", "solo12", "gough_stewart_docking", "double_wishbone", "apas_interface"]
 FAILING = {"gough_stewart_docking"}   # random states far from home fail its checks
+WIDTH = MAX_WIDTH
+"""Batch sizes are counted in the widest block: whatever lane count the target compiles
+(MG_SIMD_WIDTH <= MAX_WIDTH), they hold several blocks and every tail length."""
 STATES = 6 * WIDTH + 3          # blocks and a tail
 
 
@@ -67,37 +72,6 @@ def _inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
     return arrays
 
 
-def _run(module, meta: dict, inputs: list[np.ndarray], batch: bool):
-    """Outputs (n x size each) and statuses, from one batch call or n single-state calls."""
-    ffi, lib = module.ffi, module.lib
-    n = len(inputs[0])
-    outs = [np.full((n, prod(p["shape"])), 7.0) for p in meta["outputs"]]
-    status = np.full(n, -1, dtype=np.int32)
-    ptr = lambda a: ffi.cast("double *", a.ctypes.data)
-    fn = meta["c_function"]
-    if batch:
-        failed = getattr(lib, fn + "_batch")(n, *map(ptr, inputs), *map(ptr, outs),
-                                             ffi.cast("int32_t *", status.ctypes.data))
-        assert failed == np.count_nonzero(status)
-    else:
-        for i in range(n):
-            status[i] = getattr(lib, fn)(*[ptr(a[i:]) for a in inputs],
-                                         *[ptr(o[i:]) for o in outs])
-    return outs, status
-
-
-def _assert_bitwise(a, b, what: str) -> None:
-    """Equal statuses, and outputs equal bit for bit, except that any two NaNs are equal: the
-    sign and payload of a NaN depend on which operand of ``x*y`` the compiler puts first
-    (x86 keeps the first NaN operand's bits), which C leaves free."""
-    (outs_a, st_a), (outs_b, st_b) = a, b
-    assert np.array_equal(st_a, st_b), f"{what}: statuses differ"
-    for x, y in zip(outs_a, outs_b):
-        same = (x.view(np.uint64) == y.view(np.uint64)) | (np.isnan(x) & np.isnan(y))
-        diff = np.flatnonzero(~same.all(axis=1))
-        assert diff.size == 0, f"{what}: states {diff[:5]} differ in their bits"
-
-
 @pytest.fixture(scope="module", params=MECHANISMS)
 def mechanism(request):
     return _library(request.param)
@@ -109,8 +83,8 @@ def test_batch_equals_single_state_kernel_bitwise_for_every_kernel(mechanism):
     any_failed = False
     for meta in manifest["kernels"]:
         inputs = _inputs(manifest, meta, STATES, rng)
-        single = _run(module, meta, inputs, batch=False)
-        _assert_bitwise(_run(module, meta, inputs, batch=True), single,
+        single = run_kernel(module, meta, inputs, batch=False)
+        assert_bitwise(run_kernel(module, meta, inputs, batch=True), single,
                         f"{manifest['mechanism']}.{meta['name']}")
         failed = single[1] != 0
         any_failed |= bool(failed.any())
@@ -127,9 +101,9 @@ def test_free_base_singular_states_fail_as_in_the_single_state_kernel():
     inputs = _inputs(manifest, meta, 5 * WIDTH + 1, np.random.default_rng(3))
     psi_z = manifest["coordinates"].index("base_rz")
     inputs[0][::3, psi_z] = np.pi / 2
-    single = _run(module, meta, inputs, batch=False)
+    single = run_kernel(module, meta, inputs, batch=False)
     assert np.count_nonzero(single[1]) == len(inputs[0][::3])
-    _assert_bitwise(_run(module, meta, inputs, batch=True), single, "solo12.forward_dynamics")
+    assert_bitwise(run_kernel(module, meta, inputs, batch=True), single, "solo12.forward_dynamics")
 
 
 @pytest.mark.parametrize("name", ["gough_stewart_docking", "ur5"])
@@ -143,7 +117,7 @@ def test_every_tail_length_matches(name):
         for start in (0, WIDTH + 1):            # a tail alone, and a block then the tail
             part = [np.ascontiguousarray(a[start:start + WIDTH * (start > 0) + n])
                     for a in inputs]
-            _assert_bitwise(_run(module, meta, part, True), _run(module, meta, part, False),
+            assert_bitwise(run_kernel(module, meta, part, True), run_kernel(module, meta, part, False),
                             f"{name}.{meta['name']} n={len(part[0])}")
 
 
@@ -156,7 +130,7 @@ def test_nan_inputs_give_the_single_state_bits(name):
         for k, a in enumerate(inputs):
             a[k % len(a), rng.integers(a.shape[1])] = np.nan
             a[WIDTH + 1, :] = np.nan
-        _assert_bitwise(_run(module, meta, inputs, True), _run(module, meta, inputs, False),
+        assert_bitwise(run_kernel(module, meta, inputs, True), run_kernel(module, meta, inputs, False),
                         f"{name}.{meta['name']} with NaN inputs")
 
 
@@ -172,8 +146,8 @@ def test_sin_cos_arguments_beyond_the_polynomial_range_give_the_single_state_bit
         q[1, :] = 1e7
         q[WIDTH + 3, -1] = -2e6
         q[2 * WIDTH + 5, 0] = np.inf
-        single = _run(module, meta, inputs, batch=False)
-        _assert_bitwise(_run(module, meta, inputs, batch=True), single,
+        single = run_kernel(module, meta, inputs, batch=False)
+        assert_bitwise(run_kernel(module, meta, inputs, batch=True), single,
                         f"{name}.{meta['name']} with huge angles")
 
 
@@ -212,7 +186,7 @@ def test_a_kernel_too_large_for_the_stack_keeps_the_plain_loop(monkeypatch):
     import mechgen.generator.simd as simd
     body = [{"assign": True, "target": "c", "expr": "cos(q0)"}]
     assert simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
-    monkeypatch.setattr(simd, "STACK_BYTES", 8 * simd.WIDTH * 2)
+    monkeypatch.setattr(simd, "STACK_BYTES", 8 * simd.MAX_WIDTH * 2)
     assert not simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
 
 
@@ -253,3 +227,60 @@ def test_a_sine_only_a_later_stage_reads_is_still_computed_and_stored():
     first = next(st for st in plan["stages"] if st["vector"])
     line = next(ln for ln in first["lines"] if ln.get("target") == "s")
     assert line["stores"] == ["s"]
+
+
+# --- the lane count, chosen when the C is compiled (templates/c/simd_width.c.j2) -------------
+
+def _width_macro(flags: list[str]) -> str:
+    """MG_SIMD_WIDTH as the preprocessor defines it in ur5's C under ``flags``."""
+    import shlex
+    import subprocess
+    folder = ROOT / "generated" / "ur5"
+    run = subprocess.run([*shlex.split(cbuild.compiler_command()), *flags, "-iquote",
+                          str(folder), "-dM", "-E", str(folder / "ur5.c")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return next(line.split()[2] for line in run.stdout.splitlines()
+                if line.startswith("#define MG_SIMD_WIDTH "))
+
+
+@pytest.mark.skipif(__import__("platform").machine().lower() not in ("x86_64", "amd64"),
+                    reason="the ISA macros tested are x86's")
+@pytest.mark.parametrize("flags, width", [
+    (["-march=x86-64", "-mavx512f", "-DMECHGEN_SIMD=1"], "8"),
+    (["-march=x86-64", "-mavx2", "-DMECHGEN_SIMD=1"], "4"),
+    (["-march=x86-64", "-DMECHGEN_SIMD=1"], "0"),        # SSE2: the blocks lose, none
+    (["-march=x86-64", "-mavx512f"], "0"),               # the default build: none
+    (["-march=x86-64", "-mavx2", "-DMECHGEN_SIMD=1", "-DMG_SIMD_WIDTH=2"], "2"),
+])
+def test_the_lane_count_follows_the_target_the_c_is_compiled_for(flags, width):
+    assert _width_macro(flags) == width
+
+
+def test_a_lane_count_beyond_the_block_buffers_is_refused_when_compiling():
+    import shlex
+    import subprocess
+    folder = ROOT / "generated" / "ur5"
+    run = subprocess.run([*shlex.split(cbuild.compiler_command()), "-DMECHGEN_SIMD=1",
+                          f"-DMG_SIMD_WIDTH={MAX_WIDTH + 1}", "-iquote", str(folder), "-E",
+                          str(folder / "ur5.c")], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "MG_SIMD_WIDTH" in run.stderr
+
+
+@pytest.mark.parametrize("width", [2, 3, 4, 8])
+def test_every_lane_count_gives_the_single_state_bits(width, monkeypatch):
+    """ur5 built with W lanes forced (-DMG_SIMD_WIDTH=W in CFLAGS, its own cache entry): every
+    kernel, with a tail, NaN inputs and angles beyond the polynomial's range. 2, 4 and 8 lanes
+    copy rows in and out by W x W transposes (ports larger and smaller than W, sizes not a
+    multiple of W), 3 lanes by the plain loops."""
+    import os
+    monkeypatch.setenv("CFLAGS", f"{os.environ.get('CFLAGS', '')} -DMG_SIMD_WIDTH={width}")
+    module, manifest = _library("ur5")
+    rng = np.random.default_rng(width)
+    for meta in manifest["kernels"]:
+        inputs = _inputs(manifest, meta, 3 * WIDTH + width - 1, rng)
+        inputs[0][width + 1, 0] = np.nan
+        inputs[0][2 * width, -1] = 1e7
+        assert_bitwise(run_kernel(module, meta, inputs, batch=True),
+                       run_kernel(module, meta, inputs, batch=False),
+                       f"ur5.{meta['name']} with {width} lanes")

@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 16 adds, 16 muls, 6 trig (38 total) */
@@ -182,30 +329,20 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_o_phi[2][8];
-        double mg_o_G[6][8];
-        double mg_o_orientation[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_o_phi[2][MG_SIMD_WIDTH];
+        double mg_o_G[6][MG_SIMD_WIDTH];
+        double mg_o_orientation[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_orientation[0][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
@@ -247,40 +384,10 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
             mg_o_phi[1][mg_l] = -C_f1_o_y - cse5;
             mg_o_G[0][mg_l] = cse5;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 2; ++mg_j) {
-            phi[(mg_i + 0) * 2 + mg_j] = mg_o_phi[mg_j][0];
-            phi[(mg_i + 1) * 2 + mg_j] = mg_o_phi[mg_j][1];
-            phi[(mg_i + 2) * 2 + mg_j] = mg_o_phi[mg_j][2];
-            phi[(mg_i + 3) * 2 + mg_j] = mg_o_phi[mg_j][3];
-            phi[(mg_i + 4) * 2 + mg_j] = mg_o_phi[mg_j][4];
-            phi[(mg_i + 5) * 2 + mg_j] = mg_o_phi[mg_j][5];
-            phi[(mg_i + 6) * 2 + mg_j] = mg_o_phi[mg_j][6];
-            phi[(mg_i + 7) * 2 + mg_j] = mg_o_phi[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            G[(mg_i + 0) * 6 + mg_j] = mg_o_G[mg_j][0];
-            G[(mg_i + 1) * 6 + mg_j] = mg_o_G[mg_j][1];
-            G[(mg_i + 2) * 6 + mg_j] = mg_o_G[mg_j][2];
-            G[(mg_i + 3) * 6 + mg_j] = mg_o_G[mg_j][3];
-            G[(mg_i + 4) * 6 + mg_j] = mg_o_G[mg_j][4];
-            G[(mg_i + 5) * 6 + mg_j] = mg_o_G[mg_j][5];
-            G[(mg_i + 6) * 6 + mg_j] = mg_o_G[mg_j][6];
-            G[(mg_i + 7) * 6 + mg_j] = mg_o_G[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
-            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
-            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
-            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
-            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
-            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
-            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
-            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_phi[0][0], 2, phi + mg_i * 2);
+        mg_block_to_rows(&mg_o_G[0][0], 6, G + mg_i * 6);
+        mg_block_to_rows(&mg_o_orientation[0][0], 1, orientation + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_closure(q + (mg_i + mg_l) * 3, phi + (mg_i + mg_l) * 2, G + (mg_i + mg_l) * 6, orientation + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -372,31 +479,21 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_o_q_next[3][8];
-        double mg_o_error[1][8];
-        double mg_o_branch[1][8];
-        double mg_o_orientation[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_o_q_next[3][MG_SIMD_WIDTH];
+        double mg_o_error[1][MG_SIMD_WIDTH];
+        double mg_o_branch[1][MG_SIMD_WIDTH];
+        double mg_o_orientation[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_orientation[0][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
@@ -452,51 +549,11 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             mg_o_branch[0][mg_l] = det_GD;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            q_next[(mg_i + 0) * 3 + mg_j] = mg_o_q_next[mg_j][0];
-            q_next[(mg_i + 1) * 3 + mg_j] = mg_o_q_next[mg_j][1];
-            q_next[(mg_i + 2) * 3 + mg_j] = mg_o_q_next[mg_j][2];
-            q_next[(mg_i + 3) * 3 + mg_j] = mg_o_q_next[mg_j][3];
-            q_next[(mg_i + 4) * 3 + mg_j] = mg_o_q_next[mg_j][4];
-            q_next[(mg_i + 5) * 3 + mg_j] = mg_o_q_next[mg_j][5];
-            q_next[(mg_i + 6) * 3 + mg_j] = mg_o_q_next[mg_j][6];
-            q_next[(mg_i + 7) * 3 + mg_j] = mg_o_q_next[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            error[(mg_i + 0) * 1 + mg_j] = mg_o_error[mg_j][0];
-            error[(mg_i + 1) * 1 + mg_j] = mg_o_error[mg_j][1];
-            error[(mg_i + 2) * 1 + mg_j] = mg_o_error[mg_j][2];
-            error[(mg_i + 3) * 1 + mg_j] = mg_o_error[mg_j][3];
-            error[(mg_i + 4) * 1 + mg_j] = mg_o_error[mg_j][4];
-            error[(mg_i + 5) * 1 + mg_j] = mg_o_error[mg_j][5];
-            error[(mg_i + 6) * 1 + mg_j] = mg_o_error[mg_j][6];
-            error[(mg_i + 7) * 1 + mg_j] = mg_o_error[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            branch[(mg_i + 0) * 1 + mg_j] = mg_o_branch[mg_j][0];
-            branch[(mg_i + 1) * 1 + mg_j] = mg_o_branch[mg_j][1];
-            branch[(mg_i + 2) * 1 + mg_j] = mg_o_branch[mg_j][2];
-            branch[(mg_i + 3) * 1 + mg_j] = mg_o_branch[mg_j][3];
-            branch[(mg_i + 4) * 1 + mg_j] = mg_o_branch[mg_j][4];
-            branch[(mg_i + 5) * 1 + mg_j] = mg_o_branch[mg_j][5];
-            branch[(mg_i + 6) * 1 + mg_j] = mg_o_branch[mg_j][6];
-            branch[(mg_i + 7) * 1 + mg_j] = mg_o_branch[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            orientation[(mg_i + 0) * 1 + mg_j] = mg_o_orientation[mg_j][0];
-            orientation[(mg_i + 1) * 1 + mg_j] = mg_o_orientation[mg_j][1];
-            orientation[(mg_i + 2) * 1 + mg_j] = mg_o_orientation[mg_j][2];
-            orientation[(mg_i + 3) * 1 + mg_j] = mg_o_orientation[mg_j][3];
-            orientation[(mg_i + 4) * 1 + mg_j] = mg_o_orientation[mg_j][4];
-            orientation[(mg_i + 5) * 1 + mg_j] = mg_o_orientation[mg_j][5];
-            orientation[(mg_i + 6) * 1 + mg_j] = mg_o_orientation[mg_j][6];
-            orientation[(mg_i + 7) * 1 + mg_j] = mg_o_orientation[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q_next[0][0], 3, q_next + mg_i * 3);
+        mg_block_to_rows(&mg_o_error[0][0], 1, error + mg_i * 1);
+        mg_block_to_rows(&mg_o_branch[0][0], 1, branch + mg_i * 1);
+        mg_block_to_rows(&mg_o_orientation[0][0], 1, orientation + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_newton_step(q + (mg_i + mg_l) * 3, q_next + (mg_i + mg_l) * 3, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -591,41 +648,21 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd_ind[1][8];
-        double mg_o_qd[3][8];
-        double mg_o_H[3][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd_ind[1][MG_SIMD_WIDTH];
+        double mg_o_qd[3][MG_SIMD_WIDTH];
+        double mg_o_H[3][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_qd_ind[mg_j][0] = qd_ind[(mg_i + 0) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][1] = qd_ind[(mg_i + 1) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][2] = qd_ind[(mg_i + 2) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][3] = qd_ind[(mg_i + 3) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][4] = qd_ind[(mg_i + 4) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][5] = qd_ind[(mg_i + 5) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][6] = qd_ind[(mg_i + 6) * 1 + mg_j];
-            mg_in_qd_ind[mg_j][7] = qd_ind[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_H[1][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
@@ -680,29 +717,9 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             mg_o_qd[2][mg_l] = qd_dep2;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            qd[(mg_i + 0) * 3 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 3 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 3 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 3 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 3 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 3 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 3 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 3 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            H[(mg_i + 0) * 3 + mg_j] = mg_o_H[mg_j][0];
-            H[(mg_i + 1) * 3 + mg_j] = mg_o_H[mg_j][1];
-            H[(mg_i + 2) * 3 + mg_j] = mg_o_H[mg_j][2];
-            H[(mg_i + 3) * 3 + mg_j] = mg_o_H[mg_j][3];
-            H[(mg_i + 4) * 3 + mg_j] = mg_o_H[mg_j][4];
-            H[(mg_i + 5) * 3 + mg_j] = mg_o_H[mg_j][5];
-            H[(mg_i + 6) * 3 + mg_j] = mg_o_H[mg_j][6];
-            H[(mg_i + 7) * 3 + mg_j] = mg_o_H[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qd[0][0], 3, qd + mg_i * 3);
+        mg_block_to_rows(&mg_o_H[0][0], 3, H + mg_i * 3);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_velocity(q + (mg_i + mg_l) * 3, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 3, H + (mg_i + mg_l) * 3);
                 status[mg_i + mg_l] = mg_s;
@@ -938,57 +955,27 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_in_qdd[3][8];
-        double mg_o_r[18][8];
-        double mg_o_v[18][8];
-        double mg_o_a[18][8];
-        double mg_o_R[27][8];
-        double mg_o_omega[9][8];
-        double mg_o_alpha[9][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_in_qdd[3][MG_SIMD_WIDTH];
+        double mg_o_r[18][MG_SIMD_WIDTH];
+        double mg_o_v[18][MG_SIMD_WIDTH];
+        double mg_o_a[18][MG_SIMD_WIDTH];
+        double mg_o_R[27][MG_SIMD_WIDTH];
+        double mg_o_omega[9][MG_SIMD_WIDTH];
+        double mg_o_alpha[9][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 3, 3, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[2][mg_l] = 0.0;
             mg_o_r[5][mg_l] = 0.0;
             mg_o_r[8][mg_l] = 0.0;
@@ -1183,73 +1170,13 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             const double coupler_alphaz = qdd2 + qdd3;
             mg_o_alpha[5][mg_l] = coupler_alphaz;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            r[(mg_i + 0) * 18 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 18 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 18 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 18 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 18 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 18 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 18 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 18 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            a[(mg_i + 0) * 18 + mg_j] = mg_o_a[mg_j][0];
-            a[(mg_i + 1) * 18 + mg_j] = mg_o_a[mg_j][1];
-            a[(mg_i + 2) * 18 + mg_j] = mg_o_a[mg_j][2];
-            a[(mg_i + 3) * 18 + mg_j] = mg_o_a[mg_j][3];
-            a[(mg_i + 4) * 18 + mg_j] = mg_o_a[mg_j][4];
-            a[(mg_i + 5) * 18 + mg_j] = mg_o_a[mg_j][5];
-            a[(mg_i + 6) * 18 + mg_j] = mg_o_a[mg_j][6];
-            a[(mg_i + 7) * 18 + mg_j] = mg_o_a[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 27; ++mg_j) {
-            R[(mg_i + 0) * 27 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 27 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 27 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 27 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 27 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 27 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 27 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 27 + mg_j] = mg_o_R[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            omega[(mg_i + 0) * 9 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 9 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 9 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 9 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 9 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 9 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 9 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 9 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            alpha[(mg_i + 0) * 9 + mg_j] = mg_o_alpha[mg_j][0];
-            alpha[(mg_i + 1) * 9 + mg_j] = mg_o_alpha[mg_j][1];
-            alpha[(mg_i + 2) * 9 + mg_j] = mg_o_alpha[mg_j][2];
-            alpha[(mg_i + 3) * 9 + mg_j] = mg_o_alpha[mg_j][3];
-            alpha[(mg_i + 4) * 9 + mg_j] = mg_o_alpha[mg_j][4];
-            alpha[(mg_i + 5) * 9 + mg_j] = mg_o_alpha[mg_j][5];
-            alpha[(mg_i + 6) * 9 + mg_j] = mg_o_alpha[mg_j][6];
-            alpha[(mg_i + 7) * 9 + mg_j] = mg_o_alpha[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 18, r + mg_i * 18);
+        mg_block_to_rows(&mg_o_v[0][0], 18, v + mg_i * 18);
+        mg_block_to_rows(&mg_o_a[0][0], 18, a + mg_i * 18);
+        mg_block_to_rows(&mg_o_R[0][0], 27, R + mg_i * 27);
+        mg_block_to_rows(&mg_o_omega[0][0], 9, omega + mg_i * 9);
+        mg_block_to_rows(&mg_o_alpha[0][0], 9, alpha + mg_i * 9);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_kinematics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, r + (mg_i + mg_l) * 18, v + (mg_i + mg_l) * 18, a + (mg_i + mg_l) * 18, R + (mg_i + mg_l) * 27, omega + (mg_i + mg_l) * 9, alpha + (mg_i + mg_l) * 9);
                 status[mg_i + mg_l] = mg_s;
@@ -1298,28 +1225,18 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_o_M[9][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_o_M[9][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_M[0][mg_l] = 0.013515000000000003;
             mg_o_M[1][mg_l] = 0.0;
             mg_o_M[2][mg_l] = 0.0;
@@ -1341,18 +1258,8 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
             mg_o_M[5][mg_l] = Nm3_2_z;
             mg_o_M[7][mg_l] = Nm3_2_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            M[(mg_i + 0) * 9 + mg_j] = mg_o_M[mg_j][0];
-            M[(mg_i + 1) * 9 + mg_j] = mg_o_M[mg_j][1];
-            M[(mg_i + 2) * 9 + mg_j] = mg_o_M[mg_j][2];
-            M[(mg_i + 3) * 9 + mg_j] = mg_o_M[mg_j][3];
-            M[(mg_i + 4) * 9 + mg_j] = mg_o_M[mg_j][4];
-            M[(mg_i + 5) * 9 + mg_j] = mg_o_M[mg_j][5];
-            M[(mg_i + 6) * 9 + mg_j] = mg_o_M[mg_j][6];
-            M[(mg_i + 7) * 9 + mg_j] = mg_o_M[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_M[0][0], 9, M + mg_i * 9);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_mass_matrix(q + (mg_i + mg_l) * 3, M + (mg_i + mg_l) * 9);
                 status[mg_i + mg_l] = mg_s;
@@ -1455,53 +1362,23 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_in_tau[3][8];
-        double mg_o_b[3][8];
-        double mg_o_gamma[2][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_in_tau[3][MG_SIMD_WIDTH];
+        double mg_o_b[3][MG_SIMD_WIDTH];
+        double mg_o_gamma[2][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
+        mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
-            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
-            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
-            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
-            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
-            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
-            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
-            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -1568,29 +1445,9 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             const double b3 = -N3_z + tau3;
             mg_o_b[2][mg_l] = b3;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            b[(mg_i + 0) * 3 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 3 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 3 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 3 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 3 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 3 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 3 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 3 + mg_j] = mg_o_b[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 2; ++mg_j) {
-            gamma[(mg_i + 0) * 2 + mg_j] = mg_o_gamma[mg_j][0];
-            gamma[(mg_i + 1) * 2 + mg_j] = mg_o_gamma[mg_j][1];
-            gamma[(mg_i + 2) * 2 + mg_j] = mg_o_gamma[mg_j][2];
-            gamma[(mg_i + 3) * 2 + mg_j] = mg_o_gamma[mg_j][3];
-            gamma[(mg_i + 4) * 2 + mg_j] = mg_o_gamma[mg_j][4];
-            gamma[(mg_i + 5) * 2 + mg_j] = mg_o_gamma[mg_j][5];
-            gamma[(mg_i + 6) * 2 + mg_j] = mg_o_gamma[mg_j][6];
-            gamma[(mg_i + 7) * 2 + mg_j] = mg_o_gamma[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 3, b + mg_i * 3);
+        mg_block_to_rows(&mg_o_gamma[0][0], 2, gamma + mg_i * 2);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_bias(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, b + (mg_i + mg_l) * 3, gamma + (mg_i + mg_l) * 2);
                 status[mg_i + mg_l] = mg_s;
@@ -1743,54 +1600,24 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_in_tau[3][8];
-        double mg_o_qdd[3][8];
-        double mg_o_multipliers[2][8];
-        double mg_o_reaction[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_in_tau[3][MG_SIMD_WIDTH];
+        double mg_o_qdd[3][MG_SIMD_WIDTH];
+        double mg_o_multipliers[2][MG_SIMD_WIDTH];
+        double mg_o_reaction[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
+        mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_tau[mg_j][0] = tau[(mg_i + 0) * 3 + mg_j];
-            mg_in_tau[mg_j][1] = tau[(mg_i + 1) * 3 + mg_j];
-            mg_in_tau[mg_j][2] = tau[(mg_i + 2) * 3 + mg_j];
-            mg_in_tau[mg_j][3] = tau[(mg_i + 3) * 3 + mg_j];
-            mg_in_tau[mg_j][4] = tau[(mg_i + 4) * 3 + mg_j];
-            mg_in_tau[mg_j][5] = tau[(mg_i + 5) * 3 + mg_j];
-            mg_in_tau[mg_j][6] = tau[(mg_i + 6) * 3 + mg_j];
-            mg_in_tau[mg_j][7] = tau[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_reaction[2][mg_l] = 0.0;
             mg_o_reaction[3][mg_l] = 0.0;
@@ -1912,40 +1739,10 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             mg_o_reaction[0][mg_l] = lambda1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 2; ++mg_j) {
-            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
-            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
-            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
-            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
-            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
-            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
-            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
-            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
-            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
-            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
-            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
-            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
-            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
-            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
-            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 3, qdd + mg_i * 3);
+        mg_block_to_rows(&mg_o_multipliers[0][0], 2, multipliers + mg_i * 2);
+        mg_block_to_rows(&mg_o_reaction[0][0], 6, reaction + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_forward_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -2084,55 +1881,25 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_in_qdd_ind[1][8];
-        double mg_o_tau_ind[1][8];
-        double mg_o_qdd[3][8];
-        double mg_o_multipliers[2][8];
-        double mg_o_reaction[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
+        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+        double mg_o_qdd[3][MG_SIMD_WIDTH];
+        double mg_o_multipliers[2][MG_SIMD_WIDTH];
+        double mg_o_reaction[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_qdd_ind[mg_j][0] = qdd_ind[(mg_i + 0) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][1] = qdd_ind[(mg_i + 1) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][2] = qdd_ind[(mg_i + 2) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][3] = qdd_ind[(mg_i + 3) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][4] = qdd_ind[(mg_i + 4) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][5] = qdd_ind[(mg_i + 5) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][6] = qdd_ind[(mg_i + 6) * 1 + mg_j];
-            mg_in_qdd_ind[mg_j][7] = qdd_ind[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_reaction[2][mg_l] = 0.0;
             mg_o_reaction[3][mg_l] = 0.0;
@@ -2230,51 +1997,11 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_o_tau_ind[0][mg_l] = tau_ind1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            tau_ind[(mg_i + 0) * 1 + mg_j] = mg_o_tau_ind[mg_j][0];
-            tau_ind[(mg_i + 1) * 1 + mg_j] = mg_o_tau_ind[mg_j][1];
-            tau_ind[(mg_i + 2) * 1 + mg_j] = mg_o_tau_ind[mg_j][2];
-            tau_ind[(mg_i + 3) * 1 + mg_j] = mg_o_tau_ind[mg_j][3];
-            tau_ind[(mg_i + 4) * 1 + mg_j] = mg_o_tau_ind[mg_j][4];
-            tau_ind[(mg_i + 5) * 1 + mg_j] = mg_o_tau_ind[mg_j][5];
-            tau_ind[(mg_i + 6) * 1 + mg_j] = mg_o_tau_ind[mg_j][6];
-            tau_ind[(mg_i + 7) * 1 + mg_j] = mg_o_tau_ind[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            qdd[(mg_i + 0) * 3 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 3 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 3 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 3 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 3 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 3 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 3 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 3 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 2; ++mg_j) {
-            multipliers[(mg_i + 0) * 2 + mg_j] = mg_o_multipliers[mg_j][0];
-            multipliers[(mg_i + 1) * 2 + mg_j] = mg_o_multipliers[mg_j][1];
-            multipliers[(mg_i + 2) * 2 + mg_j] = mg_o_multipliers[mg_j][2];
-            multipliers[(mg_i + 3) * 2 + mg_j] = mg_o_multipliers[mg_j][3];
-            multipliers[(mg_i + 4) * 2 + mg_j] = mg_o_multipliers[mg_j][4];
-            multipliers[(mg_i + 5) * 2 + mg_j] = mg_o_multipliers[mg_j][5];
-            multipliers[(mg_i + 6) * 2 + mg_j] = mg_o_multipliers[mg_j][6];
-            multipliers[(mg_i + 7) * 2 + mg_j] = mg_o_multipliers[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            reaction[(mg_i + 0) * 6 + mg_j] = mg_o_reaction[mg_j][0];
-            reaction[(mg_i + 1) * 6 + mg_j] = mg_o_reaction[mg_j][1];
-            reaction[(mg_i + 2) * 6 + mg_j] = mg_o_reaction[mg_j][2];
-            reaction[(mg_i + 3) * 6 + mg_j] = mg_o_reaction[mg_j][3];
-            reaction[(mg_i + 4) * 6 + mg_j] = mg_o_reaction[mg_j][4];
-            reaction[(mg_i + 5) * 6 + mg_j] = mg_o_reaction[mg_j][5];
-            reaction[(mg_i + 6) * 6 + mg_j] = mg_o_reaction[mg_j][6];
-            reaction[(mg_i + 7) * 6 + mg_j] = mg_o_reaction[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_tau_ind[0][0], 1, tau_ind + mg_i * 1);
+        mg_block_to_rows(&mg_o_qdd[0][0], 3, qdd + mg_i * 3);
+        mg_block_to_rows(&mg_o_multipliers[0][0], 2, multipliers + mg_i * 2);
+        mg_block_to_rows(&mg_o_reaction[0][0], 6, reaction + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_inverse_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -2350,41 +2077,21 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -2417,29 +2124,9 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             mg_o_V[0][mg_l] = (0.6454874423552958)*c1 + (0.08495709211125343)*c2 + (4.905)*r_rel0_3_y - 0.14772167202756323*s1 + (0.04905000000000002)*s2 + (0.5048155390055282)*tau3_00 + (0.6942398088582633)*tau3_01;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_energy(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -2472,31 +2159,21 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        double mg_o_state[3][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        double mg_o_state[3][MG_SIMD_WIDTH];
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_state[0][mg_l] = 0.0;
             mg_o_state[1][mg_l] = 0.0;
             mg_o_state[2][mg_l] = 0.0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            state[(mg_i + 0) * 3 + mg_j] = mg_o_state[mg_j][0];
-            state[(mg_i + 1) * 3 + mg_j] = mg_o_state[mg_j][1];
-            state[(mg_i + 2) * 3 + mg_j] = mg_o_state[mg_j][2];
-            state[(mg_i + 3) * 3 + mg_j] = mg_o_state[mg_j][3];
-            state[(mg_i + 4) * 3 + mg_j] = mg_o_state[mg_j][4];
-            state[(mg_i + 5) * 3 + mg_j] = mg_o_state[mg_j][5];
-            state[(mg_i + 6) * 3 + mg_j] = mg_o_state[mg_j][6];
-            state[(mg_i + 7) * 3 + mg_j] = mg_o_state[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
@@ -2562,41 +2239,21 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[3][8];
-        double mg_in_qd[3][8];
-        double mg_o_position[1][8];
-        double mg_o_velocity[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[3][MG_SIMD_WIDTH];
+        double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_o_position[1][MG_SIMD_WIDTH];
+        double mg_o_velocity[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 3 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 3 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 3 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 3 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 3 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 3 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 3 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 3 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 3 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 3 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 3 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 3 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 3 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 3 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -2633,29 +2290,9 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
             const double qd1 = mg_in_qd[0][mg_l];
             mg_o_velocity[0][mg_l] = sqrt((-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1)*(-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1) + (-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1)*(-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1));
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            position[(mg_i + 0) * 1 + mg_j] = mg_o_position[mg_j][0];
-            position[(mg_i + 1) * 1 + mg_j] = mg_o_position[mg_j][1];
-            position[(mg_i + 2) * 1 + mg_j] = mg_o_position[mg_j][2];
-            position[(mg_i + 3) * 1 + mg_j] = mg_o_position[mg_j][3];
-            position[(mg_i + 4) * 1 + mg_j] = mg_o_position[mg_j][4];
-            position[(mg_i + 5) * 1 + mg_j] = mg_o_position[mg_j][5];
-            position[(mg_i + 6) * 1 + mg_j] = mg_o_position[mg_j][6];
-            position[(mg_i + 7) * 1 + mg_j] = mg_o_position[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            velocity[(mg_i + 0) * 1 + mg_j] = mg_o_velocity[mg_j][0];
-            velocity[(mg_i + 1) * 1 + mg_j] = mg_o_velocity[mg_j][1];
-            velocity[(mg_i + 2) * 1 + mg_j] = mg_o_velocity[mg_j][2];
-            velocity[(mg_i + 3) * 1 + mg_j] = mg_o_velocity[mg_j][3];
-            velocity[(mg_i + 4) * 1 + mg_j] = mg_o_velocity[mg_j][4];
-            velocity[(mg_i + 5) * 1 + mg_j] = mg_o_velocity[mg_j][5];
-            velocity[(mg_i + 6) * 1 + mg_j] = mg_o_velocity[mg_j][6];
-            velocity[(mg_i + 7) * 1 + mg_j] = mg_o_velocity[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_position[0][0], 1, position + mg_i * 1);
+        mg_block_to_rows(&mg_o_velocity[0][0], 1, velocity + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_fourbar_violation(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;

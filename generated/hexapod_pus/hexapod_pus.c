@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
  * ops: 158 adds, 164 muls, 6 divs, 12 sqrt, 18 trig (358 total) */
 int mechgen_hexapod_pus_inverse_kinematics(const double *restrict x, const double *restrict p, double *restrict q)
@@ -352,70 +499,60 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_o_q[18][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_slide[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_q3[8];
-        double mg_w_leg2_slide[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_q3[8];
-        double mg_w_leg3_slide[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_q3[8];
-        double mg_w_leg4_slide[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_q3[8];
-        double mg_w_leg5_slide[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_q3[8];
-        double mg_w_leg6_slide[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_q3[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_slide[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q3[MG_SIMD_WIDTH];
+        double mg_w_leg2_slide[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q3[MG_SIMD_WIDTH];
+        double mg_w_leg3_slide[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q3[MG_SIMD_WIDTH];
+        double mg_w_leg4_slide[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q3[MG_SIMD_WIDTH];
+        double mg_w_leg5_slide[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q3[MG_SIMD_WIDTH];
+        double mg_w_leg6_slide[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q3[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -716,7 +853,7 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             }
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -755,7 +892,7 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg6_q3[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_slide = mg_w_leg1_slide[mg_l];
             mg_o_q[0][mg_l] = leg1_slide;
             const double leg1_q2 = mg_w_leg1_q2[mg_l];
@@ -793,18 +930,8 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg6_q3 = mg_w_leg6_q3[mg_l];
             mg_o_q[17][mg_l] = leg6_q3;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_inverse_kinematics(x + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 7, q + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -1249,41 +1376,21 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[18][8];
-        double mg_in_x[6][8];
-        double mg_o_q_next[18][8];
-        double mg_o_residual[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[18][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_q_next[18][MG_SIMD_WIDTH];
+        double mg_o_residual[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 18 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 18 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 18 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 18 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 18 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 18 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 18 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 18 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double leg1_slide = mg_in_q[0][mg_l];
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
@@ -1721,29 +1828,9 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             mg_o_q_next[17][mg_l] = leg6_q_next3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q_next[(mg_i + 0) * 18 + mg_j] = mg_o_q_next[mg_j][0];
-            q_next[(mg_i + 1) * 18 + mg_j] = mg_o_q_next[mg_j][1];
-            q_next[(mg_i + 2) * 18 + mg_j] = mg_o_q_next[mg_j][2];
-            q_next[(mg_i + 3) * 18 + mg_j] = mg_o_q_next[mg_j][3];
-            q_next[(mg_i + 4) * 18 + mg_j] = mg_o_q_next[mg_j][4];
-            q_next[(mg_i + 5) * 18 + mg_j] = mg_o_q_next[mg_j][5];
-            q_next[(mg_i + 6) * 18 + mg_j] = mg_o_q_next[mg_j][6];
-            q_next[(mg_i + 7) * 18 + mg_j] = mg_o_q_next[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            residual[(mg_i + 0) * 18 + mg_j] = mg_o_residual[mg_j][0];
-            residual[(mg_i + 1) * 18 + mg_j] = mg_o_residual[mg_j][1];
-            residual[(mg_i + 2) * 18 + mg_j] = mg_o_residual[mg_j][2];
-            residual[(mg_i + 3) * 18 + mg_j] = mg_o_residual[mg_j][3];
-            residual[(mg_i + 4) * 18 + mg_j] = mg_o_residual[mg_j][4];
-            residual[(mg_i + 5) * 18 + mg_j] = mg_o_residual[mg_j][5];
-            residual[(mg_i + 6) * 18 + mg_j] = mg_o_residual[mg_j][6];
-            residual[(mg_i + 7) * 18 + mg_j] = mg_o_residual[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q_next[0][0], 18, q_next + mg_i * 18);
+        mg_block_to_rows(&mg_o_residual[0][0], 18, residual + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_newton_step(x + (mg_i + mg_l) * 6, q + (mg_i + mg_l) * 18, p + (mg_i + mg_l) * 7, q_next + (mg_i + mg_l) * 18, residual + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -2445,28 +2532,18 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_o_H[108][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_o_H[108][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -3252,18 +3329,8 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             mg_o_H[107][mg_l] = leg6_H6_3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 108; ++mg_j) {
-            H[(mg_i + 0) * 108 + mg_j] = mg_o_H[mg_j][0];
-            H[(mg_i + 1) * 108 + mg_j] = mg_o_H[mg_j][1];
-            H[(mg_i + 2) * 108 + mg_j] = mg_o_H[mg_j][2];
-            H[(mg_i + 3) * 108 + mg_j] = mg_o_H[mg_j][3];
-            H[(mg_i + 4) * 108 + mg_j] = mg_o_H[mg_j][4];
-            H[(mg_i + 5) * 108 + mg_j] = mg_o_H[mg_j][5];
-            H[(mg_i + 6) * 108 + mg_j] = mg_o_H[mg_j][6];
-            H[(mg_i + 7) * 108 + mg_j] = mg_o_H[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_H[0][0], 108, H + mg_i * 108);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_velocity_constraints(x + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 7, H + (mg_i + mg_l) * 108);
                 status[mg_i + mg_l] = mg_s;
@@ -3929,101 +3996,81 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_leg1_slide[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_q3[8];
-        double mg_w_leg2_slide[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_q3[8];
-        double mg_w_leg3_slide[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_q3[8];
-        double mg_w_leg4_slide[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_q3[8];
-        double mg_w_leg5_slide[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_q3[8];
-        double mg_w_leg6_slide[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_q3[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_leg6_qd3[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg1_slide[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q3[MG_SIMD_WIDTH];
+        double mg_w_leg2_slide[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q3[MG_SIMD_WIDTH];
+        double mg_w_leg3_slide[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q3[MG_SIMD_WIDTH];
+        double mg_w_leg4_slide[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q3[MG_SIMD_WIDTH];
+        double mg_w_leg5_slide[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q3[MG_SIMD_WIDTH];
+        double mg_w_leg6_slide[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -4773,7 +4820,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg6_qd3[mg_l] = leg6_qd3;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -4812,7 +4859,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg6_q3[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_slide = mg_w_leg1_slide[mg_l];
             mg_o_q[0][mg_l] = leg1_slide;
             const double leg1_q2 = mg_w_leg1_q2[mg_l];
@@ -4886,29 +4933,9 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg6_qd3 = mg_w_leg6_qd3[mg_l];
             mg_o_qd[17][mg_l] = leg6_qd3;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_leg_rates(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 7, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -5688,40 +5715,20 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_o_h[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_o_h[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -6585,18 +6592,8 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             mg_o_h[17][mg_l] = leg6_h3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            h[(mg_i + 0) * 18 + mg_j] = mg_o_h[mg_j][0];
-            h[(mg_i + 1) * 18 + mg_j] = mg_o_h[mg_j][1];
-            h[(mg_i + 2) * 18 + mg_j] = mg_o_h[mg_j][2];
-            h[(mg_i + 3) * 18 + mg_j] = mg_o_h[mg_j][3];
-            h[(mg_i + 4) * 18 + mg_j] = mg_o_h[mg_j][4];
-            h[(mg_i + 5) * 18 + mg_j] = mg_o_h[mg_j][5];
-            h[(mg_i + 6) * 18 + mg_j] = mg_o_h[mg_j][6];
-            h[(mg_i + 7) * 18 + mg_j] = mg_o_h[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_h[0][0], 18, h + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_acceleration_terms(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 7, h + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -7259,64 +7256,24 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_F[6][8];
-        double mg_in_p[7][8];
-        double mg_o_Q[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_o_Q[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -8064,18 +8021,8 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             mg_o_Q[17][mg_l] = leg6_Qa3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            Q[(mg_i + 0) * 18 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 18 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 18 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 18 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 18 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 18 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 18 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 18 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 18, Q + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_leg_forces(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, p + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -9092,82 +9039,32 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[7][8];
-        double mg_in_u[6][8];
-        double mg_in_F[6][8];
-        double mg_in_g[3][8];
-        double mg_o_A_leg1[9][8];
-        double mg_o_A_leg2[9][8];
-        double mg_o_A_leg3[9][8];
-        double mg_o_A_leg4[9][8];
-        double mg_o_A_leg5[9][8];
-        double mg_o_A_leg6[9][8];
-        double mg_o_b[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_o_A_leg1[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg2[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg3[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg4[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg5[9][MG_SIMD_WIDTH];
+        double mg_o_A_leg6[9][MG_SIMD_WIDTH];
+        double mg_o_b[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             mg_o_A_leg1[5][mg_l] = 0.0;
             mg_o_A_leg1[7][mg_l] = 0.0;
@@ -10262,84 +10159,14 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             mg_o_b[17][mg_l] = leg6_b3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg1[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg1[mg_j][0];
-            A_leg1[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg1[mg_j][1];
-            A_leg1[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg1[mg_j][2];
-            A_leg1[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg1[mg_j][3];
-            A_leg1[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg1[mg_j][4];
-            A_leg1[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg1[mg_j][5];
-            A_leg1[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg1[mg_j][6];
-            A_leg1[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg1[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg2[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg2[mg_j][0];
-            A_leg2[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg2[mg_j][1];
-            A_leg2[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg2[mg_j][2];
-            A_leg2[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg2[mg_j][3];
-            A_leg2[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg2[mg_j][4];
-            A_leg2[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg2[mg_j][5];
-            A_leg2[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg2[mg_j][6];
-            A_leg2[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg2[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg3[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg3[mg_j][0];
-            A_leg3[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg3[mg_j][1];
-            A_leg3[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg3[mg_j][2];
-            A_leg3[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg3[mg_j][3];
-            A_leg3[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg3[mg_j][4];
-            A_leg3[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg3[mg_j][5];
-            A_leg3[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg3[mg_j][6];
-            A_leg3[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg3[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg4[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg4[mg_j][0];
-            A_leg4[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg4[mg_j][1];
-            A_leg4[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg4[mg_j][2];
-            A_leg4[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg4[mg_j][3];
-            A_leg4[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg4[mg_j][4];
-            A_leg4[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg4[mg_j][5];
-            A_leg4[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg4[mg_j][6];
-            A_leg4[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg4[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg5[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg5[mg_j][0];
-            A_leg5[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg5[mg_j][1];
-            A_leg5[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg5[mg_j][2];
-            A_leg5[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg5[mg_j][3];
-            A_leg5[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg5[mg_j][4];
-            A_leg5[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg5[mg_j][5];
-            A_leg5[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg5[mg_j][6];
-            A_leg5[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg5[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 9; ++mg_j) {
-            A_leg6[(mg_i + 0) * 9 + mg_j] = mg_o_A_leg6[mg_j][0];
-            A_leg6[(mg_i + 1) * 9 + mg_j] = mg_o_A_leg6[mg_j][1];
-            A_leg6[(mg_i + 2) * 9 + mg_j] = mg_o_A_leg6[mg_j][2];
-            A_leg6[(mg_i + 3) * 9 + mg_j] = mg_o_A_leg6[mg_j][3];
-            A_leg6[(mg_i + 4) * 9 + mg_j] = mg_o_A_leg6[mg_j][4];
-            A_leg6[(mg_i + 5) * 9 + mg_j] = mg_o_A_leg6[mg_j][5];
-            A_leg6[(mg_i + 6) * 9 + mg_j] = mg_o_A_leg6[mg_j][6];
-            A_leg6[(mg_i + 7) * 9 + mg_j] = mg_o_A_leg6[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            b[(mg_i + 0) * 18 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 18 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 18 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 18 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 18 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 18 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 18 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 18 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A_leg1[0][0], 9, A_leg1 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg2[0][0], 9, A_leg2 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg3[0][0], 9, A_leg3 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg4[0][0], 9, A_leg4 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg5[0][0], 9, A_leg5 + mg_i * 9);
+        mg_block_to_rows(&mg_o_A_leg6[0][0], 9, A_leg6 + mg_i * 9);
+        mg_block_to_rows(&mg_o_b[0][0], 18, b + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_leg_dynamics(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, A_leg1 + (mg_i + mg_l) * 9, A_leg2 + (mg_i + mg_l) * 9, A_leg3 + (mg_i + mg_l) * 9, A_leg4 + (mg_i + mg_l) * 9, A_leg5 + (mg_i + mg_l) * 9, A_leg6 + (mg_i + mg_l) * 9, b + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -11648,102 +11475,32 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[7][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_F[6][8];
-        double mg_o_A_star[36][8];
-        double mg_o_b_star[6][8];
-        double mg_o_udot[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_A_star[36][MG_SIMD_WIDTH];
+        double mg_o_b_star[6][MG_SIMD_WIDTH];
+        double mg_o_udot[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -13146,40 +12903,10 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             mg_o_udot[0][mg_l] = udot1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            A_star[(mg_i + 0) * 36 + mg_j] = mg_o_A_star[mg_j][0];
-            A_star[(mg_i + 1) * 36 + mg_j] = mg_o_A_star[mg_j][1];
-            A_star[(mg_i + 2) * 36 + mg_j] = mg_o_A_star[mg_j][2];
-            A_star[(mg_i + 3) * 36 + mg_j] = mg_o_A_star[mg_j][3];
-            A_star[(mg_i + 4) * 36 + mg_j] = mg_o_A_star[mg_j][4];
-            A_star[(mg_i + 5) * 36 + mg_j] = mg_o_A_star[mg_j][5];
-            A_star[(mg_i + 6) * 36 + mg_j] = mg_o_A_star[mg_j][6];
-            A_star[(mg_i + 7) * 36 + mg_j] = mg_o_A_star[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            b_star[(mg_i + 0) * 6 + mg_j] = mg_o_b_star[mg_j][0];
-            b_star[(mg_i + 1) * 6 + mg_j] = mg_o_b_star[mg_j][1];
-            b_star[(mg_i + 2) * 6 + mg_j] = mg_o_b_star[mg_j][2];
-            b_star[(mg_i + 3) * 6 + mg_j] = mg_o_b_star[mg_j][3];
-            b_star[(mg_i + 4) * 6 + mg_j] = mg_o_b_star[mg_j][4];
-            b_star[(mg_i + 5) * 6 + mg_j] = mg_o_b_star[mg_j][5];
-            b_star[(mg_i + 6) * 6 + mg_j] = mg_o_b_star[mg_j][6];
-            b_star[(mg_i + 7) * 6 + mg_j] = mg_o_b_star[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            udot[(mg_i + 0) * 6 + mg_j] = mg_o_udot[mg_j][0];
-            udot[(mg_i + 1) * 6 + mg_j] = mg_o_udot[mg_j][1];
-            udot[(mg_i + 2) * 6 + mg_j] = mg_o_udot[mg_j][2];
-            udot[(mg_i + 3) * 6 + mg_j] = mg_o_udot[mg_j][3];
-            udot[(mg_i + 4) * 6 + mg_j] = mg_o_udot[mg_j][4];
-            udot[(mg_i + 5) * 6 + mg_j] = mg_o_udot[mg_j][5];
-            udot[(mg_i + 6) * 6 + mg_j] = mg_o_udot[mg_j][6];
-            udot[(mg_i + 7) * 6 + mg_j] = mg_o_udot[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A_star[0][0], 36, A_star + mg_i * 36);
+        mg_block_to_rows(&mg_o_b_star[0][0], 6, b_star + mg_i * 6);
+        mg_block_to_rows(&mg_o_udot[0][0], 6, udot + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_reduced_dynamics(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, A_star + (mg_i + mg_l) * 36, b_star + (mg_i + mg_l) * 6, udot + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -14995,220 +14722,150 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[7][8];
-        double mg_in_u[6][8];
-        double mg_in_F[6][8];
-        double mg_in_g[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_mE[3][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_qdd[18][8];
-        double mg_o_F_on_C[18][8];
-        double mg_o_M_on_C[18][8];
-        double mg_o_base_force[3][8];
-        double mg_o_base_moment[3][8];
-        double mg_o_damping_power[1][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_udot1[8];
-        double mg_w_udot2[8];
-        double mg_w_udot3[8];
-        double mg_w_yc4[8];
-        double mg_w_yc5[8];
-        double mg_w_yc6[8];
-        double mg_w_leg1_slide[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_q3[8];
-        double mg_w_leg2_slide[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_q3[8];
-        double mg_w_leg3_slide[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_q3[8];
-        double mg_w_leg4_slide[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_q3[8];
-        double mg_w_leg5_slide[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_q3[8];
-        double mg_w_leg6_slide[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_q3[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_qdd1[8];
-        double mg_w_leg1_qdd2[8];
-        double mg_w_leg1_qdd3[8];
-        double mg_w_leg2_qdd1[8];
-        double mg_w_leg2_qdd2[8];
-        double mg_w_leg2_qdd3[8];
-        double mg_w_leg3_qdd1[8];
-        double mg_w_leg3_qdd2[8];
-        double mg_w_leg3_qdd3[8];
-        double mg_w_leg4_qdd1[8];
-        double mg_w_leg4_qdd2[8];
-        double mg_w_leg4_qdd3[8];
-        double mg_w_leg5_qdd1[8];
-        double mg_w_leg5_qdd2[8];
-        double mg_w_leg5_qdd3[8];
-        double mg_w_leg6_qdd1[8];
-        double mg_w_leg6_qdd2[8];
-        double mg_w_leg6_qdd3[8];
-        double mg_w_leg1_F_on_C_x[8];
-        double mg_w_leg1_F_on_C_y[8];
-        double mg_w_leg1_F_on_C_z[8];
-        double mg_w_leg2_F_on_C_x[8];
-        double mg_w_leg2_F_on_C_y[8];
-        double mg_w_leg2_F_on_C_z[8];
-        double mg_w_leg3_F_on_C_x[8];
-        double mg_w_leg3_F_on_C_y[8];
-        double mg_w_leg3_F_on_C_z[8];
-        double mg_w_leg4_F_on_C_x[8];
-        double mg_w_leg4_F_on_C_y[8];
-        double mg_w_leg4_F_on_C_z[8];
-        double mg_w_leg5_F_on_C_x[8];
-        double mg_w_leg5_F_on_C_y[8];
-        double mg_w_leg5_F_on_C_z[8];
-        double mg_w_leg6_F_on_C_x[8];
-        double mg_w_leg6_F_on_C_y[8];
-        double mg_w_leg6_F_on_C_z[8];
-        double mg_w_base_force_x[8];
-        double mg_w_base_force_y[8];
-        double mg_w_base_force_z[8];
-        double mg_w_base_moment_x[8];
-        double mg_w_base_moment_y[8];
-        double mg_w_base_moment_z[8];
-        double mg_w_damping_power_2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_base_force[3][MG_SIMD_WIDTH];
+        double mg_o_base_moment[3][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_udot1[MG_SIMD_WIDTH];
+        double mg_w_udot2[MG_SIMD_WIDTH];
+        double mg_w_udot3[MG_SIMD_WIDTH];
+        double mg_w_yc4[MG_SIMD_WIDTH];
+        double mg_w_yc5[MG_SIMD_WIDTH];
+        double mg_w_yc6[MG_SIMD_WIDTH];
+        double mg_w_leg1_slide[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q3[MG_SIMD_WIDTH];
+        double mg_w_leg2_slide[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q3[MG_SIMD_WIDTH];
+        double mg_w_leg3_slide[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q3[MG_SIMD_WIDTH];
+        double mg_w_leg4_slide[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q3[MG_SIMD_WIDTH];
+        double mg_w_leg5_slide[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q3[MG_SIMD_WIDTH];
+        double mg_w_leg6_slide[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z[MG_SIMD_WIDTH];
+        double mg_w_damping_power_2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -17097,7 +16754,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_damping_power_2[mg_l] = damping_power_2;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -17136,7 +16793,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg6_q3[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_M_on_C[0][mg_l] = 0.0;
             mg_o_M_on_C[1][mg_l] = 0.0;
             mg_o_M_on_C[2][mg_l] = 0.0;
@@ -17338,106 +16995,16 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double damping_power_2 = mg_w_damping_power_2[mg_l];
             mg_o_damping_power[0][mg_l] = damping_power_2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            F_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_F_on_C[mg_j][0];
-            F_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_F_on_C[mg_j][1];
-            F_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_F_on_C[mg_j][2];
-            F_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_F_on_C[mg_j][3];
-            F_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_F_on_C[mg_j][4];
-            F_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_F_on_C[mg_j][5];
-            F_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_F_on_C[mg_j][6];
-            F_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_F_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            M_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_M_on_C[mg_j][0];
-            M_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_M_on_C[mg_j][1];
-            M_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_M_on_C[mg_j][2];
-            M_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_M_on_C[mg_j][3];
-            M_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_M_on_C[mg_j][4];
-            M_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_M_on_C[mg_j][5];
-            M_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_M_on_C[mg_j][6];
-            M_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_M_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_force[(mg_i + 0) * 3 + mg_j] = mg_o_base_force[mg_j][0];
-            base_force[(mg_i + 1) * 3 + mg_j] = mg_o_base_force[mg_j][1];
-            base_force[(mg_i + 2) * 3 + mg_j] = mg_o_base_force[mg_j][2];
-            base_force[(mg_i + 3) * 3 + mg_j] = mg_o_base_force[mg_j][3];
-            base_force[(mg_i + 4) * 3 + mg_j] = mg_o_base_force[mg_j][4];
-            base_force[(mg_i + 5) * 3 + mg_j] = mg_o_base_force[mg_j][5];
-            base_force[(mg_i + 6) * 3 + mg_j] = mg_o_base_force[mg_j][6];
-            base_force[(mg_i + 7) * 3 + mg_j] = mg_o_base_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_moment[(mg_i + 0) * 3 + mg_j] = mg_o_base_moment[mg_j][0];
-            base_moment[(mg_i + 1) * 3 + mg_j] = mg_o_base_moment[mg_j][1];
-            base_moment[(mg_i + 2) * 3 + mg_j] = mg_o_base_moment[mg_j][2];
-            base_moment[(mg_i + 3) * 3 + mg_j] = mg_o_base_moment[mg_j][3];
-            base_moment[(mg_i + 4) * 3 + mg_j] = mg_o_base_moment[mg_j][4];
-            base_moment[(mg_i + 5) * 3 + mg_j] = mg_o_base_moment[mg_j][5];
-            base_moment[(mg_i + 6) * 3 + mg_j] = mg_o_base_moment[mg_j][6];
-            base_moment[(mg_i + 7) * 3 + mg_j] = mg_o_base_moment[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        mg_block_to_rows(&mg_o_F_on_C[0][0], 18, F_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_M_on_C[0][0], 18, M_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_base_force[0][0], 3, base_force + mg_i * 3);
+        mg_block_to_rows(&mg_o_base_moment[0][0], 3, base_moment + mg_i * 3);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, F_on_C + (mg_i + mg_l) * 18, M_on_C + (mg_i + mg_l) * 18, base_force + (mg_i + mg_l) * 3, base_moment + (mg_i + mg_l) * 3, damping_power + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -18769,101 +18336,31 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[7][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_qdd[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -20291,29 +19788,9 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             mg_o_xdot[8][mg_l] = udot3;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_step_accel(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, xdot + (mg_i + mg_l) * 12, qdd + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -21065,65 +20542,25 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_p[7][8];
-        double mg_in_g[3][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -21958,29 +21395,9 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             mg_o_V[0][mg_l] = -cse51*leg1_r_rel1_x - cse51*leg2_r_rel1_x - cse51*leg3_r_rel1_x - cse51*leg4_r_rel1_x - cse51*leg5_r_rel1_x - cse51*leg6_r_rel1_x - cse52*leg1_r_rel1_y - cse52*leg2_r_rel1_y - cse52*leg3_r_rel1_y - cse52*leg4_r_rel1_y - cse52*leg5_r_rel1_y - cse52*leg6_r_rel1_y - cse53*leg1_r_rel1_z - cse53*leg2_r_rel1_z - cse53*leg3_r_rel1_z - cse53*leg4_r_rel1_z - cse53*leg5_r_rel1_z - cse53*leg6_r_rel1_z - g_x*(cse42 + leg1_r_rel1_x*p_m_slider) - g_x*(cse42 + leg2_r_rel1_x*p_m_slider) - g_x*(cse43 + leg3_r_rel1_x*p_m_slider) - g_x*(cse43 + leg6_r_rel1_x*p_m_slider) - g_x*(cse44 + leg4_r_rel1_x*p_m_slider) - g_x*(cse44 + leg5_r_rel1_x*p_m_slider) - g_x*(cse39*leg1_tau3_00 + leg1_r_rel1_x*p_m_rod) - g_x*(cse39*leg2_tau3_00 + leg2_r_rel1_x*p_m_rod) - g_x*(cse39*leg3_tau3_00 + leg3_r_rel1_x*p_m_rod) - g_x*(cse39*leg4_tau3_00 + leg4_r_rel1_x*p_m_rod) - g_x*(cse39*leg5_tau3_00 + leg5_r_rel1_x*p_m_rod) - g_x*(cse39*leg6_tau3_00 + leg6_r_rel1_x*p_m_rod) - g_y*(-cse45 + leg5_r_rel1_y*p_m_slider) - g_y*(cse45 + leg4_r_rel1_y*p_m_slider) - g_y*(-cse46 + leg6_r_rel1_y*p_m_slider) - g_y*(cse46 + leg3_r_rel1_y*p_m_slider) - g_y*(-cse47 + leg1_r_rel1_y*p_m_slider) - g_y*(cse47 + leg2_r_rel1_y*p_m_slider) - g_y*(cse39*leg1_tau3_01 + leg1_r_rel1_y*p_m_rod) - g_y*(cse39*leg2_tau3_01 + leg2_r_rel1_y*p_m_rod) - g_y*(cse39*leg3_tau3_01 + leg3_r_rel1_y*p_m_rod) - g_y*(cse39*leg4_tau3_01 + leg4_r_rel1_y*p_m_rod) - g_y*(cse39*leg5_tau3_01 + leg5_r_rel1_y*p_m_rod) - g_y*(cse39*leg6_tau3_01 + leg6_r_rel1_y*p_m_rod) - g_z*(cse48 + leg4_r_rel1_z*p_m_slider) - g_z*(cse48 + leg5_r_rel1_z*p_m_slider) - g_z*(cse49 + leg3_r_rel1_z*p_m_slider) - g_z*(cse49 + leg6_r_rel1_z*p_m_slider) - g_z*(cse50 + leg1_r_rel1_z*p_m_slider) - g_z*(cse50 + leg2_r_rel1_z*p_m_slider) - g_z*(cse39*leg1_tau3_02 + leg1_r_rel1_z*p_m_rod) - g_z*(cse39*leg2_tau3_02 + leg2_r_rel1_z*p_m_rod) - g_z*(cse39*leg3_tau3_02 + leg3_r_rel1_z*p_m_rod) - g_z*(cse39*leg4_tau3_02 + leg4_r_rel1_z*p_m_rod) - g_z*(cse39*leg5_tau3_02 + leg5_r_rel1_z*p_m_rod) - g_z*(cse39*leg6_tau3_02 + leg6_r_rel1_z*p_m_rod) + (0.5)*leg1_slide*leg1_slide*p_k_slide - leg1_slide*p_preload + (0.5)*leg2_slide*leg2_slide*p_k_slide - leg2_slide*p_preload + (0.5)*leg3_slide*leg3_slide*p_k_slide - leg3_slide*p_preload + (0.5)*leg4_slide*leg4_slide*p_k_slide - leg4_slide*p_preload + (0.5)*leg5_slide*leg5_slide*p_k_slide - leg5_slide*p_preload + (0.5)*leg6_slide*leg6_slide*p_k_slide - leg6_slide*p_preload - p_m_platform*(g_x*x_C + g_y*y_C + g_z*z_C);
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_energy(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -23412,100 +22829,30 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_u[6][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[7][8];
-        double mg_in_mE[3][8];
-        double mg_in_x[6][8];
-        double mg_in_udot[6][8];
-        double mg_o_F[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_udot[6][MG_SIMD_WIDTH];
+        double mg_o_F[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(udot + mg_i * 6, 6, &mg_in_udot[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_udot[mg_j][0] = udot[(mg_i + 0) * 6 + mg_j];
-            mg_in_udot[mg_j][1] = udot[(mg_i + 1) * 6 + mg_j];
-            mg_in_udot[mg_j][2] = udot[(mg_i + 2) * 6 + mg_j];
-            mg_in_udot[mg_j][3] = udot[(mg_i + 3) * 6 + mg_j];
-            mg_in_udot[mg_j][4] = udot[(mg_i + 4) * 6 + mg_j];
-            mg_in_udot[mg_j][5] = udot[(mg_i + 5) * 6 + mg_j];
-            mg_in_udot[mg_j][6] = udot[(mg_i + 6) * 6 + mg_j];
-            mg_in_udot[mg_j][7] = udot[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double omega_x = mg_in_u[3][mg_l];
             const double oo_C_xx = omega_x*omega_x;
@@ -25039,18 +24386,8 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             mg_o_F[0][mg_l] = F1;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            F[(mg_i + 0) * 6 + mg_j] = mg_o_F[mg_j][0];
-            F[(mg_i + 1) * 6 + mg_j] = mg_o_F[mg_j][1];
-            F[(mg_i + 2) * 6 + mg_j] = mg_o_F[mg_j][2];
-            F[(mg_i + 3) * 6 + mg_j] = mg_o_F[mg_j][3];
-            F[(mg_i + 4) * 6 + mg_j] = mg_o_F[mg_j][4];
-            F[(mg_i + 5) * 6 + mg_j] = mg_o_F[mg_j][5];
-            F[(mg_i + 6) * 6 + mg_j] = mg_o_F[mg_j][6];
-            F[(mg_i + 7) * 6 + mg_j] = mg_o_F[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_F[0][0], 6, F + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_drive_forces(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, udot + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, F + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -27144,244 +26481,154 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_p[7][8];
-        double mg_in_u[6][8];
-        double mg_in_F[6][8];
-        double mg_in_w0[3][8];
-        double mg_in_g[3][8];
-        double mg_in_dw0[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_mE[3][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_qdd[18][8];
-        double mg_o_F_on_C[18][8];
-        double mg_o_M_on_C[18][8];
-        double mg_o_base_force[3][8];
-        double mg_o_base_moment[3][8];
-        double mg_o_damping_power[1][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_udot1[8];
-        double mg_w_udot2[8];
-        double mg_w_udot3[8];
-        double mg_w_yc4[8];
-        double mg_w_yc5[8];
-        double mg_w_yc6[8];
-        double mg_w_leg1_slide[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_q3[8];
-        double mg_w_leg2_slide[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_q3[8];
-        double mg_w_leg3_slide[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_q3[8];
-        double mg_w_leg4_slide[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_q3[8];
-        double mg_w_leg5_slide[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_q3[8];
-        double mg_w_leg6_slide[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_q3[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_leg1_qdd1[8];
-        double mg_w_leg1_qdd2[8];
-        double mg_w_leg1_qdd3[8];
-        double mg_w_leg2_qdd1[8];
-        double mg_w_leg2_qdd2[8];
-        double mg_w_leg2_qdd3[8];
-        double mg_w_leg3_qdd1[8];
-        double mg_w_leg3_qdd2[8];
-        double mg_w_leg3_qdd3[8];
-        double mg_w_leg4_qdd1[8];
-        double mg_w_leg4_qdd2[8];
-        double mg_w_leg4_qdd3[8];
-        double mg_w_leg5_qdd1[8];
-        double mg_w_leg5_qdd2[8];
-        double mg_w_leg5_qdd3[8];
-        double mg_w_leg6_qdd1[8];
-        double mg_w_leg6_qdd2[8];
-        double mg_w_leg6_qdd3[8];
-        double mg_w_leg1_F_on_C_x[8];
-        double mg_w_leg1_F_on_C_y[8];
-        double mg_w_leg1_F_on_C_z[8];
-        double mg_w_leg2_F_on_C_x[8];
-        double mg_w_leg2_F_on_C_y[8];
-        double mg_w_leg2_F_on_C_z[8];
-        double mg_w_leg3_F_on_C_x[8];
-        double mg_w_leg3_F_on_C_y[8];
-        double mg_w_leg3_F_on_C_z[8];
-        double mg_w_leg4_F_on_C_x[8];
-        double mg_w_leg4_F_on_C_y[8];
-        double mg_w_leg4_F_on_C_z[8];
-        double mg_w_leg5_F_on_C_x[8];
-        double mg_w_leg5_F_on_C_y[8];
-        double mg_w_leg5_F_on_C_z[8];
-        double mg_w_leg6_F_on_C_x[8];
-        double mg_w_leg6_F_on_C_y[8];
-        double mg_w_leg6_F_on_C_z[8];
-        double mg_w_base_force_x[8];
-        double mg_w_base_force_y[8];
-        double mg_w_base_force_z[8];
-        double mg_w_base_moment_x[8];
-        double mg_w_base_moment_y[8];
-        double mg_w_base_moment_z[8];
-        double mg_w_damping_power_2[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_dw0[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_qdd[18][MG_SIMD_WIDTH];
+        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+        double mg_o_base_force[3][MG_SIMD_WIDTH];
+        double mg_o_base_moment[3][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_udot1[MG_SIMD_WIDTH];
+        double mg_w_udot2[MG_SIMD_WIDTH];
+        double mg_w_udot3[MG_SIMD_WIDTH];
+        double mg_w_yc4[MG_SIMD_WIDTH];
+        double mg_w_yc5[MG_SIMD_WIDTH];
+        double mg_w_yc6[MG_SIMD_WIDTH];
+        double mg_w_leg1_slide[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q3[MG_SIMD_WIDTH];
+        double mg_w_leg2_slide[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q3[MG_SIMD_WIDTH];
+        double mg_w_leg3_slide[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q3[MG_SIMD_WIDTH];
+        double mg_w_leg4_slide[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q3[MG_SIMD_WIDTH];
+        double mg_w_leg5_slide[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q3[MG_SIMD_WIDTH];
+        double mg_w_leg6_slide[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qdd3[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg1_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg2_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg3_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg4_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg5_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_x[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_y[MG_SIMD_WIDTH];
+        double mg_w_leg6_F_on_C_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z[MG_SIMD_WIDTH];
+        double mg_w_damping_power_2[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(dw0 + mg_i * 3, 3, &mg_in_dw0[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_dw0[mg_j][0] = dw0[(mg_i + 0) * 3 + mg_j];
-            mg_in_dw0[mg_j][1] = dw0[(mg_i + 1) * 3 + mg_j];
-            mg_in_dw0[mg_j][2] = dw0[(mg_i + 2) * 3 + mg_j];
-            mg_in_dw0[mg_j][3] = dw0[(mg_i + 3) * 3 + mg_j];
-            mg_in_dw0[mg_j][4] = dw0[(mg_i + 4) * 3 + mg_j];
-            mg_in_dw0[mg_j][5] = dw0[(mg_i + 5) * 3 + mg_j];
-            mg_in_dw0[mg_j][6] = dw0[(mg_i + 6) * 3 + mg_j];
-            mg_in_dw0[mg_j][7] = dw0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -29550,7 +28797,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_damping_power_2[mg_l] = damping_power_2;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -29589,7 +28836,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg6_q3[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_M_on_C[0][mg_l] = 0.0;
             mg_o_M_on_C[1][mg_l] = 0.0;
             mg_o_M_on_C[2][mg_l] = 0.0;
@@ -29791,106 +29038,16 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double damping_power_2 = mg_w_damping_power_2[mg_l];
             mg_o_damping_power[0][mg_l] = damping_power_2;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qdd[(mg_i + 0) * 18 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 18 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 18 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 18 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 18 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 18 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 18 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 18 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            F_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_F_on_C[mg_j][0];
-            F_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_F_on_C[mg_j][1];
-            F_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_F_on_C[mg_j][2];
-            F_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_F_on_C[mg_j][3];
-            F_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_F_on_C[mg_j][4];
-            F_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_F_on_C[mg_j][5];
-            F_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_F_on_C[mg_j][6];
-            F_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_F_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            M_on_C[(mg_i + 0) * 18 + mg_j] = mg_o_M_on_C[mg_j][0];
-            M_on_C[(mg_i + 1) * 18 + mg_j] = mg_o_M_on_C[mg_j][1];
-            M_on_C[(mg_i + 2) * 18 + mg_j] = mg_o_M_on_C[mg_j][2];
-            M_on_C[(mg_i + 3) * 18 + mg_j] = mg_o_M_on_C[mg_j][3];
-            M_on_C[(mg_i + 4) * 18 + mg_j] = mg_o_M_on_C[mg_j][4];
-            M_on_C[(mg_i + 5) * 18 + mg_j] = mg_o_M_on_C[mg_j][5];
-            M_on_C[(mg_i + 6) * 18 + mg_j] = mg_o_M_on_C[mg_j][6];
-            M_on_C[(mg_i + 7) * 18 + mg_j] = mg_o_M_on_C[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_force[(mg_i + 0) * 3 + mg_j] = mg_o_base_force[mg_j][0];
-            base_force[(mg_i + 1) * 3 + mg_j] = mg_o_base_force[mg_j][1];
-            base_force[(mg_i + 2) * 3 + mg_j] = mg_o_base_force[mg_j][2];
-            base_force[(mg_i + 3) * 3 + mg_j] = mg_o_base_force[mg_j][3];
-            base_force[(mg_i + 4) * 3 + mg_j] = mg_o_base_force[mg_j][4];
-            base_force[(mg_i + 5) * 3 + mg_j] = mg_o_base_force[mg_j][5];
-            base_force[(mg_i + 6) * 3 + mg_j] = mg_o_base_force[mg_j][6];
-            base_force[(mg_i + 7) * 3 + mg_j] = mg_o_base_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            base_moment[(mg_i + 0) * 3 + mg_j] = mg_o_base_moment[mg_j][0];
-            base_moment[(mg_i + 1) * 3 + mg_j] = mg_o_base_moment[mg_j][1];
-            base_moment[(mg_i + 2) * 3 + mg_j] = mg_o_base_moment[mg_j][2];
-            base_moment[(mg_i + 3) * 3 + mg_j] = mg_o_base_moment[mg_j][3];
-            base_moment[(mg_i + 4) * 3 + mg_j] = mg_o_base_moment[mg_j][4];
-            base_moment[(mg_i + 5) * 3 + mg_j] = mg_o_base_moment[mg_j][5];
-            base_moment[(mg_i + 6) * 3 + mg_j] = mg_o_base_moment[mg_j][6];
-            base_moment[(mg_i + 7) * 3 + mg_j] = mg_o_base_moment[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_qdd[0][0], 18, qdd + mg_i * 18);
+        mg_block_to_rows(&mg_o_F_on_C[0][0], 18, F_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_M_on_C[0][0], 18, M_on_C + mg_i * 18);
+        mg_block_to_rows(&mg_o_base_force[0][0], 3, base_force + mg_i * 3);
+        mg_block_to_rows(&mg_o_base_moment[0][0], 3, base_moment + mg_i * 3);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_base_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, w0 + (mg_i + mg_l) * 3, dw0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, F_on_C + (mg_i + mg_l) * 18, M_on_C + (mg_i + mg_l) * 18, base_force + (mg_i + mg_l) * 3, base_moment + (mg_i + mg_l) * 3, damping_power + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -35552,280 +34709,190 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_x[6][8];
-        double mg_in_u[6][8];
-        double mg_in_w0[3][8];
-        double mg_in_dw0[3][8];
-        double mg_in_fE[3][8];
-        double mg_in_g[3][8];
-        double mg_in_p[7][8];
-        double mg_in_mE[3][8];
-        double mg_in_F[6][8];
-        double mg_o_xdot[12][8];
-        double mg_o_q[18][8];
-        double mg_o_qd[18][8];
-        double mg_o_udot[6][8];
-        double mg_o_wrench[6][8];
-        double mg_o_damping_power[1][8];
-        double mg_o_stop_force[6][8];
-        double mg_o_dudot_dbase[36][8];
-        double mg_o_dwrench_dbase[36][8];
-        double mg_w_leg1_u_s1[8];
-        double mg_w_leg1_u_c1[8];
-        double mg_w_leg1_u_s2[8];
-        double mg_w_leg1_u_c2[8];
-        double mg_w_leg2_u_s1[8];
-        double mg_w_leg2_u_c1[8];
-        double mg_w_leg2_u_s2[8];
-        double mg_w_leg2_u_c2[8];
-        double mg_w_leg3_u_s1[8];
-        double mg_w_leg3_u_c1[8];
-        double mg_w_leg3_u_s2[8];
-        double mg_w_leg3_u_c2[8];
-        double mg_w_leg4_u_s1[8];
-        double mg_w_leg4_u_c1[8];
-        double mg_w_leg4_u_s2[8];
-        double mg_w_leg4_u_c2[8];
-        double mg_w_leg5_u_s1[8];
-        double mg_w_leg5_u_c1[8];
-        double mg_w_leg5_u_s2[8];
-        double mg_w_leg5_u_c2[8];
-        double mg_w_leg6_u_s1[8];
-        double mg_w_leg6_u_c1[8];
-        double mg_w_leg6_u_s2[8];
-        double mg_w_leg6_u_c2[8];
-        double mg_w_psi_y_dot[8];
-        double mg_w_psi_z_dot[8];
-        double mg_w_psi_x_dot[8];
-        double mg_w_udot1[8];
-        double mg_w_udot2[8];
-        double mg_w_udot3[8];
-        double mg_w_yc4[8];
-        double mg_w_yc5[8];
-        double mg_w_yc6[8];
-        double mg_w_leg1_slide[8];
-        double mg_w_leg1_q2[8];
-        double mg_w_leg1_q3[8];
-        double mg_w_leg2_slide[8];
-        double mg_w_leg2_q2[8];
-        double mg_w_leg2_q3[8];
-        double mg_w_leg3_slide[8];
-        double mg_w_leg3_q2[8];
-        double mg_w_leg3_q3[8];
-        double mg_w_leg4_slide[8];
-        double mg_w_leg4_q2[8];
-        double mg_w_leg4_q3[8];
-        double mg_w_leg5_slide[8];
-        double mg_w_leg5_q2[8];
-        double mg_w_leg5_q3[8];
-        double mg_w_leg6_slide[8];
-        double mg_w_leg6_q2[8];
-        double mg_w_leg6_q3[8];
-        double mg_w_leg1_qd1[8];
-        double mg_w_leg1_qd2[8];
-        double mg_w_leg1_qd3[8];
-        double mg_w_leg2_qd1[8];
-        double mg_w_leg2_qd2[8];
-        double mg_w_leg2_qd3[8];
-        double mg_w_leg3_qd1[8];
-        double mg_w_leg3_qd2[8];
-        double mg_w_leg3_qd3[8];
-        double mg_w_leg4_qd1[8];
-        double mg_w_leg4_qd2[8];
-        double mg_w_leg4_qd3[8];
-        double mg_w_leg5_qd1[8];
-        double mg_w_leg5_qd2[8];
-        double mg_w_leg5_qd3[8];
-        double mg_w_leg6_qd1[8];
-        double mg_w_leg6_qd2[8];
-        double mg_w_leg6_qd3[8];
-        double mg_w_base_force_x[8];
-        double mg_w_base_force_y[8];
-        double mg_w_base_force_z[8];
-        double mg_w_base_moment_x[8];
-        double mg_w_base_moment_y[8];
-        double mg_w_base_moment_z[8];
-        double mg_w_damping_power_2[8];
-        double mg_w_udot1_dg_x[8];
-        double mg_w_udot1_dg_y[8];
-        double mg_w_udot1_dg_z[8];
-        double mg_w_udot1_dOmega_dot_x[8];
-        double mg_w_udot1_dOmega_dot_y[8];
-        double mg_w_udot1_dOmega_dot_z[8];
-        double mg_w_udot2_dg_x[8];
-        double mg_w_udot2_dg_y[8];
-        double mg_w_udot2_dg_z[8];
-        double mg_w_udot2_dOmega_dot_x[8];
-        double mg_w_udot2_dOmega_dot_y[8];
-        double mg_w_udot2_dOmega_dot_z[8];
-        double mg_w_udot3_dg_x[8];
-        double mg_w_udot3_dg_y[8];
-        double mg_w_udot3_dg_z[8];
-        double mg_w_udot3_dOmega_dot_x[8];
-        double mg_w_udot3_dOmega_dot_y[8];
-        double mg_w_udot3_dOmega_dot_z[8];
-        double mg_w_yc4_dg_x[8];
-        double mg_w_yc4_dg_y[8];
-        double mg_w_yc4_dg_z[8];
-        double mg_w_yc4_dOmega_dot_x[8];
-        double mg_w_yc4_dOmega_dot_y[8];
-        double mg_w_yc4_dOmega_dot_z[8];
-        double mg_w_yc5_dg_x[8];
-        double mg_w_yc5_dg_y[8];
-        double mg_w_yc5_dg_z[8];
-        double mg_w_yc5_dOmega_dot_x[8];
-        double mg_w_yc5_dOmega_dot_y[8];
-        double mg_w_yc5_dOmega_dot_z[8];
-        double mg_w_yc6_dg_x[8];
-        double mg_w_yc6_dg_y[8];
-        double mg_w_yc6_dg_z[8];
-        double mg_w_yc6_dOmega_dot_x[8];
-        double mg_w_yc6_dOmega_dot_y[8];
-        double mg_w_yc6_dOmega_dot_z[8];
-        double mg_w_base_force_x_dg_x[8];
-        double mg_w_base_force_x_dg_y[8];
-        double mg_w_base_force_x_dg_z[8];
-        double mg_w_base_force_x_dOmega_dot_x[8];
-        double mg_w_base_force_x_dOmega_dot_y[8];
-        double mg_w_base_force_x_dOmega_dot_z[8];
-        double mg_w_base_force_y_dg_x[8];
-        double mg_w_base_force_y_dg_y[8];
-        double mg_w_base_force_y_dg_z[8];
-        double mg_w_base_force_y_dOmega_dot_x[8];
-        double mg_w_base_force_y_dOmega_dot_y[8];
-        double mg_w_base_force_y_dOmega_dot_z[8];
-        double mg_w_base_force_z_dg_x[8];
-        double mg_w_base_force_z_dg_y[8];
-        double mg_w_base_force_z_dg_z[8];
-        double mg_w_base_force_z_dOmega_dot_x[8];
-        double mg_w_base_force_z_dOmega_dot_y[8];
-        double mg_w_base_force_z_dOmega_dot_z[8];
-        double mg_w_base_moment_x_dg_x[8];
-        double mg_w_base_moment_x_dg_y[8];
-        double mg_w_base_moment_x_dg_z[8];
-        double mg_w_base_moment_x_dOmega_dot_x[8];
-        double mg_w_base_moment_x_dOmega_dot_y[8];
-        double mg_w_base_moment_x_dOmega_dot_z[8];
-        double mg_w_base_moment_y_dg_x[8];
-        double mg_w_base_moment_y_dg_y[8];
-        double mg_w_base_moment_y_dg_z[8];
-        double mg_w_base_moment_y_dOmega_dot_x[8];
-        double mg_w_base_moment_y_dOmega_dot_y[8];
-        double mg_w_base_moment_y_dOmega_dot_z[8];
-        double mg_w_base_moment_z_dg_x[8];
-        double mg_w_base_moment_z_dg_y[8];
-        double mg_w_base_moment_z_dg_z[8];
-        double mg_w_base_moment_z_dOmega_dot_x[8];
-        double mg_w_base_moment_z_dOmega_dot_y[8];
-        double mg_w_base_moment_z_dOmega_dot_z[8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_dw0[3][MG_SIMD_WIDTH];
+        double mg_in_fE[3][MG_SIMD_WIDTH];
+        double mg_in_g[3][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_in_mE[3][MG_SIMD_WIDTH];
+        double mg_in_F[6][MG_SIMD_WIDTH];
+        double mg_o_xdot[12][MG_SIMD_WIDTH];
+        double mg_o_q[18][MG_SIMD_WIDTH];
+        double mg_o_qd[18][MG_SIMD_WIDTH];
+        double mg_o_udot[6][MG_SIMD_WIDTH];
+        double mg_o_wrench[6][MG_SIMD_WIDTH];
+        double mg_o_damping_power[1][MG_SIMD_WIDTH];
+        double mg_o_stop_force[6][MG_SIMD_WIDTH];
+        double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
+        double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg1_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg2_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg3_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg4_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg5_u_c2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c1[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_s2[MG_SIMD_WIDTH];
+        double mg_w_leg6_u_c2[MG_SIMD_WIDTH];
+        double mg_w_psi_y_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_z_dot[MG_SIMD_WIDTH];
+        double mg_w_psi_x_dot[MG_SIMD_WIDTH];
+        double mg_w_udot1[MG_SIMD_WIDTH];
+        double mg_w_udot2[MG_SIMD_WIDTH];
+        double mg_w_udot3[MG_SIMD_WIDTH];
+        double mg_w_yc4[MG_SIMD_WIDTH];
+        double mg_w_yc5[MG_SIMD_WIDTH];
+        double mg_w_yc6[MG_SIMD_WIDTH];
+        double mg_w_leg1_slide[MG_SIMD_WIDTH];
+        double mg_w_leg1_q2[MG_SIMD_WIDTH];
+        double mg_w_leg1_q3[MG_SIMD_WIDTH];
+        double mg_w_leg2_slide[MG_SIMD_WIDTH];
+        double mg_w_leg2_q2[MG_SIMD_WIDTH];
+        double mg_w_leg2_q3[MG_SIMD_WIDTH];
+        double mg_w_leg3_slide[MG_SIMD_WIDTH];
+        double mg_w_leg3_q2[MG_SIMD_WIDTH];
+        double mg_w_leg3_q3[MG_SIMD_WIDTH];
+        double mg_w_leg4_slide[MG_SIMD_WIDTH];
+        double mg_w_leg4_q2[MG_SIMD_WIDTH];
+        double mg_w_leg4_q3[MG_SIMD_WIDTH];
+        double mg_w_leg5_slide[MG_SIMD_WIDTH];
+        double mg_w_leg5_q2[MG_SIMD_WIDTH];
+        double mg_w_leg5_q3[MG_SIMD_WIDTH];
+        double mg_w_leg6_slide[MG_SIMD_WIDTH];
+        double mg_w_leg6_q2[MG_SIMD_WIDTH];
+        double mg_w_leg6_q3[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg1_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg2_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg3_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg4_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg5_qd3[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd1[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd2[MG_SIMD_WIDTH];
+        double mg_w_leg6_qd3[MG_SIMD_WIDTH];
+        double mg_w_base_force_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z[MG_SIMD_WIDTH];
+        double mg_w_damping_power_2[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot1_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot1_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot2_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot2_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_x[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_y[MG_SIMD_WIDTH];
+        double mg_w_udot3_dg_z[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_udot3_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc4_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc4_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc5_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc5_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_x[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_y[MG_SIMD_WIDTH];
+        double mg_w_yc6_dg_z[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_yc6_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_x_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_y_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_force_z_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_x_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_y_dOmega_dot_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dg_z[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_x[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_y[MG_SIMD_WIDTH];
+        double mg_w_base_moment_z_dOmega_dot_z[MG_SIMD_WIDTH];
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(dw0 + mg_i * 3, 3, &mg_in_dw0[0][0]);
+        mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
+        mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
+        mg_rows_to_block(mE + mg_i * 3, 3, &mg_in_mE[0][0]);
+        mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_dw0[mg_j][0] = dw0[(mg_i + 0) * 3 + mg_j];
-            mg_in_dw0[mg_j][1] = dw0[(mg_i + 1) * 3 + mg_j];
-            mg_in_dw0[mg_j][2] = dw0[(mg_i + 2) * 3 + mg_j];
-            mg_in_dw0[mg_j][3] = dw0[(mg_i + 3) * 3 + mg_j];
-            mg_in_dw0[mg_j][4] = dw0[(mg_i + 4) * 3 + mg_j];
-            mg_in_dw0[mg_j][5] = dw0[(mg_i + 5) * 3 + mg_j];
-            mg_in_dw0[mg_j][6] = dw0[(mg_i + 6) * 3 + mg_j];
-            mg_in_dw0[mg_j][7] = dw0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_fE[mg_j][0] = fE[(mg_i + 0) * 3 + mg_j];
-            mg_in_fE[mg_j][1] = fE[(mg_i + 1) * 3 + mg_j];
-            mg_in_fE[mg_j][2] = fE[(mg_i + 2) * 3 + mg_j];
-            mg_in_fE[mg_j][3] = fE[(mg_i + 3) * 3 + mg_j];
-            mg_in_fE[mg_j][4] = fE[(mg_i + 4) * 3 + mg_j];
-            mg_in_fE[mg_j][5] = fE[(mg_i + 5) * 3 + mg_j];
-            mg_in_fE[mg_j][6] = fE[(mg_i + 6) * 3 + mg_j];
-            mg_in_fE[mg_j][7] = fE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_g[mg_j][0] = g[(mg_i + 0) * 3 + mg_j];
-            mg_in_g[mg_j][1] = g[(mg_i + 1) * 3 + mg_j];
-            mg_in_g[mg_j][2] = g[(mg_i + 2) * 3 + mg_j];
-            mg_in_g[mg_j][3] = g[(mg_i + 3) * 3 + mg_j];
-            mg_in_g[mg_j][4] = g[(mg_i + 4) * 3 + mg_j];
-            mg_in_g[mg_j][5] = g[(mg_i + 5) * 3 + mg_j];
-            mg_in_g[mg_j][6] = g[(mg_i + 6) * 3 + mg_j];
-            mg_in_g[mg_j][7] = g[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_mE[mg_j][0] = mE[(mg_i + 0) * 3 + mg_j];
-            mg_in_mE[mg_j][1] = mE[(mg_i + 1) * 3 + mg_j];
-            mg_in_mE[mg_j][2] = mE[(mg_i + 2) * 3 + mg_j];
-            mg_in_mE[mg_j][3] = mE[(mg_i + 3) * 3 + mg_j];
-            mg_in_mE[mg_j][4] = mE[(mg_i + 4) * 3 + mg_j];
-            mg_in_mE[mg_j][5] = mE[(mg_i + 5) * 3 + mg_j];
-            mg_in_mE[mg_j][6] = mE[(mg_i + 6) * 3 + mg_j];
-            mg_in_mE[mg_j][7] = mE[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_F[mg_j][0] = F[(mg_i + 0) * 6 + mg_j];
-            mg_in_F[mg_j][1] = F[(mg_i + 1) * 6 + mg_j];
-            mg_in_F[mg_j][2] = F[(mg_i + 2) * 6 + mg_j];
-            mg_in_F[mg_j][3] = F[(mg_i + 3) * 6 + mg_j];
-            mg_in_F[mg_j][4] = F[(mg_i + 4) * 6 + mg_j];
-            mg_in_F[mg_j][5] = F[(mg_i + 5) * 6 + mg_j];
-            mg_in_F[mg_j][6] = F[(mg_i + 6) * 6 + mg_j];
-            mg_in_F[mg_j][7] = F[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
@@ -41562,7 +40629,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_damping_power_2[mg_l] = damping_power_2;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double leg1_u_s1 = mg_w_leg1_u_s1[mg_l];
             const double leg1_u_c1 = mg_w_leg1_u_c1[mg_l];
             const double leg1_u_s2 = mg_w_leg1_u_s2[mg_l];
@@ -41601,7 +40668,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg6_q3[mg_l] = atan2(leg6_u_s2, leg6_u_c2);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_stop_force[0][mg_l] = 0.0;
             mg_o_stop_force[1][mg_l] = 0.0;
             mg_o_stop_force[2][mg_l] = 0.0;
@@ -41869,106 +40936,16 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double base_moment_z_dOmega_dot_z = mg_w_base_moment_z_dOmega_dot_z[mg_l];
             mg_o_dwrench_dbase[35][mg_l] = base_moment_z_dOmega_dot_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 12; ++mg_j) {
-            xdot[(mg_i + 0) * 12 + mg_j] = mg_o_xdot[mg_j][0];
-            xdot[(mg_i + 1) * 12 + mg_j] = mg_o_xdot[mg_j][1];
-            xdot[(mg_i + 2) * 12 + mg_j] = mg_o_xdot[mg_j][2];
-            xdot[(mg_i + 3) * 12 + mg_j] = mg_o_xdot[mg_j][3];
-            xdot[(mg_i + 4) * 12 + mg_j] = mg_o_xdot[mg_j][4];
-            xdot[(mg_i + 5) * 12 + mg_j] = mg_o_xdot[mg_j][5];
-            xdot[(mg_i + 6) * 12 + mg_j] = mg_o_xdot[mg_j][6];
-            xdot[(mg_i + 7) * 12 + mg_j] = mg_o_xdot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            q[(mg_i + 0) * 18 + mg_j] = mg_o_q[mg_j][0];
-            q[(mg_i + 1) * 18 + mg_j] = mg_o_q[mg_j][1];
-            q[(mg_i + 2) * 18 + mg_j] = mg_o_q[mg_j][2];
-            q[(mg_i + 3) * 18 + mg_j] = mg_o_q[mg_j][3];
-            q[(mg_i + 4) * 18 + mg_j] = mg_o_q[mg_j][4];
-            q[(mg_i + 5) * 18 + mg_j] = mg_o_q[mg_j][5];
-            q[(mg_i + 6) * 18 + mg_j] = mg_o_q[mg_j][6];
-            q[(mg_i + 7) * 18 + mg_j] = mg_o_q[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            qd[(mg_i + 0) * 18 + mg_j] = mg_o_qd[mg_j][0];
-            qd[(mg_i + 1) * 18 + mg_j] = mg_o_qd[mg_j][1];
-            qd[(mg_i + 2) * 18 + mg_j] = mg_o_qd[mg_j][2];
-            qd[(mg_i + 3) * 18 + mg_j] = mg_o_qd[mg_j][3];
-            qd[(mg_i + 4) * 18 + mg_j] = mg_o_qd[mg_j][4];
-            qd[(mg_i + 5) * 18 + mg_j] = mg_o_qd[mg_j][5];
-            qd[(mg_i + 6) * 18 + mg_j] = mg_o_qd[mg_j][6];
-            qd[(mg_i + 7) * 18 + mg_j] = mg_o_qd[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            udot[(mg_i + 0) * 6 + mg_j] = mg_o_udot[mg_j][0];
-            udot[(mg_i + 1) * 6 + mg_j] = mg_o_udot[mg_j][1];
-            udot[(mg_i + 2) * 6 + mg_j] = mg_o_udot[mg_j][2];
-            udot[(mg_i + 3) * 6 + mg_j] = mg_o_udot[mg_j][3];
-            udot[(mg_i + 4) * 6 + mg_j] = mg_o_udot[mg_j][4];
-            udot[(mg_i + 5) * 6 + mg_j] = mg_o_udot[mg_j][5];
-            udot[(mg_i + 6) * 6 + mg_j] = mg_o_udot[mg_j][6];
-            udot[(mg_i + 7) * 6 + mg_j] = mg_o_udot[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            wrench[(mg_i + 0) * 6 + mg_j] = mg_o_wrench[mg_j][0];
-            wrench[(mg_i + 1) * 6 + mg_j] = mg_o_wrench[mg_j][1];
-            wrench[(mg_i + 2) * 6 + mg_j] = mg_o_wrench[mg_j][2];
-            wrench[(mg_i + 3) * 6 + mg_j] = mg_o_wrench[mg_j][3];
-            wrench[(mg_i + 4) * 6 + mg_j] = mg_o_wrench[mg_j][4];
-            wrench[(mg_i + 5) * 6 + mg_j] = mg_o_wrench[mg_j][5];
-            wrench[(mg_i + 6) * 6 + mg_j] = mg_o_wrench[mg_j][6];
-            wrench[(mg_i + 7) * 6 + mg_j] = mg_o_wrench[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            damping_power[(mg_i + 0) * 1 + mg_j] = mg_o_damping_power[mg_j][0];
-            damping_power[(mg_i + 1) * 1 + mg_j] = mg_o_damping_power[mg_j][1];
-            damping_power[(mg_i + 2) * 1 + mg_j] = mg_o_damping_power[mg_j][2];
-            damping_power[(mg_i + 3) * 1 + mg_j] = mg_o_damping_power[mg_j][3];
-            damping_power[(mg_i + 4) * 1 + mg_j] = mg_o_damping_power[mg_j][4];
-            damping_power[(mg_i + 5) * 1 + mg_j] = mg_o_damping_power[mg_j][5];
-            damping_power[(mg_i + 6) * 1 + mg_j] = mg_o_damping_power[mg_j][6];
-            damping_power[(mg_i + 7) * 1 + mg_j] = mg_o_damping_power[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            stop_force[(mg_i + 0) * 6 + mg_j] = mg_o_stop_force[mg_j][0];
-            stop_force[(mg_i + 1) * 6 + mg_j] = mg_o_stop_force[mg_j][1];
-            stop_force[(mg_i + 2) * 6 + mg_j] = mg_o_stop_force[mg_j][2];
-            stop_force[(mg_i + 3) * 6 + mg_j] = mg_o_stop_force[mg_j][3];
-            stop_force[(mg_i + 4) * 6 + mg_j] = mg_o_stop_force[mg_j][4];
-            stop_force[(mg_i + 5) * 6 + mg_j] = mg_o_stop_force[mg_j][5];
-            stop_force[(mg_i + 6) * 6 + mg_j] = mg_o_stop_force[mg_j][6];
-            stop_force[(mg_i + 7) * 6 + mg_j] = mg_o_stop_force[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dudot_dbase[(mg_i + 0) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][0];
-            dudot_dbase[(mg_i + 1) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][1];
-            dudot_dbase[(mg_i + 2) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][2];
-            dudot_dbase[(mg_i + 3) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][3];
-            dudot_dbase[(mg_i + 4) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][4];
-            dudot_dbase[(mg_i + 5) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][5];
-            dudot_dbase[(mg_i + 6) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][6];
-            dudot_dbase[(mg_i + 7) * 36 + mg_j] = mg_o_dudot_dbase[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dwrench_dbase[(mg_i + 0) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][0];
-            dwrench_dbase[(mg_i + 1) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][1];
-            dwrench_dbase[(mg_i + 2) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][2];
-            dwrench_dbase[(mg_i + 3) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][3];
-            dwrench_dbase[(mg_i + 4) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][4];
-            dwrench_dbase[(mg_i + 5) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][5];
-            dwrench_dbase[(mg_i + 6) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][6];
-            dwrench_dbase[(mg_i + 7) * 36 + mg_j] = mg_o_dwrench_dbase[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_xdot[0][0], 12, xdot + mg_i * 12);
+        mg_block_to_rows(&mg_o_q[0][0], 18, q + mg_i * 18);
+        mg_block_to_rows(&mg_o_qd[0][0], 18, qd + mg_i * 18);
+        mg_block_to_rows(&mg_o_udot[0][0], 6, udot + mg_i * 6);
+        mg_block_to_rows(&mg_o_wrench[0][0], 6, wrench + mg_i * 6);
+        mg_block_to_rows(&mg_o_damping_power[0][0], 1, damping_power + mg_i * 1);
+        mg_block_to_rows(&mg_o_stop_force[0][0], 6, stop_force + mg_i * 6);
+        mg_block_to_rows(&mg_o_dudot_dbase[0][0], 36, dudot_dbase + mg_i * 36);
+        mg_block_to_rows(&mg_o_dwrench_dbase[0][0], 36, dwrench_dbase + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_coupled_step(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, F + (mg_i + mg_l) * 6, fE + (mg_i + mg_l) * 3, mE + (mg_i + mg_l) * 3, g + (mg_i + mg_l) * 3, w0 + (mg_i + mg_l) * 3, dw0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, xdot + (mg_i + mg_l) * 12, q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, udot + (mg_i + mg_l) * 6, wrench + (mg_i + mg_l) * 6, damping_power + (mg_i + mg_l) * 1, stop_force + (mg_i + mg_l) * 6, dudot_dbase + (mg_i + mg_l) * 36, dwrench_dbase + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -43008,78 +41985,28 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_w0[3][8];
-        double mg_in_x[6][8];
-        double mg_in_V0[3][8];
-        double mg_in_u[6][8];
-        double mg_in_p[7][8];
-        double mg_o_momentum[3][8];
-        double mg_o_angular_momentum[3][8];
-        double mg_o_T[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_w0[3][MG_SIMD_WIDTH];
+        double mg_in_x[6][MG_SIMD_WIDTH];
+        double mg_in_V0[3][MG_SIMD_WIDTH];
+        double mg_in_u[6][MG_SIMD_WIDTH];
+        double mg_in_p[7][MG_SIMD_WIDTH];
+        double mg_o_momentum[3][MG_SIMD_WIDTH];
+        double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
+        mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
+        mg_rows_to_block(V0 + mg_i * 3, 3, &mg_in_V0[0][0]);
+        mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
+        mg_rows_to_block(p + mg_i * 7, 7, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_w0[mg_j][0] = w0[(mg_i + 0) * 3 + mg_j];
-            mg_in_w0[mg_j][1] = w0[(mg_i + 1) * 3 + mg_j];
-            mg_in_w0[mg_j][2] = w0[(mg_i + 2) * 3 + mg_j];
-            mg_in_w0[mg_j][3] = w0[(mg_i + 3) * 3 + mg_j];
-            mg_in_w0[mg_j][4] = w0[(mg_i + 4) * 3 + mg_j];
-            mg_in_w0[mg_j][5] = w0[(mg_i + 5) * 3 + mg_j];
-            mg_in_w0[mg_j][6] = w0[(mg_i + 6) * 3 + mg_j];
-            mg_in_w0[mg_j][7] = w0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_x[mg_j][0] = x[(mg_i + 0) * 6 + mg_j];
-            mg_in_x[mg_j][1] = x[(mg_i + 1) * 6 + mg_j];
-            mg_in_x[mg_j][2] = x[(mg_i + 2) * 6 + mg_j];
-            mg_in_x[mg_j][3] = x[(mg_i + 3) * 6 + mg_j];
-            mg_in_x[mg_j][4] = x[(mg_i + 4) * 6 + mg_j];
-            mg_in_x[mg_j][5] = x[(mg_i + 5) * 6 + mg_j];
-            mg_in_x[mg_j][6] = x[(mg_i + 6) * 6 + mg_j];
-            mg_in_x[mg_j][7] = x[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            mg_in_V0[mg_j][0] = V0[(mg_i + 0) * 3 + mg_j];
-            mg_in_V0[mg_j][1] = V0[(mg_i + 1) * 3 + mg_j];
-            mg_in_V0[mg_j][2] = V0[(mg_i + 2) * 3 + mg_j];
-            mg_in_V0[mg_j][3] = V0[(mg_i + 3) * 3 + mg_j];
-            mg_in_V0[mg_j][4] = V0[(mg_i + 4) * 3 + mg_j];
-            mg_in_V0[mg_j][5] = V0[(mg_i + 5) * 3 + mg_j];
-            mg_in_V0[mg_j][6] = V0[(mg_i + 6) * 3 + mg_j];
-            mg_in_V0[mg_j][7] = V0[(mg_i + 7) * 3 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_u[mg_j][0] = u[(mg_i + 0) * 6 + mg_j];
-            mg_in_u[mg_j][1] = u[(mg_i + 1) * 6 + mg_j];
-            mg_in_u[mg_j][2] = u[(mg_i + 2) * 6 + mg_j];
-            mg_in_u[mg_j][3] = u[(mg_i + 3) * 6 + mg_j];
-            mg_in_u[mg_j][4] = u[(mg_i + 4) * 6 + mg_j];
-            mg_in_u[mg_j][5] = u[(mg_i + 5) * 6 + mg_j];
-            mg_in_u[mg_j][6] = u[(mg_i + 6) * 6 + mg_j];
-            mg_in_u[mg_j][7] = u[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 7 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 7 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 7 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 7 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 7 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 7 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 7 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double Omega_y = mg_in_w0[1][mg_l];
             const double z_C = mg_in_x[2][mg_l];
@@ -44194,40 +43121,10 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             mg_o_T[0][mg_l] = cse100*leg5_w_abs1_y - cse103*leg6_w_abs3_y + cse104*leg6_w_abs3_z - cse107*leg6_w_abs1_x + cse108*leg6_w_abs1_y + (0.15)*cse143 + (0.15)*cse144 + (0.15)*cse145 + (0.15)*cse146 + (0.15)*cse147 + (0.15)*cse148 + cse149*(cse143 + leg1_v_abs3_x*leg1_v_abs3_x + leg1_v_abs3_y*leg1_v_abs3_y) + cse149*(cse144 + leg2_v_abs3_x*leg2_v_abs3_x + leg2_v_abs3_y*leg2_v_abs3_y) + cse149*(cse145 + leg3_v_abs3_x*leg3_v_abs3_x + leg3_v_abs3_y*leg3_v_abs3_y) + cse149*(cse146 + leg4_v_abs3_x*leg4_v_abs3_x + leg4_v_abs3_y*leg4_v_abs3_y) + cse149*(cse147 + leg5_v_abs3_x*leg5_v_abs3_x + leg5_v_abs3_y*leg5_v_abs3_y) + cse149*(cse148 + leg6_v_abs3_x*leg6_v_abs3_x + leg6_v_abs3_y*leg6_v_abs3_y) + cse150*(leg1_v_abs1_x*leg1_v_abs1_x + leg1_v_abs1_y*leg1_v_abs1_y + leg1_v_abs1_z*leg1_v_abs1_z) + cse150*(leg2_v_abs1_x*leg2_v_abs1_x + leg2_v_abs1_y*leg2_v_abs1_y + leg2_v_abs1_z*leg2_v_abs1_z) + cse150*(leg3_v_abs1_x*leg3_v_abs1_x + leg3_v_abs1_y*leg3_v_abs1_y + leg3_v_abs1_z*leg3_v_abs1_z) + cse150*(leg4_v_abs1_x*leg4_v_abs1_x + leg4_v_abs1_y*leg4_v_abs1_y + leg4_v_abs1_z*leg4_v_abs1_z) + cse150*(leg5_v_abs1_x*leg5_v_abs1_x + leg5_v_abs1_y*leg5_v_abs1_y + leg5_v_abs1_z*leg5_v_abs1_z) + cse150*(leg6_v_abs1_x*leg6_v_abs1_x + leg6_v_abs1_y*leg6_v_abs1_y + leg6_v_abs1_z*leg6_v_abs1_z) + cse151*leg1_w_abs1_x*leg1_w_abs1_x + cse151*leg2_w_abs1_x*leg2_w_abs1_x + cse151*leg3_w_abs1_x*leg3_w_abs1_x + cse151*leg4_w_abs1_x*leg4_w_abs1_x + cse151*leg5_w_abs1_x*leg5_w_abs1_x + cse151*leg6_w_abs1_x*leg6_w_abs1_x + cse152*leg1_w_abs1_y*leg1_w_abs1_y + cse152*leg2_w_abs1_y*leg2_w_abs1_y + cse152*leg3_w_abs1_y*leg3_w_abs1_y + cse152*leg4_w_abs1_y*leg4_w_abs1_y + cse152*leg5_w_abs1_y*leg5_w_abs1_y + cse152*leg6_w_abs1_y*leg6_w_abs1_y + cse153*leg1_w_abs3_y*leg1_w_abs3_y + cse153*leg1_w_abs3_z*leg1_w_abs3_z + cse153*leg2_w_abs3_y*leg2_w_abs3_y + cse153*leg2_w_abs3_z*leg2_w_abs3_z + cse153*leg3_w_abs3_y*leg3_w_abs3_y + cse153*leg3_w_abs3_z*leg3_w_abs3_z + cse153*leg4_w_abs3_y*leg4_w_abs3_y + cse153*leg4_w_abs3_z*leg4_w_abs3_z + cse153*leg5_w_abs3_y*leg5_w_abs3_y + cse153*leg5_w_abs3_z*leg5_w_abs3_z + cse153*leg6_w_abs3_y*leg6_w_abs3_y + cse153*leg6_w_abs3_z*leg6_w_abs3_z - cse49*leg1_w_abs3_y + cse50*leg1_w_abs3_z - cse56*leg1_w_abs1_x + cse58*leg1_w_abs1_y - cse61*leg2_w_abs3_y + cse62*leg2_w_abs3_z - cse65*leg2_w_abs1_x + cse66*leg2_w_abs1_y - cse74*leg3_w_abs3_y + cse75*leg3_w_abs3_z - cse78*leg3_w_abs1_x + cse79*leg3_w_abs1_y - cse87*leg4_w_abs3_y + cse88*leg4_w_abs3_z - cse91*leg4_w_abs1_x + cse92*leg4_w_abs1_y - cse95*leg5_w_abs3_y + cse96*leg5_w_abs3_z - cse99*leg5_w_abs1_x + (0.15)*leg1_v_abs2_x*leg1_v_abs2_x + (0.15)*leg1_v_abs2_y*leg1_v_abs2_y + (0.0075)*leg1_w_abs1_z*leg1_w_abs1_z + (0.0001)*leg1_w_abs2_x*leg1_w_abs2_x + (0.0001)*leg1_w_abs2_y*leg1_w_abs2_y + (0.0001)*leg1_w_abs2_z*leg1_w_abs2_z + (0.0002)*leg1_w_abs3_x*leg1_w_abs3_x + (0.15)*leg2_v_abs2_x*leg2_v_abs2_x + (0.15)*leg2_v_abs2_y*leg2_v_abs2_y + (0.0075)*leg2_w_abs1_z*leg2_w_abs1_z + (0.0001)*leg2_w_abs2_x*leg2_w_abs2_x + (0.0001)*leg2_w_abs2_y*leg2_w_abs2_y + (0.0001)*leg2_w_abs2_z*leg2_w_abs2_z + (0.0002)*leg2_w_abs3_x*leg2_w_abs3_x + (0.15)*leg3_v_abs2_x*leg3_v_abs2_x + (0.15)*leg3_v_abs2_y*leg3_v_abs2_y + (0.0075)*leg3_w_abs1_z*leg3_w_abs1_z + (0.0001)*leg3_w_abs2_x*leg3_w_abs2_x + (0.0001)*leg3_w_abs2_y*leg3_w_abs2_y + (0.0001)*leg3_w_abs2_z*leg3_w_abs2_z + (0.0002)*leg3_w_abs3_x*leg3_w_abs3_x + (0.15)*leg4_v_abs2_x*leg4_v_abs2_x + (0.15)*leg4_v_abs2_y*leg4_v_abs2_y + (0.0075)*leg4_w_abs1_z*leg4_w_abs1_z + (0.0001)*leg4_w_abs2_x*leg4_w_abs2_x + (0.0001)*leg4_w_abs2_y*leg4_w_abs2_y + (0.0001)*leg4_w_abs2_z*leg4_w_abs2_z + (0.0002)*leg4_w_abs3_x*leg4_w_abs3_x + (0.15)*leg5_v_abs2_x*leg5_v_abs2_x + (0.15)*leg5_v_abs2_y*leg5_v_abs2_y + (0.0075)*leg5_w_abs1_z*leg5_w_abs1_z + (0.0001)*leg5_w_abs2_x*leg5_w_abs2_x + (0.0001)*leg5_w_abs2_y*leg5_w_abs2_y + (0.0001)*leg5_w_abs2_z*leg5_w_abs2_z + (0.0002)*leg5_w_abs3_x*leg5_w_abs3_x + (0.15)*leg6_v_abs2_x*leg6_v_abs2_x + (0.15)*leg6_v_abs2_y*leg6_v_abs2_y + (0.0075)*leg6_w_abs1_z*leg6_w_abs1_z + (0.0001)*leg6_w_abs2_x*leg6_w_abs2_x + (0.0001)*leg6_w_abs2_y*leg6_w_abs2_y + (0.0001)*leg6_w_abs2_z*leg6_w_abs2_z + (0.0002)*leg6_w_abs3_x*leg6_w_abs3_x + (1.2)*omega_abs_C_x*omega_abs_C_x + (1.2)*omega_abs_C_y*omega_abs_C_y + (1.8)*omega_abs_C_z*omega_abs_C_z + (0.5)*p_m_platform*(V_abs_C_x*V_abs_C_x + V_abs_C_y*V_abs_C_y + V_abs_C_z*V_abs_C_z);
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            momentum[(mg_i + 0) * 3 + mg_j] = mg_o_momentum[mg_j][0];
-            momentum[(mg_i + 1) * 3 + mg_j] = mg_o_momentum[mg_j][1];
-            momentum[(mg_i + 2) * 3 + mg_j] = mg_o_momentum[mg_j][2];
-            momentum[(mg_i + 3) * 3 + mg_j] = mg_o_momentum[mg_j][3];
-            momentum[(mg_i + 4) * 3 + mg_j] = mg_o_momentum[mg_j][4];
-            momentum[(mg_i + 5) * 3 + mg_j] = mg_o_momentum[mg_j][5];
-            momentum[(mg_i + 6) * 3 + mg_j] = mg_o_momentum[mg_j][6];
-            momentum[(mg_i + 7) * 3 + mg_j] = mg_o_momentum[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 3; ++mg_j) {
-            angular_momentum[(mg_i + 0) * 3 + mg_j] = mg_o_angular_momentum[mg_j][0];
-            angular_momentum[(mg_i + 1) * 3 + mg_j] = mg_o_angular_momentum[mg_j][1];
-            angular_momentum[(mg_i + 2) * 3 + mg_j] = mg_o_angular_momentum[mg_j][2];
-            angular_momentum[(mg_i + 3) * 3 + mg_j] = mg_o_angular_momentum[mg_j][3];
-            angular_momentum[(mg_i + 4) * 3 + mg_j] = mg_o_angular_momentum[mg_j][4];
-            angular_momentum[(mg_i + 5) * 3 + mg_j] = mg_o_angular_momentum[mg_j][5];
-            angular_momentum[(mg_i + 6) * 3 + mg_j] = mg_o_angular_momentum[mg_j][6];
-            angular_momentum[(mg_i + 7) * 3 + mg_j] = mg_o_angular_momentum[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_momentum[0][0], 3, momentum + mg_i * 3);
+        mg_block_to_rows(&mg_o_angular_momentum[0][0], 3, angular_momentum + mg_i * 3);
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_hexapod_pus_momentum(x + (mg_i + mg_l) * 6, u + (mg_i + mg_l) * 6, w0 + (mg_i + mg_l) * 3, V0 + (mg_i + mg_l) * 3, p + (mg_i + mg_l) * 7, momentum + (mg_i + mg_l) * 3, angular_momentum + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;

@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 41 adds, 77 muls, 14 trig (132 total) */
 int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -310,29 +457,19 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_r[21][8];
-        double mg_o_tau[63][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_r[21][MG_SIMD_WIDTH];
+        double mg_o_tau[63][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = 0.0;
             mg_o_r[2][mg_l] = 0.333;
@@ -503,29 +640,9 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             mg_o_tau[3][mg_l] = cse0;
             mg_o_tau[15][mg_l] = cse0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            r[(mg_i + 0) * 21 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 21 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 21 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 21 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 21 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 21 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 21 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 21 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 63; ++mg_j) {
-            tau[(mg_i + 0) * 63 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 63 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 63 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 63 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 63 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 63 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 63 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 63 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 21, r + mg_i * 21);
+        mg_block_to_rows(&mg_o_tau[0][0], 63, tau + mg_i * 63);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_forward_kinematics(q + (mg_i + mg_l) * 7, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
                 status[mg_i + mg_l] = mg_s;
@@ -968,29 +1085,19 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_T[147][8];
-        double mg_o_R[147][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_T[147][MG_SIMD_WIDTH];
+        double mg_o_R[147][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 0.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -1398,29 +1505,9 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_o_R[124][mg_l] = cse8;
             mg_o_R[145][mg_l] = cse8;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 147; ++mg_j) {
-            T[(mg_i + 0) * 147 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 147 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 147 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 147 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 147 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 147 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 147 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 147 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 147; ++mg_j) {
-            R[(mg_i + 0) * 147 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 147 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 147 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 147 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 147 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 147 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 147 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 147 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 147, T + mg_i * 147);
+        mg_block_to_rows(&mg_o_R[0][0], 147, R + mg_i * 147);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_jacobians(q + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 147, R + (mg_i + mg_l) * 147);
                 status[mg_i + mg_l] = mg_s;
@@ -1723,43 +1810,23 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_o_v[21][8];
-        double mg_o_omega[21][8];
-        double mg_o_w[21][8];
-        double mg_o_eps[21][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_o_v[21][MG_SIMD_WIDTH];
+        double mg_o_omega[21][MG_SIMD_WIDTH];
+        double mg_o_w[21][MG_SIMD_WIDTH];
+        double mg_o_eps[21][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_v[0][mg_l] = 0.0;
             mg_o_v[1][mg_l] = 0.0;
             mg_o_v[2][mg_l] = 0.0;
@@ -2027,51 +2094,11 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             const double eps7_z = cse14*omega6_y - cse15*omega6_x + eps6_z;
             mg_o_eps[20][mg_l] = eps7_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            v[(mg_i + 0) * 21 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 21 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 21 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 21 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 21 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 21 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 21 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 21 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            omega[(mg_i + 0) * 21 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 21 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 21 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 21 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 21 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 21 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 21 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 21 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            w[(mg_i + 0) * 21 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 21 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 21 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 21 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 21 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 21 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 21 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 21 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            eps[(mg_i + 0) * 21 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 21 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 21 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 21 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 21 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 21 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 21 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 21 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 21, v + mg_i * 21);
+        mg_block_to_rows(&mg_o_omega[0][0], 21, omega + mg_i * 21);
+        mg_block_to_rows(&mg_o_w[0][0], 21, w + mg_i * 21);
+        mg_block_to_rows(&mg_o_eps[0][0], 21, eps + mg_i * 21);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_velocities(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, v + (mg_i + mg_l) * 21, omega + (mg_i + mg_l) * 21, w + (mg_i + mg_l) * 21, eps + (mg_i + mg_l) * 21);
                 status[mg_i + mg_l] = mg_s;
@@ -2363,28 +2390,18 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_o_A[49][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_o_A[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[48][mg_l] = 0.006684151967360946;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
@@ -2642,18 +2659,8 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             mg_o_A[1][mg_l] = Nm2_1_z;
             mg_o_A[7][mg_l] = Nm2_1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            A[(mg_i + 0) * 49 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 49 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 49 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 49 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 49 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 49 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 49 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 49 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 49, A + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_mass_matrix(q + (mg_i + mg_l) * 7, A + (mg_i + mg_l) * 49);
                 status[mg_i + mg_l] = mg_s;
@@ -2890,52 +2897,22 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_Q[7][8];
-        double mg_o_b[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_b[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 7 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 7 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 7 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 7 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 7 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 7 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 7 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3138,18 +3115,8 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             const double b7 = -N7_z + Q7;
             mg_o_b[6][mg_l] = b7;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            b[(mg_i + 0) * 7 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 7 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 7 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 7 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 7 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 7 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 7 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 7 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 7, b + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_bias(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, b + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -3384,52 +3351,22 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Q[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Q[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3630,18 +3567,8 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             const double N1_z = -N2_x*s2 - N2_y*c2 + (0.009213163777211224)*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            Q[(mg_i + 0) * 7 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 7 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 7 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 7 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 7 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 7 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 7 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 7 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 7, Q + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -4167,52 +4094,22 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_Q[7][8];
-        double mg_o_qdd[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_qdd[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 7 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 7 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 7 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 7 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 7 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 7 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 7 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
@@ -4720,18 +4617,8 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_o_qdd[6][mg_l] = qdd7;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            qdd[(mg_i + 0) * 7 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 7 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 7 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 7 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 7 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 7 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 7 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 7 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 7, qdd + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_forward_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -4923,41 +4810,21 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -5109,29 +4976,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double omega_loc7_z = -omega7_x*tau6_10 - omega7_y*tau6_11 - omega7_z*tau6_12;
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.00850351162402155)*omega_loc2_x - 0.00398335888393552*omega_loc2_y + (0.01026110182100817)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.00398335888393552*omega_loc2_x + (0.028124284712194955)*omega_loc2_y + (0.0007689361029464)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.01026110182100817)*omega_loc2_x + (0.0007689361029464)*omega_loc2_y + (0.026534991901690206)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.05649492601407083)*omega_loc3_x - 0.008248333140675744*omega_loc3_y - 0.005487648106562256*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.008248333140675744*omega_loc3_x + (0.05287838199960611)*omega_loc3_y - 0.004377257121839584*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.005487648106562256*omega_loc3_x - 0.004377257121839584*omega_loc3_y + (0.01824920229252011)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.06767727025085991)*omega_loc4_x + (0.02771584317362585)*omega_loc4_y + (0.0039053550262761003)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.02771584317362585)*omega_loc4_x + (0.03239943042445132)*omega_loc4_y - 0.0016444875773692705*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0039053550262761003)*omega_loc4_x - 0.0016444875773692705*omega_loc4_y + (0.0775861490525396)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.03942757095803552)*omega_loc5_x - 0.0015152444733270301*omega_loc5_y - 0.004600245517563105*omega_loc5_z) + (0.5)*omega_loc5_y*(-0.0015152444733270301*omega_loc5_x + (0.03146037232526039)*omega_loc5_y + (0.0021640520520981297)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.004600245517563105*omega_loc5_x + (0.0021640520520981297)*omega_loc5_y + (0.010869510762828563)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.00248046035817079)*omega_loc6_x + (0.001524110902883315)*omega_loc6_y - 0.00010375891721868492*omega_loc6_z) + (0.5)*omega_loc6_y*((0.001524110902883315)*omega_loc6_x + (0.01056776613310695)*omega_loc6_y + (9.3569097314605e-05)*omega_loc6_z) + (0.5)*omega_loc6_z*(-0.00010375891721868492*omega_loc6_x + (9.3569097314605e-05)*omega_loc6_y + (0.01179456023023895)*omega_loc6_z) + (0.5)*omega_loc7_x*((0.031633343190949584)*omega_loc7_x + (0.00039139128168424797)*omega_loc7_y - 0.0009653051699191117*omega_loc7_z) + (0.5)*omega_loc7_y*((0.00039139128168424797)*omega_loc7_x + (0.02921239941242836)*omega_loc7_y - 0.001255536598272898*omega_loc7_z) + (0.5)*omega_loc7_z*(-0.0009653051699191117*omega_loc7_x - 0.001255536598272898*omega_loc7_y + (0.006684151967360946)*omega_loc7_z) + (0.004606581888605612)*qd1*qd1 + (1.614302)*v_loc3_x*v_loc3_x + v_loc3_x*(-0.214708623208*omega_loc3_y - 0.12672916420800004*omega_loc3_z) + (1.614302)*v_loc3_y*v_loc3_y + v_loc3_y*((0.214708623208)*omega_loc3_x + (0.088844724872)*omega_loc3_z) + (1.614302)*v_loc3_z*v_loc3_z + v_loc3_z*((0.12672916420800004)*omega_loc3_x - 0.088844724872*omega_loc3_y) + (1.7939475)*v_loc4_x*v_loc4_x + v_loc4_x*((0.09850206933)*omega_loc4_y - 0.374644408005*omega_loc4_z) + (1.7939475)*v_loc4_y*v_loc4_y + v_loc4_y*(-0.09850206933*omega_loc4_x - 0.19076837715*omega_loc4_z) + (1.7939475)*v_loc4_z*v_loc4_z + v_loc4_z*((0.374644408005)*omega_loc4_x + (0.19076837715)*omega_loc4_y) + (0.612973)*v_loc5_x*v_loc5_x + v_loc5_x*(-0.047121686402*omega_loc5_y - 0.05034347249*omega_loc5_z) + (0.612973)*v_loc5_y*v_loc5_y + v_loc5_y*((0.047121686402)*omega_loc5_x - 0.014653732538*omega_loc5_z) + (0.612973)*v_loc5_z*v_loc5_z + v_loc5_z*((0.05034347249)*omega_loc5_x + (0.014653732538)*omega_loc5_y) + (0.8332775)*v_loc6_x*v_loc6_x + v_loc6_x*(-0.017527158935000002*omega_loc6_y + (0.023526756935)*omega_loc6_z) + (0.8332775)*v_loc6_y*v_loc6_y + v_loc6_y*((0.017527158935000002)*omega_loc6_x + (0.100241616695)*omega_loc6_z) + (0.8332775)*v_loc6_z*v_loc6_z + v_loc6_z*(-0.023526756935*omega_loc6_x - 0.100241616695*omega_loc6_y) + (0.7477609999999999)*v_loc7_x*v_loc7_x + v_loc7_x*((0.15027794863399999)*omega_loc7_y - 0.0020344399586617965*omega_loc7_z) + (0.7477609999999999)*v_loc7_y*v_loc7_y + v_loc7_y*(-0.15027794863399999*omega_loc7_x + (0.002573605371338202)*omega_loc7_z) + (0.7477609999999999)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0020344399586617965)*omega_loc7_x - 0.002573605371338202*omega_loc7_y);
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_energy(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -6032,53 +5879,23 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_dtau_dq[49][8];
-        double mg_o_dtau_dqd[49][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_dtau_dq[49][MG_SIMD_WIDTH];
+        double mg_o_dtau_dqd[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_dtau_dq[7][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
@@ -6944,29 +6761,9 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             mg_o_dtau_dqd[34][mg_l] = Gqd7_a*R4_01 - Gqd7_b*c4 + Gqd7_c*R4_21 + Gqd7_x*S5_x + Gqd7_y*S5_y + Gqd7_z*S5_z;
             mg_o_dtau_dqd[41][mg_l] = -Gqd7_a*R5_01 - Gqd7_b*R5_11 - Gqd7_c*R5_21 + Gqd7_x*S6_x + Gqd7_y*S6_y + Gqd7_z*S6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dtau_dq[(mg_i + 0) * 49 + mg_j] = mg_o_dtau_dq[mg_j][0];
-            dtau_dq[(mg_i + 1) * 49 + mg_j] = mg_o_dtau_dq[mg_j][1];
-            dtau_dq[(mg_i + 2) * 49 + mg_j] = mg_o_dtau_dq[mg_j][2];
-            dtau_dq[(mg_i + 3) * 49 + mg_j] = mg_o_dtau_dq[mg_j][3];
-            dtau_dq[(mg_i + 4) * 49 + mg_j] = mg_o_dtau_dq[mg_j][4];
-            dtau_dq[(mg_i + 5) * 49 + mg_j] = mg_o_dtau_dq[mg_j][5];
-            dtau_dq[(mg_i + 6) * 49 + mg_j] = mg_o_dtau_dq[mg_j][6];
-            dtau_dq[(mg_i + 7) * 49 + mg_j] = mg_o_dtau_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 49; ++mg_j) {
-            dtau_dqd[(mg_i + 0) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][0];
-            dtau_dqd[(mg_i + 1) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][1];
-            dtau_dqd[(mg_i + 2) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][2];
-            dtau_dqd[(mg_i + 3) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][3];
-            dtau_dqd[(mg_i + 4) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][4];
-            dtau_dqd[(mg_i + 5) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][5];
-            dtau_dqd[(mg_i + 6) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][6];
-            dtau_dqd[(mg_i + 7) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 49, dtau_dq + mg_i * 49);
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 49, dtau_dqd + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dtau_dq + (mg_i + mg_l) * 49, dtau_dqd + (mg_i + mg_l) * 49);
                 status[mg_i + mg_l] = mg_s;
@@ -6987,7 +6784,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
 
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
- * ops: 2831 adds, 3332 muls, 7 divs, 12 trig (6182 total) */
+ * ops: 2826 adds, 3259 muls, 7 divs, 12 trig (6104 total) */
 int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd, double *restrict dqdd_dq, double *restrict dqdd_dqd, double *restrict dqdd_dQ)
 {
     int status = 0;
@@ -7898,126 +7695,134 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double uS3_a = Hc3_c - Idc3_J01;
     const double uS3_c = -Hc3_a - Idc3_J12;
     const double Pq3_a = -Fc3_c + Hc3_b*V1_a + Ic3_J00*Sdd3_a + Ic3_J01*Sdd3_b + Ic3_J02*Sdd3_c - Ic3_h_y*g_c_x + Idc3_J00*qd2 - Idc3_J02*V1_a;
-    const double Pq3_b = -Hc3_a*V1_a - Hc3_c*qd2 + Ic3_J01*Sdd3_a + Ic3_J11*Sdd3_b + Ic3_J12*Sdd3_c + Ic3_h_x*g_c_x + Idc3_J01*qd2 - Idc3_J12*V1_a;
+    const double cse102 = Ic3_J01*Sdd3_a + Ic3_J11*Sdd3_b + Ic3_J12*Sdd3_c + Ic3_h_x*g_c_x;
+    const double Pq3_b = -Hc3_a*V1_a - Hc3_c*qd2 + Idc3_J01*qd2 - Idc3_J12*V1_a + cse102;
     const double Pq3_c = Fc3_a + Hc3_b*qd2 + Ic3_J02*Sdd3_a + Ic3_J12*Sdd3_b + Ic3_J22*Sdd3_c + Idc3_J02*qd2 - Idc3_J22*V1_a;
     const double Gqd3_a = -Hc3_c + 2.0*Ic3_J00*qd2 - Ic3_J02*cse5 - Idc3_J01;
-    const double Gqd3_b = 2.0*Ic3_J01*qd2 - Ic3_J12*cse5 - Idc3_J11;
+    const double cse103 = -2.0*Ic3_J01*qd2 + Ic3_J12*cse5 + Idc3_J11;
+    const double Gqd3_b = -cse103;
     const double Gqd3_c = Hc3_a + Ic3_J02*cse25 - Ic3_J22*cse5 - Idc3_J12;
-    const double cse102 = Hc4_b*c3;
-    const double cse103 = Idc4_J02*c3;
-    const double cse104 = 2.0*Idc4_h_z;
-    const double uS4_a = Idc4_J00*s3 + 2.0*Idc4_h_y*S4_z - S4_y*cse104 - cse102 - cse103;
-    const double cse105 = Hc4_a*c3;
-    const double cse106 = Hc4_c*s3;
-    const double cse107 = Idc4_J01*s3 - Idc4_J12*c3;
-    const double uS4_b = -2.0*Idc4_h_x*S4_z + S4_x*cse104 + cse105 + cse106 + cse107;
-    const double cse108 = Hc4_b*s3;
-    const double cse109 = Idc4_J22*c3;
-    const double uS4_c = Idc4_J02*s3 + 2.0*Idc4_h_x*S4_y - 2.0*Idc4_h_y*S4_x - cse108 - cse109;
+    const double cse104 = Hc4_b*c3;
+    const double cse105 = Idc4_J02*c3;
+    const double cse106 = 2.0*Idc4_h_z;
+    const double uS4_a = Idc4_J00*s3 + 2.0*Idc4_h_y*S4_z - S4_y*cse106 - cse104 - cse105;
+    const double cse107 = Hc4_a*c3;
+    const double cse108 = Hc4_c*s3;
+    const double cse109 = Idc4_J01*s3 - Idc4_J12*c3;
+    const double uS4_b = -2.0*Idc4_h_x*S4_z + S4_x*cse106 + cse107 + cse108 + cse109;
+    const double cse110 = Hc4_b*s3;
+    const double cse111 = Idc4_J22*c3;
+    const double uS4_c = Idc4_J02*s3 + 2.0*Idc4_h_x*S4_y - 2.0*Idc4_h_y*S4_x - cse110 - cse111;
     const double Pq4_a = Fc4_b*c3 - Fc4_y*S4_z + Fc4_z*S4_y - Hc4_b*Sd4_c + Hc4_c*Sd4_b + Ic4_J00*Sdd4_a + Ic4_J01*Sdd4_b + Ic4_J02*Sdd4_c + Ic4_h_y*Sdd4_z - Ic4_h_z*Sdd4_y + Idc4_J00*Sd4_a + Idc4_J01*Sd4_b + Idc4_J02*Sd4_c;
     const double Pq4_b = -Fc4_a*c3 - Fc4_c*s3 + Fc4_x*S4_z - Fc4_z*S4_x + Hc4_a*Sd4_c - Hc4_c*Sd4_a + Ic4_J01*Sdd4_a + Ic4_J11*Sdd4_b + Ic4_J12*Sdd4_c - Ic4_h_x*Sdd4_z + Ic4_h_z*Sdd4_x + Idc4_J01*Sd4_a + Idc4_J11*Sd4_b + Idc4_J12*Sd4_c;
     const double Pq4_c = Fc4_b*s3 - Fc4_x*S4_y + Fc4_y*S4_x - Hc4_a*Sd4_b + Hc4_b*Sd4_a + Ic4_J02*Sdd4_a + Ic4_J12*Sdd4_b + Ic4_J22*Sdd4_c + Ic4_h_x*Sdd4_y - Ic4_h_y*Sdd4_x + Idc4_J02*Sd4_a + Idc4_J12*Sd4_b + Idc4_J22*Sd4_c;
-    const double cse110 = 2.0*Ic4_h_z;
-    const double cse111 = 2.0*Sd4_a;
-    const double cse112 = 2.0*Sd4_b;
-    const double cse113 = 2.0*Sd4_c;
-    const double cse114 = 2.0*Sd4_z;
-    const double Gqd4_a = Ic4_J00*cse111 + Ic4_J01*cse112 + Ic4_J02*cse113 + Ic4_h_y*cse114 + Idc4_J00*s3 - Sd4_y*cse110 + cse102 - cse103;
-    const double Gqd4_b = Ic4_J01*cse111 + Ic4_J11*cse112 + Ic4_J12*cse113 - Ic4_h_x*cse114 + Sd4_x*cse110 - cse105 - cse106 + cse107;
-    const double Gqd4_c = Ic4_J02*cse111 + Ic4_J12*cse112 + Ic4_J22*cse113 + 2.0*Ic4_h_x*Sd4_y - 2.0*Ic4_h_y*Sd4_x + Idc4_J02*s3 + cse108 - cse109;
-    const double cse115 = Hc5_b*R4_21;
-    const double cse116 = Hc5_c*c4;
-    const double cse117 = 2.0*Idc5_h_z;
-    const double cse118 = 2.0*S5_z;
-    const double cse119 = Idc5_J00*R4_01 - Idc5_J01*c4 + Idc5_J02*R4_21;
-    const double uS5_a = Idc5_h_y*cse118 - S5_y*cse117 + cse115 + cse116 + cse119;
-    const double cse120 = Hc5_c*R4_01;
-    const double cse121 = Hc5_a*R4_21;
-    const double cse122 = Idc5_J01*R4_01 - Idc5_J11*c4 + Idc5_J12*R4_21;
-    const double uS5_b = -Idc5_h_x*cse118 + S5_x*cse117 + cse120 - cse121 + cse122;
-    const double cse123 = Idc5_J12*c4;
-    const double cse124 = 2.0*Idc5_h_y;
-    const double cse125 = Hc5_a*c4 + Hc5_b*R4_01;
-    const double uS5_c = Idc5_J02*R4_01 + Idc5_J22*R4_21 + 2.0*Idc5_h_x*S5_y - S5_x*cse124 - cse123 - cse125;
+    const double cse112 = 2.0*Ic4_h_z;
+    const double cse113 = 2.0*Sd4_a;
+    const double cse114 = 2.0*Sd4_b;
+    const double cse115 = 2.0*Sd4_c;
+    const double cse116 = 2.0*Sd4_z;
+    const double Gqd4_a = Ic4_J00*cse113 + Ic4_J01*cse114 + Ic4_J02*cse115 + Ic4_h_y*cse116 + Idc4_J00*s3 - Sd4_y*cse112 + cse104 - cse105;
+    const double Gqd4_b = Ic4_J01*cse113 + Ic4_J11*cse114 + Ic4_J12*cse115 - Ic4_h_x*cse116 + Sd4_x*cse112 - cse107 - cse108 + cse109;
+    const double cse117 = 2.0*Sd4_x;
+    const double cse118 = 2.0*Sd4_y;
+    const double Gqd4_c = Ic4_J02*cse113 + Ic4_J12*cse114 + Ic4_J22*cse115 + Ic4_h_x*cse118 - Ic4_h_y*cse117 + Idc4_J02*s3 + cse110 - cse111;
+    const double cse119 = Hc5_b*R4_21;
+    const double cse120 = Hc5_c*c4;
+    const double cse121 = 2.0*Idc5_h_z;
+    const double cse122 = 2.0*S5_z;
+    const double cse123 = Idc5_J00*R4_01 - Idc5_J01*c4 + Idc5_J02*R4_21;
+    const double uS5_a = Idc5_h_y*cse122 - S5_y*cse121 + cse119 + cse120 + cse123;
+    const double cse124 = Hc5_c*R4_01;
+    const double cse125 = Hc5_a*R4_21;
+    const double cse126 = Idc5_J01*R4_01 - Idc5_J11*c4 + Idc5_J12*R4_21;
+    const double uS5_b = -Idc5_h_x*cse122 + S5_x*cse121 + cse124 - cse125 + cse126;
+    const double cse127 = Idc5_J12*c4;
+    const double cse128 = 2.0*Idc5_h_y;
+    const double cse129 = Hc5_a*c4 + Hc5_b*R4_01;
+    const double uS5_c = Idc5_J02*R4_01 + Idc5_J22*R4_21 + 2.0*Idc5_h_x*S5_y - S5_x*cse128 - cse127 - cse129;
     const double Pq5_a = -Fc5_b*R4_21 - Fc5_c*c4 - Fc5_y*S5_z + Fc5_z*S5_y - Hc5_b*Sd5_c + Hc5_c*Sd5_b + Ic5_J00*Sdd5_a + Ic5_J01*Sdd5_b + Ic5_J02*Sdd5_c + Ic5_h_y*Sdd5_z - Ic5_h_z*Sdd5_y + Idc5_J00*Sd5_a + Idc5_J01*Sd5_b + Idc5_J02*Sd5_c;
     const double Pq5_b = Fc5_a*R4_21 - Fc5_c*R4_01 + Fc5_x*S5_z - Fc5_z*S5_x + Hc5_a*Sd5_c - Hc5_c*Sd5_a + Ic5_J01*Sdd5_a + Ic5_J11*Sdd5_b + Ic5_J12*Sdd5_c - Ic5_h_x*Sdd5_z + Ic5_h_z*Sdd5_x + Idc5_J01*Sd5_a + Idc5_J11*Sd5_b + Idc5_J12*Sd5_c;
     const double Pq5_c = Fc5_a*c4 + Fc5_b*R4_01 - Fc5_x*S5_y + Fc5_y*S5_x - Hc5_a*Sd5_b + Hc5_b*Sd5_a + Ic5_J02*Sdd5_a + Ic5_J12*Sdd5_b + Ic5_J22*Sdd5_c + Ic5_h_x*Sdd5_y - Ic5_h_y*Sdd5_x + Idc5_J02*Sd5_a + Idc5_J12*Sd5_b + Idc5_J22*Sd5_c;
-    const double Pq5_x = -Fc5_y*R4_21 - Fc5_z*c4 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + 2.0*Idc5_h_z*Sd5_b - Sd5_c*cse124 + (4.388023)*Sdd5_x;
-    const double cse126 = 2.0*Idc5_h_x;
-    const double Pq5_y = Fc5_x*R4_21 - Fc5_z*R4_01 + Ic5_h_x*Sdd5_c - Ic5_h_z*Sdd5_a - Sd5_a*cse117 + Sd5_c*cse126 + (4.388023)*Sdd5_y;
-    const double Pq5_z = Fc5_x*c4 + Fc5_y*R4_01 - Ic5_h_x*Sdd5_b + Ic5_h_y*Sdd5_a + Sd5_a*cse124 - Sd5_b*cse126 + (4.388023)*Sdd5_z;
-    const double cse127 = 2.0*Ic5_h_z;
-    const double cse128 = 2.0*Sd5_a;
-    const double cse129 = 2.0*Sd5_b;
-    const double cse130 = 2.0*Sd5_c;
-    const double cse131 = 2.0*Sd5_z;
-    const double Gqd5_a = Ic5_J00*cse128 + Ic5_J01*cse129 + Ic5_J02*cse130 + Ic5_h_y*cse131 - Sd5_y*cse127 - cse115 - cse116 + cse119;
-    const double Gqd5_b = Ic5_J01*cse128 + Ic5_J11*cse129 + Ic5_J12*cse130 - Ic5_h_x*cse131 + Sd5_x*cse127 - cse120 + cse121 + cse122;
-    const double Gqd5_c = Ic5_J02*cse128 + Ic5_J12*cse129 + Ic5_J22*cse130 + 2.0*Ic5_h_x*Sd5_y - 2.0*Ic5_h_y*Sd5_x + Idc5_J02*R4_01 + Idc5_J22*R4_21 - cse123 + cse125;
-    const double Gqd5_x = -Ic5_h_y*cse130 + 2.0*Ic5_h_z*Sd5_b - R4_21*cse124 + (8.776046)*Sd5_x - c4*cse117;
-    const double Gqd5_y = Ic5_h_x*cse130 - R4_01*cse117 + R4_21*cse126 - Sd5_a*cse127 + (8.776046)*Sd5_y;
-    const double Gqd5_z = -Ic5_h_x*cse129 + Ic5_h_y*cse128 + R4_01*cse124 + (8.776046)*Sd5_z + c4*cse126;
-    const double cse132 = Idc6_J00*R5_01;
-    const double cse133 = Idc6_J01*R5_11;
-    const double cse134 = Idc6_J02*R5_21;
-    const double cse135 = 2.0*Idc6_h_z;
-    const double cse136 = Hc6_b*R5_21 - Hc6_c*R5_11;
-    const double uS6_a = 2.0*Idc6_h_y*S6_z - S6_y*cse135 - cse132 - cse133 - cse134 - cse136;
-    const double cse137 = Hc6_c*R5_01;
-    const double cse138 = Hc6_a*R5_21;
-    const double cse139 = Idc6_J01*R5_01 + Idc6_J11*R5_11 + Idc6_J12*R5_21;
-    const double uS6_b = -2.0*Idc6_h_x*S6_z + 2.0*Idc6_h_z*S6_x - cse137 + cse138 - cse139;
-    const double cse140 = Idc6_J02*R5_01;
-    const double cse141 = Idc6_J12*R5_11;
-    const double cse142 = Idc6_J22*R5_21;
-    const double cse143 = 2.0*Idc6_h_y;
-    const double cse144 = Hc6_a*R5_11 - Hc6_b*R5_01;
-    const double uS6_c = 2.0*Idc6_h_x*S6_y - S6_x*cse143 - cse140 - cse141 - cse142 - cse144;
+    const double Pq5_x = -Fc5_y*R4_21 - Fc5_z*c4 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + 2.0*Idc5_h_z*Sd5_b - Sd5_c*cse128 + (4.388023)*Sdd5_x;
+    const double cse130 = 2.0*Idc5_h_x;
+    const double Pq5_y = Fc5_x*R4_21 - Fc5_z*R4_01 + Ic5_h_x*Sdd5_c - Ic5_h_z*Sdd5_a - Sd5_a*cse121 + Sd5_c*cse130 + (4.388023)*Sdd5_y;
+    const double Pq5_z = Fc5_x*c4 + Fc5_y*R4_01 - Ic5_h_x*Sdd5_b + Ic5_h_y*Sdd5_a + Sd5_a*cse128 - Sd5_b*cse130 + (4.388023)*Sdd5_z;
+    const double cse131 = 2.0*Ic5_h_z;
+    const double cse132 = 2.0*Sd5_a;
+    const double cse133 = 2.0*Sd5_b;
+    const double cse134 = 2.0*Sd5_c;
+    const double cse135 = 2.0*Sd5_z;
+    const double Gqd5_a = Ic5_J00*cse132 + Ic5_J01*cse133 + Ic5_J02*cse134 + Ic5_h_y*cse135 - Sd5_y*cse131 - cse119 - cse120 + cse123;
+    const double Gqd5_b = Ic5_J01*cse132 + Ic5_J11*cse133 + Ic5_J12*cse134 - Ic5_h_x*cse135 + Sd5_x*cse131 - cse124 + cse125 + cse126;
+    const double cse136 = 2.0*Sd5_x;
+    const double cse137 = 2.0*Sd5_y;
+    const double Gqd5_c = Ic5_J02*cse132 + Ic5_J12*cse133 + Ic5_J22*cse134 + Ic5_h_x*cse137 - Ic5_h_y*cse136 + Idc5_J02*R4_01 + Idc5_J22*R4_21 - cse127 + cse129;
+    const double Gqd5_x = -Ic5_h_y*cse134 + 2.0*Ic5_h_z*Sd5_b - R4_21*cse128 + (8.776046)*Sd5_x - c4*cse121;
+    const double Gqd5_y = Ic5_h_x*cse134 - R4_01*cse121 + R4_21*cse130 - Sd5_a*cse131 + (8.776046)*Sd5_y;
+    const double Gqd5_z = -Ic5_h_x*cse133 + Ic5_h_y*cse132 + R4_01*cse128 + (8.776046)*Sd5_z + c4*cse130;
+    const double cse138 = Idc6_J00*R5_01;
+    const double cse139 = Idc6_J01*R5_11;
+    const double cse140 = Idc6_J02*R5_21;
+    const double cse141 = 2.0*Idc6_h_z;
+    const double cse142 = Hc6_b*R5_21 - Hc6_c*R5_11;
+    const double uS6_a = 2.0*Idc6_h_y*S6_z - S6_y*cse141 - cse138 - cse139 - cse140 - cse142;
+    const double cse143 = Hc6_c*R5_01;
+    const double cse144 = Hc6_a*R5_21;
+    const double cse145 = Idc6_J01*R5_01 + Idc6_J11*R5_11 + Idc6_J12*R5_21;
+    const double uS6_b = -2.0*Idc6_h_x*S6_z + 2.0*Idc6_h_z*S6_x - cse143 + cse144 - cse145;
+    const double cse146 = Idc6_J02*R5_01;
+    const double cse147 = Idc6_J12*R5_11;
+    const double cse148 = Idc6_J22*R5_21;
+    const double cse149 = 2.0*Idc6_h_y;
+    const double cse150 = Hc6_a*R5_11 - Hc6_b*R5_01;
+    const double uS6_c = 2.0*Idc6_h_x*S6_y - S6_x*cse149 - cse146 - cse147 - cse148 - cse150;
     const double Pq6_a = Fc6_b*R5_21 - Fc6_c*R5_11 - Fc6_y*S6_z + Fc6_z*S6_y - Hc6_b*Sd6_c + Hc6_c*Sd6_b + Ic6_J00*Sdd6_a + Ic6_J01*Sdd6_b + Ic6_J02*Sdd6_c + Ic6_h_y*Sdd6_z - Ic6_h_z*Sdd6_y + Idc6_J00*Sd6_a + Idc6_J01*Sd6_b + Idc6_J02*Sd6_c;
     const double Pq6_b = -Fc6_a*R5_21 + Fc6_c*R5_01 + Fc6_x*S6_z - Fc6_z*S6_x + Hc6_a*Sd6_c - Hc6_c*Sd6_a + Ic6_J01*Sdd6_a + Ic6_J11*Sdd6_b + Ic6_J12*Sdd6_c - Ic6_h_x*Sdd6_z + Ic6_h_z*Sdd6_x + Idc6_J01*Sd6_a + Idc6_J11*Sd6_b + Idc6_J12*Sd6_c;
     const double Pq6_c = Fc6_a*R5_11 - Fc6_b*R5_01 - Fc6_x*S6_y + Fc6_y*S6_x - Hc6_a*Sd6_b + Hc6_b*Sd6_a + Ic6_J02*Sdd6_a + Ic6_J12*Sdd6_b + Ic6_J22*Sdd6_c + Ic6_h_x*Sdd6_y - Ic6_h_y*Sdd6_x + Idc6_J02*Sd6_a + Idc6_J12*Sd6_b + Idc6_J22*Sd6_c;
-    const double Pq6_x = Fc6_y*R5_21 - Fc6_z*R5_11 - Ic6_h_y*Sdd6_c + Ic6_h_z*Sdd6_b + Sd6_b*cse135 - Sd6_c*cse143 + (3.1620769999999996)*Sdd6_x;
-    const double cse145 = 2.0*Idc6_h_x;
-    const double Pq6_y = -Fc6_x*R5_21 + Fc6_z*R5_01 + Ic6_h_x*Sdd6_c - Ic6_h_z*Sdd6_a - Sd6_a*cse135 + Sd6_c*cse145 + (3.1620769999999996)*Sdd6_y;
-    const double Pq6_z = Fc6_x*R5_11 - Fc6_y*R5_01 - Ic6_h_x*Sdd6_b + Ic6_h_y*Sdd6_a + Sd6_a*cse143 - Sd6_b*cse145 + (3.1620769999999996)*Sdd6_z;
-    const double cse146 = 2.0*Ic6_h_z;
-    const double cse147 = 2.0*Sd6_a;
-    const double cse148 = 2.0*Sd6_b;
-    const double cse149 = 2.0*Sd6_c;
-    const double cse150 = 2.0*Sd6_z;
-    const double Gqd6_a = Ic6_J00*cse147 + Ic6_J01*cse148 + Ic6_J02*cse149 + Ic6_h_y*cse150 - Sd6_y*cse146 - cse132 - cse133 - cse134 + cse136;
-    const double Gqd6_b = 2.0*Ic6_J01*Sd6_a + 2.0*Ic6_J11*Sd6_b + 2.0*Ic6_J12*Sd6_c - Ic6_h_x*cse150 + 2.0*Ic6_h_z*Sd6_x + cse137 - cse138 - cse139;
-    const double Gqd6_c = Ic6_J02*cse147 + Ic6_J12*cse148 + Ic6_J22*cse149 + 2.0*Ic6_h_x*Sd6_y - 2.0*Ic6_h_y*Sd6_x - cse140 - cse141 - cse142 + cse144;
-    const double Gqd6_x = -Ic6_h_y*cse149 - R5_11*cse135 + R5_21*cse143 + Sd6_b*cse146 + (6.324153999999999)*Sd6_x;
-    const double Gqd6_y = Ic6_h_x*cse149 + R5_01*cse135 - R5_21*cse145 - Sd6_a*cse146 + (6.324153999999999)*Sd6_y;
-    const double Gqd6_z = -Ic6_h_x*cse148 + Ic6_h_y*cse147 - R5_01*cse143 + R5_11*cse145 + (6.324153999999999)*Sd6_z;
-    const double cse151 = R6_21*hw7_b;
-    const double cse152 = R6_11*hw7_c;
-    const double cse153 = 2.0*hw7_z;
-    const double cse154 = Id7_J00*R6_01 + Id7_J01*R6_11 + Id7_J02*R6_21;
-    const double uS7_a = -S7_y*cse153 + 2.0*S7_z*hw7_y - cse151 + cse152 - cse154;
-    const double cse155 = R6_01*hw7_c;
-    const double cse156 = R6_21*hw7_a;
-    const double cse157 = Id7_J01*R6_01 + Id7_J11*R6_11 + Id7_J12*R6_21;
-    const double uS7_b = 2.0*S7_x*hw7_z - 2.0*S7_z*hw7_x - cse155 + cse156 - cse157;
-    const double cse158 = R6_11*hw7_a;
-    const double cse159 = R6_01*hw7_b;
-    const double cse160 = 2.0*hw7_y;
-    const double cse161 = Id7_J02*R6_01 + Id7_J12*R6_11 + Id7_J22*R6_21;
-    const double uS7_c = -S7_x*cse160 + 2.0*S7_y*hw7_x - cse158 + cse159 - cse161;
+    const double Pq6_x = Fc6_y*R5_21 - Fc6_z*R5_11 - Ic6_h_y*Sdd6_c + Ic6_h_z*Sdd6_b + Sd6_b*cse141 - Sd6_c*cse149 + (3.1620769999999996)*Sdd6_x;
+    const double cse151 = 2.0*Idc6_h_x;
+    const double Pq6_y = -Fc6_x*R5_21 + Fc6_z*R5_01 + Ic6_h_x*Sdd6_c - Ic6_h_z*Sdd6_a - Sd6_a*cse141 + Sd6_c*cse151 + (3.1620769999999996)*Sdd6_y;
+    const double Pq6_z = Fc6_x*R5_11 - Fc6_y*R5_01 - Ic6_h_x*Sdd6_b + Ic6_h_y*Sdd6_a + Sd6_a*cse149 - Sd6_b*cse151 + (3.1620769999999996)*Sdd6_z;
+    const double cse152 = 2.0*Ic6_h_z;
+    const double cse153 = 2.0*Sd6_a;
+    const double cse154 = 2.0*Sd6_b;
+    const double cse155 = 2.0*Sd6_c;
+    const double cse156 = 2.0*Sd6_z;
+    const double Gqd6_a = Ic6_J00*cse153 + Ic6_J01*cse154 + Ic6_J02*cse155 + Ic6_h_y*cse156 - Sd6_y*cse152 - cse138 - cse139 - cse140 + cse142;
+    const double Gqd6_b = 2.0*Ic6_J01*Sd6_a + 2.0*Ic6_J11*Sd6_b + 2.0*Ic6_J12*Sd6_c - Ic6_h_x*cse156 + 2.0*Ic6_h_z*Sd6_x + cse143 - cse144 - cse145;
+    const double cse157 = 2.0*Sd6_x;
+    const double cse158 = 2.0*Sd6_y;
+    const double Gqd6_c = Ic6_J02*cse153 + Ic6_J12*cse154 + Ic6_J22*cse155 + Ic6_h_x*cse158 - Ic6_h_y*cse157 - cse146 - cse147 - cse148 + cse150;
+    const double Gqd6_x = -Ic6_h_y*cse155 - R5_11*cse141 + R5_21*cse149 + Sd6_b*cse152 + (6.324153999999999)*Sd6_x;
+    const double Gqd6_y = Ic6_h_x*cse155 + R5_01*cse141 - R5_21*cse151 - Sd6_a*cse152 + (6.324153999999999)*Sd6_y;
+    const double Gqd6_z = -Ic6_h_x*cse154 + Ic6_h_y*cse153 - R5_01*cse149 + R5_11*cse151 + (6.324153999999999)*Sd6_z;
+    const double cse159 = R6_21*hw7_b;
+    const double cse160 = R6_11*hw7_c;
+    const double cse161 = 2.0*hw7_z;
+    const double cse162 = Id7_J00*R6_01 + Id7_J01*R6_11 + Id7_J02*R6_21;
+    const double uS7_a = -S7_y*cse161 + 2.0*S7_z*hw7_y - cse159 + cse160 - cse162;
+    const double cse163 = R6_01*hw7_c;
+    const double cse164 = R6_21*hw7_a;
+    const double cse165 = Id7_J01*R6_01 + Id7_J11*R6_11 + Id7_J12*R6_21;
+    const double uS7_b = 2.0*S7_x*hw7_z - 2.0*S7_z*hw7_x - cse163 + cse164 - cse165;
+    const double cse166 = R6_11*hw7_a;
+    const double cse167 = R6_01*hw7_b;
+    const double cse168 = 2.0*hw7_y;
+    const double cse169 = Id7_J02*R6_01 + Id7_J12*R6_11 + Id7_J22*R6_21;
+    const double uS7_c = -S7_x*cse168 + 2.0*S7_y*hw7_x - cse166 + cse167 - cse169;
     const double Pq7_a = Fc7_b*R6_21 - Fc7_c*R6_11 - Fc7_y*S7_z + Fc7_z*S7_y + Id7_J00*Sd7_a + Id7_J01*Sd7_b + Id7_J02*Sd7_c + Iw7_J00*Sdd7_a + Iw7_J01*Sdd7_b + Iw7_J02*Sdd7_c + Iw7_h_y*Sdd7_z - Iw7_h_z*Sdd7_y + Sd7_b*hw7_c - Sd7_c*hw7_b;
     const double Pq7_b = -Fc7_a*R6_21 + Fc7_c*R6_01 + Fc7_x*S7_z - Fc7_z*S7_x + Id7_J01*Sd7_a + Id7_J11*Sd7_b + Id7_J12*Sd7_c + Iw7_J01*Sdd7_a + Iw7_J11*Sdd7_b + Iw7_J12*Sdd7_c - Iw7_h_x*Sdd7_z + Iw7_h_z*Sdd7_x - Sd7_a*hw7_c + Sd7_c*hw7_a;
     const double Pq7_c = Fc7_a*R6_11 - Fc7_b*R6_01 - Fc7_x*S7_y + Fc7_y*S7_x + Id7_J02*Sd7_a + Id7_J12*Sd7_b + Id7_J22*Sd7_c + Iw7_J02*Sdd7_a + Iw7_J12*Sdd7_b + Iw7_J22*Sdd7_c + Iw7_h_x*Sdd7_y - Iw7_h_y*Sdd7_x + Sd7_a*hw7_b - Sd7_b*hw7_a;
-    const double Pq7_x = Fc7_y*R6_21 - Fc7_z*R6_11 - Iw7_h_y*Sdd7_c + Iw7_h_z*Sdd7_b + Sd7_b*cse153 - Sd7_c*cse160 + (1.4955219999999998)*Sdd7_x;
-    const double cse162 = 2.0*hw7_x;
-    const double Pq7_y = -Fc7_x*R6_21 + Fc7_z*R6_01 + Iw7_h_x*Sdd7_c - Iw7_h_z*Sdd7_a - Sd7_a*cse153 + Sd7_c*cse162 + (1.4955219999999998)*Sdd7_y;
-    const double Pq7_z = Fc7_x*R6_11 - Fc7_y*R6_01 - Iw7_h_x*Sdd7_b + Iw7_h_y*Sdd7_a + Sd7_a*cse160 - Sd7_b*cse162 + (1.4955219999999998)*Sdd7_z;
-    const double Gqd7_a = 2.0*Iw7_J00*Sd7_a + 2.0*Iw7_J01*Sd7_b + 2.0*Iw7_J02*Sd7_c + 2.0*Iw7_h_y*Sd7_z - Sd7_y*cse94 + cse151 - cse152 - cse154;
-    const double Gqd7_b = 2.0*Iw7_J01*Sd7_a + 2.0*Iw7_J11*Sd7_b + 2.0*Iw7_J12*Sd7_c + 2.0*Iw7_h_z*Sd7_x - Sd7_z*cse97 + cse155 - cse156 - cse157;
-    const double Gqd7_c = 2.0*Iw7_J02*Sd7_a + 2.0*Iw7_J12*Sd7_b + 2.0*Iw7_J22*Sd7_c + 2.0*Iw7_h_x*Sd7_y - Sd7_x*cse92 + cse158 - cse159 - cse161;
-    const double Gqd7_x = -R6_11*cse153 + R6_21*cse160 + Sd7_b*cse94 - Sd7_c*cse92 + (2.9910439999999996)*Sd7_x;
-    const double Gqd7_y = R6_01*cse153 - R6_21*cse162 - Sd7_a*cse94 + Sd7_c*cse97 + (2.9910439999999996)*Sd7_y;
-    const double Gqd7_z = -R6_01*cse160 + R6_11*cse162 + Sd7_a*cse92 - Sd7_b*cse97 + (2.9910439999999996)*Sd7_z;
+    const double Pq7_x = Fc7_y*R6_21 - Fc7_z*R6_11 - Iw7_h_y*Sdd7_c + Iw7_h_z*Sdd7_b + Sd7_b*cse161 - Sd7_c*cse168 + (1.4955219999999998)*Sdd7_x;
+    const double cse170 = 2.0*hw7_x;
+    const double Pq7_y = -Fc7_x*R6_21 + Fc7_z*R6_01 + Iw7_h_x*Sdd7_c - Iw7_h_z*Sdd7_a - Sd7_a*cse161 + Sd7_c*cse170 + (1.4955219999999998)*Sdd7_y;
+    const double Pq7_z = Fc7_x*R6_11 - Fc7_y*R6_01 - Iw7_h_x*Sdd7_b + Iw7_h_y*Sdd7_a + Sd7_a*cse168 - Sd7_b*cse170 + (1.4955219999999998)*Sdd7_z;
+    const double Gqd7_a = 2.0*Iw7_J00*Sd7_a + 2.0*Iw7_J01*Sd7_b + 2.0*Iw7_J02*Sd7_c + 2.0*Iw7_h_y*Sd7_z - Sd7_y*cse94 + cse159 - cse160 - cse162;
+    const double Gqd7_b = 2.0*Iw7_J01*Sd7_a + 2.0*Iw7_J11*Sd7_b + 2.0*Iw7_J12*Sd7_c + 2.0*Iw7_h_z*Sd7_x - Sd7_z*cse97 + cse163 - cse164 - cse165;
+    const double Gqd7_c = 2.0*Iw7_J02*Sd7_a + 2.0*Iw7_J12*Sd7_b + 2.0*Iw7_J22*Sd7_c + 2.0*Iw7_h_x*Sd7_y - Sd7_x*cse92 + cse166 - cse167 - cse169;
+    const double Gqd7_x = -R6_11*cse161 + R6_21*cse168 + Sd7_b*cse94 - Sd7_c*cse92 + (2.9910439999999996)*Sd7_x;
+    const double Gqd7_y = R6_01*cse161 - R6_21*cse170 - Sd7_a*cse94 + Sd7_c*cse97 + (2.9910439999999996)*Sd7_y;
+    const double Gqd7_z = -R6_01*cse168 + R6_11*cse170 + Sd7_a*cse92 - Sd7_b*cse97 + (2.9910439999999996)*Sd7_z;
     const double Ainv_U3_1 = L2_1*L3_2 - L3_1;
     const double Ainv_U4_2 = L3_2*L4_3 - L4_2;
     const double Ainv_U4_1_s = L2_1*L4_2 - L4_1;
@@ -8044,356 +7849,398 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double Ainv_U7_1_s = -Ainv_U3_1*L7_3 - Ainv_U4_1*L7_4 - Ainv_U5_1*L7_5 + L2_1*L7_2 - L7_1;
     const double Ainv_U7_1 = -Ainv_U6_1*L7_6 + Ainv_U7_1_s;
     const double Ainv_V2_1 = -L2_1*invD1;
-    const double cse163 = -L3_2*invD2;
-    const double Ainv_V3_2 = cse163;
+    const double cse171 = -L3_2*invD2;
+    const double Ainv_V3_2 = cse171;
     const double Ainv_V3_1 = Ainv_U3_1*invD1;
-    const double cse164 = -L4_3*invD3;
-    const double Ainv_V4_3 = cse164;
-    const double cse165 = Ainv_U4_2*invD2;
-    const double Ainv_V4_2 = cse165;
+    const double cse172 = -L4_3*invD3;
+    const double Ainv_V4_3 = cse172;
+    const double cse173 = Ainv_U4_2*invD2;
+    const double Ainv_V4_2 = cse173;
     const double Ainv_V4_1 = Ainv_U4_1*invD1;
-    const double cse166 = -L5_4*invD4;
-    const double Ainv_V5_4 = cse166;
-    const double cse167 = Ainv_U5_3*invD3;
-    const double Ainv_V5_3 = cse167;
-    const double cse168 = Ainv_U5_2*invD2;
-    const double Ainv_V5_2 = cse168;
+    const double cse174 = -L5_4*invD4;
+    const double Ainv_V5_4 = cse174;
+    const double cse175 = Ainv_U5_3*invD3;
+    const double Ainv_V5_3 = cse175;
+    const double cse176 = Ainv_U5_2*invD2;
+    const double Ainv_V5_2 = cse176;
     const double Ainv_V5_1 = Ainv_U5_1*invD1;
-    const double cse169 = -L6_5*invD5;
-    const double Ainv_V6_5 = cse169;
-    const double cse170 = Ainv_U6_4*invD4;
-    const double Ainv_V6_4 = cse170;
-    const double cse171 = Ainv_U6_3*invD3;
-    const double Ainv_V6_3 = cse171;
-    const double cse172 = Ainv_U6_2*invD2;
-    const double Ainv_V6_2 = cse172;
+    const double cse177 = -L6_5*invD5;
+    const double Ainv_V6_5 = cse177;
+    const double cse178 = Ainv_U6_4*invD4;
+    const double Ainv_V6_4 = cse178;
+    const double cse179 = Ainv_U6_3*invD3;
+    const double Ainv_V6_3 = cse179;
+    const double cse180 = Ainv_U6_2*invD2;
+    const double Ainv_V6_2 = cse180;
     const double Ainv_V6_1 = Ainv_U6_1*invD1;
-    const double cse173 = -L7_6*invD6;
-    const double Ainv_V7_6 = cse173;
-    const double cse174 = Ainv_U7_5*invD5;
-    const double Ainv_V7_5 = cse174;
-    const double cse175 = Ainv_U7_4*invD4;
-    const double Ainv_V7_4 = cse175;
-    const double cse176 = Ainv_U7_3*invD3;
-    const double Ainv_V7_3 = cse176;
-    const double cse177 = Ainv_U7_2*invD2;
-    const double Ainv_V7_2 = cse177;
+    const double cse181 = -L7_6*invD6;
+    const double Ainv_V7_6 = cse181;
+    const double cse182 = Ainv_U7_5*invD5;
+    const double Ainv_V7_5 = cse182;
+    const double cse183 = Ainv_U7_4*invD4;
+    const double Ainv_V7_4 = cse183;
+    const double cse184 = Ainv_U7_3*invD3;
+    const double Ainv_V7_3 = cse184;
+    const double cse185 = Ainv_U7_2*invD2;
+    const double Ainv_V7_2 = cse185;
     const double Ainv_V7_1 = Ainv_U7_1*invD1;
     const double Ainv_2_2 = -Ainv_V2_1*L2_1 + invD2;
-    const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse163;
-    const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse165;
-    const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse168;
-    const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse172;
-    const double Ainv_2_7 = Ainv_U7_1*Ainv_V2_1 + cse177;
+    const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse171;
+    const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse173;
+    const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse176;
+    const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse180;
+    const double Ainv_2_7 = Ainv_U7_1*Ainv_V2_1 + cse185;
     const double Ainv_3_3 = Ainv_U3_1*Ainv_V3_1 - Ainv_V3_2*L3_2 + invD3;
-    const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse164;
-    const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse167;
-    const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse171;
-    const double Ainv_3_7 = Ainv_U7_1*Ainv_V3_1 + Ainv_U7_2*Ainv_V3_2 + cse176;
+    const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse172;
+    const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse175;
+    const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse179;
+    const double Ainv_3_7 = Ainv_U7_1*Ainv_V3_1 + Ainv_U7_2*Ainv_V3_2 + cse184;
     const double Ainv_4_4 = Ainv_U4_1*Ainv_V4_1 + Ainv_U4_2*Ainv_V4_2 - Ainv_V4_3*L4_3 + invD4;
-    const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse166;
-    const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse170;
-    const double Ainv_4_7 = Ainv_U7_1*Ainv_V4_1 + Ainv_U7_2*Ainv_V4_2 + Ainv_U7_3*Ainv_V4_3 + cse175;
+    const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse174;
+    const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse178;
+    const double Ainv_4_7 = Ainv_U7_1*Ainv_V4_1 + Ainv_U7_2*Ainv_V4_2 + Ainv_U7_3*Ainv_V4_3 + cse183;
     const double Ainv_5_5 = Ainv_U5_1*Ainv_V5_1 + Ainv_U5_2*Ainv_V5_2 + Ainv_U5_3*Ainv_V5_3 - Ainv_V5_4*L5_4 + invD5;
-    const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse169;
-    const double Ainv_5_7 = Ainv_U7_1*Ainv_V5_1 + Ainv_U7_2*Ainv_V5_2 + Ainv_U7_3*Ainv_V5_3 + Ainv_U7_4*Ainv_V5_4 + cse174;
+    const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse177;
+    const double Ainv_5_7 = Ainv_U7_1*Ainv_V5_1 + Ainv_U7_2*Ainv_V5_2 + Ainv_U7_3*Ainv_V5_3 + Ainv_U7_4*Ainv_V5_4 + cse182;
     const double Ainv_6_6 = Ainv_U6_1*Ainv_V6_1 + Ainv_U6_2*Ainv_V6_2 + Ainv_U6_3*Ainv_V6_3 + Ainv_U6_4*Ainv_V6_4 - Ainv_V6_5*L6_5 + invD6;
-    const double Ainv_6_7 = Ainv_U7_1*Ainv_V6_1 + Ainv_U7_2*Ainv_V6_2 + Ainv_U7_3*Ainv_V6_3 + Ainv_U7_4*Ainv_V6_4 + Ainv_U7_5*Ainv_V6_5 + cse173;
+    const double Ainv_6_7 = Ainv_U7_1*Ainv_V6_1 + Ainv_U7_2*Ainv_V6_2 + Ainv_U7_3*Ainv_V6_3 + Ainv_U7_4*Ainv_V6_4 + Ainv_U7_5*Ainv_V6_5 + cse181;
     const double Ainv_7_7 = Ainv_U7_1*Ainv_V7_1 + Ainv_U7_2*Ainv_V7_2 + Ainv_U7_3*Ainv_V7_3 + Ainv_U7_4*Ainv_V7_4 + Ainv_U7_5*Ainv_V7_5 - Ainv_V7_6*L7_6 + invD7;
-    const double dqdd_c1_y7 = Sdd1_z*wS7_z;
-    const double dqdd_c1_y6 = -L7_6*dqdd_c1_y7 + Sdd1_z*wS6_z;
-    const double dqdd_c1_y5 = -L7_5*dqdd_c1_y7 + Sdd1_z*wS5_z;
-    const double dqdd_c1_y5_2 = -L6_5*dqdd_c1_y6 + dqdd_c1_y5;
-    const double dqdd_c1_y4 = -L7_4*dqdd_c1_y7 + Sdd1_z*wS4_z;
-    const double dqdd_c1_y4_2 = -L6_4*dqdd_c1_y6 + dqdd_c1_y4;
-    const double dqdd_c1_y4_3 = -L5_4*dqdd_c1_y5_2 + dqdd_c1_y4_2;
-    const double dqdd_c1_y3 = Ic3_h_x*Sdd1_z - L7_3*dqdd_c1_y7;
-    const double dqdd_c1_y3_2 = -L6_3*dqdd_c1_y6 + dqdd_c1_y3;
-    const double dqdd_c1_y3_3 = -L5_3*dqdd_c1_y5_2 + dqdd_c1_y3_2;
-    const double dqdd_c1_y3_4 = -L4_3*dqdd_c1_y4_3 + dqdd_c1_y3_3;
-    const double dqdd_c1_y2 = -L6_2*dqdd_c1_y6 - L7_2*dqdd_c1_y7;
-    const double dqdd_c1_y2_2 = -L5_2*dqdd_c1_y5_2 + dqdd_c1_y2;
-    const double dqdd_c1_y2_3 = -L4_2*dqdd_c1_y4_3 + dqdd_c1_y2_2;
-    const double dqdd_c1_y2_4 = -L3_2*dqdd_c1_y3_4 + dqdd_c1_y2_3;
-    const double dqdd_c1_y1 = -L7_1*dqdd_c1_y7 + Sdd1_z*wS1_z;
-    const double dqdd_c1_y1_2 = -L6_1*dqdd_c1_y6 + dqdd_c1_y1;
-    const double dqdd_c1_y1_3 = -L5_1*dqdd_c1_y5_2 + dqdd_c1_y1_2;
-    const double dqdd_c1_y1_4 = -L4_1*dqdd_c1_y4_3 + dqdd_c1_y1_3;
-    const double dqdd_c1_y1_5 = -L3_1*dqdd_c1_y3_4 + dqdd_c1_y1_4;
-    const double dqdd_c1_y1_6 = -L2_1*dqdd_c1_y2_4 + dqdd_c1_y1_5;
-    const double dqdd_c1_x1 = dqdd_c1_y1_6*invD1;
-    const double dqdd_c1_x2 = -L2_1*dqdd_c1_x1 + dqdd_c1_y2_4*invD2;
-    const double dqdd_c1_x3 = -L3_1*dqdd_c1_x1 + dqdd_c1_y3_4*invD3;
-    const double dqdd_c1_x3_2 = -L3_2*dqdd_c1_x2 + dqdd_c1_x3;
-    const double dqdd_c1_x4 = -L4_1*dqdd_c1_x1 + dqdd_c1_y4_3*invD4;
-    const double dqdd_c1_x4_2 = -L4_2*dqdd_c1_x2 + dqdd_c1_x4;
-    const double dqdd_c1_x4_3 = -L4_3*dqdd_c1_x3_2 + dqdd_c1_x4_2;
-    const double dqdd_c1_x5 = -L5_1*dqdd_c1_x1 + dqdd_c1_y5_2*invD5;
-    const double dqdd_c1_x5_2 = -L5_2*dqdd_c1_x2 + dqdd_c1_x5;
-    const double dqdd_c1_x5_3 = -L5_3*dqdd_c1_x3_2 + dqdd_c1_x5_2;
-    const double dqdd_c1_x5_4 = -L5_4*dqdd_c1_x4_3 + dqdd_c1_x5_3;
-    const double dqdd_c1_x6 = -L6_1*dqdd_c1_x1 + dqdd_c1_y6*invD6;
-    const double dqdd_c1_x6_2 = -L6_2*dqdd_c1_x2 + dqdd_c1_x6;
-    const double dqdd_c1_x6_3 = -L6_3*dqdd_c1_x3_2 + dqdd_c1_x6_2;
-    const double dqdd_c1_x6_4 = -L6_4*dqdd_c1_x4_3 + dqdd_c1_x6_3;
-    const double dqdd_c1_x6_5 = -L6_5*dqdd_c1_x5_4 + dqdd_c1_x6_4;
-    const double dqdd_c1_x7 = -L7_1*dqdd_c1_x1 + dqdd_c1_y7*invD7;
-    const double dqdd_c1_x7_2 = -L7_2*dqdd_c1_x2 + dqdd_c1_x7;
-    const double dqdd_c1_x7_3 = -L7_3*dqdd_c1_x3_2 + dqdd_c1_x7_2;
-    const double dqdd_c1_x7_4 = -L7_4*dqdd_c1_x4_3 + dqdd_c1_x7_3;
-    const double dqdd_c1_x7_5 = -L7_5*dqdd_c1_x5_4 + dqdd_c1_x7_4;
-    const double dqdd_c1_x7_6 = -L7_6*dqdd_c1_x6_5 + dqdd_c1_x7_5;
-    /* column loop: 13 columns, vectorised across them */
-    double cl0_in[7][14], cl0_out[7][14];
-    cl0_in[0][0] = -Pq2_a*s2 - Pq2_b*c2;
-    cl0_in[1][0] = Ic2_J02*alpha1_b - Ic2_J12*alpha1_a + Ic2_J22*Sdd2_c - Ic2_h_x*g_c_x - Ic2_h_y*g_c_y - V1_a*uS2_b + V1_b*uS2_a;
-    cl0_in[2][0] = -Ic3_J01*alpha1_b + Ic3_J11*alpha1_a - Ic3_J12*Sdd2_c - Ic3_h_z*g_c_y + Idc3_J11*V1_a + V1_b*uS3_a;
-    cl0_in[3][0] = Sdd2_c*wS4_c - V1_a*uS4_b + V1_b*uS4_a - alpha1_a*wS4_b + alpha1_b*wS4_a - g_c_x*wS4_y + g_c_y*wS4_x;
-    cl0_in[4][0] = Sdd2_c*wS5_c - V1_a*uS5_b + V1_b*uS5_a - alpha1_a*wS5_b + alpha1_b*wS5_a - g_c_x*wS5_y + g_c_y*wS5_x;
-    cl0_in[5][0] = Sdd2_c*wS6_c - V1_a*uS6_b + V1_b*uS6_a - alpha1_a*wS6_b + alpha1_b*wS6_a - g_c_x*wS6_y + g_c_y*wS6_x;
-    cl0_in[6][0] = Sdd2_c*wS7_c - V1_a*uS7_b + V1_b*uS7_a - alpha1_a*wS7_b + alpha1_b*wS7_a - g_c_x*wS7_y + g_c_y*wS7_x;
-    cl0_in[0][1] = -Pq3_a*s2 - Pq3_b*c2;
-    cl0_in[1][1] = Pq3_c;
-    cl0_in[2][1] = -Ic3_J01*Sdd3_a - Ic3_J11*Sdd3_b - Ic3_J12*Sdd3_c - Ic3_h_x*g_c_x - V1_a*uS3_c + qd2*uS3_a;
-    cl0_in[3][1] = Sdd3_a*wS4_a + Sdd3_b*wS4_b + Sdd3_c*wS4_c - V1_a*uS4_c - g_c_x*wS4_z + qd2*uS4_a;
-    cl0_in[4][1] = Sdd3_a*wS5_a + Sdd3_b*wS5_b + Sdd3_c*wS5_c - V1_a*uS5_c - g_c_x*wS5_z + qd2*uS5_a;
-    cl0_in[5][1] = Sdd3_a*wS6_a + Sdd3_b*wS6_b + Sdd3_c*wS6_c - V1_a*uS6_c - g_c_x*wS6_z + qd2*uS6_a;
-    cl0_in[6][1] = Sdd3_a*wS7_a + Sdd3_b*wS7_b + Sdd3_c*wS7_c - V1_a*uS7_c - g_c_x*wS7_z + qd2*uS7_a;
-    cl0_in[0][2] = -Pq4_a*s2 - Pq4_b*c2;
-    cl0_in[1][2] = Pq4_c;
-    cl0_in[2][2] = -Pq4_b;
-    cl0_in[3][2] = Sd4_a*uS4_a + Sd4_b*uS4_b + Sd4_c*uS4_c + Sdd4_a*wS4_a + Sdd4_b*wS4_b + Sdd4_c*wS4_c + Sdd4_x*wS4_x + Sdd4_y*wS4_y + Sdd4_z*wS4_z;
-    cl0_in[4][2] = Sd4_a*uS5_a + Sd4_b*uS5_b + Sd4_c*uS5_c + Sdd4_a*wS5_a + Sdd4_b*wS5_b + Sdd4_c*wS5_c + Sdd4_x*wS5_x + Sdd4_y*wS5_y + Sdd4_z*wS5_z;
-    cl0_in[5][2] = Sd4_a*uS6_a + Sd4_b*uS6_b + Sd4_c*uS6_c + Sdd4_a*wS6_a + Sdd4_b*wS6_b + Sdd4_c*wS6_c + Sdd4_x*wS6_x + Sdd4_y*wS6_y + Sdd4_z*wS6_z;
-    cl0_in[6][2] = Sd4_a*uS7_a + Sd4_b*uS7_b + Sd4_c*uS7_c + Sdd4_a*wS7_a + Sdd4_b*wS7_b + Sdd4_c*wS7_c + Sdd4_x*wS7_x + Sdd4_y*wS7_y + Sdd4_z*wS7_z;
-    cl0_in[0][3] = -Pq5_a*s2 - Pq5_b*c2;
-    cl0_in[1][3] = Pq5_c;
-    cl0_in[2][3] = -Pq5_b;
-    cl0_in[3][3] = Pq5_a*s3 - Pq5_c*c3 + Pq5_x*S4_x + Pq5_y*S4_y + Pq5_z*S4_z;
-    cl0_in[4][3] = Sd5_a*uS5_a + Sd5_b*uS5_b + Sd5_c*uS5_c + Sdd5_a*wS5_a + Sdd5_b*wS5_b + Sdd5_c*wS5_c + Sdd5_x*wS5_x + Sdd5_y*wS5_y + Sdd5_z*wS5_z;
-    cl0_in[5][3] = Sd5_a*uS6_a + Sd5_b*uS6_b + Sd5_c*uS6_c + Sdd5_a*wS6_a + Sdd5_b*wS6_b + Sdd5_c*wS6_c + Sdd5_x*wS6_x + Sdd5_y*wS6_y + Sdd5_z*wS6_z;
-    cl0_in[6][3] = Sd5_a*uS7_a + Sd5_b*uS7_b + Sd5_c*uS7_c + Sdd5_a*wS7_a + Sdd5_b*wS7_b + Sdd5_c*wS7_c + Sdd5_x*wS7_x + Sdd5_y*wS7_y + Sdd5_z*wS7_z;
-    cl0_in[0][4] = -Pq6_a*s2 - Pq6_b*c2;
-    cl0_in[1][4] = Pq6_c;
-    cl0_in[2][4] = -Pq6_b;
-    cl0_in[3][4] = Pq6_a*s3 - Pq6_c*c3 + Pq6_x*S4_x + Pq6_y*S4_y + Pq6_z*S4_z;
-    cl0_in[4][4] = Pq6_a*R4_01 - Pq6_b*c4 + Pq6_c*R4_21 + Pq6_x*S5_x + Pq6_y*S5_y + Pq6_z*S5_z;
-    cl0_in[5][4] = Sd6_a*uS6_a + Sd6_b*uS6_b + Sd6_c*uS6_c + Sdd6_a*wS6_a + Sdd6_b*wS6_b + Sdd6_c*wS6_c + Sdd6_x*wS6_x + Sdd6_y*wS6_y + Sdd6_z*wS6_z;
-    cl0_in[6][4] = Sd6_a*uS7_a + Sd6_b*uS7_b + Sd6_c*uS7_c + Sdd6_a*wS7_a + Sdd6_b*wS7_b + Sdd6_c*wS7_c + Sdd6_x*wS7_x + Sdd6_y*wS7_y + Sdd6_z*wS7_z;
-    cl0_in[0][5] = -Pq7_a*s2 - Pq7_b*c2;
-    cl0_in[1][5] = Pq7_c;
-    cl0_in[2][5] = -Pq7_b;
-    cl0_in[3][5] = Pq7_a*s3 - Pq7_c*c3 + Pq7_x*S4_x + Pq7_y*S4_y + Pq7_z*S4_z;
-    cl0_in[4][5] = Pq7_a*R4_01 - Pq7_b*c4 + Pq7_c*R4_21 + Pq7_x*S5_x + Pq7_y*S5_y + Pq7_z*S5_z;
-    cl0_in[5][5] = -Pq7_a*R5_01 - Pq7_b*R5_11 - Pq7_c*R5_21 + Pq7_x*S6_x + Pq7_y*S6_y + Pq7_z*S6_z;
-    cl0_in[6][5] = Sd7_a*uS7_a + Sd7_b*uS7_b + Sd7_c*uS7_c + Sdd7_a*wS7_a + Sdd7_b*wS7_b + Sdd7_c*wS7_c + Sdd7_x*wS7_x + Sdd7_y*wS7_y + Sdd7_z*wS7_z;
-    cl0_in[0][6] = -c2*uS1_b - s2*uS1_a;
-    cl0_in[1][6] = -c2*uS2_b - s2*uS2_a;
-    cl0_in[2][6] = Idc3_J11*c2 - s2*uS3_a;
-    cl0_in[3][6] = -c2*uS4_b - s2*uS4_a;
-    cl0_in[4][6] = -c2*uS5_b - s2*uS5_a;
-    cl0_in[5][6] = -c2*uS6_b - s2*uS6_a;
-    cl0_in[6][6] = -c2*uS7_b - s2*uS7_a;
-    cl0_in[0][7] = -Gqd2_a*s2 - Gqd2_b*c2;
-    cl0_in[1][7] = 2.0*Ic2_J02*V1_b - 2.0*Ic2_J12*V1_a + Idc2_J22;
-    cl0_in[2][7] = -2.0*Ic3_J01*V1_b + 2.0*Ic3_J11*V1_a + uS3_c;
-    cl0_in[3][7] = -2.0*V1_a*wS4_b + 2.0*V1_b*wS4_a + uS4_c;
-    cl0_in[4][7] = -2.0*V1_a*wS5_b + 2.0*V1_b*wS5_a + uS5_c;
-    cl0_in[5][7] = -2.0*V1_a*wS6_b + 2.0*V1_b*wS6_a + uS6_c;
-    cl0_in[6][7] = -2.0*V1_a*wS7_b + 2.0*V1_b*wS7_a + uS7_c;
-    cl0_in[0][8] = -Gqd3_a*s2 - Gqd3_b*c2;
-    cl0_in[1][8] = Gqd3_c;
-    cl0_in[2][8] = -2.0*Ic3_J01*qd2 + 2.0*Ic3_J12*V1_a + Idc3_J11;
-    cl0_in[3][8] = -2.0*V1_a*wS4_c + 2.0*qd2*wS4_a - uS4_b;
-    cl0_in[4][8] = -2.0*V1_a*wS5_c + 2.0*qd2*wS5_a - uS5_b;
-    cl0_in[5][8] = -2.0*V1_a*wS6_c + 2.0*qd2*wS6_a - uS6_b;
-    cl0_in[6][8] = -2.0*V1_a*wS7_c + 2.0*qd2*wS7_a - uS7_b;
-    cl0_in[0][9] = -Gqd4_a*s2 - Gqd4_b*c2;
-    cl0_in[1][9] = Gqd4_c;
-    cl0_in[2][9] = -Gqd4_b;
-    cl0_in[3][9] = 2.0*Sd4_a*wS4_a + 2.0*Sd4_b*wS4_b + 2.0*Sd4_c*wS4_c + 2.0*Sd4_x*wS4_x + 2.0*Sd4_y*wS4_y + 2.0*Sd4_z*wS4_z - c3*uS4_c + s3*uS4_a;
-    cl0_in[4][9] = 2.0*Sd4_a*wS5_a + 2.0*Sd4_b*wS5_b + 2.0*Sd4_c*wS5_c + 2.0*Sd4_x*wS5_x + 2.0*Sd4_y*wS5_y + 2.0*Sd4_z*wS5_z - c3*uS5_c + s3*uS5_a;
-    cl0_in[5][9] = 2.0*Sd4_a*wS6_a + 2.0*Sd4_b*wS6_b + 2.0*Sd4_c*wS6_c + 2.0*Sd4_x*wS6_x + 2.0*Sd4_y*wS6_y + 2.0*Sd4_z*wS6_z - c3*uS6_c + s3*uS6_a;
-    cl0_in[6][9] = 2.0*Sd4_a*wS7_a + 2.0*Sd4_b*wS7_b + 2.0*Sd4_c*wS7_c + 2.0*Sd4_x*wS7_x + 2.0*Sd4_y*wS7_y + 2.0*Sd4_z*wS7_z - c3*uS7_c + s3*uS7_a;
-    cl0_in[0][10] = -Gqd5_a*s2 - Gqd5_b*c2;
-    cl0_in[1][10] = Gqd5_c;
-    cl0_in[2][10] = -Gqd5_b;
-    cl0_in[3][10] = Gqd5_a*s3 - Gqd5_c*c3 + Gqd5_x*S4_x + Gqd5_y*S4_y + Gqd5_z*S4_z;
-    cl0_in[4][10] = R4_01*uS5_a + R4_21*uS5_c + 2.0*Sd5_a*wS5_a + 2.0*Sd5_b*wS5_b + 2.0*Sd5_c*wS5_c + 2.0*Sd5_x*wS5_x + 2.0*Sd5_y*wS5_y + 2.0*Sd5_z*wS5_z - c4*uS5_b;
-    cl0_in[5][10] = R4_01*uS6_a + R4_21*uS6_c + 2.0*Sd5_a*wS6_a + 2.0*Sd5_b*wS6_b + 2.0*Sd5_c*wS6_c + 2.0*Sd5_x*wS6_x + 2.0*Sd5_y*wS6_y + 2.0*Sd5_z*wS6_z - c4*uS6_b;
-    cl0_in[6][10] = R4_01*uS7_a + R4_21*uS7_c + 2.0*Sd5_a*wS7_a + 2.0*Sd5_b*wS7_b + 2.0*Sd5_c*wS7_c + 2.0*Sd5_x*wS7_x + 2.0*Sd5_y*wS7_y + 2.0*Sd5_z*wS7_z - c4*uS7_b;
-    cl0_in[0][11] = -Gqd6_a*s2 - Gqd6_b*c2;
-    cl0_in[1][11] = Gqd6_c;
-    cl0_in[2][11] = -Gqd6_b;
-    cl0_in[3][11] = Gqd6_a*s3 - Gqd6_c*c3 + Gqd6_x*S4_x + Gqd6_y*S4_y + Gqd6_z*S4_z;
-    cl0_in[4][11] = Gqd6_a*R4_01 - Gqd6_b*c4 + Gqd6_c*R4_21 + Gqd6_x*S5_x + Gqd6_y*S5_y + Gqd6_z*S5_z;
-    cl0_in[5][11] = -R5_01*uS6_a - R5_11*uS6_b - R5_21*uS6_c + 2.0*Sd6_a*wS6_a + 2.0*Sd6_b*wS6_b + 2.0*Sd6_c*wS6_c + 2.0*Sd6_x*wS6_x + 2.0*Sd6_y*wS6_y + 2.0*Sd6_z*wS6_z;
-    cl0_in[6][11] = -R5_01*uS7_a - R5_11*uS7_b - R5_21*uS7_c + 2.0*Sd6_a*wS7_a + 2.0*Sd6_b*wS7_b + 2.0*Sd6_c*wS7_c + 2.0*Sd6_x*wS7_x + 2.0*Sd6_y*wS7_y + 2.0*Sd6_z*wS7_z;
-    cl0_in[0][12] = -Gqd7_a*s2 - Gqd7_b*c2;
-    cl0_in[1][12] = Gqd7_c;
-    cl0_in[2][12] = -Gqd7_b;
-    cl0_in[3][12] = Gqd7_a*s3 - Gqd7_c*c3 + Gqd7_x*S4_x + Gqd7_y*S4_y + Gqd7_z*S4_z;
-    cl0_in[4][12] = Gqd7_a*R4_01 - Gqd7_b*c4 + Gqd7_c*R4_21 + Gqd7_x*S5_x + Gqd7_y*S5_y + Gqd7_z*S5_z;
-    cl0_in[5][12] = -Gqd7_a*R5_01 - Gqd7_b*R5_11 - Gqd7_c*R5_21 + Gqd7_x*S6_x + Gqd7_y*S6_y + Gqd7_z*S6_z;
-    cl0_in[6][12] = -R6_01*uS7_a - R6_11*uS7_b - R6_21*uS7_c + 2.0*Sd7_a*wS7_a + 2.0*Sd7_b*wS7_b + 2.0*Sd7_c*wS7_c + 2.0*Sd7_x*wS7_x + 2.0*Sd7_y*wS7_y + 2.0*Sd7_z*wS7_z;
-    cl0_in[0][13] = 0.0;
-    cl0_in[1][13] = 0.0;
-    cl0_in[2][13] = 0.0;
-    cl0_in[3][13] = 0.0;
-    cl0_in[4][13] = 0.0;
-    cl0_in[5][13] = 0.0;
-    cl0_in[6][13] = 0.0;
-    #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 14; ++cl0_c) {
-        const double dqdd_g1_b1 = cl0_in[0][cl0_c];
-        const double dqdd_g1_b2 = cl0_in[1][cl0_c];
-        const double dqdd_g1_b3 = cl0_in[2][cl0_c];
-        const double dqdd_g1_b4 = cl0_in[3][cl0_c];
-        const double dqdd_g1_b5 = cl0_in[4][cl0_c];
-        const double dqdd_g1_b6 = cl0_in[5][cl0_c];
-        const double dqdd_g1_b7 = cl0_in[6][cl0_c];
-        const double dqdd_g1_y6 = -L7_6*dqdd_g1_b7 + dqdd_g1_b6;
-        const double dqdd_g1_y5 = -L7_5*dqdd_g1_b7 + dqdd_g1_b5;
-        const double dqdd_g1_y5_2 = -L6_5*dqdd_g1_y6 + dqdd_g1_y5;
-        const double dqdd_g1_y4 = -L7_4*dqdd_g1_b7 + dqdd_g1_b4;
-        const double dqdd_g1_y4_2 = -L6_4*dqdd_g1_y6 + dqdd_g1_y4;
-        const double dqdd_g1_y4_3 = -L5_4*dqdd_g1_y5_2 + dqdd_g1_y4_2;
-        const double dqdd_g1_y3 = -L7_3*dqdd_g1_b7 + dqdd_g1_b3;
-        const double dqdd_g1_y3_2 = -L6_3*dqdd_g1_y6 + dqdd_g1_y3;
-        const double dqdd_g1_y3_3 = -L5_3*dqdd_g1_y5_2 + dqdd_g1_y3_2;
-        const double dqdd_g1_y3_4 = -L4_3*dqdd_g1_y4_3 + dqdd_g1_y3_3;
-        const double dqdd_g1_y2 = -L7_2*dqdd_g1_b7 + dqdd_g1_b2;
-        const double dqdd_g1_y2_2 = -L6_2*dqdd_g1_y6 + dqdd_g1_y2;
-        const double dqdd_g1_y2_3 = -L5_2*dqdd_g1_y5_2 + dqdd_g1_y2_2;
-        const double dqdd_g1_y2_4 = -L4_2*dqdd_g1_y4_3 + dqdd_g1_y2_3;
-        const double dqdd_g1_y2_5 = -L3_2*dqdd_g1_y3_4 + dqdd_g1_y2_4;
-        const double dqdd_g1_y1 = -L7_1*dqdd_g1_b7 + dqdd_g1_b1;
-        const double dqdd_g1_y1_2 = -L6_1*dqdd_g1_y6 + dqdd_g1_y1;
-        const double dqdd_g1_y1_3 = -L5_1*dqdd_g1_y5_2 + dqdd_g1_y1_2;
-        const double dqdd_g1_y1_4 = -L4_1*dqdd_g1_y4_3 + dqdd_g1_y1_3;
-        const double dqdd_g1_y1_5 = -L3_1*dqdd_g1_y3_4 + dqdd_g1_y1_4;
-        const double dqdd_g1_y1_6 = -L2_1*dqdd_g1_y2_5 + dqdd_g1_y1_5;
-        const double dqdd_g1_x1 = dqdd_g1_y1_6*invD1;
-        const double dqdd_g1_x2 = -L2_1*dqdd_g1_x1 + dqdd_g1_y2_5*invD2;
-        const double dqdd_g1_x3 = -L3_1*dqdd_g1_x1 + dqdd_g1_y3_4*invD3;
-        const double dqdd_g1_x3_2 = -L3_2*dqdd_g1_x2 + dqdd_g1_x3;
-        const double dqdd_g1_x4 = -L4_1*dqdd_g1_x1 + dqdd_g1_y4_3*invD4;
-        const double dqdd_g1_x4_2 = -L4_2*dqdd_g1_x2 + dqdd_g1_x4;
-        const double dqdd_g1_x4_3 = -L4_3*dqdd_g1_x3_2 + dqdd_g1_x4_2;
-        const double dqdd_g1_x5 = -L5_1*dqdd_g1_x1 + dqdd_g1_y5_2*invD5;
-        const double dqdd_g1_x5_2 = -L5_2*dqdd_g1_x2 + dqdd_g1_x5;
-        const double dqdd_g1_x5_3 = -L5_3*dqdd_g1_x3_2 + dqdd_g1_x5_2;
-        const double dqdd_g1_x5_4 = -L5_4*dqdd_g1_x4_3 + dqdd_g1_x5_3;
-        const double dqdd_g1_x6 = -L6_1*dqdd_g1_x1 + dqdd_g1_y6*invD6;
-        const double dqdd_g1_x6_2 = -L6_2*dqdd_g1_x2 + dqdd_g1_x6;
-        const double dqdd_g1_x6_3 = -L6_3*dqdd_g1_x3_2 + dqdd_g1_x6_2;
-        const double dqdd_g1_x6_4 = -L6_4*dqdd_g1_x4_3 + dqdd_g1_x6_3;
-        const double dqdd_g1_x6_5 = -L6_5*dqdd_g1_x5_4 + dqdd_g1_x6_4;
-        const double dqdd_g1_x7 = -L7_1*dqdd_g1_x1 + dqdd_g1_b7*invD7;
-        const double dqdd_g1_x7_2 = -L7_2*dqdd_g1_x2 + dqdd_g1_x7;
-        const double dqdd_g1_x7_3 = -L7_3*dqdd_g1_x3_2 + dqdd_g1_x7_2;
-        const double dqdd_g1_x7_4 = -L7_4*dqdd_g1_x4_3 + dqdd_g1_x7_3;
-        const double dqdd_g1_x7_5 = -L7_5*dqdd_g1_x5_4 + dqdd_g1_x7_4;
-        const double dqdd_g1_x7_6 = -L7_6*dqdd_g1_x6_5 + dqdd_g1_x7_5;
-        cl0_out[0][cl0_c] = dqdd_g1_x1;
-        cl0_out[1][cl0_c] = dqdd_g1_x2;
-        cl0_out[2][cl0_c] = dqdd_g1_x3_2;
-        cl0_out[3][cl0_c] = dqdd_g1_x4_3;
-        cl0_out[4][cl0_c] = dqdd_g1_x5_4;
-        cl0_out[5][cl0_c] = dqdd_g1_x6_5;
-        cl0_out[6][cl0_c] = dqdd_g1_x7_6;
-    }
-    const double dqdd_c2_x1 = cl0_out[0][0];
-    const double dqdd_c2_x2 = cl0_out[1][0];
-    const double dqdd_c2_x3_2 = cl0_out[2][0];
-    const double dqdd_c2_x4_3 = cl0_out[3][0];
-    const double dqdd_c2_x5_4 = cl0_out[4][0];
-    const double dqdd_c2_x6_5 = cl0_out[5][0];
-    const double dqdd_c2_x7_6 = cl0_out[6][0];
-    const double dqdd_c3_x1 = cl0_out[0][1];
-    const double dqdd_c3_x2 = cl0_out[1][1];
-    const double dqdd_c3_x3_2 = cl0_out[2][1];
-    const double dqdd_c3_x4_3 = cl0_out[3][1];
-    const double dqdd_c3_x5_4 = cl0_out[4][1];
-    const double dqdd_c3_x6_5 = cl0_out[5][1];
-    const double dqdd_c3_x7_6 = cl0_out[6][1];
-    const double dqdd_c4_x1 = cl0_out[0][2];
-    const double dqdd_c4_x2 = cl0_out[1][2];
-    const double dqdd_c4_x3_2 = cl0_out[2][2];
-    const double dqdd_c4_x4_3 = cl0_out[3][2];
-    const double dqdd_c4_x5_4 = cl0_out[4][2];
-    const double dqdd_c4_x6_5 = cl0_out[5][2];
-    const double dqdd_c4_x7_6 = cl0_out[6][2];
-    const double dqdd_c5_x1 = cl0_out[0][3];
-    const double dqdd_c5_x2 = cl0_out[1][3];
-    const double dqdd_c5_x3_2 = cl0_out[2][3];
-    const double dqdd_c5_x4_3 = cl0_out[3][3];
-    const double dqdd_c5_x5_4 = cl0_out[4][3];
-    const double dqdd_c5_x6_5 = cl0_out[5][3];
-    const double dqdd_c5_x7_6 = cl0_out[6][3];
-    const double dqdd_c6_x1 = cl0_out[0][4];
-    const double dqdd_c6_x2 = cl0_out[1][4];
-    const double dqdd_c6_x3_2 = cl0_out[2][4];
-    const double dqdd_c6_x4_3 = cl0_out[3][4];
-    const double dqdd_c6_x5_4 = cl0_out[4][4];
-    const double dqdd_c6_x6_5 = cl0_out[5][4];
-    const double dqdd_c6_x7_6 = cl0_out[6][4];
-    const double dqdd_c7_x1 = cl0_out[0][5];
-    const double dqdd_c7_x2 = cl0_out[1][5];
-    const double dqdd_c7_x3_2 = cl0_out[2][5];
-    const double dqdd_c7_x4_3 = cl0_out[3][5];
-    const double dqdd_c7_x5_4 = cl0_out[4][5];
-    const double dqdd_c7_x6_5 = cl0_out[5][5];
-    const double dqdd_c7_x7_6 = cl0_out[6][5];
-    const double dqdd_c8_x1 = cl0_out[0][6];
-    const double dqdd_c8_x2 = cl0_out[1][6];
-    const double dqdd_c8_x3_2 = cl0_out[2][6];
-    const double dqdd_c8_x4_3 = cl0_out[3][6];
-    const double dqdd_c8_x5_4 = cl0_out[4][6];
-    const double dqdd_c8_x6_5 = cl0_out[5][6];
-    const double dqdd_c8_x7_6 = cl0_out[6][6];
-    const double dqdd_c9_x1 = cl0_out[0][7];
-    const double dqdd_c9_x2 = cl0_out[1][7];
-    const double dqdd_c9_x3_2 = cl0_out[2][7];
-    const double dqdd_c9_x4_3 = cl0_out[3][7];
-    const double dqdd_c9_x5_4 = cl0_out[4][7];
-    const double dqdd_c9_x6_5 = cl0_out[5][7];
-    const double dqdd_c9_x7_6 = cl0_out[6][7];
-    const double dqdd_c10_x1 = cl0_out[0][8];
-    const double dqdd_c10_x2 = cl0_out[1][8];
-    const double dqdd_c10_x3_2 = cl0_out[2][8];
-    const double dqdd_c10_x4_3 = cl0_out[3][8];
-    const double dqdd_c10_x5_4 = cl0_out[4][8];
-    const double dqdd_c10_x6_5 = cl0_out[5][8];
-    const double dqdd_c10_x7_6 = cl0_out[6][8];
-    const double dqdd_c11_x1 = cl0_out[0][9];
-    const double dqdd_c11_x2 = cl0_out[1][9];
-    const double dqdd_c11_x3_2 = cl0_out[2][9];
-    const double dqdd_c11_x4_3 = cl0_out[3][9];
-    const double dqdd_c11_x5_4 = cl0_out[4][9];
-    const double dqdd_c11_x6_5 = cl0_out[5][9];
-    const double dqdd_c11_x7_6 = cl0_out[6][9];
-    const double dqdd_c12_x1 = cl0_out[0][10];
-    const double dqdd_c12_x2 = cl0_out[1][10];
-    const double dqdd_c12_x3_2 = cl0_out[2][10];
-    const double dqdd_c12_x4_3 = cl0_out[3][10];
-    const double dqdd_c12_x5_4 = cl0_out[4][10];
-    const double dqdd_c12_x6_5 = cl0_out[5][10];
-    const double dqdd_c12_x7_6 = cl0_out[6][10];
-    const double dqdd_c13_x1 = cl0_out[0][11];
-    const double dqdd_c13_x2 = cl0_out[1][11];
-    const double dqdd_c13_x3_2 = cl0_out[2][11];
-    const double dqdd_c13_x4_3 = cl0_out[3][11];
-    const double dqdd_c13_x5_4 = cl0_out[4][11];
-    const double dqdd_c13_x6_5 = cl0_out[5][11];
-    const double dqdd_c13_x7_6 = cl0_out[6][11];
-    const double dqdd_c14_x1 = cl0_out[0][12];
-    const double dqdd_c14_x2 = cl0_out[1][12];
-    const double dqdd_c14_x3_2 = cl0_out[2][12];
-    const double dqdd_c14_x4_3 = cl0_out[3][12];
-    const double dqdd_c14_x5_4 = cl0_out[4][12];
-    const double dqdd_c14_x6_5 = cl0_out[5][12];
-    const double dqdd_c14_x7_6 = cl0_out[6][12];
+    const double dqdd_c1__y7 = -Sdd1_z*wS7_z;
+    const double dqdd_c1__y6 = -L7_6*dqdd_c1__y7 - Sdd1_z*wS6_z;
+    const double dqdd_c1__y5_s = -L7_5*dqdd_c1__y7 - Sdd1_z*wS5_z;
+    const double dqdd_c1__y5 = -L6_5*dqdd_c1__y6 + dqdd_c1__y5_s;
+    const double dqdd_c1__y4_s = -L6_4*dqdd_c1__y6 - L7_4*dqdd_c1__y7 - Sdd1_z*wS4_z;
+    const double dqdd_c1__y4 = -L5_4*dqdd_c1__y5 + dqdd_c1__y4_s;
+    const double dqdd_c1__y3_s = -Ic3_h_x*Sdd1_z - L5_3*dqdd_c1__y5 - L6_3*dqdd_c1__y6 - L7_3*dqdd_c1__y7;
+    const double dqdd_c1__y3 = -L4_3*dqdd_c1__y4 + dqdd_c1__y3_s;
+    const double dqdd_c1__y2_s = -L4_2*dqdd_c1__y4 - L5_2*dqdd_c1__y5 - L6_2*dqdd_c1__y6 - L7_2*dqdd_c1__y7;
+    const double dqdd_c1__y2 = -L3_2*dqdd_c1__y3 + dqdd_c1__y2_s;
+    const double dqdd_c1__y1_s = -L3_1*dqdd_c1__y3 - L4_1*dqdd_c1__y4 - L5_1*dqdd_c1__y5 - L6_1*dqdd_c1__y6 - L7_1*dqdd_c1__y7 - Sdd1_z*wS1_z;
+    const double dqdd_c1__y1 = -L2_1*dqdd_c1__y2 + dqdd_c1__y1_s;
+    const double dqdd_c1_1 = dqdd_c1__y1*invD1;
+    const double dqdd_c1_2 = -L2_1*dqdd_c1_1 + dqdd_c1__y2*invD2;
+    const double dqdd_c1_3_s = -L3_1*dqdd_c1_1 + dqdd_c1__y3*invD3;
+    const double dqdd_c1_3 = -L3_2*dqdd_c1_2 + dqdd_c1_3_s;
+    const double dqdd_c1_4_s = -L4_1*dqdd_c1_1 - L4_2*dqdd_c1_2 + dqdd_c1__y4*invD4;
+    const double dqdd_c1_4 = -L4_3*dqdd_c1_3 + dqdd_c1_4_s;
+    const double dqdd_c1_5_s = -L5_1*dqdd_c1_1 - L5_2*dqdd_c1_2 - L5_3*dqdd_c1_3 + dqdd_c1__y5*invD5;
+    const double dqdd_c1_5 = -L5_4*dqdd_c1_4 + dqdd_c1_5_s;
+    const double dqdd_c1_6_s = -L6_1*dqdd_c1_1 - L6_2*dqdd_c1_2 - L6_3*dqdd_c1_3 - L6_4*dqdd_c1_4 + dqdd_c1__y6*invD6;
+    const double dqdd_c1_6 = -L6_5*dqdd_c1_5 + dqdd_c1_6_s;
+    const double dqdd_c1_7_s = -L7_1*dqdd_c1_1 - L7_2*dqdd_c1_2 - L7_3*dqdd_c1_3 - L7_4*dqdd_c1_4 - L7_5*dqdd_c1_5 + dqdd_c1__y7*invD7;
+    const double dqdd_c1_7 = -L7_6*dqdd_c1_6 + dqdd_c1_7_s;
+    const double dqdd_c2__y7 = -Sdd2_c*wS7_c + V1_a*uS7_b - V1_b*uS7_a + alpha1_a*wS7_b - alpha1_b*wS7_a + g_c_x*wS7_y - g_c_y*wS7_x;
+    const double dqdd_c2__y6 = -L7_6*dqdd_c2__y7 - Sdd2_c*wS6_c + V1_a*uS6_b - V1_b*uS6_a + alpha1_a*wS6_b - alpha1_b*wS6_a + g_c_x*wS6_y - g_c_y*wS6_x;
+    const double dqdd_c2__y5_s = -L7_5*dqdd_c2__y7 - Sdd2_c*wS5_c + V1_a*uS5_b - V1_b*uS5_a + alpha1_a*wS5_b - alpha1_b*wS5_a + g_c_x*wS5_y - g_c_y*wS5_x;
+    const double dqdd_c2__y5 = -L6_5*dqdd_c2__y6 + dqdd_c2__y5_s;
+    const double dqdd_c2__y4_s = -L6_4*dqdd_c2__y6 - L7_4*dqdd_c2__y7 - Sdd2_c*wS4_c + V1_a*uS4_b - V1_b*uS4_a + alpha1_a*wS4_b - alpha1_b*wS4_a + g_c_x*wS4_y - g_c_y*wS4_x;
+    const double dqdd_c2__y4 = -L5_4*dqdd_c2__y5 + dqdd_c2__y4_s;
+    const double dqdd_c2__y3_s = Ic3_J01*alpha1_b - Ic3_J11*alpha1_a + Ic3_J12*Sdd2_c + Ic3_h_z*g_c_y - Idc3_J11*V1_a - L5_3*dqdd_c2__y5 - L6_3*dqdd_c2__y6 - L7_3*dqdd_c2__y7 - V1_b*uS3_a;
+    const double dqdd_c2__y3 = -L4_3*dqdd_c2__y4 + dqdd_c2__y3_s;
+    const double dqdd_c2__y2_s = -Ic2_J02*alpha1_b + Ic2_J12*alpha1_a - Ic2_J22*Sdd2_c + Ic2_h_x*g_c_x + Ic2_h_y*g_c_y - L4_2*dqdd_c2__y4 - L5_2*dqdd_c2__y5 - L6_2*dqdd_c2__y6 - L7_2*dqdd_c2__y7 + V1_a*uS2_b - V1_b*uS2_a;
+    const double dqdd_c2__y2 = -L3_2*dqdd_c2__y3 + dqdd_c2__y2_s;
+    const double dqdd_c2__y1_s = -L3_1*dqdd_c2__y3 - L4_1*dqdd_c2__y4 - L5_1*dqdd_c2__y5 - L6_1*dqdd_c2__y6 - L7_1*dqdd_c2__y7 + Pq2_a*s2 + Pq2_b*c2;
+    const double dqdd_c2__y1 = -L2_1*dqdd_c2__y2 + dqdd_c2__y1_s;
+    const double dqdd_c2_1 = dqdd_c2__y1*invD1;
+    const double dqdd_c2_2 = -L2_1*dqdd_c2_1 + dqdd_c2__y2*invD2;
+    const double dqdd_c2_3_s = -L3_1*dqdd_c2_1 + dqdd_c2__y3*invD3;
+    const double dqdd_c2_3 = -L3_2*dqdd_c2_2 + dqdd_c2_3_s;
+    const double dqdd_c2_4_s = -L4_1*dqdd_c2_1 - L4_2*dqdd_c2_2 + dqdd_c2__y4*invD4;
+    const double dqdd_c2_4 = -L4_3*dqdd_c2_3 + dqdd_c2_4_s;
+    const double dqdd_c2_5_s = -L5_1*dqdd_c2_1 - L5_2*dqdd_c2_2 - L5_3*dqdd_c2_3 + dqdd_c2__y5*invD5;
+    const double dqdd_c2_5 = -L5_4*dqdd_c2_4 + dqdd_c2_5_s;
+    const double dqdd_c2_6_s = -L6_1*dqdd_c2_1 - L6_2*dqdd_c2_2 - L6_3*dqdd_c2_3 - L6_4*dqdd_c2_4 + dqdd_c2__y6*invD6;
+    const double dqdd_c2_6 = -L6_5*dqdd_c2_5 + dqdd_c2_6_s;
+    const double dqdd_c2_7_s = -L7_1*dqdd_c2_1 - L7_2*dqdd_c2_2 - L7_3*dqdd_c2_3 - L7_4*dqdd_c2_4 - L7_5*dqdd_c2_5 + dqdd_c2__y7*invD7;
+    const double dqdd_c2_7 = -L7_6*dqdd_c2_6 + dqdd_c2_7_s;
+    const double dqdd_c3__y7 = -Sdd3_a*wS7_a - Sdd3_b*wS7_b - Sdd3_c*wS7_c + V1_a*uS7_c + g_c_x*wS7_z - qd2*uS7_a;
+    const double dqdd_c3__y6 = -L7_6*dqdd_c3__y7 - Sdd3_a*wS6_a - Sdd3_b*wS6_b - Sdd3_c*wS6_c + V1_a*uS6_c + g_c_x*wS6_z - qd2*uS6_a;
+    const double dqdd_c3__y5_s = -L7_5*dqdd_c3__y7 - Sdd3_a*wS5_a - Sdd3_b*wS5_b - Sdd3_c*wS5_c + V1_a*uS5_c + g_c_x*wS5_z - qd2*uS5_a;
+    const double dqdd_c3__y5 = -L6_5*dqdd_c3__y6 + dqdd_c3__y5_s;
+    const double dqdd_c3__y4_s = -L6_4*dqdd_c3__y6 - L7_4*dqdd_c3__y7 - Sdd3_a*wS4_a - Sdd3_b*wS4_b - Sdd3_c*wS4_c + V1_a*uS4_c + g_c_x*wS4_z - qd2*uS4_a;
+    const double dqdd_c3__y4 = -L5_4*dqdd_c3__y5 + dqdd_c3__y4_s;
+    const double dqdd_c3__y3_s = -L5_3*dqdd_c3__y5 - L6_3*dqdd_c3__y6 - L7_3*dqdd_c3__y7 + V1_a*uS3_c + cse102 - qd2*uS3_a;
+    const double dqdd_c3__y3 = -L4_3*dqdd_c3__y4 + dqdd_c3__y3_s;
+    const double dqdd_c3__y2_s = -L4_2*dqdd_c3__y4 - L5_2*dqdd_c3__y5 - L6_2*dqdd_c3__y6 - L7_2*dqdd_c3__y7 - Pq3_c;
+    const double dqdd_c3__y2 = -L3_2*dqdd_c3__y3 + dqdd_c3__y2_s;
+    const double dqdd_c3__y1_s = -L3_1*dqdd_c3__y3 - L4_1*dqdd_c3__y4 - L5_1*dqdd_c3__y5 - L6_1*dqdd_c3__y6 - L7_1*dqdd_c3__y7 + Pq3_a*s2 + Pq3_b*c2;
+    const double dqdd_c3__y1 = -L2_1*dqdd_c3__y2 + dqdd_c3__y1_s;
+    const double dqdd_c3_1 = dqdd_c3__y1*invD1;
+    const double dqdd_c3_2 = -L2_1*dqdd_c3_1 + dqdd_c3__y2*invD2;
+    const double dqdd_c3_3_s = -L3_1*dqdd_c3_1 + dqdd_c3__y3*invD3;
+    const double dqdd_c3_3 = -L3_2*dqdd_c3_2 + dqdd_c3_3_s;
+    const double dqdd_c3_4_s = -L4_1*dqdd_c3_1 - L4_2*dqdd_c3_2 + dqdd_c3__y4*invD4;
+    const double dqdd_c3_4 = -L4_3*dqdd_c3_3 + dqdd_c3_4_s;
+    const double dqdd_c3_5_s = -L5_1*dqdd_c3_1 - L5_2*dqdd_c3_2 - L5_3*dqdd_c3_3 + dqdd_c3__y5*invD5;
+    const double dqdd_c3_5 = -L5_4*dqdd_c3_4 + dqdd_c3_5_s;
+    const double dqdd_c3_6_s = -L6_1*dqdd_c3_1 - L6_2*dqdd_c3_2 - L6_3*dqdd_c3_3 - L6_4*dqdd_c3_4 + dqdd_c3__y6*invD6;
+    const double dqdd_c3_6 = -L6_5*dqdd_c3_5 + dqdd_c3_6_s;
+    const double dqdd_c3_7_s = -L7_1*dqdd_c3_1 - L7_2*dqdd_c3_2 - L7_3*dqdd_c3_3 - L7_4*dqdd_c3_4 - L7_5*dqdd_c3_5 + dqdd_c3__y7*invD7;
+    const double dqdd_c3_7 = -L7_6*dqdd_c3_6 + dqdd_c3_7_s;
+    const double dqdd_c4__y7 = -Sd4_a*uS7_a - Sd4_b*uS7_b - Sd4_c*uS7_c - Sdd4_a*wS7_a - Sdd4_b*wS7_b - Sdd4_c*wS7_c - Sdd4_x*wS7_x - Sdd4_y*wS7_y - Sdd4_z*wS7_z;
+    const double dqdd_c4__y6 = -L7_6*dqdd_c4__y7 - Sd4_a*uS6_a - Sd4_b*uS6_b - Sd4_c*uS6_c - Sdd4_a*wS6_a - Sdd4_b*wS6_b - Sdd4_c*wS6_c - Sdd4_x*wS6_x - Sdd4_y*wS6_y - Sdd4_z*wS6_z;
+    const double dqdd_c4__y5_s = -L7_5*dqdd_c4__y7 - Sd4_a*uS5_a - Sd4_b*uS5_b - Sd4_c*uS5_c - Sdd4_a*wS5_a - Sdd4_b*wS5_b - Sdd4_c*wS5_c - Sdd4_x*wS5_x - Sdd4_y*wS5_y - Sdd4_z*wS5_z;
+    const double dqdd_c4__y5 = -L6_5*dqdd_c4__y6 + dqdd_c4__y5_s;
+    const double dqdd_c4__y4_s = -L6_4*dqdd_c4__y6 - L7_4*dqdd_c4__y7 - Sd4_a*uS4_a - Sd4_b*uS4_b - Sd4_c*uS4_c - Sdd4_a*wS4_a - Sdd4_b*wS4_b - Sdd4_c*wS4_c - Sdd4_x*wS4_x - Sdd4_y*wS4_y - Sdd4_z*wS4_z;
+    const double dqdd_c4__y4 = -L5_4*dqdd_c4__y5 + dqdd_c4__y4_s;
+    const double dqdd_c4__y3_s = -L5_3*dqdd_c4__y5 - L6_3*dqdd_c4__y6 - L7_3*dqdd_c4__y7 + Pq4_b;
+    const double dqdd_c4__y3 = -L4_3*dqdd_c4__y4 + dqdd_c4__y3_s;
+    const double dqdd_c4__y2_s = -L4_2*dqdd_c4__y4 - L5_2*dqdd_c4__y5 - L6_2*dqdd_c4__y6 - L7_2*dqdd_c4__y7 - Pq4_c;
+    const double dqdd_c4__y2 = -L3_2*dqdd_c4__y3 + dqdd_c4__y2_s;
+    const double dqdd_c4__y1_s = -L3_1*dqdd_c4__y3 - L4_1*dqdd_c4__y4 - L5_1*dqdd_c4__y5 - L6_1*dqdd_c4__y6 - L7_1*dqdd_c4__y7 + Pq4_a*s2 + Pq4_b*c2;
+    const double dqdd_c4__y1 = -L2_1*dqdd_c4__y2 + dqdd_c4__y1_s;
+    const double dqdd_c4_1 = dqdd_c4__y1*invD1;
+    const double dqdd_c4_2 = -L2_1*dqdd_c4_1 + dqdd_c4__y2*invD2;
+    const double dqdd_c4_3_s = -L3_1*dqdd_c4_1 + dqdd_c4__y3*invD3;
+    const double dqdd_c4_3 = -L3_2*dqdd_c4_2 + dqdd_c4_3_s;
+    const double dqdd_c4_4_s = -L4_1*dqdd_c4_1 - L4_2*dqdd_c4_2 + dqdd_c4__y4*invD4;
+    const double dqdd_c4_4 = -L4_3*dqdd_c4_3 + dqdd_c4_4_s;
+    const double dqdd_c4_5_s = -L5_1*dqdd_c4_1 - L5_2*dqdd_c4_2 - L5_3*dqdd_c4_3 + dqdd_c4__y5*invD5;
+    const double dqdd_c4_5 = -L5_4*dqdd_c4_4 + dqdd_c4_5_s;
+    const double dqdd_c4_6_s = -L6_1*dqdd_c4_1 - L6_2*dqdd_c4_2 - L6_3*dqdd_c4_3 - L6_4*dqdd_c4_4 + dqdd_c4__y6*invD6;
+    const double dqdd_c4_6 = -L6_5*dqdd_c4_5 + dqdd_c4_6_s;
+    const double dqdd_c4_7_s = -L7_1*dqdd_c4_1 - L7_2*dqdd_c4_2 - L7_3*dqdd_c4_3 - L7_4*dqdd_c4_4 - L7_5*dqdd_c4_5 + dqdd_c4__y7*invD7;
+    const double dqdd_c4_7 = -L7_6*dqdd_c4_6 + dqdd_c4_7_s;
+    const double dqdd_c5__y7 = -Sd5_a*uS7_a - Sd5_b*uS7_b - Sd5_c*uS7_c - Sdd5_a*wS7_a - Sdd5_b*wS7_b - Sdd5_c*wS7_c - Sdd5_x*wS7_x - Sdd5_y*wS7_y - Sdd5_z*wS7_z;
+    const double dqdd_c5__y6 = -L7_6*dqdd_c5__y7 - Sd5_a*uS6_a - Sd5_b*uS6_b - Sd5_c*uS6_c - Sdd5_a*wS6_a - Sdd5_b*wS6_b - Sdd5_c*wS6_c - Sdd5_x*wS6_x - Sdd5_y*wS6_y - Sdd5_z*wS6_z;
+    const double dqdd_c5__y5_s = -L7_5*dqdd_c5__y7 - Sd5_a*uS5_a - Sd5_b*uS5_b - Sd5_c*uS5_c - Sdd5_a*wS5_a - Sdd5_b*wS5_b - Sdd5_c*wS5_c - Sdd5_x*wS5_x - Sdd5_y*wS5_y - Sdd5_z*wS5_z;
+    const double dqdd_c5__y5 = -L6_5*dqdd_c5__y6 + dqdd_c5__y5_s;
+    const double dqdd_c5__y4_s = -L6_4*dqdd_c5__y6 - L7_4*dqdd_c5__y7 - Pq5_a*s3 + Pq5_c*c3 - Pq5_x*S4_x - Pq5_y*S4_y - Pq5_z*S4_z;
+    const double dqdd_c5__y4 = -L5_4*dqdd_c5__y5 + dqdd_c5__y4_s;
+    const double dqdd_c5__y3_s = -L5_3*dqdd_c5__y5 - L6_3*dqdd_c5__y6 - L7_3*dqdd_c5__y7 + Pq5_b;
+    const double dqdd_c5__y3 = -L4_3*dqdd_c5__y4 + dqdd_c5__y3_s;
+    const double dqdd_c5__y2_s = -L4_2*dqdd_c5__y4 - L5_2*dqdd_c5__y5 - L6_2*dqdd_c5__y6 - L7_2*dqdd_c5__y7 - Pq5_c;
+    const double dqdd_c5__y2 = -L3_2*dqdd_c5__y3 + dqdd_c5__y2_s;
+    const double dqdd_c5__y1_s = -L3_1*dqdd_c5__y3 - L4_1*dqdd_c5__y4 - L5_1*dqdd_c5__y5 - L6_1*dqdd_c5__y6 - L7_1*dqdd_c5__y7 + Pq5_a*s2 + Pq5_b*c2;
+    const double dqdd_c5__y1 = -L2_1*dqdd_c5__y2 + dqdd_c5__y1_s;
+    const double dqdd_c5_1 = dqdd_c5__y1*invD1;
+    const double dqdd_c5_2 = -L2_1*dqdd_c5_1 + dqdd_c5__y2*invD2;
+    const double dqdd_c5_3_s = -L3_1*dqdd_c5_1 + dqdd_c5__y3*invD3;
+    const double dqdd_c5_3 = -L3_2*dqdd_c5_2 + dqdd_c5_3_s;
+    const double dqdd_c5_4_s = -L4_1*dqdd_c5_1 - L4_2*dqdd_c5_2 + dqdd_c5__y4*invD4;
+    const double dqdd_c5_4 = -L4_3*dqdd_c5_3 + dqdd_c5_4_s;
+    const double dqdd_c5_5_s = -L5_1*dqdd_c5_1 - L5_2*dqdd_c5_2 - L5_3*dqdd_c5_3 + dqdd_c5__y5*invD5;
+    const double dqdd_c5_5 = -L5_4*dqdd_c5_4 + dqdd_c5_5_s;
+    const double dqdd_c5_6_s = -L6_1*dqdd_c5_1 - L6_2*dqdd_c5_2 - L6_3*dqdd_c5_3 - L6_4*dqdd_c5_4 + dqdd_c5__y6*invD6;
+    const double dqdd_c5_6 = -L6_5*dqdd_c5_5 + dqdd_c5_6_s;
+    const double dqdd_c5_7_s = -L7_1*dqdd_c5_1 - L7_2*dqdd_c5_2 - L7_3*dqdd_c5_3 - L7_4*dqdd_c5_4 - L7_5*dqdd_c5_5 + dqdd_c5__y7*invD7;
+    const double dqdd_c5_7 = -L7_6*dqdd_c5_6 + dqdd_c5_7_s;
+    const double dqdd_c6__y7 = -Sd6_a*uS7_a - Sd6_b*uS7_b - Sd6_c*uS7_c - Sdd6_a*wS7_a - Sdd6_b*wS7_b - Sdd6_c*wS7_c - Sdd6_x*wS7_x - Sdd6_y*wS7_y - Sdd6_z*wS7_z;
+    const double dqdd_c6__y6 = -L7_6*dqdd_c6__y7 - Sd6_a*uS6_a - Sd6_b*uS6_b - Sd6_c*uS6_c - Sdd6_a*wS6_a - Sdd6_b*wS6_b - Sdd6_c*wS6_c - Sdd6_x*wS6_x - Sdd6_y*wS6_y - Sdd6_z*wS6_z;
+    const double dqdd_c6__y5_s = -L7_5*dqdd_c6__y7 - Pq6_a*R4_01 + Pq6_b*c4 - Pq6_c*R4_21 - Pq6_x*S5_x - Pq6_y*S5_y - Pq6_z*S5_z;
+    const double dqdd_c6__y5 = -L6_5*dqdd_c6__y6 + dqdd_c6__y5_s;
+    const double dqdd_c6__y4_s = -L6_4*dqdd_c6__y6 - L7_4*dqdd_c6__y7 - Pq6_a*s3 + Pq6_c*c3 - Pq6_x*S4_x - Pq6_y*S4_y - Pq6_z*S4_z;
+    const double dqdd_c6__y4 = -L5_4*dqdd_c6__y5 + dqdd_c6__y4_s;
+    const double dqdd_c6__y3_s = -L5_3*dqdd_c6__y5 - L6_3*dqdd_c6__y6 - L7_3*dqdd_c6__y7 + Pq6_b;
+    const double dqdd_c6__y3 = -L4_3*dqdd_c6__y4 + dqdd_c6__y3_s;
+    const double dqdd_c6__y2_s = -L4_2*dqdd_c6__y4 - L5_2*dqdd_c6__y5 - L6_2*dqdd_c6__y6 - L7_2*dqdd_c6__y7 - Pq6_c;
+    const double dqdd_c6__y2 = -L3_2*dqdd_c6__y3 + dqdd_c6__y2_s;
+    const double dqdd_c6__y1_s = -L3_1*dqdd_c6__y3 - L4_1*dqdd_c6__y4 - L5_1*dqdd_c6__y5 - L6_1*dqdd_c6__y6 - L7_1*dqdd_c6__y7 + Pq6_a*s2 + Pq6_b*c2;
+    const double dqdd_c6__y1 = -L2_1*dqdd_c6__y2 + dqdd_c6__y1_s;
+    const double dqdd_c6_1 = dqdd_c6__y1*invD1;
+    const double dqdd_c6_2 = -L2_1*dqdd_c6_1 + dqdd_c6__y2*invD2;
+    const double dqdd_c6_3_s = -L3_1*dqdd_c6_1 + dqdd_c6__y3*invD3;
+    const double dqdd_c6_3 = -L3_2*dqdd_c6_2 + dqdd_c6_3_s;
+    const double dqdd_c6_4_s = -L4_1*dqdd_c6_1 - L4_2*dqdd_c6_2 + dqdd_c6__y4*invD4;
+    const double dqdd_c6_4 = -L4_3*dqdd_c6_3 + dqdd_c6_4_s;
+    const double dqdd_c6_5_s = -L5_1*dqdd_c6_1 - L5_2*dqdd_c6_2 - L5_3*dqdd_c6_3 + dqdd_c6__y5*invD5;
+    const double dqdd_c6_5 = -L5_4*dqdd_c6_4 + dqdd_c6_5_s;
+    const double dqdd_c6_6_s = -L6_1*dqdd_c6_1 - L6_2*dqdd_c6_2 - L6_3*dqdd_c6_3 - L6_4*dqdd_c6_4 + dqdd_c6__y6*invD6;
+    const double dqdd_c6_6 = -L6_5*dqdd_c6_5 + dqdd_c6_6_s;
+    const double dqdd_c6_7_s = -L7_1*dqdd_c6_1 - L7_2*dqdd_c6_2 - L7_3*dqdd_c6_3 - L7_4*dqdd_c6_4 - L7_5*dqdd_c6_5 + dqdd_c6__y7*invD7;
+    const double dqdd_c6_7 = -L7_6*dqdd_c6_6 + dqdd_c6_7_s;
+    const double dqdd_c7__y7 = -Sd7_a*uS7_a - Sd7_b*uS7_b - Sd7_c*uS7_c - Sdd7_a*wS7_a - Sdd7_b*wS7_b - Sdd7_c*wS7_c - Sdd7_x*wS7_x - Sdd7_y*wS7_y - Sdd7_z*wS7_z;
+    const double dqdd_c7__y6 = -L7_6*dqdd_c7__y7 + Pq7_a*R5_01 + Pq7_b*R5_11 + Pq7_c*R5_21 - Pq7_x*S6_x - Pq7_y*S6_y - Pq7_z*S6_z;
+    const double dqdd_c7__y5_s = -L7_5*dqdd_c7__y7 - Pq7_a*R4_01 + Pq7_b*c4 - Pq7_c*R4_21 - Pq7_x*S5_x - Pq7_y*S5_y - Pq7_z*S5_z;
+    const double dqdd_c7__y5 = -L6_5*dqdd_c7__y6 + dqdd_c7__y5_s;
+    const double dqdd_c7__y4_s = -L6_4*dqdd_c7__y6 - L7_4*dqdd_c7__y7 - Pq7_a*s3 + Pq7_c*c3 - Pq7_x*S4_x - Pq7_y*S4_y - Pq7_z*S4_z;
+    const double dqdd_c7__y4 = -L5_4*dqdd_c7__y5 + dqdd_c7__y4_s;
+    const double dqdd_c7__y3_s = -L5_3*dqdd_c7__y5 - L6_3*dqdd_c7__y6 - L7_3*dqdd_c7__y7 + Pq7_b;
+    const double dqdd_c7__y3 = -L4_3*dqdd_c7__y4 + dqdd_c7__y3_s;
+    const double dqdd_c7__y2_s = -L4_2*dqdd_c7__y4 - L5_2*dqdd_c7__y5 - L6_2*dqdd_c7__y6 - L7_2*dqdd_c7__y7 - Pq7_c;
+    const double dqdd_c7__y2 = -L3_2*dqdd_c7__y3 + dqdd_c7__y2_s;
+    const double dqdd_c7__y1_s = -L3_1*dqdd_c7__y3 - L4_1*dqdd_c7__y4 - L5_1*dqdd_c7__y5 - L6_1*dqdd_c7__y6 - L7_1*dqdd_c7__y7 + Pq7_a*s2 + Pq7_b*c2;
+    const double dqdd_c7__y1 = -L2_1*dqdd_c7__y2 + dqdd_c7__y1_s;
+    const double dqdd_c7_1 = dqdd_c7__y1*invD1;
+    const double dqdd_c7_2 = -L2_1*dqdd_c7_1 + dqdd_c7__y2*invD2;
+    const double dqdd_c7_3_s = -L3_1*dqdd_c7_1 + dqdd_c7__y3*invD3;
+    const double dqdd_c7_3 = -L3_2*dqdd_c7_2 + dqdd_c7_3_s;
+    const double dqdd_c7_4_s = -L4_1*dqdd_c7_1 - L4_2*dqdd_c7_2 + dqdd_c7__y4*invD4;
+    const double dqdd_c7_4 = -L4_3*dqdd_c7_3 + dqdd_c7_4_s;
+    const double dqdd_c7_5_s = -L5_1*dqdd_c7_1 - L5_2*dqdd_c7_2 - L5_3*dqdd_c7_3 + dqdd_c7__y5*invD5;
+    const double dqdd_c7_5 = -L5_4*dqdd_c7_4 + dqdd_c7_5_s;
+    const double dqdd_c7_6_s = -L6_1*dqdd_c7_1 - L6_2*dqdd_c7_2 - L6_3*dqdd_c7_3 - L6_4*dqdd_c7_4 + dqdd_c7__y6*invD6;
+    const double dqdd_c7_6 = -L6_5*dqdd_c7_5 + dqdd_c7_6_s;
+    const double dqdd_c7_7_s = -L7_1*dqdd_c7_1 - L7_2*dqdd_c7_2 - L7_3*dqdd_c7_3 - L7_4*dqdd_c7_4 - L7_5*dqdd_c7_5 + dqdd_c7__y7*invD7;
+    const double dqdd_c7_7 = -L7_6*dqdd_c7_6 + dqdd_c7_7_s;
+    const double dqdd_c8__y7 = c2*uS7_b + s2*uS7_a;
+    const double dqdd_c8__y6 = -L7_6*dqdd_c8__y7 + c2*uS6_b + s2*uS6_a;
+    const double dqdd_c8__y5_s = -L7_5*dqdd_c8__y7 + c2*uS5_b + s2*uS5_a;
+    const double dqdd_c8__y5 = -L6_5*dqdd_c8__y6 + dqdd_c8__y5_s;
+    const double dqdd_c8__y4_s = -L6_4*dqdd_c8__y6 - L7_4*dqdd_c8__y7 + c2*uS4_b + s2*uS4_a;
+    const double dqdd_c8__y4 = -L5_4*dqdd_c8__y5 + dqdd_c8__y4_s;
+    const double dqdd_c8__y3_s = -Idc3_J11*c2 - L5_3*dqdd_c8__y5 - L6_3*dqdd_c8__y6 - L7_3*dqdd_c8__y7 + s2*uS3_a;
+    const double dqdd_c8__y3 = -L4_3*dqdd_c8__y4 + dqdd_c8__y3_s;
+    const double dqdd_c8__y2_s = -L4_2*dqdd_c8__y4 - L5_2*dqdd_c8__y5 - L6_2*dqdd_c8__y6 - L7_2*dqdd_c8__y7 + c2*uS2_b + s2*uS2_a;
+    const double dqdd_c8__y2 = -L3_2*dqdd_c8__y3 + dqdd_c8__y2_s;
+    const double dqdd_c8__y1_s = -L3_1*dqdd_c8__y3 - L4_1*dqdd_c8__y4 - L5_1*dqdd_c8__y5 - L6_1*dqdd_c8__y6 - L7_1*dqdd_c8__y7 + c2*uS1_b + s2*uS1_a;
+    const double dqdd_c8__y1 = -L2_1*dqdd_c8__y2 + dqdd_c8__y1_s;
+    const double dqdd_c8_1 = dqdd_c8__y1*invD1;
+    const double dqdd_c8_2 = -L2_1*dqdd_c8_1 + dqdd_c8__y2*invD2;
+    const double dqdd_c8_3_s = -L3_1*dqdd_c8_1 + dqdd_c8__y3*invD3;
+    const double dqdd_c8_3 = -L3_2*dqdd_c8_2 + dqdd_c8_3_s;
+    const double dqdd_c8_4_s = -L4_1*dqdd_c8_1 - L4_2*dqdd_c8_2 + dqdd_c8__y4*invD4;
+    const double dqdd_c8_4 = -L4_3*dqdd_c8_3 + dqdd_c8_4_s;
+    const double dqdd_c8_5_s = -L5_1*dqdd_c8_1 - L5_2*dqdd_c8_2 - L5_3*dqdd_c8_3 + dqdd_c8__y5*invD5;
+    const double dqdd_c8_5 = -L5_4*dqdd_c8_4 + dqdd_c8_5_s;
+    const double dqdd_c8_6_s = -L6_1*dqdd_c8_1 - L6_2*dqdd_c8_2 - L6_3*dqdd_c8_3 - L6_4*dqdd_c8_4 + dqdd_c8__y6*invD6;
+    const double dqdd_c8_6 = -L6_5*dqdd_c8_5 + dqdd_c8_6_s;
+    const double dqdd_c8_7_s = -L7_1*dqdd_c8_1 - L7_2*dqdd_c8_2 - L7_3*dqdd_c8_3 - L7_4*dqdd_c8_4 - L7_5*dqdd_c8_5 + dqdd_c8__y7*invD7;
+    const double dqdd_c8_7 = -L7_6*dqdd_c8_6 + dqdd_c8_7_s;
+    const double dqdd_c9__y7 = 2.0*V1_a*wS7_b - cse4*wS7_a - uS7_c;
+    const double dqdd_c9__y6 = -L7_6*dqdd_c9__y7 + 2.0*V1_a*wS6_b - cse4*wS6_a - uS6_c;
+    const double dqdd_c9__y5_s = -L7_5*dqdd_c9__y7 + 2.0*V1_a*wS5_b - cse4*wS5_a - uS5_c;
+    const double dqdd_c9__y5 = -L6_5*dqdd_c9__y6 + dqdd_c9__y5_s;
+    const double dqdd_c9__y4_s = -L6_4*dqdd_c9__y6 - L7_4*dqdd_c9__y7 + 2.0*V1_a*wS4_b - cse4*wS4_a - uS4_c;
+    const double dqdd_c9__y4 = -L5_4*dqdd_c9__y5 + dqdd_c9__y4_s;
+    const double dqdd_c9__y3_s = 2.0*Ic3_J01*V1_b - Ic3_J11*cse5 - L5_3*dqdd_c9__y5 - L6_3*dqdd_c9__y6 - L7_3*dqdd_c9__y7 - uS3_c;
+    const double dqdd_c9__y3 = -L4_3*dqdd_c9__y4 + dqdd_c9__y3_s;
+    const double dqdd_c9__y2_s = -Ic2_J02*cse4 + 2.0*Ic2_J12*V1_a - Idc2_J22 - L4_2*dqdd_c9__y4 - L5_2*dqdd_c9__y5 - L6_2*dqdd_c9__y6 - L7_2*dqdd_c9__y7;
+    const double dqdd_c9__y2 = -L3_2*dqdd_c9__y3 + dqdd_c9__y2_s;
+    const double dqdd_c9__y1_s = Gqd2_a*s2 + Gqd2_b*c2 - L3_1*dqdd_c9__y3 - L4_1*dqdd_c9__y4 - L5_1*dqdd_c9__y5 - L6_1*dqdd_c9__y6 - L7_1*dqdd_c9__y7;
+    const double dqdd_c9__y1 = -L2_1*dqdd_c9__y2 + dqdd_c9__y1_s;
+    const double dqdd_c9_1 = dqdd_c9__y1*invD1;
+    const double dqdd_c9_2 = -L2_1*dqdd_c9_1 + dqdd_c9__y2*invD2;
+    const double dqdd_c9_3_s = -L3_1*dqdd_c9_1 + dqdd_c9__y3*invD3;
+    const double dqdd_c9_3 = -L3_2*dqdd_c9_2 + dqdd_c9_3_s;
+    const double dqdd_c9_4_s = -L4_1*dqdd_c9_1 - L4_2*dqdd_c9_2 + dqdd_c9__y4*invD4;
+    const double dqdd_c9_4 = -L4_3*dqdd_c9_3 + dqdd_c9_4_s;
+    const double dqdd_c9_5_s = -L5_1*dqdd_c9_1 - L5_2*dqdd_c9_2 - L5_3*dqdd_c9_3 + dqdd_c9__y5*invD5;
+    const double dqdd_c9_5 = -L5_4*dqdd_c9_4 + dqdd_c9_5_s;
+    const double dqdd_c9_6_s = -L6_1*dqdd_c9_1 - L6_2*dqdd_c9_2 - L6_3*dqdd_c9_3 - L6_4*dqdd_c9_4 + dqdd_c9__y6*invD6;
+    const double dqdd_c9_6 = -L6_5*dqdd_c9_5 + dqdd_c9_6_s;
+    const double dqdd_c9_7_s = -L7_1*dqdd_c9_1 - L7_2*dqdd_c9_2 - L7_3*dqdd_c9_3 - L7_4*dqdd_c9_4 - L7_5*dqdd_c9_5 + dqdd_c9__y7*invD7;
+    const double dqdd_c9_7 = -L7_6*dqdd_c9_6 + dqdd_c9_7_s;
+    const double dqdd_c10__y7 = -cse25*wS7_a + cse5*wS7_c + uS7_b;
+    const double dqdd_c10__y6 = -L7_6*dqdd_c10__y7 + 2.0*V1_a*wS6_c - cse25*wS6_a + uS6_b;
+    const double dqdd_c10__y5_s = -L7_5*dqdd_c10__y7 + 2.0*V1_a*wS5_c - cse25*wS5_a + uS5_b;
+    const double dqdd_c10__y5 = -L6_5*dqdd_c10__y6 + dqdd_c10__y5_s;
+    const double dqdd_c10__y4_s = -L6_4*dqdd_c10__y6 - L7_4*dqdd_c10__y7 + 2.0*V1_a*wS4_c - cse25*wS4_a + uS4_b;
+    const double dqdd_c10__y4 = -L5_4*dqdd_c10__y5 + dqdd_c10__y4_s;
+    const double dqdd_c10__y3_s = -L5_3*dqdd_c10__y5 - L6_3*dqdd_c10__y6 - L7_3*dqdd_c10__y7 - cse103;
+    const double dqdd_c10__y3 = -L4_3*dqdd_c10__y4 + dqdd_c10__y3_s;
+    const double dqdd_c10__y2_s = -Gqd3_c - L4_2*dqdd_c10__y4 - L5_2*dqdd_c10__y5 - L6_2*dqdd_c10__y6 - L7_2*dqdd_c10__y7;
+    const double dqdd_c10__y2 = -L3_2*dqdd_c10__y3 + dqdd_c10__y2_s;
+    const double dqdd_c10__y1_s = Gqd3_a*s2 + Gqd3_b*c2 - L3_1*dqdd_c10__y3 - L4_1*dqdd_c10__y4 - L5_1*dqdd_c10__y5 - L6_1*dqdd_c10__y6 - L7_1*dqdd_c10__y7;
+    const double dqdd_c10__y1 = -L2_1*dqdd_c10__y2 + dqdd_c10__y1_s;
+    const double dqdd_c10_1 = dqdd_c10__y1*invD1;
+    const double dqdd_c10_2 = -L2_1*dqdd_c10_1 + dqdd_c10__y2*invD2;
+    const double dqdd_c10_3_s = -L3_1*dqdd_c10_1 + dqdd_c10__y3*invD3;
+    const double dqdd_c10_3 = -L3_2*dqdd_c10_2 + dqdd_c10_3_s;
+    const double dqdd_c10_4_s = -L4_1*dqdd_c10_1 - L4_2*dqdd_c10_2 + dqdd_c10__y4*invD4;
+    const double dqdd_c10_4 = -L4_3*dqdd_c10_3 + dqdd_c10_4_s;
+    const double dqdd_c10_5_s = -L5_1*dqdd_c10_1 - L5_2*dqdd_c10_2 - L5_3*dqdd_c10_3 + dqdd_c10__y5*invD5;
+    const double dqdd_c10_5 = -L5_4*dqdd_c10_4 + dqdd_c10_5_s;
+    const double dqdd_c10_6_s = -L6_1*dqdd_c10_1 - L6_2*dqdd_c10_2 - L6_3*dqdd_c10_3 - L6_4*dqdd_c10_4 + dqdd_c10__y6*invD6;
+    const double dqdd_c10_6 = -L6_5*dqdd_c10_5 + dqdd_c10_6_s;
+    const double dqdd_c10_7_s = -L7_1*dqdd_c10_1 - L7_2*dqdd_c10_2 - L7_3*dqdd_c10_3 - L7_4*dqdd_c10_4 - L7_5*dqdd_c10_5 + dqdd_c10__y7*invD7;
+    const double dqdd_c10_7 = -L7_6*dqdd_c10_6 + dqdd_c10_7_s;
+    const double dqdd_c11__y7 = c3*uS7_c - cse113*wS7_a - cse114*wS7_b - cse115*wS7_c - cse116*wS7_z - cse117*wS7_x - cse118*wS7_y - s3*uS7_a;
+    const double dqdd_c11__y6 = -L7_6*dqdd_c11__y7 + c3*uS6_c - cse113*wS6_a - cse114*wS6_b - cse115*wS6_c - cse116*wS6_z - cse117*wS6_x - cse118*wS6_y - s3*uS6_a;
+    const double dqdd_c11__y5_s = -L7_5*dqdd_c11__y7 + c3*uS5_c - cse113*wS5_a - cse114*wS5_b - cse115*wS5_c - cse116*wS5_z - cse117*wS5_x - cse118*wS5_y - s3*uS5_a;
+    const double dqdd_c11__y5 = -L6_5*dqdd_c11__y6 + dqdd_c11__y5_s;
+    const double dqdd_c11__y4_s = -L6_4*dqdd_c11__y6 - L7_4*dqdd_c11__y7 + c3*uS4_c - cse113*wS4_a - cse114*wS4_b - cse115*wS4_c - cse116*wS4_z - cse117*wS4_x - cse118*wS4_y - s3*uS4_a;
+    const double dqdd_c11__y4 = -L5_4*dqdd_c11__y5 + dqdd_c11__y4_s;
+    const double dqdd_c11__y3_s = Gqd4_b - L5_3*dqdd_c11__y5 - L6_3*dqdd_c11__y6 - L7_3*dqdd_c11__y7;
+    const double dqdd_c11__y3 = -L4_3*dqdd_c11__y4 + dqdd_c11__y3_s;
+    const double dqdd_c11__y2_s = -Gqd4_c - L4_2*dqdd_c11__y4 - L5_2*dqdd_c11__y5 - L6_2*dqdd_c11__y6 - L7_2*dqdd_c11__y7;
+    const double dqdd_c11__y2 = -L3_2*dqdd_c11__y3 + dqdd_c11__y2_s;
+    const double dqdd_c11__y1_s = Gqd4_a*s2 + Gqd4_b*c2 - L3_1*dqdd_c11__y3 - L4_1*dqdd_c11__y4 - L5_1*dqdd_c11__y5 - L6_1*dqdd_c11__y6 - L7_1*dqdd_c11__y7;
+    const double dqdd_c11__y1 = -L2_1*dqdd_c11__y2 + dqdd_c11__y1_s;
+    const double dqdd_c11_1 = dqdd_c11__y1*invD1;
+    const double dqdd_c11_2 = -L2_1*dqdd_c11_1 + dqdd_c11__y2*invD2;
+    const double dqdd_c11_3_s = -L3_1*dqdd_c11_1 + dqdd_c11__y3*invD3;
+    const double dqdd_c11_3 = -L3_2*dqdd_c11_2 + dqdd_c11_3_s;
+    const double dqdd_c11_4_s = -L4_1*dqdd_c11_1 - L4_2*dqdd_c11_2 + dqdd_c11__y4*invD4;
+    const double dqdd_c11_4 = -L4_3*dqdd_c11_3 + dqdd_c11_4_s;
+    const double dqdd_c11_5_s = -L5_1*dqdd_c11_1 - L5_2*dqdd_c11_2 - L5_3*dqdd_c11_3 + dqdd_c11__y5*invD5;
+    const double dqdd_c11_5 = -L5_4*dqdd_c11_4 + dqdd_c11_5_s;
+    const double dqdd_c11_6_s = -L6_1*dqdd_c11_1 - L6_2*dqdd_c11_2 - L6_3*dqdd_c11_3 - L6_4*dqdd_c11_4 + dqdd_c11__y6*invD6;
+    const double dqdd_c11_6 = -L6_5*dqdd_c11_5 + dqdd_c11_6_s;
+    const double dqdd_c11_7_s = -L7_1*dqdd_c11_1 - L7_2*dqdd_c11_2 - L7_3*dqdd_c11_3 - L7_4*dqdd_c11_4 - L7_5*dqdd_c11_5 + dqdd_c11__y7*invD7;
+    const double dqdd_c11_7 = -L7_6*dqdd_c11_6 + dqdd_c11_7_s;
+    const double dqdd_c12__y7 = -R4_01*uS7_a - R4_21*uS7_c + c4*uS7_b - cse132*wS7_a - cse133*wS7_b - cse134*wS7_c - cse135*wS7_z - cse136*wS7_x - cse137*wS7_y;
+    const double dqdd_c12__y6 = -L7_6*dqdd_c12__y7 - R4_01*uS6_a - R4_21*uS6_c + c4*uS6_b - cse132*wS6_a - cse133*wS6_b - cse134*wS6_c - cse135*wS6_z - cse136*wS6_x - cse137*wS6_y;
+    const double dqdd_c12__y5_s = -L7_5*dqdd_c12__y7 - R4_01*uS5_a - R4_21*uS5_c + c4*uS5_b - cse132*wS5_a - cse133*wS5_b - cse134*wS5_c - cse135*wS5_z - cse136*wS5_x - cse137*wS5_y;
+    const double dqdd_c12__y5 = -L6_5*dqdd_c12__y6 + dqdd_c12__y5_s;
+    const double dqdd_c12__y4_s = -Gqd5_a*s3 + Gqd5_c*c3 - Gqd5_x*S4_x - Gqd5_y*S4_y - Gqd5_z*S4_z - L6_4*dqdd_c12__y6 - L7_4*dqdd_c12__y7;
+    const double dqdd_c12__y4 = -L5_4*dqdd_c12__y5 + dqdd_c12__y4_s;
+    const double dqdd_c12__y3_s = Gqd5_b - L5_3*dqdd_c12__y5 - L6_3*dqdd_c12__y6 - L7_3*dqdd_c12__y7;
+    const double dqdd_c12__y3 = -L4_3*dqdd_c12__y4 + dqdd_c12__y3_s;
+    const double dqdd_c12__y2_s = -Gqd5_c - L4_2*dqdd_c12__y4 - L5_2*dqdd_c12__y5 - L6_2*dqdd_c12__y6 - L7_2*dqdd_c12__y7;
+    const double dqdd_c12__y2 = -L3_2*dqdd_c12__y3 + dqdd_c12__y2_s;
+    const double dqdd_c12__y1_s = Gqd5_a*s2 + Gqd5_b*c2 - L3_1*dqdd_c12__y3 - L4_1*dqdd_c12__y4 - L5_1*dqdd_c12__y5 - L6_1*dqdd_c12__y6 - L7_1*dqdd_c12__y7;
+    const double dqdd_c12__y1 = -L2_1*dqdd_c12__y2 + dqdd_c12__y1_s;
+    const double dqdd_c12_1 = dqdd_c12__y1*invD1;
+    const double dqdd_c12_2 = -L2_1*dqdd_c12_1 + dqdd_c12__y2*invD2;
+    const double dqdd_c12_3_s = -L3_1*dqdd_c12_1 + dqdd_c12__y3*invD3;
+    const double dqdd_c12_3 = -L3_2*dqdd_c12_2 + dqdd_c12_3_s;
+    const double dqdd_c12_4_s = -L4_1*dqdd_c12_1 - L4_2*dqdd_c12_2 + dqdd_c12__y4*invD4;
+    const double dqdd_c12_4 = -L4_3*dqdd_c12_3 + dqdd_c12_4_s;
+    const double dqdd_c12_5_s = -L5_1*dqdd_c12_1 - L5_2*dqdd_c12_2 - L5_3*dqdd_c12_3 + dqdd_c12__y5*invD5;
+    const double dqdd_c12_5 = -L5_4*dqdd_c12_4 + dqdd_c12_5_s;
+    const double dqdd_c12_6_s = -L6_1*dqdd_c12_1 - L6_2*dqdd_c12_2 - L6_3*dqdd_c12_3 - L6_4*dqdd_c12_4 + dqdd_c12__y6*invD6;
+    const double dqdd_c12_6 = -L6_5*dqdd_c12_5 + dqdd_c12_6_s;
+    const double dqdd_c12_7_s = -L7_1*dqdd_c12_1 - L7_2*dqdd_c12_2 - L7_3*dqdd_c12_3 - L7_4*dqdd_c12_4 - L7_5*dqdd_c12_5 + dqdd_c12__y7*invD7;
+    const double dqdd_c12_7 = -L7_6*dqdd_c12_6 + dqdd_c12_7_s;
+    const double dqdd_c13__y7 = R5_01*uS7_a + R5_11*uS7_b + R5_21*uS7_c - cse153*wS7_a - cse154*wS7_b - cse155*wS7_c - cse156*wS7_z - cse157*wS7_x - cse158*wS7_y;
+    const double dqdd_c13__y6 = -L7_6*dqdd_c13__y7 + R5_01*uS6_a + R5_11*uS6_b + R5_21*uS6_c - cse153*wS6_a - cse154*wS6_b - cse155*wS6_c - cse156*wS6_z - cse157*wS6_x - cse158*wS6_y;
+    const double dqdd_c13__y5_s = -Gqd6_a*R4_01 + Gqd6_b*c4 - Gqd6_c*R4_21 - Gqd6_x*S5_x - Gqd6_y*S5_y - Gqd6_z*S5_z - L7_5*dqdd_c13__y7;
+    const double dqdd_c13__y5 = -L6_5*dqdd_c13__y6 + dqdd_c13__y5_s;
+    const double dqdd_c13__y4_s = -Gqd6_a*s3 + Gqd6_c*c3 - Gqd6_x*S4_x - Gqd6_y*S4_y - Gqd6_z*S4_z - L6_4*dqdd_c13__y6 - L7_4*dqdd_c13__y7;
+    const double dqdd_c13__y4 = -L5_4*dqdd_c13__y5 + dqdd_c13__y4_s;
+    const double dqdd_c13__y3_s = Gqd6_b - L5_3*dqdd_c13__y5 - L6_3*dqdd_c13__y6 - L7_3*dqdd_c13__y7;
+    const double dqdd_c13__y3 = -L4_3*dqdd_c13__y4 + dqdd_c13__y3_s;
+    const double dqdd_c13__y2_s = -Gqd6_c - L4_2*dqdd_c13__y4 - L5_2*dqdd_c13__y5 - L6_2*dqdd_c13__y6 - L7_2*dqdd_c13__y7;
+    const double dqdd_c13__y2 = -L3_2*dqdd_c13__y3 + dqdd_c13__y2_s;
+    const double dqdd_c13__y1_s = Gqd6_a*s2 + Gqd6_b*c2 - L3_1*dqdd_c13__y3 - L4_1*dqdd_c13__y4 - L5_1*dqdd_c13__y5 - L6_1*dqdd_c13__y6 - L7_1*dqdd_c13__y7;
+    const double dqdd_c13__y1 = -L2_1*dqdd_c13__y2 + dqdd_c13__y1_s;
+    const double dqdd_c13_1 = dqdd_c13__y1*invD1;
+    const double dqdd_c13_2 = -L2_1*dqdd_c13_1 + dqdd_c13__y2*invD2;
+    const double dqdd_c13_3_s = -L3_1*dqdd_c13_1 + dqdd_c13__y3*invD3;
+    const double dqdd_c13_3 = -L3_2*dqdd_c13_2 + dqdd_c13_3_s;
+    const double dqdd_c13_4_s = -L4_1*dqdd_c13_1 - L4_2*dqdd_c13_2 + dqdd_c13__y4*invD4;
+    const double dqdd_c13_4 = -L4_3*dqdd_c13_3 + dqdd_c13_4_s;
+    const double dqdd_c13_5_s = -L5_1*dqdd_c13_1 - L5_2*dqdd_c13_2 - L5_3*dqdd_c13_3 + dqdd_c13__y5*invD5;
+    const double dqdd_c13_5 = -L5_4*dqdd_c13_4 + dqdd_c13_5_s;
+    const double dqdd_c13_6_s = -L6_1*dqdd_c13_1 - L6_2*dqdd_c13_2 - L6_3*dqdd_c13_3 - L6_4*dqdd_c13_4 + dqdd_c13__y6*invD6;
+    const double dqdd_c13_6 = -L6_5*dqdd_c13_5 + dqdd_c13_6_s;
+    const double dqdd_c13_7_s = -L7_1*dqdd_c13_1 - L7_2*dqdd_c13_2 - L7_3*dqdd_c13_3 - L7_4*dqdd_c13_4 - L7_5*dqdd_c13_5 + dqdd_c13__y7*invD7;
+    const double dqdd_c13_7 = -L7_6*dqdd_c13_6 + dqdd_c13_7_s;
+    const double dqdd_c14__y7 = R6_01*uS7_a + R6_11*uS7_b + R6_21*uS7_c - 2.0*Sd7_a*wS7_a - 2.0*Sd7_b*wS7_b - 2.0*Sd7_c*wS7_c - 2.0*Sd7_x*wS7_x - 2.0*Sd7_y*wS7_y - 2.0*Sd7_z*wS7_z;
+    const double dqdd_c14__y6 = Gqd7_a*R5_01 + Gqd7_b*R5_11 + Gqd7_c*R5_21 - Gqd7_x*S6_x - Gqd7_y*S6_y - Gqd7_z*S6_z - L7_6*dqdd_c14__y7;
+    const double dqdd_c14__y5_s = -Gqd7_a*R4_01 + Gqd7_b*c4 - Gqd7_c*R4_21 - Gqd7_x*S5_x - Gqd7_y*S5_y - Gqd7_z*S5_z - L7_5*dqdd_c14__y7;
+    const double dqdd_c14__y5 = -L6_5*dqdd_c14__y6 + dqdd_c14__y5_s;
+    const double dqdd_c14__y4_s = -Gqd7_a*s3 + Gqd7_c*c3 - Gqd7_x*S4_x - Gqd7_y*S4_y - Gqd7_z*S4_z - L6_4*dqdd_c14__y6 - L7_4*dqdd_c14__y7;
+    const double dqdd_c14__y4 = -L5_4*dqdd_c14__y5 + dqdd_c14__y4_s;
+    const double dqdd_c14__y3_s = Gqd7_b - L5_3*dqdd_c14__y5 - L6_3*dqdd_c14__y6 - L7_3*dqdd_c14__y7;
+    const double dqdd_c14__y3 = -L4_3*dqdd_c14__y4 + dqdd_c14__y3_s;
+    const double dqdd_c14__y2_s = -Gqd7_c - L4_2*dqdd_c14__y4 - L5_2*dqdd_c14__y5 - L6_2*dqdd_c14__y6 - L7_2*dqdd_c14__y7;
+    const double dqdd_c14__y2 = -L3_2*dqdd_c14__y3 + dqdd_c14__y2_s;
+    const double dqdd_c14__y1_s = Gqd7_a*s2 + Gqd7_b*c2 - L3_1*dqdd_c14__y3 - L4_1*dqdd_c14__y4 - L5_1*dqdd_c14__y5 - L6_1*dqdd_c14__y6 - L7_1*dqdd_c14__y7;
+    const double dqdd_c14__y1 = -L2_1*dqdd_c14__y2 + dqdd_c14__y1_s;
+    const double dqdd_c14_1 = dqdd_c14__y1*invD1;
+    const double dqdd_c14_2 = -L2_1*dqdd_c14_1 + dqdd_c14__y2*invD2;
+    const double dqdd_c14_3_s = -L3_1*dqdd_c14_1 + dqdd_c14__y3*invD3;
+    const double dqdd_c14_3 = -L3_2*dqdd_c14_2 + dqdd_c14_3_s;
+    const double dqdd_c14_4_s = -L4_1*dqdd_c14_1 - L4_2*dqdd_c14_2 + dqdd_c14__y4*invD4;
+    const double dqdd_c14_4 = -L4_3*dqdd_c14_3 + dqdd_c14_4_s;
+    const double dqdd_c14_5_s = -L5_1*dqdd_c14_1 - L5_2*dqdd_c14_2 - L5_3*dqdd_c14_3 + dqdd_c14__y5*invD5;
+    const double dqdd_c14_5 = -L5_4*dqdd_c14_4 + dqdd_c14_5_s;
+    const double dqdd_c14_6_s = -L6_1*dqdd_c14_1 - L6_2*dqdd_c14_2 - L6_3*dqdd_c14_3 - L6_4*dqdd_c14_4 + dqdd_c14__y6*invD6;
+    const double dqdd_c14_6 = -L6_5*dqdd_c14_5 + dqdd_c14_6_s;
+    const double dqdd_c14_7_s = -L7_1*dqdd_c14_1 - L7_2*dqdd_c14_2 - L7_3*dqdd_c14_3 - L7_4*dqdd_c14_4 - L7_5*dqdd_c14_5 + dqdd_c14__y7*invD7;
+    const double dqdd_c14_7 = -L7_6*dqdd_c14_6 + dqdd_c14_7_s;
     qdd[0] = qdd1;
     qdd[1] = qdd2;
     qdd[2] = qdd3;
@@ -8401,104 +8248,104 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     qdd[4] = qdd5;
     qdd[5] = qdd6;
     qdd[6] = qdd7;
-    dqdd_dq[0] = -dqdd_c1_x1;
-    dqdd_dq[1] = -dqdd_c2_x1;
-    dqdd_dq[2] = -dqdd_c3_x1;
-    dqdd_dq[3] = -dqdd_c4_x1;
-    dqdd_dq[4] = -dqdd_c5_x1;
-    dqdd_dq[5] = -dqdd_c6_x1;
-    dqdd_dq[6] = -dqdd_c7_x1;
-    dqdd_dq[7] = -dqdd_c1_x2;
-    dqdd_dq[8] = -dqdd_c2_x2;
-    dqdd_dq[9] = -dqdd_c3_x2;
-    dqdd_dq[10] = -dqdd_c4_x2;
-    dqdd_dq[11] = -dqdd_c5_x2;
-    dqdd_dq[12] = -dqdd_c6_x2;
-    dqdd_dq[13] = -dqdd_c7_x2;
-    dqdd_dq[14] = -dqdd_c1_x3_2;
-    dqdd_dq[15] = -dqdd_c2_x3_2;
-    dqdd_dq[16] = -dqdd_c3_x3_2;
-    dqdd_dq[17] = -dqdd_c4_x3_2;
-    dqdd_dq[18] = -dqdd_c5_x3_2;
-    dqdd_dq[19] = -dqdd_c6_x3_2;
-    dqdd_dq[20] = -dqdd_c7_x3_2;
-    dqdd_dq[21] = -dqdd_c1_x4_3;
-    dqdd_dq[22] = -dqdd_c2_x4_3;
-    dqdd_dq[23] = -dqdd_c3_x4_3;
-    dqdd_dq[24] = -dqdd_c4_x4_3;
-    dqdd_dq[25] = -dqdd_c5_x4_3;
-    dqdd_dq[26] = -dqdd_c6_x4_3;
-    dqdd_dq[27] = -dqdd_c7_x4_3;
-    dqdd_dq[28] = -dqdd_c1_x5_4;
-    dqdd_dq[29] = -dqdd_c2_x5_4;
-    dqdd_dq[30] = -dqdd_c3_x5_4;
-    dqdd_dq[31] = -dqdd_c4_x5_4;
-    dqdd_dq[32] = -dqdd_c5_x5_4;
-    dqdd_dq[33] = -dqdd_c6_x5_4;
-    dqdd_dq[34] = -dqdd_c7_x5_4;
-    dqdd_dq[35] = -dqdd_c1_x6_5;
-    dqdd_dq[36] = -dqdd_c2_x6_5;
-    dqdd_dq[37] = -dqdd_c3_x6_5;
-    dqdd_dq[38] = -dqdd_c4_x6_5;
-    dqdd_dq[39] = -dqdd_c5_x6_5;
-    dqdd_dq[40] = -dqdd_c6_x6_5;
-    dqdd_dq[41] = -dqdd_c7_x6_5;
-    dqdd_dq[42] = -dqdd_c1_x7_6;
-    dqdd_dq[43] = -dqdd_c2_x7_6;
-    dqdd_dq[44] = -dqdd_c3_x7_6;
-    dqdd_dq[45] = -dqdd_c4_x7_6;
-    dqdd_dq[46] = -dqdd_c5_x7_6;
-    dqdd_dq[47] = -dqdd_c6_x7_6;
-    dqdd_dq[48] = -dqdd_c7_x7_6;
-    dqdd_dqd[0] = -dqdd_c8_x1;
-    dqdd_dqd[1] = -dqdd_c9_x1;
-    dqdd_dqd[2] = -dqdd_c10_x1;
-    dqdd_dqd[3] = -dqdd_c11_x1;
-    dqdd_dqd[4] = -dqdd_c12_x1;
-    dqdd_dqd[5] = -dqdd_c13_x1;
-    dqdd_dqd[6] = -dqdd_c14_x1;
-    dqdd_dqd[7] = -dqdd_c8_x2;
-    dqdd_dqd[8] = -dqdd_c9_x2;
-    dqdd_dqd[9] = -dqdd_c10_x2;
-    dqdd_dqd[10] = -dqdd_c11_x2;
-    dqdd_dqd[11] = -dqdd_c12_x2;
-    dqdd_dqd[12] = -dqdd_c13_x2;
-    dqdd_dqd[13] = -dqdd_c14_x2;
-    dqdd_dqd[14] = -dqdd_c8_x3_2;
-    dqdd_dqd[15] = -dqdd_c9_x3_2;
-    dqdd_dqd[16] = -dqdd_c10_x3_2;
-    dqdd_dqd[17] = -dqdd_c11_x3_2;
-    dqdd_dqd[18] = -dqdd_c12_x3_2;
-    dqdd_dqd[19] = -dqdd_c13_x3_2;
-    dqdd_dqd[20] = -dqdd_c14_x3_2;
-    dqdd_dqd[21] = -dqdd_c8_x4_3;
-    dqdd_dqd[22] = -dqdd_c9_x4_3;
-    dqdd_dqd[23] = -dqdd_c10_x4_3;
-    dqdd_dqd[24] = -dqdd_c11_x4_3;
-    dqdd_dqd[25] = -dqdd_c12_x4_3;
-    dqdd_dqd[26] = -dqdd_c13_x4_3;
-    dqdd_dqd[27] = -dqdd_c14_x4_3;
-    dqdd_dqd[28] = -dqdd_c8_x5_4;
-    dqdd_dqd[29] = -dqdd_c9_x5_4;
-    dqdd_dqd[30] = -dqdd_c10_x5_4;
-    dqdd_dqd[31] = -dqdd_c11_x5_4;
-    dqdd_dqd[32] = -dqdd_c12_x5_4;
-    dqdd_dqd[33] = -dqdd_c13_x5_4;
-    dqdd_dqd[34] = -dqdd_c14_x5_4;
-    dqdd_dqd[35] = -dqdd_c8_x6_5;
-    dqdd_dqd[36] = -dqdd_c9_x6_5;
-    dqdd_dqd[37] = -dqdd_c10_x6_5;
-    dqdd_dqd[38] = -dqdd_c11_x6_5;
-    dqdd_dqd[39] = -dqdd_c12_x6_5;
-    dqdd_dqd[40] = -dqdd_c13_x6_5;
-    dqdd_dqd[41] = -dqdd_c14_x6_5;
-    dqdd_dqd[42] = -dqdd_c8_x7_6;
-    dqdd_dqd[43] = -dqdd_c9_x7_6;
-    dqdd_dqd[44] = -dqdd_c10_x7_6;
-    dqdd_dqd[45] = -dqdd_c11_x7_6;
-    dqdd_dqd[46] = -dqdd_c12_x7_6;
-    dqdd_dqd[47] = -dqdd_c13_x7_6;
-    dqdd_dqd[48] = -dqdd_c14_x7_6;
+    dqdd_dq[0] = dqdd_c1_1;
+    dqdd_dq[1] = dqdd_c2_1;
+    dqdd_dq[2] = dqdd_c3_1;
+    dqdd_dq[3] = dqdd_c4_1;
+    dqdd_dq[4] = dqdd_c5_1;
+    dqdd_dq[5] = dqdd_c6_1;
+    dqdd_dq[6] = dqdd_c7_1;
+    dqdd_dq[7] = dqdd_c1_2;
+    dqdd_dq[8] = dqdd_c2_2;
+    dqdd_dq[9] = dqdd_c3_2;
+    dqdd_dq[10] = dqdd_c4_2;
+    dqdd_dq[11] = dqdd_c5_2;
+    dqdd_dq[12] = dqdd_c6_2;
+    dqdd_dq[13] = dqdd_c7_2;
+    dqdd_dq[14] = dqdd_c1_3;
+    dqdd_dq[15] = dqdd_c2_3;
+    dqdd_dq[16] = dqdd_c3_3;
+    dqdd_dq[17] = dqdd_c4_3;
+    dqdd_dq[18] = dqdd_c5_3;
+    dqdd_dq[19] = dqdd_c6_3;
+    dqdd_dq[20] = dqdd_c7_3;
+    dqdd_dq[21] = dqdd_c1_4;
+    dqdd_dq[22] = dqdd_c2_4;
+    dqdd_dq[23] = dqdd_c3_4;
+    dqdd_dq[24] = dqdd_c4_4;
+    dqdd_dq[25] = dqdd_c5_4;
+    dqdd_dq[26] = dqdd_c6_4;
+    dqdd_dq[27] = dqdd_c7_4;
+    dqdd_dq[28] = dqdd_c1_5;
+    dqdd_dq[29] = dqdd_c2_5;
+    dqdd_dq[30] = dqdd_c3_5;
+    dqdd_dq[31] = dqdd_c4_5;
+    dqdd_dq[32] = dqdd_c5_5;
+    dqdd_dq[33] = dqdd_c6_5;
+    dqdd_dq[34] = dqdd_c7_5;
+    dqdd_dq[35] = dqdd_c1_6;
+    dqdd_dq[36] = dqdd_c2_6;
+    dqdd_dq[37] = dqdd_c3_6;
+    dqdd_dq[38] = dqdd_c4_6;
+    dqdd_dq[39] = dqdd_c5_6;
+    dqdd_dq[40] = dqdd_c6_6;
+    dqdd_dq[41] = dqdd_c7_6;
+    dqdd_dq[42] = dqdd_c1_7;
+    dqdd_dq[43] = dqdd_c2_7;
+    dqdd_dq[44] = dqdd_c3_7;
+    dqdd_dq[45] = dqdd_c4_7;
+    dqdd_dq[46] = dqdd_c5_7;
+    dqdd_dq[47] = dqdd_c6_7;
+    dqdd_dq[48] = dqdd_c7_7;
+    dqdd_dqd[0] = dqdd_c8_1;
+    dqdd_dqd[1] = dqdd_c9_1;
+    dqdd_dqd[2] = dqdd_c10_1;
+    dqdd_dqd[3] = dqdd_c11_1;
+    dqdd_dqd[4] = dqdd_c12_1;
+    dqdd_dqd[5] = dqdd_c13_1;
+    dqdd_dqd[6] = dqdd_c14_1;
+    dqdd_dqd[7] = dqdd_c8_2;
+    dqdd_dqd[8] = dqdd_c9_2;
+    dqdd_dqd[9] = dqdd_c10_2;
+    dqdd_dqd[10] = dqdd_c11_2;
+    dqdd_dqd[11] = dqdd_c12_2;
+    dqdd_dqd[12] = dqdd_c13_2;
+    dqdd_dqd[13] = dqdd_c14_2;
+    dqdd_dqd[14] = dqdd_c8_3;
+    dqdd_dqd[15] = dqdd_c9_3;
+    dqdd_dqd[16] = dqdd_c10_3;
+    dqdd_dqd[17] = dqdd_c11_3;
+    dqdd_dqd[18] = dqdd_c12_3;
+    dqdd_dqd[19] = dqdd_c13_3;
+    dqdd_dqd[20] = dqdd_c14_3;
+    dqdd_dqd[21] = dqdd_c8_4;
+    dqdd_dqd[22] = dqdd_c9_4;
+    dqdd_dqd[23] = dqdd_c10_4;
+    dqdd_dqd[24] = dqdd_c11_4;
+    dqdd_dqd[25] = dqdd_c12_4;
+    dqdd_dqd[26] = dqdd_c13_4;
+    dqdd_dqd[27] = dqdd_c14_4;
+    dqdd_dqd[28] = dqdd_c8_5;
+    dqdd_dqd[29] = dqdd_c9_5;
+    dqdd_dqd[30] = dqdd_c10_5;
+    dqdd_dqd[31] = dqdd_c11_5;
+    dqdd_dqd[32] = dqdd_c12_5;
+    dqdd_dqd[33] = dqdd_c13_5;
+    dqdd_dqd[34] = dqdd_c14_5;
+    dqdd_dqd[35] = dqdd_c8_6;
+    dqdd_dqd[36] = dqdd_c9_6;
+    dqdd_dqd[37] = dqdd_c10_6;
+    dqdd_dqd[38] = dqdd_c11_6;
+    dqdd_dqd[39] = dqdd_c12_6;
+    dqdd_dqd[40] = dqdd_c13_6;
+    dqdd_dqd[41] = dqdd_c14_6;
+    dqdd_dqd[42] = dqdd_c8_7;
+    dqdd_dqd[43] = dqdd_c9_7;
+    dqdd_dqd[44] = dqdd_c10_7;
+    dqdd_dqd[45] = dqdd_c11_7;
+    dqdd_dqd[46] = dqdd_c12_7;
+    dqdd_dqd[47] = dqdd_c13_7;
+    dqdd_dqd[48] = dqdd_c14_7;
     dqdd_dQ[0] = invD1;
     dqdd_dQ[1] = Ainv_V2_1;
     dqdd_dQ[2] = Ainv_V3_1;
@@ -8561,6 +8408,1672 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_Q[7][MG_SIMD_WIDTH];
+        double mg_o_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dq[49][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dqd[49][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dQ[49][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
+            int64_t mg_s = mg_st[mg_l];
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double R4_00 = c3*c4;
+            const double R4_01 = -c3*s4;
+            const double R4_20 = c4*s3;
+            const double R4_21 = -s3*s4;
+            const double p4_x = (0.0825)*c3;
+            const double p4_z = (0.0825)*s3;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double R5_00 = R4_00*c5 - s3*s5;
+            const double R5_01 = -R4_00*s5 - c5*s3;
+            const double R5_10 = -c5*s4;
+            const double R5_11 = s4*s5;
+            const double R5_20 = R4_20*c5 + c3*s5;
+            const double R5_21 = -R4_20*s5 + c3*c5;
+            const double p5_x = -0.0825*R4_00 + (0.384)*R4_01 + p4_x;
+            const double p5_y = -0.384*c4 + (0.0825)*s4 - 0.316;
+            const double p5_z = -0.0825*R4_20 + (0.384)*R4_21 + p4_z;
+            const double q6 = mg_in_q[5][mg_l];
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double R6_00 = R4_01*s6 + R5_00*c6;
+            const double R6_01 = R4_01*c6 - R5_00*s6;
+            const double R6_10 = R5_10*c6 - c4*s6;
+            const double R6_11 = -R5_10*s6 - c4*c6;
+            const double R6_20 = R4_21*s6 + R5_20*c6;
+            const double R6_21 = R4_21*c6 - R5_20*s6;
+            const double q7 = mg_in_q[6][mg_l];
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            const double R7_00 = -R5_01*s7 + R6_00*c7;
+            const double R7_01 = -R5_01*c7 - R6_00*s7;
+            const double R7_10 = -R5_11*s7 + R6_10*c7;
+            const double R7_11 = -R5_11*c7 - R6_10*s7;
+            const double R7_20 = -R5_21*s7 + R6_20*c7;
+            const double R7_21 = -R5_21*c7 - R6_20*s7;
+            const double p7_x = (0.088)*R6_00 + p5_x;
+            const double p7_y = (0.088)*R6_10 + p5_y;
+            const double p7_z = (0.088)*R6_20 + p5_z;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double g_c_x = -9.81*s2;
+            const double g_c_y = -9.81*c2;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double V1_a = -qd1*s2;
+            const double V1_b = -c2*qd1;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double V3_b = V1_b - qd3;
+            const double S4_x = (0.316)*c3;
+            const double S4_y = c3*p4_x + p4_z*s3;
+            const double S4_z = (0.316)*s3;
+            const double Sd4_a = -V3_b*c3;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double Sd4_b = V1_a*c3 + qd2*s3;
+            const double Sd4_c = -V3_b*s3;
+            const double Sd4_x = -S4_y*qd2 + S4_z*V3_b;
+            const double Sd4_y = S4_x*qd2 - S4_z*V1_a;
+            const double Sd4_z = -S4_x*V3_b + S4_y*V1_a;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double V4_a = V1_a + qd4*s3;
+            const double V4_c = -c3*qd4 + qd2;
+            const double V4_x = S4_x*qd4;
+            const double V4_y = S4_y*qd4;
+            const double V4_z = S4_z*qd4;
+            const double S5_x = R4_21*p5_y + c4*p5_z;
+            const double S5_y = R4_01*p5_z - R4_21*p5_x;
+            const double S5_z = -R4_01*p5_y - c4*p5_x;
+            const double Sd5_a = R4_21*V3_b + V4_c*c4;
+            const double Sd5_b = R4_01*V4_c - R4_21*V4_a;
+            const double Sd5_c = -R4_01*V3_b - V4_a*c4;
+            const double Sd5_x = R4_21*V4_y - S5_y*V4_c + S5_z*V3_b + V4_z*c4;
+            const double Sd5_y = R4_01*V4_z - R4_21*V4_x + S5_x*V4_c - S5_z*V4_a;
+            const double Sd5_z = -R4_01*V4_y - S5_x*V3_b + S5_y*V4_a - V4_x*c4;
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double V5_a = R4_01*qd5 + V4_a;
+            const double V5_b = V3_b - c4*qd5;
+            const double V5_c = R4_21*qd5 + V4_c;
+            const double V5_x = S5_x*qd5 + V4_x;
+            const double V5_y = S5_y*qd5 + V4_y;
+            const double V5_z = S5_z*qd5 + V4_z;
+            const double S6_x = R5_11*p5_z - R5_21*p5_y;
+            const double S6_y = -R5_01*p5_z + R5_21*p5_x;
+            const double S6_z = R5_01*p5_y - R5_11*p5_x;
+            const double Sd6_a = R5_11*V5_c - R5_21*V5_b;
+            const double Sd6_b = -R5_01*V5_c + R5_21*V5_a;
+            const double Sd6_c = R5_01*V5_b - R5_11*V5_a;
+            const double Sd6_x = R5_11*V5_z - R5_21*V5_y - S6_y*V5_c + S6_z*V5_b;
+            const double Sd6_y = -R5_01*V5_z + R5_21*V5_x + S6_x*V5_c - S6_z*V5_a;
+            const double Sd6_z = R5_01*V5_y - R5_11*V5_x - S6_x*V5_b + S6_y*V5_a;
+            const double qd6 = mg_in_qd[5][mg_l];
+            const double V6_a = -R5_01*qd6 + V5_a;
+            const double V6_b = -R5_11*qd6 + V5_b;
+            const double V6_c = -R5_21*qd6 + V5_c;
+            const double V6_x = S6_x*qd6 + V5_x;
+            const double V6_y = S6_y*qd6 + V5_y;
+            const double V6_z = S6_z*qd6 + V5_z;
+            const double S7_x = R6_11*p7_z - R6_21*p7_y;
+            const double S7_y = -R6_01*p7_z + R6_21*p7_x;
+            const double S7_z = R6_01*p7_y - R6_11*p7_x;
+            const double Sd7_a = R6_11*V6_c - R6_21*V6_b;
+            const double Sd7_b = -R6_01*V6_c + R6_21*V6_a;
+            const double Sd7_c = R6_01*V6_b - R6_11*V6_a;
+            const double Sd7_x = R6_11*V6_z - R6_21*V6_y - S7_y*V6_c + S7_z*V6_b;
+            const double Sd7_y = -R6_01*V6_z + R6_21*V6_x + S7_x*V6_c - S7_z*V6_a;
+            const double Sd7_z = R6_01*V6_y - R6_11*V6_x - S7_x*V6_b + S7_y*V6_a;
+            const double qd7 = mg_in_qd[6][mg_l];
+            const double V7_a = -R6_01*qd7 + V6_a;
+            const double V7_b = -R6_11*qd7 + V6_b;
+            const double V7_c = -R6_21*qd7 + V6_c;
+            const double V7_x = S7_x*qd7 + V6_x;
+            const double V7_y = S7_y*qd7 + V6_y;
+            const double V7_z = S7_z*qd7 + V6_z;
+            const double Iw1_c_x = (0.003875)*c2 + (0.04762)*s2;
+            const double Iw1_c_y = (0.04762)*c2 - 0.003875*s2;
+            const double cse0 = (0.006772000000000001)*s2;
+            const double Iw1_T_00 = (0.70337)*c2 - cse0;
+            const double Iw1_T_01 = -0.000139*c2 - 0.019169*s2;
+            const double cse1 = (0.006772000000000001)*c2;
+            const double Iw1_T_02 = cse1 - 0.009117*s2;
+            const double Iw1_T_10 = -cse1 - 0.70337*s2;
+            const double Iw1_T_11 = -0.019169*c2 + (0.000139)*s2;
+            const double Iw1_T_12 = -0.009117*c2 - cse0;
+            const double Iw1_J00 = Iw1_T_00*c2 - Iw1_T_02*s2 + (4.970684)*Iw1_c_y*Iw1_c_y + 2.1525850273724e-05;
+            const double cse2 = (4.970684)*Iw1_c_x;
+            const double Iw1_J01 = -Iw1_T_00*s2 - Iw1_T_02*c2 - Iw1_c_y*cse2;
+            const double Iw1_J02 = Iw1_T_01 - 0.010343993404*Iw1_c_x;
+            const double Iw1_J11 = -Iw1_T_10*s2 - Iw1_T_12*c2 + (4.970684)*Iw1_c_x*Iw1_c_x + 2.1525850273724e-05;
+            const double Iw1_J12 = Iw1_T_11 - 0.010343993404*Iw1_c_y;
+            const double Iw1_h_x = cse2;
+            const double Iw1_h_y = (4.970684)*Iw1_c_y;
+            const double cse3 = Iw1_J02*V1_a;
+            const double hw1_c = Iw1_J12*V1_b + cse3;
+            const double cse4 = 2.0*V1_b;
+            const double Id1_J00 = Iw1_J02*cse4;
+            const double Id1_J01 = Iw1_J12*V1_b - cse3;
+            const double cse5 = 2.0*V1_a;
+            const double Id1_J11 = -Iw1_J12*cse5;
+            const double cse6 = (0.00398335888393552)*V1_b;
+            const double cse7 = (0.01026110182100817)*qd2;
+            const double hw2_a = (0.00850351162402155)*V1_a - cse6 + cse7;
+            const double cse8 = (0.00398335888393552)*V1_a;
+            const double cse9 = (0.0007689361029464)*qd2;
+            const double hw2_b = (0.028124284712194955)*V1_b - cse8 + cse9;
+            const double cse10 = (0.01026110182100817)*V1_a;
+            const double hw2_c = (0.0007689361029464)*V1_b + cse10 + (0.026534991901690206)*qd2;
+            const double cse11 = (0.00796671776787104)*qd2;
+            const double cse12 = (0.02052220364201634)*V1_b;
+            const double Id2_J00 = cse11 + cse12;
+            const double Id2_J01 = (0.0007689361029464)*V1_b - cse10 - 0.019620773088173404*qd2;
+            const double Id2_J02 = (0.018031480277668654)*V1_b - cse8 - cse9;
+            const double cse13 = (0.0015378722058928)*V1_a;
+            const double Id2_J11 = -cse11 - cse13;
+            const double Id2_J12 = (0.001589292810504749)*V1_a + cse6 + cse7;
+            const double Id2_J22 = -cse12 + cse13;
+            const double Iw3_c_x = (0.027518)*c3 - 0.03925200000000001*s3;
+            const double Iw3_c_z = (0.03925200000000001)*c3 + (0.027518)*s3;
+            const double cse14 = (0.004760999999999999)*s3;
+            const double Iw3_T_00 = (0.037242)*c3 + cse14;
+            const double cse15 = (0.004760999999999999)*c3;
+            const double Iw3_T_01 = -cse15 - 0.036155*s3;
+            const double Iw3_T_02 = -0.011396*c3 + (0.012805000000000002)*s3;
+            const double Iw3_T_20 = -cse15 + (0.037242)*s3;
+            const double Iw3_T_21 = (0.036155)*c3 - cse14;
+            const double cse16 = (3.228604)*Iw3_c_z*Iw3_c_z;
+            const double Iw3_J00 = Iw3_T_00*c3 - Iw3_T_01*s3 + cse16 + 0.20097818401712242;
+            const double Iw3_J01 = -Iw3_T_02 + (0.805530240792)*Iw3_c_x;
+            const double cse17 = (3.228604)*Iw3_c_x;
+            const double Iw3_J02 = Iw3_T_00*s3 + Iw3_T_01*c3 - Iw3_c_z*cse17;
+            const double cse18 = (3.228604)*Iw3_c_x*Iw3_c_x;
+            const double Iw3_J11 = cse16 + cse18 + 0.010829999999999996;
+            const double Iw3_J12 = (0.805530240792)*Iw3_c_z + (0.012805000000000002)*c3 + (0.011396)*s3;
+            const double Iw3_J22 = Iw3_T_20*s3 + Iw3_T_21*c3 + cse18 + 0.20097818401712242;
+            const double Iw3_h_x = cse17;
+            const double Iw3_h_z = (3.228604)*Iw3_c_z;
+            const double cse19 = Iw3_J01*V3_b;
+            const double hw3_a = Iw3_J00*V1_a + Iw3_J02*qd2 + cse19;
+            const double cse20 = Iw3_J12*qd2;
+            const double hw3_b = Iw3_J01*V1_a + Iw3_J11*V3_b + cse20;
+            const double cse21 = Iw3_J02*V1_a;
+            const double cse22 = Iw3_J12*V3_b;
+            const double hw3_c = Iw3_J22*qd2 + cse21 + cse22;
+            const double cse23 = 2.0*V3_b;
+            const double cse24 = Iw3_J02*cse23;
+            const double cse25 = 2.0*qd2;
+            const double cse26 = Iw3_J01*cse25;
+            const double Id3_J00 = cse24 - cse26;
+            const double Id3_J01 = Iw3_J00*qd2 - Iw3_J11*qd2 - cse21 + cse22;
+            const double Id3_J02 = -Iw3_J00*V3_b + Iw3_J01*V1_a + Iw3_J22*V3_b - cse20;
+            const double cse27 = -Iw3_J12*cse5;
+            const double Id3_J11 = cse26 + cse27;
+            const double Id3_J12 = Iw3_J02*qd2 + Iw3_J11*V1_a - Iw3_J22*V1_a - cse19;
+            const double Id3_J22 = -cse24 - cse27;
+            const double Iw4_c_x = -0.05317*R4_00 + (0.104419)*R4_01 + p4_x + (0.027454)*s3;
+            const double Iw4_c_y = -0.104419*c4 + (0.05317)*s4 - 0.316;
+            const double Iw4_c_z = -0.05317*R4_20 + (0.104419)*R4_21 - 0.027454*c3 + p4_z;
+            const double Iw4_T_00 = (0.025852999999999994)*R4_00 + (0.007796)*R4_01 - 0.0013319999999999996*s3;
+            const double Iw4_T_01 = (0.007796)*R4_00 + (0.019552)*R4_01 + (0.008641)*s3;
+            const double Iw4_T_02 = -0.0013319999999999996*R4_00 + (0.008641)*R4_01 + (0.028323000000000004)*s3;
+            const double Iw4_T_10 = -0.007796*c4 - 0.025852999999999994*s4;
+            const double Iw4_T_11 = -0.019552*c4 - 0.007796*s4;
+            const double Iw4_T_12 = -0.008641*c4 + (0.0013319999999999996)*s4;
+            const double Iw4_T_20 = (0.025852999999999994)*R4_20 + (0.007796)*R4_21 + (0.0013319999999999996)*c3;
+            const double Iw4_T_21 = (0.007796)*R4_20 + (0.019552)*R4_21 - 0.008641*c3;
+            const double Iw4_T_22 = -0.0013319999999999996*R4_20 + (0.008641)*R4_21 - 0.028323000000000004*c3;
+            const double cse28 = (3.587895)*Iw4_c_y*Iw4_c_y;
+            const double cse29 = Iw4_c_z*Iw4_c_z;
+            const double Iw4_J00 = Iw4_T_00*R4_00 + Iw4_T_01*R4_01 + Iw4_T_02*s3 + cse28 + (3.587895)*cse29;
+            const double cse30 = (3.587895)*Iw4_c_x;
+            const double Iw4_J01 = -Iw4_T_00*s4 - Iw4_T_01*c4 - Iw4_c_y*cse30;
+            const double Iw4_J02 = Iw4_T_00*R4_20 + Iw4_T_01*R4_21 - Iw4_T_02*c3 - Iw4_c_z*cse30;
+            const double cse31 = Iw4_c_x*Iw4_c_x;
+            const double Iw4_J11 = -Iw4_T_10*s4 - Iw4_T_11*c4 + (3.587895)*cse29 + (3.587895)*cse31;
+            const double cse32 = (3.587895)*Iw4_c_y;
+            const double Iw4_J12 = Iw4_T_10*R4_20 + Iw4_T_11*R4_21 - Iw4_T_12*c3 - Iw4_c_z*cse32;
+            const double Iw4_J22 = Iw4_T_20*R4_20 + Iw4_T_21*R4_21 - Iw4_T_22*c3 + cse28 + (3.587895)*cse31;
+            const double Iw4_h_x = cse30;
+            const double Iw4_h_y = cse32;
+            const double Iw4_h_z = (3.587895)*Iw4_c_z;
+            const double cse33 = Iw4_h_z*V4_y;
+            const double cse34 = Iw4_J01*V3_b + Iw4_h_y*V4_z;
+            const double hw4_a = Iw4_J00*V4_a + Iw4_J02*V4_c - cse33 + cse34;
+            const double cse35 = Iw4_h_x*V4_z;
+            const double cse36 = Iw4_J12*V4_c + Iw4_h_z*V4_x;
+            const double hw4_b = Iw4_J01*V4_a + Iw4_J11*V3_b - cse35 + cse36;
+            const double cse37 = Iw4_h_y*V4_x;
+            const double cse38 = Iw4_J02*V4_a + Iw4_h_x*V4_y;
+            const double hw4_c = Iw4_J12*V3_b + Iw4_J22*V4_c - cse37 + cse38;
+            const double hw4_x = -Iw4_h_y*V4_c + Iw4_h_z*V3_b + (3.587895)*V4_x;
+            const double hw4_y = Iw4_h_x*V4_c - Iw4_h_z*V4_a + (3.587895)*V4_y;
+            const double hw4_z = -Iw4_h_x*V3_b + Iw4_h_y*V4_a + (3.587895)*V4_z;
+            const double cse39 = 2.0*Iw4_J01*V4_c;
+            const double cse40 = Iw4_J02*cse23;
+            const double cse41 = 2.0*Iw4_h_y*V4_y;
+            const double cse42 = 2.0*Iw4_h_z*V4_z;
+            const double Id4_J00 = -cse39 + cse40 + cse41 + cse42;
+            const double Id4_J01 = Iw4_J00*V4_c - Iw4_J11*V4_c + Iw4_J12*V3_b - cse37 - cse38;
+            const double Id4_J02 = -Iw4_J00*V3_b + Iw4_J01*V4_a + Iw4_J22*V3_b - cse35 - cse36;
+            const double cse43 = 2.0*Iw4_J12*V4_a;
+            const double cse44 = 2.0*Iw4_h_x*V4_x;
+            const double Id4_J11 = cse39 + cse42 - cse43 + cse44;
+            const double Id4_J12 = Iw4_J02*V4_c + Iw4_J11*V4_a - Iw4_J22*V4_a - cse33 - cse34;
+            const double Id4_J22 = -cse40 + cse41 + cse43 + cse44;
+            const double Iw5_c_x = -0.038437*R4_01 - 0.011953*R5_00 + (0.041065)*R5_01 + p5_x;
+            const double Iw5_c_y = -0.011953*R5_10 + (0.041065)*R5_11 + (0.038437)*c4 + p5_y;
+            const double Iw5_c_z = -0.038437*R4_21 - 0.011953*R5_20 + (0.041065)*R5_21 + p5_z;
+            const double Iw5_T_00 = -0.004036999999999999*R4_01 + (0.035549)*R5_00 - 0.002117*R5_01;
+            const double Iw5_T_01 = (0.0002289999999999997)*R4_01 - 0.002117*R5_00 + (0.029474000000000004)*R5_01;
+            const double Iw5_T_02 = (0.008627)*R4_01 - 0.004036999999999999*R5_00 + (0.0002289999999999997)*R5_01;
+            const double Iw5_T_10 = (0.035549)*R5_10 - 0.002117*R5_11 + (0.004036999999999999)*c4;
+            const double Iw5_T_11 = -0.002117*R5_10 + (0.029474000000000004)*R5_11 - 0.0002289999999999997*c4;
+            const double Iw5_T_12 = -0.004036999999999999*R5_10 + (0.0002289999999999997)*R5_11 - 0.008627*c4;
+            const double Iw5_T_20 = -0.004036999999999999*R4_21 + (0.035549)*R5_20 - 0.002117*R5_21;
+            const double Iw5_T_21 = (0.0002289999999999997)*R4_21 - 0.002117*R5_20 + (0.029474000000000004)*R5_21;
+            const double Iw5_T_22 = (0.008627)*R4_21 - 0.004036999999999999*R5_20 + (0.0002289999999999997)*R5_21;
+            const double cse45 = (1.225946)*Iw5_c_y*Iw5_c_y;
+            const double cse46 = (1.225946)*Iw5_c_z*Iw5_c_z;
+            const double Iw5_J00 = Iw5_T_00*R5_00 + Iw5_T_01*R5_01 + Iw5_T_02*R4_01 + cse45 + cse46;
+            const double cse47 = (1.225946)*Iw5_c_x;
+            const double Iw5_J01 = Iw5_T_00*R5_10 + Iw5_T_01*R5_11 - Iw5_T_02*c4 - Iw5_c_y*cse47;
+            const double Iw5_J02 = Iw5_T_00*R5_20 + Iw5_T_01*R5_21 + Iw5_T_02*R4_21 - Iw5_c_z*cse47;
+            const double cse48 = (1.225946)*Iw5_c_x*Iw5_c_x;
+            const double Iw5_J11 = Iw5_T_10*R5_10 + Iw5_T_11*R5_11 - Iw5_T_12*c4 + cse46 + cse48;
+            const double cse49 = (1.225946)*Iw5_c_y;
+            const double Iw5_J12 = Iw5_T_10*R5_20 + Iw5_T_11*R5_21 + Iw5_T_12*R4_21 - Iw5_c_z*cse49;
+            const double Iw5_J22 = Iw5_T_20*R5_20 + Iw5_T_21*R5_21 + Iw5_T_22*R4_21 + cse45 + cse48;
+            const double Iw5_h_x = cse47;
+            const double Iw5_h_y = cse49;
+            const double Iw5_h_z = (1.225946)*Iw5_c_z;
+            const double cse50 = Iw5_h_z*V5_y;
+            const double cse51 = Iw5_J01*V5_b + Iw5_h_y*V5_z;
+            const double hw5_a = Iw5_J00*V5_a + Iw5_J02*V5_c - cse50 + cse51;
+            const double cse52 = Iw5_h_x*V5_z;
+            const double cse53 = Iw5_J12*V5_c + Iw5_h_z*V5_x;
+            const double hw5_b = Iw5_J01*V5_a + Iw5_J11*V5_b - cse52 + cse53;
+            const double cse54 = Iw5_h_y*V5_x;
+            const double cse55 = Iw5_J02*V5_a + Iw5_h_x*V5_y;
+            const double hw5_c = Iw5_J12*V5_b + Iw5_J22*V5_c - cse54 + cse55;
+            const double hw5_x = -Iw5_h_y*V5_c + Iw5_h_z*V5_b + (1.225946)*V5_x;
+            const double hw5_y = Iw5_h_x*V5_c - Iw5_h_z*V5_a + (1.225946)*V5_y;
+            const double hw5_z = -Iw5_h_x*V5_b + Iw5_h_y*V5_a + (1.225946)*V5_z;
+            const double cse56 = 2.0*Iw5_J01*V5_c;
+            const double cse57 = 2.0*Iw5_J02*V5_b;
+            const double cse58 = 2.0*Iw5_h_y*V5_y;
+            const double cse59 = 2.0*Iw5_h_z*V5_z;
+            const double Id5_J00 = -cse56 + cse57 + cse58 + cse59;
+            const double Id5_J01 = Iw5_J00*V5_c - Iw5_J11*V5_c + Iw5_J12*V5_b - cse54 - cse55;
+            const double Id5_J02 = -Iw5_J00*V5_b + Iw5_J01*V5_a + Iw5_J22*V5_b - cse52 - cse53;
+            const double cse60 = 2.0*Iw5_J12*V5_a;
+            const double cse61 = 2.0*Iw5_h_x*V5_x;
+            const double Id5_J11 = cse56 + cse59 - cse60 + cse61;
+            const double Id5_J12 = Iw5_J02*V5_c + Iw5_J11*V5_a - Iw5_J22*V5_a - cse50 - cse51;
+            const double Id5_J22 = -cse57 + cse58 + cse60 + cse61;
+            const double Iw6_c_x = (0.010517000000000002)*R5_01 + (0.060149)*R6_00 - 0.014117*R6_01 + p5_x;
+            const double Iw6_c_y = (0.010517000000000002)*R5_11 + (0.060149)*R6_10 - 0.014117*R6_11 + p5_y;
+            const double Iw6_c_z = (0.010517000000000002)*R5_21 + (0.060149)*R6_20 - 0.014117*R6_21 + p5_z;
+            const double Iw6_T_00 = (0.0011580000000000002)*R5_01 + (0.001964)*R6_00 + (0.000109)*R6_01;
+            const double Iw6_T_01 = -0.00034100000000000005*R5_01 + (0.000109)*R6_00 + (0.004354)*R6_01;
+            const double Iw6_T_02 = -0.005433*R5_01 - 0.0011580000000000002*R6_00 + (0.00034100000000000005)*R6_01;
+            const double Iw6_T_10 = (0.0011580000000000002)*R5_11 + (0.001964)*R6_10 + (0.000109)*R6_11;
+            const double Iw6_T_11 = -0.00034100000000000005*R5_11 + (0.000109)*R6_10 + (0.004354)*R6_11;
+            const double Iw6_T_12 = -0.005433*R5_11 - 0.0011580000000000002*R6_10 + (0.00034100000000000005)*R6_11;
+            const double Iw6_T_20 = (0.0011580000000000002)*R5_21 + (0.001964)*R6_20 + (0.000109)*R6_21;
+            const double Iw6_T_21 = -0.00034100000000000005*R5_21 + (0.000109)*R6_20 + (0.004354)*R6_21;
+            const double Iw6_T_22 = -0.005433*R5_21 - 0.0011580000000000002*R6_20 + (0.00034100000000000005)*R6_21;
+            const double cse62 = (1.666555)*Iw6_c_y*Iw6_c_y;
+            const double cse63 = (1.666555)*Iw6_c_z*Iw6_c_z;
+            const double Iw6_J00 = Iw6_T_00*R6_00 + Iw6_T_01*R6_01 - Iw6_T_02*R5_01 + cse62 + cse63;
+            const double cse64 = (1.666555)*Iw6_c_x;
+            const double Iw6_J01 = Iw6_T_00*R6_10 + Iw6_T_01*R6_11 - Iw6_T_02*R5_11 - Iw6_c_y*cse64;
+            const double Iw6_J02 = Iw6_T_00*R6_20 + Iw6_T_01*R6_21 - Iw6_T_02*R5_21 - Iw6_c_z*cse64;
+            const double cse65 = (1.666555)*Iw6_c_x*Iw6_c_x;
+            const double Iw6_J11 = Iw6_T_10*R6_10 + Iw6_T_11*R6_11 - Iw6_T_12*R5_11 + cse63 + cse65;
+            const double cse66 = (1.666555)*Iw6_c_y;
+            const double Iw6_J12 = Iw6_T_10*R6_20 + Iw6_T_11*R6_21 - Iw6_T_12*R5_21 - Iw6_c_z*cse66;
+            const double Iw6_J22 = Iw6_T_20*R6_20 + Iw6_T_21*R6_21 - Iw6_T_22*R5_21 + cse62 + cse65;
+            const double Iw6_h_x = cse64;
+            const double Iw6_h_y = cse66;
+            const double Iw6_h_z = (1.666555)*Iw6_c_z;
+            const double cse67 = Iw6_h_z*V6_y;
+            const double cse68 = Iw6_J01*V6_b + Iw6_h_y*V6_z;
+            const double hw6_a = Iw6_J00*V6_a + Iw6_J02*V6_c - cse67 + cse68;
+            const double cse69 = Iw6_h_x*V6_z;
+            const double cse70 = Iw6_J12*V6_c + Iw6_h_z*V6_x;
+            const double hw6_b = Iw6_J01*V6_a + Iw6_J11*V6_b - cse69 + cse70;
+            const double cse71 = Iw6_h_y*V6_x;
+            const double cse72 = Iw6_J02*V6_a + Iw6_h_x*V6_y;
+            const double hw6_c = Iw6_J12*V6_b + Iw6_J22*V6_c - cse71 + cse72;
+            const double hw6_x = -Iw6_h_y*V6_c + Iw6_h_z*V6_b + (1.666555)*V6_x;
+            const double hw6_y = Iw6_h_x*V6_c - Iw6_h_z*V6_a + (1.666555)*V6_y;
+            const double hw6_z = -Iw6_h_x*V6_b + Iw6_h_y*V6_a + (1.666555)*V6_z;
+            const double cse73 = 2.0*Iw6_J01*V6_c;
+            const double cse74 = 2.0*Iw6_J02*V6_b;
+            const double cse75 = 2.0*Iw6_h_y*V6_y;
+            const double cse76 = 2.0*Iw6_h_z*V6_z;
+            const double Id6_J00 = -cse73 + cse74 + cse75 + cse76;
+            const double Id6_J01 = Iw6_J00*V6_c - Iw6_J11*V6_c + Iw6_J12*V6_b - cse71 - cse72;
+            const double Id6_J02 = -Iw6_J00*V6_b + Iw6_J01*V6_a + Iw6_J22*V6_b - cse69 - cse70;
+            const double cse77 = 2.0*Iw6_J12*V6_a;
+            const double cse78 = 2.0*Iw6_h_x*V6_x;
+            const double Id6_J11 = cse73 + cse76 - cse77 + cse78;
+            const double Id6_J12 = Iw6_J02*V6_c + Iw6_J11*V6_a - Iw6_J22*V6_a - cse67 - cse68;
+            const double Id6_J22 = -cse74 + cse75 + cse77 + cse78;
+            const double Iw7_c_x = -0.1004852811486558*R6_01 + (0.0017208742976286557)*R7_00 + (0.0013603544171612299)*R7_01 + p7_x;
+            const double Iw7_c_y = -0.1004852811486558*R6_11 + (0.0017208742976286557)*R7_10 + (0.0013603544171612299)*R7_11 + p7_y;
+            const double Iw7_c_z = -0.1004852811486558*R6_21 + (0.0017208742976286557)*R7_20 + (0.0013603544171612299)*R7_21 + p7_z;
+            const double Iw7_T_00 = (0.0007066957106145017)*R6_01 + (0.016529853712634626)*R7_00 + (0.00039489229711917777)*R7_01;
+            const double Iw7_T_01 = (0.0010511053270467077)*R6_01 + (0.00039489229711917777)*R7_00 + (0.01410724864216184)*R7_01;
+            const double Iw7_T_02 = -0.0066769555566409565*R6_01 - 0.0007066957106145017*R7_00 - 0.0010511053270467077*R7_01;
+            const double Iw7_T_10 = (0.0007066957106145017)*R6_11 + (0.016529853712634626)*R7_10 + (0.00039489229711917777)*R7_11;
+            const double Iw7_T_11 = (0.0010511053270467077)*R6_11 + (0.00039489229711917777)*R7_10 + (0.01410724864216184)*R7_11;
+            const double Iw7_T_12 = -0.0066769555566409565*R6_11 - 0.0007066957106145017*R7_10 - 0.0010511053270467077*R7_11;
+            const double Iw7_T_20 = (0.0007066957106145017)*R6_21 + (0.016529853712634626)*R7_20 + (0.00039489229711917777)*R7_21;
+            const double Iw7_T_21 = (0.0010511053270467077)*R6_21 + (0.00039489229711917777)*R7_20 + (0.01410724864216184)*R7_21;
+            const double Iw7_T_22 = -0.0066769555566409565*R6_21 - 0.0007066957106145017*R7_20 - 0.0010511053270467077*R7_21;
+            const double cse79 = (1.4955219999999998)*Iw7_c_y*Iw7_c_y;
+            const double cse80 = (1.4955219999999998)*Iw7_c_z*Iw7_c_z;
+            const double Iw7_J00 = Iw7_T_00*R7_00 + Iw7_T_01*R7_01 - Iw7_T_02*R6_01 + cse79 + cse80;
+            const double cse81 = (1.4955219999999998)*Iw7_c_x;
+            const double Iw7_J01 = Iw7_T_00*R7_10 + Iw7_T_01*R7_11 - Iw7_T_02*R6_11 - Iw7_c_y*cse81;
+            const double Iw7_J02 = Iw7_T_00*R7_20 + Iw7_T_01*R7_21 - Iw7_T_02*R6_21 - Iw7_c_z*cse81;
+            const double cse82 = (1.4955219999999998)*Iw7_c_x*Iw7_c_x;
+            const double Iw7_J11 = Iw7_T_10*R7_10 + Iw7_T_11*R7_11 - Iw7_T_12*R6_11 + cse80 + cse82;
+            const double cse83 = (1.4955219999999998)*Iw7_c_y;
+            const double Iw7_J12 = Iw7_T_10*R7_20 + Iw7_T_11*R7_21 - Iw7_T_12*R6_21 - Iw7_c_z*cse83;
+            const double Iw7_J22 = Iw7_T_20*R7_20 + Iw7_T_21*R7_21 - Iw7_T_22*R6_21 + cse79 + cse82;
+            const double Iw7_h_x = cse81;
+            const double Iw7_h_y = cse83;
+            const double Iw7_h_z = (1.4955219999999998)*Iw7_c_z;
+            const double cse84 = Iw7_h_z*V7_y;
+            const double cse85 = Iw7_J01*V7_b + Iw7_h_y*V7_z;
+            const double hw7_a = Iw7_J00*V7_a + Iw7_J02*V7_c - cse84 + cse85;
+            const double cse86 = Iw7_h_x*V7_z;
+            const double cse87 = Iw7_J12*V7_c + Iw7_h_z*V7_x;
+            const double hw7_b = Iw7_J01*V7_a + Iw7_J11*V7_b - cse86 + cse87;
+            const double cse88 = Iw7_h_y*V7_x;
+            const double cse89 = Iw7_J02*V7_a + Iw7_h_x*V7_y;
+            const double hw7_c = Iw7_J12*V7_b + Iw7_J22*V7_c - cse88 + cse89;
+            const double hw7_x = -Iw7_h_y*V7_c + Iw7_h_z*V7_b + (1.4955219999999998)*V7_x;
+            const double hw7_y = Iw7_h_x*V7_c - Iw7_h_z*V7_a + (1.4955219999999998)*V7_y;
+            const double hw7_z = -Iw7_h_x*V7_b + Iw7_h_y*V7_a + (1.4955219999999998)*V7_z;
+            const double cse90 = 2.0*Iw7_J01*V7_c;
+            const double cse91 = 2.0*Iw7_J02*V7_b;
+            const double cse92 = 2.0*Iw7_h_y;
+            const double cse93 = V7_y*cse92;
+            const double cse94 = 2.0*Iw7_h_z;
+            const double cse95 = V7_z*cse94;
+            const double Id7_J00 = -cse90 + cse91 + cse93 + cse95;
+            const double Id7_J01 = Iw7_J00*V7_c - Iw7_J11*V7_c + Iw7_J12*V7_b - cse88 - cse89;
+            const double Id7_J02 = -Iw7_J00*V7_b + Iw7_J01*V7_a + Iw7_J22*V7_b - cse86 - cse87;
+            const double cse96 = 2.0*Iw7_J12*V7_a;
+            const double cse97 = 2.0*Iw7_h_x;
+            const double cse98 = V7_x*cse97;
+            const double Id7_J11 = cse90 + cse95 - cse96 + cse98;
+            const double Id7_J12 = Iw7_J02*V7_c + Iw7_J11*V7_a - Iw7_J22*V7_a - cse84 - cse85;
+            const double Id7_J22 = -cse91 + cse93 + cse96 + cse98;
+            const double cse99 = V1_b*qd2;
+            const double Acc02_a = cse99;
+            const double Acc02_b = -V1_a*qd2;
+            const double Acc03_a = Acc02_a + qd2*qd3;
+            const double Acc03_c = -V1_a*qd3;
+            const double Acc04_a = Acc03_a + Sd4_a*qd4;
+            const double Acc04_b = Acc02_b + Sd4_b*qd4;
+            const double Acc04_c = Acc03_c + Sd4_c*qd4;
+            const double Acc04_x = Sd4_x*qd4 + g_c_x;
+            const double Acc04_y = Sd4_y*qd4 + g_c_y;
+            const double Acc04_z = Sd4_z*qd4;
+            const double Acc05_a = Acc04_a + Sd5_a*qd5;
+            const double Acc05_b = Acc04_b + Sd5_b*qd5;
+            const double Acc05_c = Acc04_c + Sd5_c*qd5;
+            const double Acc05_x = Acc04_x + Sd5_x*qd5;
+            const double Acc05_y = Acc04_y + Sd5_y*qd5;
+            const double Acc05_z = Acc04_z + Sd5_z*qd5;
+            const double Acc06_a = Acc05_a + Sd6_a*qd6;
+            const double Acc06_b = Acc05_b + Sd6_b*qd6;
+            const double Acc06_c = Acc05_c + Sd6_c*qd6;
+            const double Acc06_x = Acc05_x + Sd6_x*qd6;
+            const double Acc06_y = Acc05_y + Sd6_y*qd6;
+            const double Acc06_z = Acc05_z + Sd6_z*qd6;
+            const double Acc07_a = Acc06_a + Sd7_a*qd7;
+            const double Acc07_b = Acc06_b + Sd7_b*qd7;
+            const double Acc07_c = Acc06_c + Sd7_c*qd7;
+            const double Acc07_x = Acc06_x + Sd7_x*qd7;
+            const double Acc07_y = Acc06_y + Sd7_y*qd7;
+            const double Acc07_z = Acc06_z + Sd7_z*qd7;
+            const double Ic6_J00 = Iw6_J00 + Iw7_J00;
+            const double Ic6_J01 = Iw6_J01 + Iw7_J01;
+            const double Ic6_J02 = Iw6_J02 + Iw7_J02;
+            const double Ic6_J11 = Iw6_J11 + Iw7_J11;
+            const double Ic6_J12 = Iw6_J12 + Iw7_J12;
+            const double Ic6_J22 = Iw6_J22 + Iw7_J22;
+            const double Ic6_h_x = Iw6_h_x + Iw7_h_x;
+            const double Ic6_h_y = Iw6_h_y + Iw7_h_y;
+            const double Ic6_h_z = Iw6_h_z + Iw7_h_z;
+            const double Ic5_J00 = Ic6_J00 + Iw5_J00;
+            const double Ic5_J01 = Ic6_J01 + Iw5_J01;
+            const double Ic5_J02 = Ic6_J02 + Iw5_J02;
+            const double Ic5_J11 = Ic6_J11 + Iw5_J11;
+            const double Ic5_J12 = Ic6_J12 + Iw5_J12;
+            const double Ic5_J22 = Ic6_J22 + Iw5_J22;
+            const double Ic5_h_x = Ic6_h_x + Iw5_h_x;
+            const double Ic5_h_y = Ic6_h_y + Iw5_h_y;
+            const double Ic5_h_z = Ic6_h_z + Iw5_h_z;
+            const double Ic4_J00 = Ic5_J00 + Iw4_J00;
+            const double Ic4_J01 = Ic5_J01 + Iw4_J01;
+            const double Ic4_J02 = Ic5_J02 + Iw4_J02;
+            const double Ic4_J11 = Ic5_J11 + Iw4_J11;
+            const double Ic4_J12 = Ic5_J12 + Iw4_J12;
+            const double Ic4_J22 = Ic5_J22 + Iw4_J22;
+            const double Ic4_h_x = Ic5_h_x + Iw4_h_x;
+            const double Ic4_h_y = Ic5_h_y + Iw4_h_y;
+            const double Ic4_h_z = Ic5_h_z + Iw4_h_z;
+            const double Ic3_J00 = Ic4_J00 + Iw3_J00;
+            const double Ic3_J01 = Ic4_J01 + Iw3_J01;
+            const double Ic3_J02 = Ic4_J02 + Iw3_J02;
+            const double Ic3_J11 = Ic4_J11 + Iw3_J11;
+            const double Ic3_J12 = Ic4_J12 + Iw3_J12;
+            const double Ic3_J22 = Ic4_J22 + Iw3_J22;
+            const double Ic3_h_x = Ic4_h_x + Iw3_h_x;
+            const double Ic3_h_y = Ic4_h_y - 0.805530240792;
+            const double Ic3_h_z = Ic4_h_z + Iw3_h_z;
+            const double Ic2_J00 = Ic3_J00 + 0.00850351162402155;
+            const double Ic2_J01 = Ic3_J01 - 0.00398335888393552;
+            const double Ic2_J02 = Ic3_J02 + 0.01026110182100817;
+            const double Ic2_J11 = Ic3_J11 + 0.028124284712194955;
+            const double Ic2_J12 = Ic3_J12 + 0.0007689361029464;
+            const double Ic2_J22 = Ic3_J22 + 0.026534991901690206;
+            const double Ic2_h_x = Ic3_h_x - 0.002031994566;
+            const double Ic2_h_y = Ic3_h_y - 0.018579714719999998;
+            const double Ic2_h_z = Ic3_h_z + 0.0022610063699999997;
+            const double Ic1_J00 = Ic2_J00 + Iw1_J00;
+            const double Ic1_J01 = Ic2_J01 + Iw1_J01;
+            const double Ic1_J11 = Ic2_J11 + Iw1_J11;
+            const double Ic1_h_x = Ic2_h_x + Iw1_h_x;
+            const double Ic1_h_y = Ic2_h_y + Iw1_h_y;
+            const double Idc6_J00 = Id6_J00 + Id7_J00;
+            const double Idc6_J01 = Id6_J01 + Id7_J01;
+            const double Idc6_J02 = Id6_J02 + Id7_J02;
+            const double Idc6_J11 = Id6_J11 + Id7_J11;
+            const double Idc6_J12 = Id6_J12 + Id7_J12;
+            const double Idc6_J22 = Id6_J22 + Id7_J22;
+            const double Idc6_h_x = hw6_x + hw7_x;
+            const double Idc6_h_y = hw6_y + hw7_y;
+            const double Idc6_h_z = hw6_z + hw7_z;
+            const double Idc5_J00 = Id5_J00 + Idc6_J00;
+            const double Idc5_J01 = Id5_J01 + Idc6_J01;
+            const double Idc5_J02 = Id5_J02 + Idc6_J02;
+            const double Idc5_J11 = Id5_J11 + Idc6_J11;
+            const double Idc5_J12 = Id5_J12 + Idc6_J12;
+            const double Idc5_J22 = Id5_J22 + Idc6_J22;
+            const double Idc5_h_x = Idc6_h_x + hw5_x;
+            const double Idc5_h_y = Idc6_h_y + hw5_y;
+            const double Idc5_h_z = Idc6_h_z + hw5_z;
+            const double Idc4_J00 = Id4_J00 + Idc5_J00;
+            const double Idc4_J01 = Id4_J01 + Idc5_J01;
+            const double Idc4_J02 = Id4_J02 + Idc5_J02;
+            const double Idc4_J11 = Id4_J11 + Idc5_J11;
+            const double Idc4_J12 = Id4_J12 + Idc5_J12;
+            const double Idc4_J22 = Id4_J22 + Idc5_J22;
+            const double Idc4_h_x = Idc5_h_x + hw4_x;
+            const double Idc4_h_y = Idc5_h_y + hw4_y;
+            const double Idc4_h_z = Idc5_h_z + hw4_z;
+            const double Idc3_J00 = Id3_J00 + Idc4_J00;
+            const double Idc3_J01 = Id3_J01 + Idc4_J01;
+            const double Idc3_J02 = Id3_J02 + Idc4_J02;
+            const double Idc3_J11 = Id3_J11 + Idc4_J11;
+            const double Idc3_J12 = Id3_J12 + Idc4_J12;
+            const double Idc3_J22 = Id3_J22 + Idc4_J22;
+            const double Idc2_J00 = Id2_J00 + Idc3_J00;
+            const double Idc2_J01 = Id2_J01 + Idc3_J01;
+            const double Idc2_J02 = Id2_J02 + Idc3_J02;
+            const double Idc2_J11 = Id2_J11 + Idc3_J11;
+            const double Idc2_J12 = Id2_J12 + Idc3_J12;
+            const double Idc2_J22 = Id2_J22 + Idc3_J22;
+            const double Idc1_J00 = Id1_J00 + Idc2_J00;
+            const double Idc1_J01 = Id1_J01 + Idc2_J01;
+            const double Idc1_J11 = Id1_J11 + Idc2_J11;
+            const double Hc6_a = hw6_a + hw7_a;
+            const double Hc6_b = hw6_b + hw7_b;
+            const double Hc6_c = hw6_c + hw7_c;
+            const double Hc5_a = Hc6_a + hw5_a;
+            const double Hc5_b = Hc6_b + hw5_b;
+            const double Hc5_c = Hc6_c + hw5_c;
+            const double Hc4_a = Hc5_a + hw4_a;
+            const double Hc4_b = Hc5_b + hw4_b;
+            const double Hc4_c = Hc5_c + hw4_c;
+            const double Hc3_a = Hc4_a + hw3_a;
+            const double Hc3_b = Hc4_b + hw3_b;
+            const double Hc3_c = Hc4_c + hw3_c;
+            const double Hc2_a = Hc3_a + hw2_a;
+            const double Hc2_b = Hc3_b + hw2_b;
+            const double Hc2_c = Hc3_c + hw2_c;
+            const double Hc1_c = Hc2_c + hw1_c;
+            const double Fc07_a = Acc07_a*Iw7_J00 + Acc07_b*Iw7_J01 + Acc07_c*Iw7_J02 - Acc07_y*Iw7_h_z + Acc07_z*Iw7_h_y + V7_b*hw7_c - V7_c*hw7_b + V7_y*hw7_z - V7_z*hw7_y;
+            const double Fc07_b = Acc07_a*Iw7_J01 + Acc07_b*Iw7_J11 + Acc07_c*Iw7_J12 + Acc07_x*Iw7_h_z - Acc07_z*Iw7_h_x - V7_a*hw7_c + V7_c*hw7_a - V7_x*hw7_z + V7_z*hw7_x;
+            const double Fc07_c = Acc07_a*Iw7_J02 + Acc07_b*Iw7_J12 + Acc07_c*Iw7_J22 - Acc07_x*Iw7_h_y + Acc07_y*Iw7_h_x + V7_a*hw7_b - V7_b*hw7_a + V7_x*hw7_y - V7_y*hw7_x;
+            const double Fc07_x = Acc07_b*Iw7_h_z - Acc07_c*Iw7_h_y + (1.4955219999999998)*Acc07_x + V7_b*hw7_z - V7_c*hw7_y;
+            const double Fc07_y = -Acc07_a*Iw7_h_z + Acc07_c*Iw7_h_x + (1.4955219999999998)*Acc07_y - V7_a*hw7_z + V7_c*hw7_x;
+            const double Fc07_z = Acc07_a*Iw7_h_y - Acc07_b*Iw7_h_x + (1.4955219999999998)*Acc07_z + V7_a*hw7_y - V7_b*hw7_x;
+            const double Fc06_a = Acc06_a*Iw6_J00 + Acc06_b*Iw6_J01 + Acc06_c*Iw6_J02 - Acc06_y*Iw6_h_z + Acc06_z*Iw6_h_y + Fc07_a + V6_b*hw6_c - V6_c*hw6_b + V6_y*hw6_z - V6_z*hw6_y;
+            const double Fc06_b = Acc06_a*Iw6_J01 + Acc06_b*Iw6_J11 + Acc06_c*Iw6_J12 + Acc06_x*Iw6_h_z - Acc06_z*Iw6_h_x + Fc07_b - V6_a*hw6_c + V6_c*hw6_a - V6_x*hw6_z + V6_z*hw6_x;
+            const double Fc06_c = Acc06_a*Iw6_J02 + Acc06_b*Iw6_J12 + Acc06_c*Iw6_J22 - Acc06_x*Iw6_h_y + Acc06_y*Iw6_h_x + Fc07_c + V6_a*hw6_b - V6_b*hw6_a + V6_x*hw6_y - V6_y*hw6_x;
+            const double Fc06_x = Acc06_b*Iw6_h_z - Acc06_c*Iw6_h_y + (1.666555)*Acc06_x + Fc07_x + V6_b*hw6_z - V6_c*hw6_y;
+            const double Fc06_y = -Acc06_a*Iw6_h_z + Acc06_c*Iw6_h_x + (1.666555)*Acc06_y + Fc07_y - V6_a*hw6_z + V6_c*hw6_x;
+            const double Fc06_z = Acc06_a*Iw6_h_y - Acc06_b*Iw6_h_x + (1.666555)*Acc06_z + Fc07_z + V6_a*hw6_y - V6_b*hw6_x;
+            const double Fc05_a = Acc05_a*Iw5_J00 + Acc05_b*Iw5_J01 + Acc05_c*Iw5_J02 - Acc05_y*Iw5_h_z + Acc05_z*Iw5_h_y + Fc06_a + V5_b*hw5_c - V5_c*hw5_b + V5_y*hw5_z - V5_z*hw5_y;
+            const double Fc05_b = Acc05_a*Iw5_J01 + Acc05_b*Iw5_J11 + Acc05_c*Iw5_J12 + Acc05_x*Iw5_h_z - Acc05_z*Iw5_h_x + Fc06_b - V5_a*hw5_c + V5_c*hw5_a - V5_x*hw5_z + V5_z*hw5_x;
+            const double Fc05_c = Acc05_a*Iw5_J02 + Acc05_b*Iw5_J12 + Acc05_c*Iw5_J22 - Acc05_x*Iw5_h_y + Acc05_y*Iw5_h_x + Fc06_c + V5_a*hw5_b - V5_b*hw5_a + V5_x*hw5_y - V5_y*hw5_x;
+            const double Fc05_x = Acc05_b*Iw5_h_z - Acc05_c*Iw5_h_y + (1.225946)*Acc05_x + Fc06_x + V5_b*hw5_z - V5_c*hw5_y;
+            const double Fc05_y = -Acc05_a*Iw5_h_z + Acc05_c*Iw5_h_x + (1.225946)*Acc05_y + Fc06_y - V5_a*hw5_z + V5_c*hw5_x;
+            const double Fc05_z = Acc05_a*Iw5_h_y - Acc05_b*Iw5_h_x + (1.225946)*Acc05_z + Fc06_z + V5_a*hw5_y - V5_b*hw5_x;
+            const double Fc04_a = Acc04_a*Iw4_J00 + Acc04_b*Iw4_J01 + Acc04_c*Iw4_J02 - Acc04_y*Iw4_h_z + Acc04_z*Iw4_h_y + Fc05_a + V3_b*hw4_c - V4_c*hw4_b + V4_y*hw4_z - V4_z*hw4_y;
+            const double Fc04_b = Acc04_a*Iw4_J01 + Acc04_b*Iw4_J11 + Acc04_c*Iw4_J12 + Acc04_x*Iw4_h_z - Acc04_z*Iw4_h_x + Fc05_b - V4_a*hw4_c + V4_c*hw4_a - V4_x*hw4_z + V4_z*hw4_x;
+            const double Fc04_c = Acc04_a*Iw4_J02 + Acc04_b*Iw4_J12 + Acc04_c*Iw4_J22 - Acc04_x*Iw4_h_y + Acc04_y*Iw4_h_x + Fc05_c - V3_b*hw4_a + V4_a*hw4_b + V4_x*hw4_y - V4_y*hw4_x;
+            const double Fc04_x = Acc04_b*Iw4_h_z - Acc04_c*Iw4_h_y + (3.587895)*Acc04_x + Fc05_x + V3_b*hw4_z - V4_c*hw4_y;
+            const double Fc04_y = -Acc04_a*Iw4_h_z + Acc04_c*Iw4_h_x + (3.587895)*Acc04_y + Fc05_y - V4_a*hw4_z + V4_c*hw4_x;
+            const double Fc04_z = Acc04_a*Iw4_h_y - Acc04_b*Iw4_h_x + (3.587895)*Acc04_z + Fc05_z - V3_b*hw4_x + V4_a*hw4_y;
+            const double Fc03_a = Acc02_b*Iw3_J01 + Acc03_a*Iw3_J00 + Acc03_c*Iw3_J02 + Fc04_a - Iw3_h_z*g_c_y + V3_b*hw3_c - hw3_b*qd2;
+            const double Fc03_b = Acc02_b*Iw3_J11 + Acc03_a*Iw3_J01 + Acc03_c*Iw3_J12 + Fc04_b + Iw3_h_z*g_c_x - V1_a*hw3_c + hw3_a*qd2;
+            const double Fc03_c = Acc02_b*Iw3_J12 + Acc03_a*Iw3_J02 + Acc03_c*Iw3_J22 + Fc04_c + Iw3_h_x*g_c_y + V1_a*hw3_b - V3_b*hw3_a + (0.805530240792)*g_c_x;
+            const double Fc02_a = (0.00850351162402155)*Acc02_a - 0.00398335888393552*Acc02_b + Fc03_a + V1_b*hw2_c - 0.0022610063699999997*g_c_y - hw2_b*qd2;
+            const double Fc02_b = -0.00398335888393552*Acc02_a + (0.028124284712194955)*Acc02_b + Fc03_b - V1_a*hw2_c + (0.0022610063699999997)*g_c_x + hw2_a*qd2;
+            const double Fc02_c = (0.01026110182100817)*Acc02_a + (0.0007689361029464)*Acc02_b + Fc03_c + V1_a*hw2_b - V1_b*hw2_a + (0.018579714719999998)*g_c_x - 0.002031994566*g_c_y;
+            const double Fc01_a = Fc02_a + V1_b*hw1_c - 0.010343993404*g_c_y;
+            const double Fc01_b = Fc02_b - V1_a*hw1_c + (0.010343993404)*g_c_x;
+            const double wS1_a = -Ic1_J00*s2 - Ic1_J01*c2;
+            const double wS1_b = -Ic1_J01*s2 - Ic1_J11*c2;
+            const double wS1_z = Ic1_h_x*c2 - Ic1_h_y*s2;
+            const double A1_1 = -c2*wS1_b - s2*wS1_a;
+            const double A1_2 = -Ic2_J02*s2 - Ic2_J12*c2;
+            const double A1_3 = Ic3_J01*s2 + Ic3_J11*c2;
+            const double wS4_a = Ic4_J00*s3 - Ic4_J02*c3 + Ic4_h_y*S4_z - Ic4_h_z*S4_y;
+            const double wS4_b = Ic4_J01*s3 - Ic4_J12*c3 - Ic4_h_x*S4_z + Ic4_h_z*S4_x;
+            const double wS4_c = Ic4_J02*s3 - Ic4_J22*c3 + Ic4_h_x*S4_y - Ic4_h_y*S4_x;
+            const double wS4_x = Ic4_h_y*c3 + (7.975918)*S4_x;
+            const double wS4_y = -Ic4_h_x*c3 - Ic4_h_z*s3 + (7.975918)*S4_y;
+            const double wS4_z = Ic4_h_y*s3 + (7.975918)*S4_z;
+            const double A4_4 = S4_x*wS4_x + S4_y*wS4_y + S4_z*wS4_z - c3*wS4_c + s3*wS4_a;
+            const double A1_4 = -c2*wS4_b - s2*wS4_a;
+            const double wS5_a = Ic5_J00*R4_01 - Ic5_J01*c4 + Ic5_J02*R4_21 + Ic5_h_y*S5_z - Ic5_h_z*S5_y;
+            const double wS5_b = Ic5_J01*R4_01 - Ic5_J11*c4 + Ic5_J12*R4_21 - Ic5_h_x*S5_z + Ic5_h_z*S5_x;
+            const double wS5_c = Ic5_J02*R4_01 - Ic5_J12*c4 + Ic5_J22*R4_21 + Ic5_h_x*S5_y - Ic5_h_y*S5_x;
+            const double wS5_x = -Ic5_h_y*R4_21 - Ic5_h_z*c4 + (4.388023)*S5_x;
+            const double wS5_y = Ic5_h_x*R4_21 - Ic5_h_z*R4_01 + (4.388023)*S5_y;
+            const double wS5_z = Ic5_h_x*c4 + Ic5_h_y*R4_01 + (4.388023)*S5_z;
+            const double A5_5 = R4_01*wS5_a + R4_21*wS5_c + S5_x*wS5_x + S5_y*wS5_y + S5_z*wS5_z - c4*wS5_b;
+            const double A4_5 = S4_x*wS5_x + S4_y*wS5_y + S4_z*wS5_z - c3*wS5_c + s3*wS5_a;
+            const double A1_5 = -c2*wS5_b - s2*wS5_a;
+            const double wS6_a = -Ic6_J00*R5_01 - Ic6_J01*R5_11 - Ic6_J02*R5_21 + Ic6_h_y*S6_z - Ic6_h_z*S6_y;
+            const double wS6_b = -Ic6_J01*R5_01 - Ic6_J11*R5_11 - Ic6_J12*R5_21 - Ic6_h_x*S6_z + Ic6_h_z*S6_x;
+            const double wS6_c = -Ic6_J02*R5_01 - Ic6_J12*R5_11 - Ic6_J22*R5_21 + Ic6_h_x*S6_y - Ic6_h_y*S6_x;
+            const double wS6_x = Ic6_h_y*R5_21 - Ic6_h_z*R5_11 + (3.1620769999999996)*S6_x;
+            const double wS6_y = -Ic6_h_x*R5_21 + Ic6_h_z*R5_01 + (3.1620769999999996)*S6_y;
+            const double wS6_z = Ic6_h_x*R5_11 - Ic6_h_y*R5_01 + (3.1620769999999996)*S6_z;
+            const double A6_6 = -R5_01*wS6_a - R5_11*wS6_b - R5_21*wS6_c + S6_x*wS6_x + S6_y*wS6_y + S6_z*wS6_z;
+            const double A5_6 = R4_01*wS6_a + R4_21*wS6_c + S5_x*wS6_x + S5_y*wS6_y + S5_z*wS6_z - c4*wS6_b;
+            const double A4_6 = S4_x*wS6_x + S4_y*wS6_y + S4_z*wS6_z - c3*wS6_c + s3*wS6_a;
+            const double A1_6 = -c2*wS6_b - s2*wS6_a;
+            const double wS7_a = -Iw7_J00*R6_01 - Iw7_J01*R6_11 - Iw7_J02*R6_21 + Iw7_h_y*S7_z - Iw7_h_z*S7_y;
+            const double wS7_b = -Iw7_J01*R6_01 - Iw7_J11*R6_11 - Iw7_J12*R6_21 - Iw7_h_x*S7_z + Iw7_h_z*S7_x;
+            const double wS7_c = -Iw7_J02*R6_01 - Iw7_J12*R6_11 - Iw7_J22*R6_21 + Iw7_h_x*S7_y - Iw7_h_y*S7_x;
+            const double wS7_x = Iw7_h_y*R6_21 - Iw7_h_z*R6_11 + (1.4955219999999998)*S7_x;
+            const double wS7_y = -Iw7_h_x*R6_21 + Iw7_h_z*R6_01 + (1.4955219999999998)*S7_y;
+            const double wS7_z = Iw7_h_x*R6_11 - Iw7_h_y*R6_01 + (1.4955219999999998)*S7_z;
+            const double A7_7 = -R6_01*wS7_a - R6_11*wS7_b - R6_21*wS7_c + S7_x*wS7_x + S7_y*wS7_y + S7_z*wS7_z;
+            const double A6_7 = -R5_01*wS7_a - R5_11*wS7_b - R5_21*wS7_c + S6_x*wS7_x + S6_y*wS7_y + S6_z*wS7_z;
+            const double A5_7 = R4_01*wS7_a + R4_21*wS7_c + S5_x*wS7_x + S5_y*wS7_y + S5_z*wS7_z - c4*wS7_b;
+            const double A4_7 = S4_x*wS7_x + S4_y*wS7_y + S4_z*wS7_z - c3*wS7_c + s3*wS7_a;
+            const double A1_7 = -c2*wS7_b - s2*wS7_a;
+            const double h1 = -Fc01_a*s2 - Fc01_b*c2;
+            const double h4 = Fc04_a*s3 - Fc04_c*c3 + Fc04_x*S4_x + Fc04_y*S4_y + Fc04_z*S4_z;
+            const double h5 = Fc05_a*R4_01 - Fc05_b*c4 + Fc05_c*R4_21 + Fc05_x*S5_x + Fc05_y*S5_y + Fc05_z*S5_z;
+            const double h6 = -Fc06_a*R5_01 - Fc06_b*R5_11 - Fc06_c*R5_21 + Fc06_x*S6_x + Fc06_y*S6_y + Fc06_z*S6_z;
+            const double h7 = -Fc07_a*R6_01 - Fc07_b*R6_11 - Fc07_c*R6_21 + Fc07_x*S7_x + Fc07_y*S7_y + Fc07_z*S7_z;
+            const double Q1 = mg_in_Q[0][mg_l];
+            const double b1 = Q1 - h1;
+            const double Q2 = mg_in_Q[1][mg_l];
+            const double b2 = -Fc02_c + Q2;
+            const double Q3 = mg_in_Q[2][mg_l];
+            const double b3 = Fc03_b + Q3;
+            const double Q4 = mg_in_Q[3][mg_l];
+            const double b4 = Q4 - h4;
+            const double Q5 = mg_in_Q[4][mg_l];
+            const double b5 = Q5 - h5;
+            const double Q6 = mg_in_Q[5][mg_l];
+            const double b6 = Q6 - h6;
+            const double Q7 = mg_in_Q[6][mg_l];
+            const double b7 = Q7 - h7;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A7_7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD7 = 1.0/A7_7;
+            const double L7_6 = A6_7*invD7;
+            const double H6_6 = A6_6 - A6_7*L7_6;
+            const double H6_5 = A5_6 - A5_7*L7_6;
+            const double H6_4 = A4_6 - A4_7*L7_6;
+            const double H6_3 = L7_6*wS7_b - wS6_b;
+            const double H6_2 = -L7_6*wS7_c + wS6_c;
+            const double H6_1 = A1_6 - A1_7*L7_6;
+            const double L7_5 = A5_7*invD7;
+            const double H5_5 = A5_5 - A5_7*L7_5;
+            const double H5_4 = A4_5 - A4_7*L7_5;
+            const double H5_3 = L7_5*wS7_b - wS5_b;
+            const double H5_2 = -L7_5*wS7_c + wS5_c;
+            const double H5_1 = A1_5 - A1_7*L7_5;
+            const double L7_4 = A4_7*invD7;
+            const double H4_4 = A4_4 - A4_7*L7_4;
+            const double H4_3 = L7_4*wS7_b - wS4_b;
+            const double H4_2 = -L7_4*wS7_c + wS4_c;
+            const double H4_1 = A1_4 - A1_7*L7_4;
+            const double L7_3 = -invD7*wS7_b;
+            const double H3_3 = Ic3_J11 + L7_3*wS7_b;
+            const double H3_2 = -Ic3_J12 - L7_3*wS7_c;
+            const double H3_1 = A1_3 - A1_7*L7_3;
+            const double L7_2 = invD7*wS7_c;
+            const double H2_2 = Ic2_J22 - L7_2*wS7_c;
+            const double H2_1 = A1_2 - A1_7*L7_2;
+            const double L7_1 = A1_7*invD7;
+            const double H1_1 = A1_1 - A1_7*L7_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A6_6 + H6_6, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD6 = 1.0/H6_6;
+            const double L6_5 = H6_5*invD6;
+            const double H5_5_2 = H5_5 - H6_5*L6_5;
+            const double H5_4_2 = H5_4 - H6_4*L6_5;
+            const double H5_3_2 = H5_3 - H6_3*L6_5;
+            const double H5_2_2 = H5_2 - H6_2*L6_5;
+            const double H5_1_2 = H5_1 - H6_1*L6_5;
+            const double L6_4 = H6_4*invD6;
+            const double H4_4_2 = H4_4 - H6_4*L6_4;
+            const double H4_3_2 = H4_3 - H6_3*L6_4;
+            const double H4_2_2 = H4_2 - H6_2*L6_4;
+            const double H4_1_2 = H4_1 - H6_1*L6_4;
+            const double L6_3 = H6_3*invD6;
+            const double H3_3_2 = H3_3 - H6_3*L6_3;
+            const double H3_2_2 = H3_2 - H6_2*L6_3;
+            const double H3_1_2 = H3_1 - H6_1*L6_3;
+            const double L6_2 = H6_2*invD6;
+            const double H2_2_2 = H2_2 - H6_2*L6_2;
+            const double H2_1_2 = H2_1 - H6_1*L6_2;
+            const double L6_1 = H6_1*invD6;
+            const double H1_1_2 = H1_1 - H6_1*L6_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A5_5 + H5_5_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD5 = 1.0/H5_5_2;
+            const double L5_4 = H5_4_2*invD5;
+            const double H4_4_3 = H4_4_2 - H5_4_2*L5_4;
+            const double H4_3_3 = H4_3_2 - H5_3_2*L5_4;
+            const double H4_2_3 = H4_2_2 - H5_2_2*L5_4;
+            const double H4_1_3 = H4_1_2 - H5_1_2*L5_4;
+            const double L5_3 = H5_3_2*invD5;
+            const double H3_3_3 = H3_3_2 - H5_3_2*L5_3;
+            const double H3_2_3 = H3_2_2 - H5_2_2*L5_3;
+            const double H3_1_3 = H3_1_2 - H5_1_2*L5_3;
+            const double L5_2 = H5_2_2*invD5;
+            const double H2_2_3 = H2_2_2 - H5_2_2*L5_2;
+            const double H2_1_3 = H2_1_2 - H5_1_2*L5_2;
+            const double L5_1 = H5_1_2*invD5;
+            const double H1_1_3 = H1_1_2 - H5_1_2*L5_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A4_4 + H4_4_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD4 = 1.0/H4_4_3;
+            const double L4_3 = H4_3_3*invD4;
+            const double H3_3_4 = H3_3_3 - H4_3_3*L4_3;
+            const double H3_2_4 = H3_2_3 - H4_2_3*L4_3;
+            const double H3_1_4 = H3_1_3 - H4_1_3*L4_3;
+            const double L4_2 = H4_2_3*invD4;
+            const double H2_2_4 = H2_2_3 - H4_2_3*L4_2;
+            const double H2_1_4 = H2_1_3 - H4_1_3*L4_2;
+            const double L4_1 = H4_1_3*invD4;
+            const double H1_1_4 = H1_1_3 - H4_1_3*L4_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_4 - 1e-13*Ic3_J11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/H3_3_4;
+            const double L3_2 = H3_2_4*invD3;
+            const double H2_2_5 = H2_2_4 - H3_2_4*L3_2;
+            const double H2_1_5 = H2_1_4 - H3_1_4*L3_2;
+            const double L3_1 = H3_1_4*invD3;
+            const double H1_1_5 = H1_1_4 - H3_1_4*L3_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_5 - 1e-13*Ic2_J22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/H2_2_5;
+            const double L2_1 = H2_1_5*invD2;
+            const double H1_1_6 = H1_1_5 - H2_1_5*L2_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A1_1 + H1_1_6, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/H1_1_6;
+            mg_o_dqdd_dQ[0][mg_l] = invD1;
+            const double qdd_y6 = -L7_6*b7 + b6;
+            const double qdd_y5_s = -L7_5*b7 + b5;
+            const double qdd_y5 = -L6_5*qdd_y6 + qdd_y5_s;
+            const double qdd_y4_s = -L6_4*qdd_y6 - L7_4*b7 + b4;
+            const double qdd_y4 = -L5_4*qdd_y5 + qdd_y4_s;
+            const double qdd_y3_s = -L5_3*qdd_y5 - L6_3*qdd_y6 - L7_3*b7 + b3;
+            const double qdd_y3 = -L4_3*qdd_y4 + qdd_y3_s;
+            const double qdd_y2_s = -L4_2*qdd_y4 - L5_2*qdd_y5 - L6_2*qdd_y6 - L7_2*b7 + b2;
+            const double qdd_y2 = -L3_2*qdd_y3 + qdd_y2_s;
+            const double qdd_y1_s = -L3_1*qdd_y3 - L4_1*qdd_y4 - L5_1*qdd_y5 - L6_1*qdd_y6 - L7_1*b7 + b1;
+            const double qdd_y1 = -L2_1*qdd_y2 + qdd_y1_s;
+            const double qdd1 = invD1*qdd_y1;
+            mg_o_qdd[0][mg_l] = qdd1;
+            const double qdd2 = -L2_1*qdd1 + invD2*qdd_y2;
+            mg_o_qdd[1][mg_l] = qdd2;
+            const double qdd3_s = -L3_1*qdd1 + invD3*qdd_y3;
+            const double qdd3 = -L3_2*qdd2 + qdd3_s;
+            mg_o_qdd[2][mg_l] = qdd3;
+            const double qdd4_s = -L4_1*qdd1 - L4_2*qdd2 + invD4*qdd_y4;
+            const double qdd4 = -L4_3*qdd3 + qdd4_s;
+            mg_o_qdd[3][mg_l] = qdd4;
+            const double qdd5_s = -L5_1*qdd1 - L5_2*qdd2 - L5_3*qdd3 + invD5*qdd_y5;
+            const double qdd5 = -L5_4*qdd4 + qdd5_s;
+            mg_o_qdd[4][mg_l] = qdd5;
+            const double qdd6_s = -L6_1*qdd1 - L6_2*qdd2 - L6_3*qdd3 - L6_4*qdd4 + invD6*qdd_y6;
+            const double qdd6 = -L6_5*qdd5 + qdd6_s;
+            mg_o_qdd[5][mg_l] = qdd6;
+            const double qdd7_s = -L7_1*qdd1 - L7_2*qdd2 - L7_3*qdd3 - L7_4*qdd4 - L7_5*qdd5 + b7*invD7;
+            const double qdd7 = -L7_6*qdd6 + qdd7_s;
+            mg_o_qdd[6][mg_l] = qdd7;
+            const double alpha1_a = -qdd1*s2;
+            const double alpha1_b = -c2*qdd1;
+            const double alpha3_b = alpha1_b - qdd3;
+            const double alpha4_a = alpha1_a + qdd4*s3;
+            const double cse100 = -qdd2;
+            const double alpha4_c = -c3*qdd4 - cse100;
+            const double alpha4_x = S4_x*qdd4;
+            const double alpha4_y = S4_y*qdd4;
+            const double alpha4_z = S4_z*qdd4;
+            const double alpha5_a = R4_01*qdd5 + alpha4_a;
+            const double alpha5_b = alpha3_b - c4*qdd5;
+            const double alpha5_c = R4_21*qdd5 + alpha4_c;
+            const double alpha5_x = S5_x*qdd5 + alpha4_x;
+            const double alpha5_y = S5_y*qdd5 + alpha4_y;
+            const double alpha5_z = S5_z*qdd5 + alpha4_z;
+            const double alpha6_a = -R5_01*qdd6 + alpha5_a;
+            const double alpha6_b = -R5_11*qdd6 + alpha5_b;
+            const double alpha6_c = -R5_21*qdd6 + alpha5_c;
+            const double alpha6_x = S6_x*qdd6 + alpha5_x;
+            const double alpha6_y = S6_y*qdd6 + alpha5_y;
+            const double alpha6_z = S6_z*qdd6 + alpha5_z;
+            const double alpha7_a = -R6_01*qdd7 + alpha6_a;
+            const double alpha7_b = -R6_11*qdd7 + alpha6_b;
+            const double alpha7_c = -R6_21*qdd7 + alpha6_c;
+            const double alpha7_x = S7_x*qdd7 + alpha6_x;
+            const double alpha7_y = S7_y*qdd7 + alpha6_y;
+            const double alpha7_z = S7_z*qdd7 + alpha6_z;
+            const double Acc2_a = Acc02_a + alpha1_a;
+            const double Acc3_a = Acc03_a + alpha1_a;
+            const double Acc3_b = Acc02_b + alpha3_b;
+            const double Acc3_c = Acc03_c + qdd2;
+            const double Acc4_a = Acc04_a + alpha4_a;
+            const double Acc4_b = Acc04_b + alpha3_b;
+            const double Acc4_c = Acc04_c + alpha4_c;
+            const double Acc4_x = Acc04_x + alpha4_x;
+            const double Acc4_y = Acc04_y + alpha4_y;
+            const double Acc4_z = Acc04_z + alpha4_z;
+            const double Acc5_a = Acc05_a + alpha5_a;
+            const double Acc5_b = Acc05_b + alpha5_b;
+            const double Acc5_c = Acc05_c + alpha5_c;
+            const double Acc5_x = Acc05_x + alpha5_x;
+            const double Acc5_y = Acc05_y + alpha5_y;
+            const double Acc5_z = Acc05_z + alpha5_z;
+            const double Acc6_a = Acc06_a + alpha6_a;
+            const double Acc6_b = Acc06_b + alpha6_b;
+            const double Acc6_c = Acc06_c + alpha6_c;
+            const double Acc6_x = Acc06_x + alpha6_x;
+            const double Acc6_y = Acc06_y + alpha6_y;
+            const double Acc6_z = Acc06_z + alpha6_z;
+            const double Sdd1_z = -c2*g_c_x + g_c_y*s2;
+            const double cse101 = V1_a*V1_a;
+            const double Sdd2_c = -V1_b*V1_b - cse101;
+            const double Sdd3_a = -V1_a*V1_b - cse100;
+            const double Sdd3_b = cse101 + qd2*qd2;
+            const double Sdd3_c = -Acc2_a - cse99;
+            const double Sdd4_a = -Acc3_b*c3 - Sd4_b*qd2 + Sd4_c*V3_b;
+            const double Sdd4_b = Acc3_a*c3 + Acc3_c*s3 + Sd4_a*qd2 - Sd4_c*V1_a;
+            const double Sdd4_c = -Acc3_b*s3 - Sd4_a*V3_b + Sd4_b*V1_a;
+            const double Sdd4_x = Acc3_b*S4_z - Acc3_c*S4_y - Sd4_y*qd2 + Sd4_z*V3_b - c3*g_c_y;
+            const double Sdd4_y = -Acc3_a*S4_z + Acc3_c*S4_x + Sd4_x*qd2 - Sd4_z*V1_a + c3*g_c_x;
+            const double Sdd4_z = Acc3_a*S4_y - Acc3_b*S4_x - Sd4_x*V3_b + Sd4_y*V1_a - g_c_y*s3;
+            const double Sdd5_a = Acc4_b*R4_21 + Acc4_c*c4 - Sd5_b*V4_c + Sd5_c*V3_b;
+            const double Sdd5_b = -Acc4_a*R4_21 + Acc4_c*R4_01 + Sd5_a*V4_c - Sd5_c*V4_a;
+            const double Sdd5_c = -Acc4_a*c4 - Acc4_b*R4_01 - Sd5_a*V3_b + Sd5_b*V4_a;
+            const double Sdd5_x = Acc4_b*S5_z - Acc4_c*S5_y + Acc4_y*R4_21 + Acc4_z*c4 - Sd5_b*V4_z + Sd5_c*V4_y - Sd5_y*V4_c + Sd5_z*V3_b;
+            const double Sdd5_y = -Acc4_a*S5_z + Acc4_c*S5_x - Acc4_x*R4_21 + Acc4_z*R4_01 + Sd5_a*V4_z - Sd5_c*V4_x + Sd5_x*V4_c - Sd5_z*V4_a;
+            const double Sdd5_z = Acc4_a*S5_y - Acc4_b*S5_x - Acc4_x*c4 - Acc4_y*R4_01 - Sd5_a*V4_y + Sd5_b*V4_x - Sd5_x*V3_b + Sd5_y*V4_a;
+            const double Sdd6_a = -Acc5_b*R5_21 + Acc5_c*R5_11 - Sd6_b*V5_c + Sd6_c*V5_b;
+            const double Sdd6_b = Acc5_a*R5_21 - Acc5_c*R5_01 + Sd6_a*V5_c - Sd6_c*V5_a;
+            const double Sdd6_c = -Acc5_a*R5_11 + Acc5_b*R5_01 - Sd6_a*V5_b + Sd6_b*V5_a;
+            const double Sdd6_x = Acc5_b*S6_z - Acc5_c*S6_y - Acc5_y*R5_21 + Acc5_z*R5_11 - Sd6_b*V5_z + Sd6_c*V5_y - Sd6_y*V5_c + Sd6_z*V5_b;
+            const double Sdd6_y = -Acc5_a*S6_z + Acc5_c*S6_x + Acc5_x*R5_21 - Acc5_z*R5_01 + Sd6_a*V5_z - Sd6_c*V5_x + Sd6_x*V5_c - Sd6_z*V5_a;
+            const double Sdd6_z = Acc5_a*S6_y - Acc5_b*S6_x - Acc5_x*R5_11 + Acc5_y*R5_01 - Sd6_a*V5_y + Sd6_b*V5_x - Sd6_x*V5_b + Sd6_y*V5_a;
+            const double Sdd7_a = -Acc6_b*R6_21 + Acc6_c*R6_11 - Sd7_b*V6_c + Sd7_c*V6_b;
+            const double Sdd7_b = Acc6_a*R6_21 - Acc6_c*R6_01 + Sd7_a*V6_c - Sd7_c*V6_a;
+            const double Sdd7_c = -Acc6_a*R6_11 + Acc6_b*R6_01 - Sd7_a*V6_b + Sd7_b*V6_a;
+            const double Sdd7_x = Acc6_b*S7_z - Acc6_c*S7_y - Acc6_y*R6_21 + Acc6_z*R6_11 - Sd7_b*V6_z + Sd7_c*V6_y - Sd7_y*V6_c + Sd7_z*V6_b;
+            const double Sdd7_y = -Acc6_a*S7_z + Acc6_c*S7_x + Acc6_x*R6_21 - Acc6_z*R6_01 + Sd7_a*V6_z - Sd7_c*V6_x + Sd7_x*V6_c - Sd7_z*V6_a;
+            const double Sdd7_z = Acc6_a*S7_y - Acc6_b*S7_x - Acc6_x*R6_11 + Acc6_y*R6_01 - Sd7_a*V6_y + Sd7_b*V6_x - Sd7_x*V6_b + Sd7_y*V6_a;
+            const double dFc7_a = Iw7_J00*alpha7_a + Iw7_J01*alpha7_b + Iw7_J02*alpha7_c + Iw7_h_y*alpha7_z - Iw7_h_z*alpha7_y;
+            const double dFc7_b = Iw7_J01*alpha7_a + Iw7_J11*alpha7_b + Iw7_J12*alpha7_c - Iw7_h_x*alpha7_z + Iw7_h_z*alpha7_x;
+            const double dFc7_c = Iw7_J02*alpha7_a + Iw7_J12*alpha7_b + Iw7_J22*alpha7_c + Iw7_h_x*alpha7_y - Iw7_h_y*alpha7_x;
+            const double dFc7_x = -Iw7_h_y*alpha7_c + Iw7_h_z*alpha7_b + (1.4955219999999998)*alpha7_x;
+            const double dFc7_y = Iw7_h_x*alpha7_c - Iw7_h_z*alpha7_a + (1.4955219999999998)*alpha7_y;
+            const double dFc7_z = -Iw7_h_x*alpha7_b + Iw7_h_y*alpha7_a + (1.4955219999999998)*alpha7_z;
+            const double dFc6_a = Iw6_J00*alpha6_a + Iw6_J01*alpha6_b + Iw6_J02*alpha6_c + Iw6_h_y*alpha6_z - Iw6_h_z*alpha6_y + dFc7_a;
+            const double dFc6_b = Iw6_J01*alpha6_a + Iw6_J11*alpha6_b + Iw6_J12*alpha6_c - Iw6_h_x*alpha6_z + Iw6_h_z*alpha6_x + dFc7_b;
+            const double dFc6_c = Iw6_J02*alpha6_a + Iw6_J12*alpha6_b + Iw6_J22*alpha6_c + Iw6_h_x*alpha6_y - Iw6_h_y*alpha6_x + dFc7_c;
+            const double dFc6_x = -Iw6_h_y*alpha6_c + Iw6_h_z*alpha6_b + (1.666555)*alpha6_x + dFc7_x;
+            const double dFc6_y = Iw6_h_x*alpha6_c - Iw6_h_z*alpha6_a + (1.666555)*alpha6_y + dFc7_y;
+            const double dFc6_z = -Iw6_h_x*alpha6_b + Iw6_h_y*alpha6_a + (1.666555)*alpha6_z + dFc7_z;
+            const double dFc5_a = Iw5_J00*alpha5_a + Iw5_J01*alpha5_b + Iw5_J02*alpha5_c + Iw5_h_y*alpha5_z - Iw5_h_z*alpha5_y + dFc6_a;
+            const double dFc5_b = Iw5_J01*alpha5_a + Iw5_J11*alpha5_b + Iw5_J12*alpha5_c - Iw5_h_x*alpha5_z + Iw5_h_z*alpha5_x + dFc6_b;
+            const double dFc5_c = Iw5_J02*alpha5_a + Iw5_J12*alpha5_b + Iw5_J22*alpha5_c + Iw5_h_x*alpha5_y - Iw5_h_y*alpha5_x + dFc6_c;
+            const double dFc5_x = -Iw5_h_y*alpha5_c + Iw5_h_z*alpha5_b + (1.225946)*alpha5_x + dFc6_x;
+            const double dFc5_y = Iw5_h_x*alpha5_c - Iw5_h_z*alpha5_a + (1.225946)*alpha5_y + dFc6_y;
+            const double dFc5_z = -Iw5_h_x*alpha5_b + Iw5_h_y*alpha5_a + (1.225946)*alpha5_z + dFc6_z;
+            const double dFc4_a = Iw4_J00*alpha4_a + Iw4_J01*alpha3_b + Iw4_J02*alpha4_c + Iw4_h_y*alpha4_z - Iw4_h_z*alpha4_y + dFc5_a;
+            const double dFc4_b = Iw4_J01*alpha4_a + Iw4_J11*alpha3_b + Iw4_J12*alpha4_c - Iw4_h_x*alpha4_z + Iw4_h_z*alpha4_x + dFc5_b;
+            const double dFc4_c = Iw4_J02*alpha4_a + Iw4_J12*alpha3_b + Iw4_J22*alpha4_c + Iw4_h_x*alpha4_y - Iw4_h_y*alpha4_x + dFc5_c;
+            const double dFc4_x = -Iw4_h_y*alpha4_c + Iw4_h_z*alpha3_b + (3.587895)*alpha4_x + dFc5_x;
+            const double dFc4_y = Iw4_h_x*alpha4_c - Iw4_h_z*alpha4_a + (3.587895)*alpha4_y + dFc5_y;
+            const double dFc4_z = -Iw4_h_x*alpha3_b + Iw4_h_y*alpha4_a + (3.587895)*alpha4_z + dFc5_z;
+            const double dFc3_a = Iw3_J00*alpha1_a + Iw3_J01*alpha3_b + Iw3_J02*qdd2 + dFc4_a;
+            const double dFc3_b = Iw3_J01*alpha1_a + Iw3_J11*alpha3_b + Iw3_J12*qdd2 + dFc4_b;
+            const double dFc3_c = Iw3_J02*alpha1_a + Iw3_J12*alpha3_b + Iw3_J22*qdd2 + dFc4_c;
+            const double dFc2_a = (0.00850351162402155)*alpha1_a - 0.00398335888393552*alpha1_b + dFc3_a + (0.01026110182100817)*qdd2;
+            const double dFc2_b = -0.00398335888393552*alpha1_a + (0.028124284712194955)*alpha1_b + dFc3_b + (0.0007689361029464)*qdd2;
+            const double Fc2_a = Fc02_a + dFc2_a;
+            const double Fc2_b = Fc02_b + dFc2_b;
+            const double Fc3_a = Fc03_a + dFc3_a;
+            const double Fc3_c = Fc03_c + dFc3_c;
+            const double Fc4_a = Fc04_a + dFc4_a;
+            const double Fc4_b = Fc04_b + dFc4_b;
+            const double Fc4_c = Fc04_c + dFc4_c;
+            const double Fc4_x = Fc04_x + dFc4_x;
+            const double Fc4_y = Fc04_y + dFc4_y;
+            const double Fc4_z = Fc04_z + dFc4_z;
+            const double Fc5_a = Fc05_a + dFc5_a;
+            const double Fc5_b = Fc05_b + dFc5_b;
+            const double Fc5_c = Fc05_c + dFc5_c;
+            const double Fc5_x = Fc05_x + dFc5_x;
+            const double Fc5_y = Fc05_y + dFc5_y;
+            const double Fc5_z = Fc05_z + dFc5_z;
+            const double Fc6_a = Fc06_a + dFc6_a;
+            const double Fc6_b = Fc06_b + dFc6_b;
+            const double Fc6_c = Fc06_c + dFc6_c;
+            const double Fc6_x = Fc06_x + dFc6_x;
+            const double Fc6_y = Fc06_y + dFc6_y;
+            const double Fc6_z = Fc06_z + dFc6_z;
+            const double Fc7_a = Fc07_a + dFc7_a;
+            const double Fc7_b = Fc07_b + dFc7_b;
+            const double Fc7_c = Fc07_c + dFc7_c;
+            const double Fc7_x = Fc07_x + dFc7_x;
+            const double Fc7_y = Fc07_y + dFc7_y;
+            const double Fc7_z = Fc07_z + dFc7_z;
+            const double uS1_a = Hc1_c*c2 - Idc1_J00*s2 - Idc1_J01*c2;
+            const double uS1_b = -Hc1_c*s2 - Idc1_J01*s2 - Idc1_J11*c2;
+            const double uS2_a = Hc2_b + Idc2_J02;
+            const double uS2_b = -Hc2_a + Idc2_J12;
+            const double Pq2_a = -Fc2_b - Hc2_c*V1_a + Ic2_J00*alpha1_b - Ic2_J01*alpha1_a + Ic2_J02*Sdd2_c + Ic2_h_z*g_c_x + Idc2_J00*V1_b - Idc2_J01*V1_a;
+            const double Pq2_b = Fc2_a - Hc2_c*V1_b + Ic2_J01*alpha1_b - Ic2_J11*alpha1_a + Ic2_J12*Sdd2_c + Ic2_h_z*g_c_y + Idc2_J01*V1_b - Idc2_J11*V1_a;
+            const double Gqd2_a = -Hc2_b + 2.0*Ic2_J00*V1_b - Ic2_J01*cse5 + Idc2_J02;
+            const double Gqd2_b = Hc2_a + Ic2_J01*cse4 - Ic2_J11*cse5 + Idc2_J12;
+            const double uS3_a = Hc3_c - Idc3_J01;
+            const double uS3_c = -Hc3_a - Idc3_J12;
+            const double Pq3_a = -Fc3_c + Hc3_b*V1_a + Ic3_J00*Sdd3_a + Ic3_J01*Sdd3_b + Ic3_J02*Sdd3_c - Ic3_h_y*g_c_x + Idc3_J00*qd2 - Idc3_J02*V1_a;
+            const double cse102 = Ic3_J01*Sdd3_a + Ic3_J11*Sdd3_b + Ic3_J12*Sdd3_c + Ic3_h_x*g_c_x;
+            const double Pq3_b = -Hc3_a*V1_a - Hc3_c*qd2 + Idc3_J01*qd2 - Idc3_J12*V1_a + cse102;
+            const double Pq3_c = Fc3_a + Hc3_b*qd2 + Ic3_J02*Sdd3_a + Ic3_J12*Sdd3_b + Ic3_J22*Sdd3_c + Idc3_J02*qd2 - Idc3_J22*V1_a;
+            const double Gqd3_a = -Hc3_c + 2.0*Ic3_J00*qd2 - Ic3_J02*cse5 - Idc3_J01;
+            const double cse103 = -2.0*Ic3_J01*qd2 + Ic3_J12*cse5 + Idc3_J11;
+            const double Gqd3_b = -cse103;
+            const double Gqd3_c = Hc3_a + Ic3_J02*cse25 - Ic3_J22*cse5 - Idc3_J12;
+            const double cse104 = Hc4_b*c3;
+            const double cse105 = Idc4_J02*c3;
+            const double cse106 = 2.0*Idc4_h_z;
+            const double uS4_a = Idc4_J00*s3 + 2.0*Idc4_h_y*S4_z - S4_y*cse106 - cse104 - cse105;
+            const double cse107 = Hc4_a*c3;
+            const double cse108 = Hc4_c*s3;
+            const double cse109 = Idc4_J01*s3 - Idc4_J12*c3;
+            const double uS4_b = -2.0*Idc4_h_x*S4_z + S4_x*cse106 + cse107 + cse108 + cse109;
+            const double cse110 = Hc4_b*s3;
+            const double cse111 = Idc4_J22*c3;
+            const double uS4_c = Idc4_J02*s3 + 2.0*Idc4_h_x*S4_y - 2.0*Idc4_h_y*S4_x - cse110 - cse111;
+            const double Pq4_a = Fc4_b*c3 - Fc4_y*S4_z + Fc4_z*S4_y - Hc4_b*Sd4_c + Hc4_c*Sd4_b + Ic4_J00*Sdd4_a + Ic4_J01*Sdd4_b + Ic4_J02*Sdd4_c + Ic4_h_y*Sdd4_z - Ic4_h_z*Sdd4_y + Idc4_J00*Sd4_a + Idc4_J01*Sd4_b + Idc4_J02*Sd4_c;
+            const double Pq4_b = -Fc4_a*c3 - Fc4_c*s3 + Fc4_x*S4_z - Fc4_z*S4_x + Hc4_a*Sd4_c - Hc4_c*Sd4_a + Ic4_J01*Sdd4_a + Ic4_J11*Sdd4_b + Ic4_J12*Sdd4_c - Ic4_h_x*Sdd4_z + Ic4_h_z*Sdd4_x + Idc4_J01*Sd4_a + Idc4_J11*Sd4_b + Idc4_J12*Sd4_c;
+            const double Pq4_c = Fc4_b*s3 - Fc4_x*S4_y + Fc4_y*S4_x - Hc4_a*Sd4_b + Hc4_b*Sd4_a + Ic4_J02*Sdd4_a + Ic4_J12*Sdd4_b + Ic4_J22*Sdd4_c + Ic4_h_x*Sdd4_y - Ic4_h_y*Sdd4_x + Idc4_J02*Sd4_a + Idc4_J12*Sd4_b + Idc4_J22*Sd4_c;
+            const double cse112 = 2.0*Ic4_h_z;
+            const double cse113 = 2.0*Sd4_a;
+            const double cse114 = 2.0*Sd4_b;
+            const double cse115 = 2.0*Sd4_c;
+            const double cse116 = 2.0*Sd4_z;
+            const double Gqd4_a = Ic4_J00*cse113 + Ic4_J01*cse114 + Ic4_J02*cse115 + Ic4_h_y*cse116 + Idc4_J00*s3 - Sd4_y*cse112 + cse104 - cse105;
+            const double Gqd4_b = Ic4_J01*cse113 + Ic4_J11*cse114 + Ic4_J12*cse115 - Ic4_h_x*cse116 + Sd4_x*cse112 - cse107 - cse108 + cse109;
+            const double cse117 = 2.0*Sd4_x;
+            const double cse118 = 2.0*Sd4_y;
+            const double Gqd4_c = Ic4_J02*cse113 + Ic4_J12*cse114 + Ic4_J22*cse115 + Ic4_h_x*cse118 - Ic4_h_y*cse117 + Idc4_J02*s3 + cse110 - cse111;
+            const double cse119 = Hc5_b*R4_21;
+            const double cse120 = Hc5_c*c4;
+            const double cse121 = 2.0*Idc5_h_z;
+            const double cse122 = 2.0*S5_z;
+            const double cse123 = Idc5_J00*R4_01 - Idc5_J01*c4 + Idc5_J02*R4_21;
+            const double uS5_a = Idc5_h_y*cse122 - S5_y*cse121 + cse119 + cse120 + cse123;
+            const double cse124 = Hc5_c*R4_01;
+            const double cse125 = Hc5_a*R4_21;
+            const double cse126 = Idc5_J01*R4_01 - Idc5_J11*c4 + Idc5_J12*R4_21;
+            const double uS5_b = -Idc5_h_x*cse122 + S5_x*cse121 + cse124 - cse125 + cse126;
+            const double cse127 = Idc5_J12*c4;
+            const double cse128 = 2.0*Idc5_h_y;
+            const double cse129 = Hc5_a*c4 + Hc5_b*R4_01;
+            const double uS5_c = Idc5_J02*R4_01 + Idc5_J22*R4_21 + 2.0*Idc5_h_x*S5_y - S5_x*cse128 - cse127 - cse129;
+            const double Pq5_a = -Fc5_b*R4_21 - Fc5_c*c4 - Fc5_y*S5_z + Fc5_z*S5_y - Hc5_b*Sd5_c + Hc5_c*Sd5_b + Ic5_J00*Sdd5_a + Ic5_J01*Sdd5_b + Ic5_J02*Sdd5_c + Ic5_h_y*Sdd5_z - Ic5_h_z*Sdd5_y + Idc5_J00*Sd5_a + Idc5_J01*Sd5_b + Idc5_J02*Sd5_c;
+            const double Pq5_b = Fc5_a*R4_21 - Fc5_c*R4_01 + Fc5_x*S5_z - Fc5_z*S5_x + Hc5_a*Sd5_c - Hc5_c*Sd5_a + Ic5_J01*Sdd5_a + Ic5_J11*Sdd5_b + Ic5_J12*Sdd5_c - Ic5_h_x*Sdd5_z + Ic5_h_z*Sdd5_x + Idc5_J01*Sd5_a + Idc5_J11*Sd5_b + Idc5_J12*Sd5_c;
+            const double Pq5_c = Fc5_a*c4 + Fc5_b*R4_01 - Fc5_x*S5_y + Fc5_y*S5_x - Hc5_a*Sd5_b + Hc5_b*Sd5_a + Ic5_J02*Sdd5_a + Ic5_J12*Sdd5_b + Ic5_J22*Sdd5_c + Ic5_h_x*Sdd5_y - Ic5_h_y*Sdd5_x + Idc5_J02*Sd5_a + Idc5_J12*Sd5_b + Idc5_J22*Sd5_c;
+            const double Pq5_x = -Fc5_y*R4_21 - Fc5_z*c4 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + 2.0*Idc5_h_z*Sd5_b - Sd5_c*cse128 + (4.388023)*Sdd5_x;
+            const double cse130 = 2.0*Idc5_h_x;
+            const double Pq5_y = Fc5_x*R4_21 - Fc5_z*R4_01 + Ic5_h_x*Sdd5_c - Ic5_h_z*Sdd5_a - Sd5_a*cse121 + Sd5_c*cse130 + (4.388023)*Sdd5_y;
+            const double Pq5_z = Fc5_x*c4 + Fc5_y*R4_01 - Ic5_h_x*Sdd5_b + Ic5_h_y*Sdd5_a + Sd5_a*cse128 - Sd5_b*cse130 + (4.388023)*Sdd5_z;
+            const double cse131 = 2.0*Ic5_h_z;
+            const double cse132 = 2.0*Sd5_a;
+            const double cse133 = 2.0*Sd5_b;
+            const double cse134 = 2.0*Sd5_c;
+            const double cse135 = 2.0*Sd5_z;
+            const double Gqd5_a = Ic5_J00*cse132 + Ic5_J01*cse133 + Ic5_J02*cse134 + Ic5_h_y*cse135 - Sd5_y*cse131 - cse119 - cse120 + cse123;
+            const double Gqd5_b = Ic5_J01*cse132 + Ic5_J11*cse133 + Ic5_J12*cse134 - Ic5_h_x*cse135 + Sd5_x*cse131 - cse124 + cse125 + cse126;
+            const double cse136 = 2.0*Sd5_x;
+            const double cse137 = 2.0*Sd5_y;
+            const double Gqd5_c = Ic5_J02*cse132 + Ic5_J12*cse133 + Ic5_J22*cse134 + Ic5_h_x*cse137 - Ic5_h_y*cse136 + Idc5_J02*R4_01 + Idc5_J22*R4_21 - cse127 + cse129;
+            const double Gqd5_x = -Ic5_h_y*cse134 + 2.0*Ic5_h_z*Sd5_b - R4_21*cse128 + (8.776046)*Sd5_x - c4*cse121;
+            const double Gqd5_y = Ic5_h_x*cse134 - R4_01*cse121 + R4_21*cse130 - Sd5_a*cse131 + (8.776046)*Sd5_y;
+            const double Gqd5_z = -Ic5_h_x*cse133 + Ic5_h_y*cse132 + R4_01*cse128 + (8.776046)*Sd5_z + c4*cse130;
+            const double cse138 = Idc6_J00*R5_01;
+            const double cse139 = Idc6_J01*R5_11;
+            const double cse140 = Idc6_J02*R5_21;
+            const double cse141 = 2.0*Idc6_h_z;
+            const double cse142 = Hc6_b*R5_21 - Hc6_c*R5_11;
+            const double uS6_a = 2.0*Idc6_h_y*S6_z - S6_y*cse141 - cse138 - cse139 - cse140 - cse142;
+            const double cse143 = Hc6_c*R5_01;
+            const double cse144 = Hc6_a*R5_21;
+            const double cse145 = Idc6_J01*R5_01 + Idc6_J11*R5_11 + Idc6_J12*R5_21;
+            const double uS6_b = -2.0*Idc6_h_x*S6_z + 2.0*Idc6_h_z*S6_x - cse143 + cse144 - cse145;
+            const double cse146 = Idc6_J02*R5_01;
+            const double cse147 = Idc6_J12*R5_11;
+            const double cse148 = Idc6_J22*R5_21;
+            const double cse149 = 2.0*Idc6_h_y;
+            const double cse150 = Hc6_a*R5_11 - Hc6_b*R5_01;
+            const double uS6_c = 2.0*Idc6_h_x*S6_y - S6_x*cse149 - cse146 - cse147 - cse148 - cse150;
+            const double Pq6_a = Fc6_b*R5_21 - Fc6_c*R5_11 - Fc6_y*S6_z + Fc6_z*S6_y - Hc6_b*Sd6_c + Hc6_c*Sd6_b + Ic6_J00*Sdd6_a + Ic6_J01*Sdd6_b + Ic6_J02*Sdd6_c + Ic6_h_y*Sdd6_z - Ic6_h_z*Sdd6_y + Idc6_J00*Sd6_a + Idc6_J01*Sd6_b + Idc6_J02*Sd6_c;
+            const double Pq6_b = -Fc6_a*R5_21 + Fc6_c*R5_01 + Fc6_x*S6_z - Fc6_z*S6_x + Hc6_a*Sd6_c - Hc6_c*Sd6_a + Ic6_J01*Sdd6_a + Ic6_J11*Sdd6_b + Ic6_J12*Sdd6_c - Ic6_h_x*Sdd6_z + Ic6_h_z*Sdd6_x + Idc6_J01*Sd6_a + Idc6_J11*Sd6_b + Idc6_J12*Sd6_c;
+            const double Pq6_c = Fc6_a*R5_11 - Fc6_b*R5_01 - Fc6_x*S6_y + Fc6_y*S6_x - Hc6_a*Sd6_b + Hc6_b*Sd6_a + Ic6_J02*Sdd6_a + Ic6_J12*Sdd6_b + Ic6_J22*Sdd6_c + Ic6_h_x*Sdd6_y - Ic6_h_y*Sdd6_x + Idc6_J02*Sd6_a + Idc6_J12*Sd6_b + Idc6_J22*Sd6_c;
+            const double Pq6_x = Fc6_y*R5_21 - Fc6_z*R5_11 - Ic6_h_y*Sdd6_c + Ic6_h_z*Sdd6_b + Sd6_b*cse141 - Sd6_c*cse149 + (3.1620769999999996)*Sdd6_x;
+            const double cse151 = 2.0*Idc6_h_x;
+            const double Pq6_y = -Fc6_x*R5_21 + Fc6_z*R5_01 + Ic6_h_x*Sdd6_c - Ic6_h_z*Sdd6_a - Sd6_a*cse141 + Sd6_c*cse151 + (3.1620769999999996)*Sdd6_y;
+            const double Pq6_z = Fc6_x*R5_11 - Fc6_y*R5_01 - Ic6_h_x*Sdd6_b + Ic6_h_y*Sdd6_a + Sd6_a*cse149 - Sd6_b*cse151 + (3.1620769999999996)*Sdd6_z;
+            const double cse152 = 2.0*Ic6_h_z;
+            const double cse153 = 2.0*Sd6_a;
+            const double cse154 = 2.0*Sd6_b;
+            const double cse155 = 2.0*Sd6_c;
+            const double cse156 = 2.0*Sd6_z;
+            const double Gqd6_a = Ic6_J00*cse153 + Ic6_J01*cse154 + Ic6_J02*cse155 + Ic6_h_y*cse156 - Sd6_y*cse152 - cse138 - cse139 - cse140 + cse142;
+            const double Gqd6_b = 2.0*Ic6_J01*Sd6_a + 2.0*Ic6_J11*Sd6_b + 2.0*Ic6_J12*Sd6_c - Ic6_h_x*cse156 + 2.0*Ic6_h_z*Sd6_x + cse143 - cse144 - cse145;
+            const double cse157 = 2.0*Sd6_x;
+            const double cse158 = 2.0*Sd6_y;
+            const double Gqd6_c = Ic6_J02*cse153 + Ic6_J12*cse154 + Ic6_J22*cse155 + Ic6_h_x*cse158 - Ic6_h_y*cse157 - cse146 - cse147 - cse148 + cse150;
+            const double Gqd6_x = -Ic6_h_y*cse155 - R5_11*cse141 + R5_21*cse149 + Sd6_b*cse152 + (6.324153999999999)*Sd6_x;
+            const double Gqd6_y = Ic6_h_x*cse155 + R5_01*cse141 - R5_21*cse151 - Sd6_a*cse152 + (6.324153999999999)*Sd6_y;
+            const double Gqd6_z = -Ic6_h_x*cse154 + Ic6_h_y*cse153 - R5_01*cse149 + R5_11*cse151 + (6.324153999999999)*Sd6_z;
+            const double cse159 = R6_21*hw7_b;
+            const double cse160 = R6_11*hw7_c;
+            const double cse161 = 2.0*hw7_z;
+            const double cse162 = Id7_J00*R6_01 + Id7_J01*R6_11 + Id7_J02*R6_21;
+            const double uS7_a = -S7_y*cse161 + 2.0*S7_z*hw7_y - cse159 + cse160 - cse162;
+            const double cse163 = R6_01*hw7_c;
+            const double cse164 = R6_21*hw7_a;
+            const double cse165 = Id7_J01*R6_01 + Id7_J11*R6_11 + Id7_J12*R6_21;
+            const double uS7_b = 2.0*S7_x*hw7_z - 2.0*S7_z*hw7_x - cse163 + cse164 - cse165;
+            const double cse166 = R6_11*hw7_a;
+            const double cse167 = R6_01*hw7_b;
+            const double cse168 = 2.0*hw7_y;
+            const double cse169 = Id7_J02*R6_01 + Id7_J12*R6_11 + Id7_J22*R6_21;
+            const double uS7_c = -S7_x*cse168 + 2.0*S7_y*hw7_x - cse166 + cse167 - cse169;
+            const double Pq7_a = Fc7_b*R6_21 - Fc7_c*R6_11 - Fc7_y*S7_z + Fc7_z*S7_y + Id7_J00*Sd7_a + Id7_J01*Sd7_b + Id7_J02*Sd7_c + Iw7_J00*Sdd7_a + Iw7_J01*Sdd7_b + Iw7_J02*Sdd7_c + Iw7_h_y*Sdd7_z - Iw7_h_z*Sdd7_y + Sd7_b*hw7_c - Sd7_c*hw7_b;
+            const double Pq7_b = -Fc7_a*R6_21 + Fc7_c*R6_01 + Fc7_x*S7_z - Fc7_z*S7_x + Id7_J01*Sd7_a + Id7_J11*Sd7_b + Id7_J12*Sd7_c + Iw7_J01*Sdd7_a + Iw7_J11*Sdd7_b + Iw7_J12*Sdd7_c - Iw7_h_x*Sdd7_z + Iw7_h_z*Sdd7_x - Sd7_a*hw7_c + Sd7_c*hw7_a;
+            const double Pq7_c = Fc7_a*R6_11 - Fc7_b*R6_01 - Fc7_x*S7_y + Fc7_y*S7_x + Id7_J02*Sd7_a + Id7_J12*Sd7_b + Id7_J22*Sd7_c + Iw7_J02*Sdd7_a + Iw7_J12*Sdd7_b + Iw7_J22*Sdd7_c + Iw7_h_x*Sdd7_y - Iw7_h_y*Sdd7_x + Sd7_a*hw7_b - Sd7_b*hw7_a;
+            const double Pq7_x = Fc7_y*R6_21 - Fc7_z*R6_11 - Iw7_h_y*Sdd7_c + Iw7_h_z*Sdd7_b + Sd7_b*cse161 - Sd7_c*cse168 + (1.4955219999999998)*Sdd7_x;
+            const double cse170 = 2.0*hw7_x;
+            const double Pq7_y = -Fc7_x*R6_21 + Fc7_z*R6_01 + Iw7_h_x*Sdd7_c - Iw7_h_z*Sdd7_a - Sd7_a*cse161 + Sd7_c*cse170 + (1.4955219999999998)*Sdd7_y;
+            const double Pq7_z = Fc7_x*R6_11 - Fc7_y*R6_01 - Iw7_h_x*Sdd7_b + Iw7_h_y*Sdd7_a + Sd7_a*cse168 - Sd7_b*cse170 + (1.4955219999999998)*Sdd7_z;
+            const double Gqd7_a = 2.0*Iw7_J00*Sd7_a + 2.0*Iw7_J01*Sd7_b + 2.0*Iw7_J02*Sd7_c + 2.0*Iw7_h_y*Sd7_z - Sd7_y*cse94 + cse159 - cse160 - cse162;
+            const double Gqd7_b = 2.0*Iw7_J01*Sd7_a + 2.0*Iw7_J11*Sd7_b + 2.0*Iw7_J12*Sd7_c + 2.0*Iw7_h_z*Sd7_x - Sd7_z*cse97 + cse163 - cse164 - cse165;
+            const double Gqd7_c = 2.0*Iw7_J02*Sd7_a + 2.0*Iw7_J12*Sd7_b + 2.0*Iw7_J22*Sd7_c + 2.0*Iw7_h_x*Sd7_y - Sd7_x*cse92 + cse166 - cse167 - cse169;
+            const double Gqd7_x = -R6_11*cse161 + R6_21*cse168 + Sd7_b*cse94 - Sd7_c*cse92 + (2.9910439999999996)*Sd7_x;
+            const double Gqd7_y = R6_01*cse161 - R6_21*cse170 - Sd7_a*cse94 + Sd7_c*cse97 + (2.9910439999999996)*Sd7_y;
+            const double Gqd7_z = -R6_01*cse168 + R6_11*cse170 + Sd7_a*cse92 - Sd7_b*cse97 + (2.9910439999999996)*Sd7_z;
+            const double Ainv_U3_1 = L2_1*L3_2 - L3_1;
+            const double Ainv_U4_2 = L3_2*L4_3 - L4_2;
+            const double Ainv_U4_1_s = L2_1*L4_2 - L4_1;
+            const double Ainv_U4_1 = -Ainv_U3_1*L4_3 + Ainv_U4_1_s;
+            const double Ainv_U5_3 = L4_3*L5_4 - L5_3;
+            const double Ainv_U5_2_s = L3_2*L5_3 - L5_2;
+            const double Ainv_U5_2 = -Ainv_U4_2*L5_4 + Ainv_U5_2_s;
+            const double Ainv_U5_1_s = -Ainv_U3_1*L5_3 + L2_1*L5_2 - L5_1;
+            const double Ainv_U5_1 = -Ainv_U4_1*L5_4 + Ainv_U5_1_s;
+            const double Ainv_U6_4 = L5_4*L6_5 - L6_4;
+            const double Ainv_U6_3_s = L4_3*L6_4 - L6_3;
+            const double Ainv_U6_3 = -Ainv_U5_3*L6_5 + Ainv_U6_3_s;
+            const double Ainv_U6_2_s = -Ainv_U4_2*L6_4 + L3_2*L6_3 - L6_2;
+            const double Ainv_U6_2 = -Ainv_U5_2*L6_5 + Ainv_U6_2_s;
+            const double Ainv_U6_1_s = -Ainv_U3_1*L6_3 - Ainv_U4_1*L6_4 + L2_1*L6_2 - L6_1;
+            const double Ainv_U6_1 = -Ainv_U5_1*L6_5 + Ainv_U6_1_s;
+            const double Ainv_U7_5 = L6_5*L7_6 - L7_5;
+            const double Ainv_U7_4_s = L5_4*L7_5 - L7_4;
+            const double Ainv_U7_4 = -Ainv_U6_4*L7_6 + Ainv_U7_4_s;
+            const double Ainv_U7_3_s = -Ainv_U5_3*L7_5 + L4_3*L7_4 - L7_3;
+            const double Ainv_U7_3 = -Ainv_U6_3*L7_6 + Ainv_U7_3_s;
+            const double Ainv_U7_2_s = -Ainv_U4_2*L7_4 - Ainv_U5_2*L7_5 + L3_2*L7_3 - L7_2;
+            const double Ainv_U7_2 = -Ainv_U6_2*L7_6 + Ainv_U7_2_s;
+            const double Ainv_U7_1_s = -Ainv_U3_1*L7_3 - Ainv_U4_1*L7_4 - Ainv_U5_1*L7_5 + L2_1*L7_2 - L7_1;
+            const double Ainv_U7_1 = -Ainv_U6_1*L7_6 + Ainv_U7_1_s;
+            const double Ainv_V2_1 = -L2_1*invD1;
+            mg_o_dqdd_dQ[1][mg_l] = Ainv_V2_1;
+            mg_o_dqdd_dQ[7][mg_l] = Ainv_V2_1;
+            const double cse171 = -L3_2*invD2;
+            const double Ainv_V3_2 = cse171;
+            const double Ainv_V3_1 = Ainv_U3_1*invD1;
+            mg_o_dqdd_dQ[2][mg_l] = Ainv_V3_1;
+            mg_o_dqdd_dQ[14][mg_l] = Ainv_V3_1;
+            const double cse172 = -L4_3*invD3;
+            const double Ainv_V4_3 = cse172;
+            const double cse173 = Ainv_U4_2*invD2;
+            const double Ainv_V4_2 = cse173;
+            const double Ainv_V4_1 = Ainv_U4_1*invD1;
+            mg_o_dqdd_dQ[3][mg_l] = Ainv_V4_1;
+            mg_o_dqdd_dQ[21][mg_l] = Ainv_V4_1;
+            const double cse174 = -L5_4*invD4;
+            const double Ainv_V5_4 = cse174;
+            const double cse175 = Ainv_U5_3*invD3;
+            const double Ainv_V5_3 = cse175;
+            const double cse176 = Ainv_U5_2*invD2;
+            const double Ainv_V5_2 = cse176;
+            const double Ainv_V5_1 = Ainv_U5_1*invD1;
+            mg_o_dqdd_dQ[4][mg_l] = Ainv_V5_1;
+            mg_o_dqdd_dQ[28][mg_l] = Ainv_V5_1;
+            const double cse177 = -L6_5*invD5;
+            const double Ainv_V6_5 = cse177;
+            const double cse178 = Ainv_U6_4*invD4;
+            const double Ainv_V6_4 = cse178;
+            const double cse179 = Ainv_U6_3*invD3;
+            const double Ainv_V6_3 = cse179;
+            const double cse180 = Ainv_U6_2*invD2;
+            const double Ainv_V6_2 = cse180;
+            const double Ainv_V6_1 = Ainv_U6_1*invD1;
+            mg_o_dqdd_dQ[5][mg_l] = Ainv_V6_1;
+            mg_o_dqdd_dQ[35][mg_l] = Ainv_V6_1;
+            const double cse181 = -L7_6*invD6;
+            const double Ainv_V7_6 = cse181;
+            const double cse182 = Ainv_U7_5*invD5;
+            const double Ainv_V7_5 = cse182;
+            const double cse183 = Ainv_U7_4*invD4;
+            const double Ainv_V7_4 = cse183;
+            const double cse184 = Ainv_U7_3*invD3;
+            const double Ainv_V7_3 = cse184;
+            const double cse185 = Ainv_U7_2*invD2;
+            const double Ainv_V7_2 = cse185;
+            const double Ainv_V7_1 = Ainv_U7_1*invD1;
+            mg_o_dqdd_dQ[6][mg_l] = Ainv_V7_1;
+            mg_o_dqdd_dQ[42][mg_l] = Ainv_V7_1;
+            const double Ainv_2_2 = -Ainv_V2_1*L2_1 + invD2;
+            mg_o_dqdd_dQ[8][mg_l] = Ainv_2_2;
+            const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse171;
+            mg_o_dqdd_dQ[9][mg_l] = Ainv_2_3;
+            mg_o_dqdd_dQ[15][mg_l] = Ainv_2_3;
+            const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse173;
+            mg_o_dqdd_dQ[10][mg_l] = Ainv_2_4;
+            mg_o_dqdd_dQ[22][mg_l] = Ainv_2_4;
+            const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse176;
+            mg_o_dqdd_dQ[11][mg_l] = Ainv_2_5;
+            mg_o_dqdd_dQ[29][mg_l] = Ainv_2_5;
+            const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse180;
+            mg_o_dqdd_dQ[12][mg_l] = Ainv_2_6;
+            mg_o_dqdd_dQ[36][mg_l] = Ainv_2_6;
+            const double Ainv_2_7 = Ainv_U7_1*Ainv_V2_1 + cse185;
+            mg_o_dqdd_dQ[13][mg_l] = Ainv_2_7;
+            mg_o_dqdd_dQ[43][mg_l] = Ainv_2_7;
+            const double Ainv_3_3 = Ainv_U3_1*Ainv_V3_1 - Ainv_V3_2*L3_2 + invD3;
+            mg_o_dqdd_dQ[16][mg_l] = Ainv_3_3;
+            const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse172;
+            mg_o_dqdd_dQ[17][mg_l] = Ainv_3_4;
+            mg_o_dqdd_dQ[23][mg_l] = Ainv_3_4;
+            const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse175;
+            mg_o_dqdd_dQ[18][mg_l] = Ainv_3_5;
+            mg_o_dqdd_dQ[30][mg_l] = Ainv_3_5;
+            const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse179;
+            mg_o_dqdd_dQ[19][mg_l] = Ainv_3_6;
+            mg_o_dqdd_dQ[37][mg_l] = Ainv_3_6;
+            const double Ainv_3_7 = Ainv_U7_1*Ainv_V3_1 + Ainv_U7_2*Ainv_V3_2 + cse184;
+            mg_o_dqdd_dQ[20][mg_l] = Ainv_3_7;
+            mg_o_dqdd_dQ[44][mg_l] = Ainv_3_7;
+            const double Ainv_4_4 = Ainv_U4_1*Ainv_V4_1 + Ainv_U4_2*Ainv_V4_2 - Ainv_V4_3*L4_3 + invD4;
+            mg_o_dqdd_dQ[24][mg_l] = Ainv_4_4;
+            const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse174;
+            mg_o_dqdd_dQ[25][mg_l] = Ainv_4_5;
+            mg_o_dqdd_dQ[31][mg_l] = Ainv_4_5;
+            const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse178;
+            mg_o_dqdd_dQ[26][mg_l] = Ainv_4_6;
+            mg_o_dqdd_dQ[38][mg_l] = Ainv_4_6;
+            const double Ainv_4_7 = Ainv_U7_1*Ainv_V4_1 + Ainv_U7_2*Ainv_V4_2 + Ainv_U7_3*Ainv_V4_3 + cse183;
+            mg_o_dqdd_dQ[27][mg_l] = Ainv_4_7;
+            mg_o_dqdd_dQ[45][mg_l] = Ainv_4_7;
+            const double Ainv_5_5 = Ainv_U5_1*Ainv_V5_1 + Ainv_U5_2*Ainv_V5_2 + Ainv_U5_3*Ainv_V5_3 - Ainv_V5_4*L5_4 + invD5;
+            mg_o_dqdd_dQ[32][mg_l] = Ainv_5_5;
+            const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse177;
+            mg_o_dqdd_dQ[33][mg_l] = Ainv_5_6;
+            mg_o_dqdd_dQ[39][mg_l] = Ainv_5_6;
+            const double Ainv_5_7 = Ainv_U7_1*Ainv_V5_1 + Ainv_U7_2*Ainv_V5_2 + Ainv_U7_3*Ainv_V5_3 + Ainv_U7_4*Ainv_V5_4 + cse182;
+            mg_o_dqdd_dQ[34][mg_l] = Ainv_5_7;
+            mg_o_dqdd_dQ[46][mg_l] = Ainv_5_7;
+            const double Ainv_6_6 = Ainv_U6_1*Ainv_V6_1 + Ainv_U6_2*Ainv_V6_2 + Ainv_U6_3*Ainv_V6_3 + Ainv_U6_4*Ainv_V6_4 - Ainv_V6_5*L6_5 + invD6;
+            mg_o_dqdd_dQ[40][mg_l] = Ainv_6_6;
+            const double Ainv_6_7 = Ainv_U7_1*Ainv_V6_1 + Ainv_U7_2*Ainv_V6_2 + Ainv_U7_3*Ainv_V6_3 + Ainv_U7_4*Ainv_V6_4 + Ainv_U7_5*Ainv_V6_5 + cse181;
+            mg_o_dqdd_dQ[41][mg_l] = Ainv_6_7;
+            mg_o_dqdd_dQ[47][mg_l] = Ainv_6_7;
+            const double Ainv_7_7 = Ainv_U7_1*Ainv_V7_1 + Ainv_U7_2*Ainv_V7_2 + Ainv_U7_3*Ainv_V7_3 + Ainv_U7_4*Ainv_V7_4 + Ainv_U7_5*Ainv_V7_5 - Ainv_V7_6*L7_6 + invD7;
+            mg_o_dqdd_dQ[48][mg_l] = Ainv_7_7;
+            const double dqdd_c1__y7 = -Sdd1_z*wS7_z;
+            const double dqdd_c1__y6 = -L7_6*dqdd_c1__y7 - Sdd1_z*wS6_z;
+            const double dqdd_c1__y5_s = -L7_5*dqdd_c1__y7 - Sdd1_z*wS5_z;
+            const double dqdd_c1__y5 = -L6_5*dqdd_c1__y6 + dqdd_c1__y5_s;
+            const double dqdd_c1__y4_s = -L6_4*dqdd_c1__y6 - L7_4*dqdd_c1__y7 - Sdd1_z*wS4_z;
+            const double dqdd_c1__y4 = -L5_4*dqdd_c1__y5 + dqdd_c1__y4_s;
+            const double dqdd_c1__y3_s = -Ic3_h_x*Sdd1_z - L5_3*dqdd_c1__y5 - L6_3*dqdd_c1__y6 - L7_3*dqdd_c1__y7;
+            const double dqdd_c1__y3 = -L4_3*dqdd_c1__y4 + dqdd_c1__y3_s;
+            const double dqdd_c1__y2_s = -L4_2*dqdd_c1__y4 - L5_2*dqdd_c1__y5 - L6_2*dqdd_c1__y6 - L7_2*dqdd_c1__y7;
+            const double dqdd_c1__y2 = -L3_2*dqdd_c1__y3 + dqdd_c1__y2_s;
+            const double dqdd_c1__y1_s = -L3_1*dqdd_c1__y3 - L4_1*dqdd_c1__y4 - L5_1*dqdd_c1__y5 - L6_1*dqdd_c1__y6 - L7_1*dqdd_c1__y7 - Sdd1_z*wS1_z;
+            const double dqdd_c1__y1 = -L2_1*dqdd_c1__y2 + dqdd_c1__y1_s;
+            const double dqdd_c1_1 = dqdd_c1__y1*invD1;
+            mg_o_dqdd_dq[0][mg_l] = dqdd_c1_1;
+            const double dqdd_c1_2 = -L2_1*dqdd_c1_1 + dqdd_c1__y2*invD2;
+            mg_o_dqdd_dq[7][mg_l] = dqdd_c1_2;
+            const double dqdd_c1_3_s = -L3_1*dqdd_c1_1 + dqdd_c1__y3*invD3;
+            const double dqdd_c1_3 = -L3_2*dqdd_c1_2 + dqdd_c1_3_s;
+            mg_o_dqdd_dq[14][mg_l] = dqdd_c1_3;
+            const double dqdd_c1_4_s = -L4_1*dqdd_c1_1 - L4_2*dqdd_c1_2 + dqdd_c1__y4*invD4;
+            const double dqdd_c1_4 = -L4_3*dqdd_c1_3 + dqdd_c1_4_s;
+            mg_o_dqdd_dq[21][mg_l] = dqdd_c1_4;
+            const double dqdd_c1_5_s = -L5_1*dqdd_c1_1 - L5_2*dqdd_c1_2 - L5_3*dqdd_c1_3 + dqdd_c1__y5*invD5;
+            const double dqdd_c1_5 = -L5_4*dqdd_c1_4 + dqdd_c1_5_s;
+            mg_o_dqdd_dq[28][mg_l] = dqdd_c1_5;
+            const double dqdd_c1_6_s = -L6_1*dqdd_c1_1 - L6_2*dqdd_c1_2 - L6_3*dqdd_c1_3 - L6_4*dqdd_c1_4 + dqdd_c1__y6*invD6;
+            const double dqdd_c1_6 = -L6_5*dqdd_c1_5 + dqdd_c1_6_s;
+            mg_o_dqdd_dq[35][mg_l] = dqdd_c1_6;
+            const double dqdd_c1_7_s = -L7_1*dqdd_c1_1 - L7_2*dqdd_c1_2 - L7_3*dqdd_c1_3 - L7_4*dqdd_c1_4 - L7_5*dqdd_c1_5 + dqdd_c1__y7*invD7;
+            const double dqdd_c1_7 = -L7_6*dqdd_c1_6 + dqdd_c1_7_s;
+            mg_o_dqdd_dq[42][mg_l] = dqdd_c1_7;
+            const double dqdd_c2__y7 = -Sdd2_c*wS7_c + V1_a*uS7_b - V1_b*uS7_a + alpha1_a*wS7_b - alpha1_b*wS7_a + g_c_x*wS7_y - g_c_y*wS7_x;
+            const double dqdd_c2__y6 = -L7_6*dqdd_c2__y7 - Sdd2_c*wS6_c + V1_a*uS6_b - V1_b*uS6_a + alpha1_a*wS6_b - alpha1_b*wS6_a + g_c_x*wS6_y - g_c_y*wS6_x;
+            const double dqdd_c2__y5_s = -L7_5*dqdd_c2__y7 - Sdd2_c*wS5_c + V1_a*uS5_b - V1_b*uS5_a + alpha1_a*wS5_b - alpha1_b*wS5_a + g_c_x*wS5_y - g_c_y*wS5_x;
+            const double dqdd_c2__y5 = -L6_5*dqdd_c2__y6 + dqdd_c2__y5_s;
+            const double dqdd_c2__y4_s = -L6_4*dqdd_c2__y6 - L7_4*dqdd_c2__y7 - Sdd2_c*wS4_c + V1_a*uS4_b - V1_b*uS4_a + alpha1_a*wS4_b - alpha1_b*wS4_a + g_c_x*wS4_y - g_c_y*wS4_x;
+            const double dqdd_c2__y4 = -L5_4*dqdd_c2__y5 + dqdd_c2__y4_s;
+            const double dqdd_c2__y3_s = Ic3_J01*alpha1_b - Ic3_J11*alpha1_a + Ic3_J12*Sdd2_c + Ic3_h_z*g_c_y - Idc3_J11*V1_a - L5_3*dqdd_c2__y5 - L6_3*dqdd_c2__y6 - L7_3*dqdd_c2__y7 - V1_b*uS3_a;
+            const double dqdd_c2__y3 = -L4_3*dqdd_c2__y4 + dqdd_c2__y3_s;
+            const double dqdd_c2__y2_s = -Ic2_J02*alpha1_b + Ic2_J12*alpha1_a - Ic2_J22*Sdd2_c + Ic2_h_x*g_c_x + Ic2_h_y*g_c_y - L4_2*dqdd_c2__y4 - L5_2*dqdd_c2__y5 - L6_2*dqdd_c2__y6 - L7_2*dqdd_c2__y7 + V1_a*uS2_b - V1_b*uS2_a;
+            const double dqdd_c2__y2 = -L3_2*dqdd_c2__y3 + dqdd_c2__y2_s;
+            const double dqdd_c2__y1_s = -L3_1*dqdd_c2__y3 - L4_1*dqdd_c2__y4 - L5_1*dqdd_c2__y5 - L6_1*dqdd_c2__y6 - L7_1*dqdd_c2__y7 + Pq2_a*s2 + Pq2_b*c2;
+            const double dqdd_c2__y1 = -L2_1*dqdd_c2__y2 + dqdd_c2__y1_s;
+            const double dqdd_c2_1 = dqdd_c2__y1*invD1;
+            mg_o_dqdd_dq[1][mg_l] = dqdd_c2_1;
+            const double dqdd_c2_2 = -L2_1*dqdd_c2_1 + dqdd_c2__y2*invD2;
+            mg_o_dqdd_dq[8][mg_l] = dqdd_c2_2;
+            const double dqdd_c2_3_s = -L3_1*dqdd_c2_1 + dqdd_c2__y3*invD3;
+            const double dqdd_c2_3 = -L3_2*dqdd_c2_2 + dqdd_c2_3_s;
+            mg_o_dqdd_dq[15][mg_l] = dqdd_c2_3;
+            const double dqdd_c2_4_s = -L4_1*dqdd_c2_1 - L4_2*dqdd_c2_2 + dqdd_c2__y4*invD4;
+            const double dqdd_c2_4 = -L4_3*dqdd_c2_3 + dqdd_c2_4_s;
+            mg_o_dqdd_dq[22][mg_l] = dqdd_c2_4;
+            const double dqdd_c2_5_s = -L5_1*dqdd_c2_1 - L5_2*dqdd_c2_2 - L5_3*dqdd_c2_3 + dqdd_c2__y5*invD5;
+            const double dqdd_c2_5 = -L5_4*dqdd_c2_4 + dqdd_c2_5_s;
+            mg_o_dqdd_dq[29][mg_l] = dqdd_c2_5;
+            const double dqdd_c2_6_s = -L6_1*dqdd_c2_1 - L6_2*dqdd_c2_2 - L6_3*dqdd_c2_3 - L6_4*dqdd_c2_4 + dqdd_c2__y6*invD6;
+            const double dqdd_c2_6 = -L6_5*dqdd_c2_5 + dqdd_c2_6_s;
+            mg_o_dqdd_dq[36][mg_l] = dqdd_c2_6;
+            const double dqdd_c2_7_s = -L7_1*dqdd_c2_1 - L7_2*dqdd_c2_2 - L7_3*dqdd_c2_3 - L7_4*dqdd_c2_4 - L7_5*dqdd_c2_5 + dqdd_c2__y7*invD7;
+            const double dqdd_c2_7 = -L7_6*dqdd_c2_6 + dqdd_c2_7_s;
+            mg_o_dqdd_dq[43][mg_l] = dqdd_c2_7;
+            const double dqdd_c3__y7 = -Sdd3_a*wS7_a - Sdd3_b*wS7_b - Sdd3_c*wS7_c + V1_a*uS7_c + g_c_x*wS7_z - qd2*uS7_a;
+            const double dqdd_c3__y6 = -L7_6*dqdd_c3__y7 - Sdd3_a*wS6_a - Sdd3_b*wS6_b - Sdd3_c*wS6_c + V1_a*uS6_c + g_c_x*wS6_z - qd2*uS6_a;
+            const double dqdd_c3__y5_s = -L7_5*dqdd_c3__y7 - Sdd3_a*wS5_a - Sdd3_b*wS5_b - Sdd3_c*wS5_c + V1_a*uS5_c + g_c_x*wS5_z - qd2*uS5_a;
+            const double dqdd_c3__y5 = -L6_5*dqdd_c3__y6 + dqdd_c3__y5_s;
+            const double dqdd_c3__y4_s = -L6_4*dqdd_c3__y6 - L7_4*dqdd_c3__y7 - Sdd3_a*wS4_a - Sdd3_b*wS4_b - Sdd3_c*wS4_c + V1_a*uS4_c + g_c_x*wS4_z - qd2*uS4_a;
+            const double dqdd_c3__y4 = -L5_4*dqdd_c3__y5 + dqdd_c3__y4_s;
+            const double dqdd_c3__y3_s = -L5_3*dqdd_c3__y5 - L6_3*dqdd_c3__y6 - L7_3*dqdd_c3__y7 + V1_a*uS3_c + cse102 - qd2*uS3_a;
+            const double dqdd_c3__y3 = -L4_3*dqdd_c3__y4 + dqdd_c3__y3_s;
+            const double dqdd_c3__y2_s = -L4_2*dqdd_c3__y4 - L5_2*dqdd_c3__y5 - L6_2*dqdd_c3__y6 - L7_2*dqdd_c3__y7 - Pq3_c;
+            const double dqdd_c3__y2 = -L3_2*dqdd_c3__y3 + dqdd_c3__y2_s;
+            const double dqdd_c3__y1_s = -L3_1*dqdd_c3__y3 - L4_1*dqdd_c3__y4 - L5_1*dqdd_c3__y5 - L6_1*dqdd_c3__y6 - L7_1*dqdd_c3__y7 + Pq3_a*s2 + Pq3_b*c2;
+            const double dqdd_c3__y1 = -L2_1*dqdd_c3__y2 + dqdd_c3__y1_s;
+            const double dqdd_c3_1 = dqdd_c3__y1*invD1;
+            mg_o_dqdd_dq[2][mg_l] = dqdd_c3_1;
+            const double dqdd_c3_2 = -L2_1*dqdd_c3_1 + dqdd_c3__y2*invD2;
+            mg_o_dqdd_dq[9][mg_l] = dqdd_c3_2;
+            const double dqdd_c3_3_s = -L3_1*dqdd_c3_1 + dqdd_c3__y3*invD3;
+            const double dqdd_c3_3 = -L3_2*dqdd_c3_2 + dqdd_c3_3_s;
+            mg_o_dqdd_dq[16][mg_l] = dqdd_c3_3;
+            const double dqdd_c3_4_s = -L4_1*dqdd_c3_1 - L4_2*dqdd_c3_2 + dqdd_c3__y4*invD4;
+            const double dqdd_c3_4 = -L4_3*dqdd_c3_3 + dqdd_c3_4_s;
+            mg_o_dqdd_dq[23][mg_l] = dqdd_c3_4;
+            const double dqdd_c3_5_s = -L5_1*dqdd_c3_1 - L5_2*dqdd_c3_2 - L5_3*dqdd_c3_3 + dqdd_c3__y5*invD5;
+            const double dqdd_c3_5 = -L5_4*dqdd_c3_4 + dqdd_c3_5_s;
+            mg_o_dqdd_dq[30][mg_l] = dqdd_c3_5;
+            const double dqdd_c3_6_s = -L6_1*dqdd_c3_1 - L6_2*dqdd_c3_2 - L6_3*dqdd_c3_3 - L6_4*dqdd_c3_4 + dqdd_c3__y6*invD6;
+            const double dqdd_c3_6 = -L6_5*dqdd_c3_5 + dqdd_c3_6_s;
+            mg_o_dqdd_dq[37][mg_l] = dqdd_c3_6;
+            const double dqdd_c3_7_s = -L7_1*dqdd_c3_1 - L7_2*dqdd_c3_2 - L7_3*dqdd_c3_3 - L7_4*dqdd_c3_4 - L7_5*dqdd_c3_5 + dqdd_c3__y7*invD7;
+            const double dqdd_c3_7 = -L7_6*dqdd_c3_6 + dqdd_c3_7_s;
+            mg_o_dqdd_dq[44][mg_l] = dqdd_c3_7;
+            const double dqdd_c4__y7 = -Sd4_a*uS7_a - Sd4_b*uS7_b - Sd4_c*uS7_c - Sdd4_a*wS7_a - Sdd4_b*wS7_b - Sdd4_c*wS7_c - Sdd4_x*wS7_x - Sdd4_y*wS7_y - Sdd4_z*wS7_z;
+            const double dqdd_c4__y6 = -L7_6*dqdd_c4__y7 - Sd4_a*uS6_a - Sd4_b*uS6_b - Sd4_c*uS6_c - Sdd4_a*wS6_a - Sdd4_b*wS6_b - Sdd4_c*wS6_c - Sdd4_x*wS6_x - Sdd4_y*wS6_y - Sdd4_z*wS6_z;
+            const double dqdd_c4__y5_s = -L7_5*dqdd_c4__y7 - Sd4_a*uS5_a - Sd4_b*uS5_b - Sd4_c*uS5_c - Sdd4_a*wS5_a - Sdd4_b*wS5_b - Sdd4_c*wS5_c - Sdd4_x*wS5_x - Sdd4_y*wS5_y - Sdd4_z*wS5_z;
+            const double dqdd_c4__y5 = -L6_5*dqdd_c4__y6 + dqdd_c4__y5_s;
+            const double dqdd_c4__y4_s = -L6_4*dqdd_c4__y6 - L7_4*dqdd_c4__y7 - Sd4_a*uS4_a - Sd4_b*uS4_b - Sd4_c*uS4_c - Sdd4_a*wS4_a - Sdd4_b*wS4_b - Sdd4_c*wS4_c - Sdd4_x*wS4_x - Sdd4_y*wS4_y - Sdd4_z*wS4_z;
+            const double dqdd_c4__y4 = -L5_4*dqdd_c4__y5 + dqdd_c4__y4_s;
+            const double dqdd_c4__y3_s = -L5_3*dqdd_c4__y5 - L6_3*dqdd_c4__y6 - L7_3*dqdd_c4__y7 + Pq4_b;
+            const double dqdd_c4__y3 = -L4_3*dqdd_c4__y4 + dqdd_c4__y3_s;
+            const double dqdd_c4__y2_s = -L4_2*dqdd_c4__y4 - L5_2*dqdd_c4__y5 - L6_2*dqdd_c4__y6 - L7_2*dqdd_c4__y7 - Pq4_c;
+            const double dqdd_c4__y2 = -L3_2*dqdd_c4__y3 + dqdd_c4__y2_s;
+            const double dqdd_c4__y1_s = -L3_1*dqdd_c4__y3 - L4_1*dqdd_c4__y4 - L5_1*dqdd_c4__y5 - L6_1*dqdd_c4__y6 - L7_1*dqdd_c4__y7 + Pq4_a*s2 + Pq4_b*c2;
+            const double dqdd_c4__y1 = -L2_1*dqdd_c4__y2 + dqdd_c4__y1_s;
+            const double dqdd_c4_1 = dqdd_c4__y1*invD1;
+            mg_o_dqdd_dq[3][mg_l] = dqdd_c4_1;
+            const double dqdd_c4_2 = -L2_1*dqdd_c4_1 + dqdd_c4__y2*invD2;
+            mg_o_dqdd_dq[10][mg_l] = dqdd_c4_2;
+            const double dqdd_c4_3_s = -L3_1*dqdd_c4_1 + dqdd_c4__y3*invD3;
+            const double dqdd_c4_3 = -L3_2*dqdd_c4_2 + dqdd_c4_3_s;
+            mg_o_dqdd_dq[17][mg_l] = dqdd_c4_3;
+            const double dqdd_c4_4_s = -L4_1*dqdd_c4_1 - L4_2*dqdd_c4_2 + dqdd_c4__y4*invD4;
+            const double dqdd_c4_4 = -L4_3*dqdd_c4_3 + dqdd_c4_4_s;
+            mg_o_dqdd_dq[24][mg_l] = dqdd_c4_4;
+            const double dqdd_c4_5_s = -L5_1*dqdd_c4_1 - L5_2*dqdd_c4_2 - L5_3*dqdd_c4_3 + dqdd_c4__y5*invD5;
+            const double dqdd_c4_5 = -L5_4*dqdd_c4_4 + dqdd_c4_5_s;
+            mg_o_dqdd_dq[31][mg_l] = dqdd_c4_5;
+            const double dqdd_c4_6_s = -L6_1*dqdd_c4_1 - L6_2*dqdd_c4_2 - L6_3*dqdd_c4_3 - L6_4*dqdd_c4_4 + dqdd_c4__y6*invD6;
+            const double dqdd_c4_6 = -L6_5*dqdd_c4_5 + dqdd_c4_6_s;
+            mg_o_dqdd_dq[38][mg_l] = dqdd_c4_6;
+            const double dqdd_c4_7_s = -L7_1*dqdd_c4_1 - L7_2*dqdd_c4_2 - L7_3*dqdd_c4_3 - L7_4*dqdd_c4_4 - L7_5*dqdd_c4_5 + dqdd_c4__y7*invD7;
+            const double dqdd_c4_7 = -L7_6*dqdd_c4_6 + dqdd_c4_7_s;
+            mg_o_dqdd_dq[45][mg_l] = dqdd_c4_7;
+            const double dqdd_c5__y7 = -Sd5_a*uS7_a - Sd5_b*uS7_b - Sd5_c*uS7_c - Sdd5_a*wS7_a - Sdd5_b*wS7_b - Sdd5_c*wS7_c - Sdd5_x*wS7_x - Sdd5_y*wS7_y - Sdd5_z*wS7_z;
+            const double dqdd_c5__y6 = -L7_6*dqdd_c5__y7 - Sd5_a*uS6_a - Sd5_b*uS6_b - Sd5_c*uS6_c - Sdd5_a*wS6_a - Sdd5_b*wS6_b - Sdd5_c*wS6_c - Sdd5_x*wS6_x - Sdd5_y*wS6_y - Sdd5_z*wS6_z;
+            const double dqdd_c5__y5_s = -L7_5*dqdd_c5__y7 - Sd5_a*uS5_a - Sd5_b*uS5_b - Sd5_c*uS5_c - Sdd5_a*wS5_a - Sdd5_b*wS5_b - Sdd5_c*wS5_c - Sdd5_x*wS5_x - Sdd5_y*wS5_y - Sdd5_z*wS5_z;
+            const double dqdd_c5__y5 = -L6_5*dqdd_c5__y6 + dqdd_c5__y5_s;
+            const double dqdd_c5__y4_s = -L6_4*dqdd_c5__y6 - L7_4*dqdd_c5__y7 - Pq5_a*s3 + Pq5_c*c3 - Pq5_x*S4_x - Pq5_y*S4_y - Pq5_z*S4_z;
+            const double dqdd_c5__y4 = -L5_4*dqdd_c5__y5 + dqdd_c5__y4_s;
+            const double dqdd_c5__y3_s = -L5_3*dqdd_c5__y5 - L6_3*dqdd_c5__y6 - L7_3*dqdd_c5__y7 + Pq5_b;
+            const double dqdd_c5__y3 = -L4_3*dqdd_c5__y4 + dqdd_c5__y3_s;
+            const double dqdd_c5__y2_s = -L4_2*dqdd_c5__y4 - L5_2*dqdd_c5__y5 - L6_2*dqdd_c5__y6 - L7_2*dqdd_c5__y7 - Pq5_c;
+            const double dqdd_c5__y2 = -L3_2*dqdd_c5__y3 + dqdd_c5__y2_s;
+            const double dqdd_c5__y1_s = -L3_1*dqdd_c5__y3 - L4_1*dqdd_c5__y4 - L5_1*dqdd_c5__y5 - L6_1*dqdd_c5__y6 - L7_1*dqdd_c5__y7 + Pq5_a*s2 + Pq5_b*c2;
+            const double dqdd_c5__y1 = -L2_1*dqdd_c5__y2 + dqdd_c5__y1_s;
+            const double dqdd_c5_1 = dqdd_c5__y1*invD1;
+            mg_o_dqdd_dq[4][mg_l] = dqdd_c5_1;
+            const double dqdd_c5_2 = -L2_1*dqdd_c5_1 + dqdd_c5__y2*invD2;
+            mg_o_dqdd_dq[11][mg_l] = dqdd_c5_2;
+            const double dqdd_c5_3_s = -L3_1*dqdd_c5_1 + dqdd_c5__y3*invD3;
+            const double dqdd_c5_3 = -L3_2*dqdd_c5_2 + dqdd_c5_3_s;
+            mg_o_dqdd_dq[18][mg_l] = dqdd_c5_3;
+            const double dqdd_c5_4_s = -L4_1*dqdd_c5_1 - L4_2*dqdd_c5_2 + dqdd_c5__y4*invD4;
+            const double dqdd_c5_4 = -L4_3*dqdd_c5_3 + dqdd_c5_4_s;
+            mg_o_dqdd_dq[25][mg_l] = dqdd_c5_4;
+            const double dqdd_c5_5_s = -L5_1*dqdd_c5_1 - L5_2*dqdd_c5_2 - L5_3*dqdd_c5_3 + dqdd_c5__y5*invD5;
+            const double dqdd_c5_5 = -L5_4*dqdd_c5_4 + dqdd_c5_5_s;
+            mg_o_dqdd_dq[32][mg_l] = dqdd_c5_5;
+            const double dqdd_c5_6_s = -L6_1*dqdd_c5_1 - L6_2*dqdd_c5_2 - L6_3*dqdd_c5_3 - L6_4*dqdd_c5_4 + dqdd_c5__y6*invD6;
+            const double dqdd_c5_6 = -L6_5*dqdd_c5_5 + dqdd_c5_6_s;
+            mg_o_dqdd_dq[39][mg_l] = dqdd_c5_6;
+            const double dqdd_c5_7_s = -L7_1*dqdd_c5_1 - L7_2*dqdd_c5_2 - L7_3*dqdd_c5_3 - L7_4*dqdd_c5_4 - L7_5*dqdd_c5_5 + dqdd_c5__y7*invD7;
+            const double dqdd_c5_7 = -L7_6*dqdd_c5_6 + dqdd_c5_7_s;
+            mg_o_dqdd_dq[46][mg_l] = dqdd_c5_7;
+            const double dqdd_c6__y7 = -Sd6_a*uS7_a - Sd6_b*uS7_b - Sd6_c*uS7_c - Sdd6_a*wS7_a - Sdd6_b*wS7_b - Sdd6_c*wS7_c - Sdd6_x*wS7_x - Sdd6_y*wS7_y - Sdd6_z*wS7_z;
+            const double dqdd_c6__y6 = -L7_6*dqdd_c6__y7 - Sd6_a*uS6_a - Sd6_b*uS6_b - Sd6_c*uS6_c - Sdd6_a*wS6_a - Sdd6_b*wS6_b - Sdd6_c*wS6_c - Sdd6_x*wS6_x - Sdd6_y*wS6_y - Sdd6_z*wS6_z;
+            const double dqdd_c6__y5_s = -L7_5*dqdd_c6__y7 - Pq6_a*R4_01 + Pq6_b*c4 - Pq6_c*R4_21 - Pq6_x*S5_x - Pq6_y*S5_y - Pq6_z*S5_z;
+            const double dqdd_c6__y5 = -L6_5*dqdd_c6__y6 + dqdd_c6__y5_s;
+            const double dqdd_c6__y4_s = -L6_4*dqdd_c6__y6 - L7_4*dqdd_c6__y7 - Pq6_a*s3 + Pq6_c*c3 - Pq6_x*S4_x - Pq6_y*S4_y - Pq6_z*S4_z;
+            const double dqdd_c6__y4 = -L5_4*dqdd_c6__y5 + dqdd_c6__y4_s;
+            const double dqdd_c6__y3_s = -L5_3*dqdd_c6__y5 - L6_3*dqdd_c6__y6 - L7_3*dqdd_c6__y7 + Pq6_b;
+            const double dqdd_c6__y3 = -L4_3*dqdd_c6__y4 + dqdd_c6__y3_s;
+            const double dqdd_c6__y2_s = -L4_2*dqdd_c6__y4 - L5_2*dqdd_c6__y5 - L6_2*dqdd_c6__y6 - L7_2*dqdd_c6__y7 - Pq6_c;
+            const double dqdd_c6__y2 = -L3_2*dqdd_c6__y3 + dqdd_c6__y2_s;
+            const double dqdd_c6__y1_s = -L3_1*dqdd_c6__y3 - L4_1*dqdd_c6__y4 - L5_1*dqdd_c6__y5 - L6_1*dqdd_c6__y6 - L7_1*dqdd_c6__y7 + Pq6_a*s2 + Pq6_b*c2;
+            const double dqdd_c6__y1 = -L2_1*dqdd_c6__y2 + dqdd_c6__y1_s;
+            const double dqdd_c6_1 = dqdd_c6__y1*invD1;
+            mg_o_dqdd_dq[5][mg_l] = dqdd_c6_1;
+            const double dqdd_c6_2 = -L2_1*dqdd_c6_1 + dqdd_c6__y2*invD2;
+            mg_o_dqdd_dq[12][mg_l] = dqdd_c6_2;
+            const double dqdd_c6_3_s = -L3_1*dqdd_c6_1 + dqdd_c6__y3*invD3;
+            const double dqdd_c6_3 = -L3_2*dqdd_c6_2 + dqdd_c6_3_s;
+            mg_o_dqdd_dq[19][mg_l] = dqdd_c6_3;
+            const double dqdd_c6_4_s = -L4_1*dqdd_c6_1 - L4_2*dqdd_c6_2 + dqdd_c6__y4*invD4;
+            const double dqdd_c6_4 = -L4_3*dqdd_c6_3 + dqdd_c6_4_s;
+            mg_o_dqdd_dq[26][mg_l] = dqdd_c6_4;
+            const double dqdd_c6_5_s = -L5_1*dqdd_c6_1 - L5_2*dqdd_c6_2 - L5_3*dqdd_c6_3 + dqdd_c6__y5*invD5;
+            const double dqdd_c6_5 = -L5_4*dqdd_c6_4 + dqdd_c6_5_s;
+            mg_o_dqdd_dq[33][mg_l] = dqdd_c6_5;
+            const double dqdd_c6_6_s = -L6_1*dqdd_c6_1 - L6_2*dqdd_c6_2 - L6_3*dqdd_c6_3 - L6_4*dqdd_c6_4 + dqdd_c6__y6*invD6;
+            const double dqdd_c6_6 = -L6_5*dqdd_c6_5 + dqdd_c6_6_s;
+            mg_o_dqdd_dq[40][mg_l] = dqdd_c6_6;
+            const double dqdd_c6_7_s = -L7_1*dqdd_c6_1 - L7_2*dqdd_c6_2 - L7_3*dqdd_c6_3 - L7_4*dqdd_c6_4 - L7_5*dqdd_c6_5 + dqdd_c6__y7*invD7;
+            const double dqdd_c6_7 = -L7_6*dqdd_c6_6 + dqdd_c6_7_s;
+            mg_o_dqdd_dq[47][mg_l] = dqdd_c6_7;
+            const double dqdd_c7__y7 = -Sd7_a*uS7_a - Sd7_b*uS7_b - Sd7_c*uS7_c - Sdd7_a*wS7_a - Sdd7_b*wS7_b - Sdd7_c*wS7_c - Sdd7_x*wS7_x - Sdd7_y*wS7_y - Sdd7_z*wS7_z;
+            const double dqdd_c7__y6 = -L7_6*dqdd_c7__y7 + Pq7_a*R5_01 + Pq7_b*R5_11 + Pq7_c*R5_21 - Pq7_x*S6_x - Pq7_y*S6_y - Pq7_z*S6_z;
+            const double dqdd_c7__y5_s = -L7_5*dqdd_c7__y7 - Pq7_a*R4_01 + Pq7_b*c4 - Pq7_c*R4_21 - Pq7_x*S5_x - Pq7_y*S5_y - Pq7_z*S5_z;
+            const double dqdd_c7__y5 = -L6_5*dqdd_c7__y6 + dqdd_c7__y5_s;
+            const double dqdd_c7__y4_s = -L6_4*dqdd_c7__y6 - L7_4*dqdd_c7__y7 - Pq7_a*s3 + Pq7_c*c3 - Pq7_x*S4_x - Pq7_y*S4_y - Pq7_z*S4_z;
+            const double dqdd_c7__y4 = -L5_4*dqdd_c7__y5 + dqdd_c7__y4_s;
+            const double dqdd_c7__y3_s = -L5_3*dqdd_c7__y5 - L6_3*dqdd_c7__y6 - L7_3*dqdd_c7__y7 + Pq7_b;
+            const double dqdd_c7__y3 = -L4_3*dqdd_c7__y4 + dqdd_c7__y3_s;
+            const double dqdd_c7__y2_s = -L4_2*dqdd_c7__y4 - L5_2*dqdd_c7__y5 - L6_2*dqdd_c7__y6 - L7_2*dqdd_c7__y7 - Pq7_c;
+            const double dqdd_c7__y2 = -L3_2*dqdd_c7__y3 + dqdd_c7__y2_s;
+            const double dqdd_c7__y1_s = -L3_1*dqdd_c7__y3 - L4_1*dqdd_c7__y4 - L5_1*dqdd_c7__y5 - L6_1*dqdd_c7__y6 - L7_1*dqdd_c7__y7 + Pq7_a*s2 + Pq7_b*c2;
+            const double dqdd_c7__y1 = -L2_1*dqdd_c7__y2 + dqdd_c7__y1_s;
+            const double dqdd_c7_1 = dqdd_c7__y1*invD1;
+            mg_o_dqdd_dq[6][mg_l] = dqdd_c7_1;
+            const double dqdd_c7_2 = -L2_1*dqdd_c7_1 + dqdd_c7__y2*invD2;
+            mg_o_dqdd_dq[13][mg_l] = dqdd_c7_2;
+            const double dqdd_c7_3_s = -L3_1*dqdd_c7_1 + dqdd_c7__y3*invD3;
+            const double dqdd_c7_3 = -L3_2*dqdd_c7_2 + dqdd_c7_3_s;
+            mg_o_dqdd_dq[20][mg_l] = dqdd_c7_3;
+            const double dqdd_c7_4_s = -L4_1*dqdd_c7_1 - L4_2*dqdd_c7_2 + dqdd_c7__y4*invD4;
+            const double dqdd_c7_4 = -L4_3*dqdd_c7_3 + dqdd_c7_4_s;
+            mg_o_dqdd_dq[27][mg_l] = dqdd_c7_4;
+            const double dqdd_c7_5_s = -L5_1*dqdd_c7_1 - L5_2*dqdd_c7_2 - L5_3*dqdd_c7_3 + dqdd_c7__y5*invD5;
+            const double dqdd_c7_5 = -L5_4*dqdd_c7_4 + dqdd_c7_5_s;
+            mg_o_dqdd_dq[34][mg_l] = dqdd_c7_5;
+            const double dqdd_c7_6_s = -L6_1*dqdd_c7_1 - L6_2*dqdd_c7_2 - L6_3*dqdd_c7_3 - L6_4*dqdd_c7_4 + dqdd_c7__y6*invD6;
+            const double dqdd_c7_6 = -L6_5*dqdd_c7_5 + dqdd_c7_6_s;
+            mg_o_dqdd_dq[41][mg_l] = dqdd_c7_6;
+            const double dqdd_c7_7_s = -L7_1*dqdd_c7_1 - L7_2*dqdd_c7_2 - L7_3*dqdd_c7_3 - L7_4*dqdd_c7_4 - L7_5*dqdd_c7_5 + dqdd_c7__y7*invD7;
+            const double dqdd_c7_7 = -L7_6*dqdd_c7_6 + dqdd_c7_7_s;
+            mg_o_dqdd_dq[48][mg_l] = dqdd_c7_7;
+            const double dqdd_c8__y7 = c2*uS7_b + s2*uS7_a;
+            const double dqdd_c8__y6 = -L7_6*dqdd_c8__y7 + c2*uS6_b + s2*uS6_a;
+            const double dqdd_c8__y5_s = -L7_5*dqdd_c8__y7 + c2*uS5_b + s2*uS5_a;
+            const double dqdd_c8__y5 = -L6_5*dqdd_c8__y6 + dqdd_c8__y5_s;
+            const double dqdd_c8__y4_s = -L6_4*dqdd_c8__y6 - L7_4*dqdd_c8__y7 + c2*uS4_b + s2*uS4_a;
+            const double dqdd_c8__y4 = -L5_4*dqdd_c8__y5 + dqdd_c8__y4_s;
+            const double dqdd_c8__y3_s = -Idc3_J11*c2 - L5_3*dqdd_c8__y5 - L6_3*dqdd_c8__y6 - L7_3*dqdd_c8__y7 + s2*uS3_a;
+            const double dqdd_c8__y3 = -L4_3*dqdd_c8__y4 + dqdd_c8__y3_s;
+            const double dqdd_c8__y2_s = -L4_2*dqdd_c8__y4 - L5_2*dqdd_c8__y5 - L6_2*dqdd_c8__y6 - L7_2*dqdd_c8__y7 + c2*uS2_b + s2*uS2_a;
+            const double dqdd_c8__y2 = -L3_2*dqdd_c8__y3 + dqdd_c8__y2_s;
+            const double dqdd_c8__y1_s = -L3_1*dqdd_c8__y3 - L4_1*dqdd_c8__y4 - L5_1*dqdd_c8__y5 - L6_1*dqdd_c8__y6 - L7_1*dqdd_c8__y7 + c2*uS1_b + s2*uS1_a;
+            const double dqdd_c8__y1 = -L2_1*dqdd_c8__y2 + dqdd_c8__y1_s;
+            const double dqdd_c8_1 = dqdd_c8__y1*invD1;
+            mg_o_dqdd_dqd[0][mg_l] = dqdd_c8_1;
+            const double dqdd_c8_2 = -L2_1*dqdd_c8_1 + dqdd_c8__y2*invD2;
+            mg_o_dqdd_dqd[7][mg_l] = dqdd_c8_2;
+            const double dqdd_c8_3_s = -L3_1*dqdd_c8_1 + dqdd_c8__y3*invD3;
+            const double dqdd_c8_3 = -L3_2*dqdd_c8_2 + dqdd_c8_3_s;
+            mg_o_dqdd_dqd[14][mg_l] = dqdd_c8_3;
+            const double dqdd_c8_4_s = -L4_1*dqdd_c8_1 - L4_2*dqdd_c8_2 + dqdd_c8__y4*invD4;
+            const double dqdd_c8_4 = -L4_3*dqdd_c8_3 + dqdd_c8_4_s;
+            mg_o_dqdd_dqd[21][mg_l] = dqdd_c8_4;
+            const double dqdd_c8_5_s = -L5_1*dqdd_c8_1 - L5_2*dqdd_c8_2 - L5_3*dqdd_c8_3 + dqdd_c8__y5*invD5;
+            const double dqdd_c8_5 = -L5_4*dqdd_c8_4 + dqdd_c8_5_s;
+            mg_o_dqdd_dqd[28][mg_l] = dqdd_c8_5;
+            const double dqdd_c8_6_s = -L6_1*dqdd_c8_1 - L6_2*dqdd_c8_2 - L6_3*dqdd_c8_3 - L6_4*dqdd_c8_4 + dqdd_c8__y6*invD6;
+            const double dqdd_c8_6 = -L6_5*dqdd_c8_5 + dqdd_c8_6_s;
+            mg_o_dqdd_dqd[35][mg_l] = dqdd_c8_6;
+            const double dqdd_c8_7_s = -L7_1*dqdd_c8_1 - L7_2*dqdd_c8_2 - L7_3*dqdd_c8_3 - L7_4*dqdd_c8_4 - L7_5*dqdd_c8_5 + dqdd_c8__y7*invD7;
+            const double dqdd_c8_7 = -L7_6*dqdd_c8_6 + dqdd_c8_7_s;
+            mg_o_dqdd_dqd[42][mg_l] = dqdd_c8_7;
+            const double dqdd_c9__y7 = 2.0*V1_a*wS7_b - cse4*wS7_a - uS7_c;
+            const double dqdd_c9__y6 = -L7_6*dqdd_c9__y7 + 2.0*V1_a*wS6_b - cse4*wS6_a - uS6_c;
+            const double dqdd_c9__y5_s = -L7_5*dqdd_c9__y7 + 2.0*V1_a*wS5_b - cse4*wS5_a - uS5_c;
+            const double dqdd_c9__y5 = -L6_5*dqdd_c9__y6 + dqdd_c9__y5_s;
+            const double dqdd_c9__y4_s = -L6_4*dqdd_c9__y6 - L7_4*dqdd_c9__y7 + 2.0*V1_a*wS4_b - cse4*wS4_a - uS4_c;
+            const double dqdd_c9__y4 = -L5_4*dqdd_c9__y5 + dqdd_c9__y4_s;
+            const double dqdd_c9__y3_s = 2.0*Ic3_J01*V1_b - Ic3_J11*cse5 - L5_3*dqdd_c9__y5 - L6_3*dqdd_c9__y6 - L7_3*dqdd_c9__y7 - uS3_c;
+            const double dqdd_c9__y3 = -L4_3*dqdd_c9__y4 + dqdd_c9__y3_s;
+            const double dqdd_c9__y2_s = -Ic2_J02*cse4 + 2.0*Ic2_J12*V1_a - Idc2_J22 - L4_2*dqdd_c9__y4 - L5_2*dqdd_c9__y5 - L6_2*dqdd_c9__y6 - L7_2*dqdd_c9__y7;
+            const double dqdd_c9__y2 = -L3_2*dqdd_c9__y3 + dqdd_c9__y2_s;
+            const double dqdd_c9__y1_s = Gqd2_a*s2 + Gqd2_b*c2 - L3_1*dqdd_c9__y3 - L4_1*dqdd_c9__y4 - L5_1*dqdd_c9__y5 - L6_1*dqdd_c9__y6 - L7_1*dqdd_c9__y7;
+            const double dqdd_c9__y1 = -L2_1*dqdd_c9__y2 + dqdd_c9__y1_s;
+            const double dqdd_c9_1 = dqdd_c9__y1*invD1;
+            mg_o_dqdd_dqd[1][mg_l] = dqdd_c9_1;
+            const double dqdd_c9_2 = -L2_1*dqdd_c9_1 + dqdd_c9__y2*invD2;
+            mg_o_dqdd_dqd[8][mg_l] = dqdd_c9_2;
+            const double dqdd_c9_3_s = -L3_1*dqdd_c9_1 + dqdd_c9__y3*invD3;
+            const double dqdd_c9_3 = -L3_2*dqdd_c9_2 + dqdd_c9_3_s;
+            mg_o_dqdd_dqd[15][mg_l] = dqdd_c9_3;
+            const double dqdd_c9_4_s = -L4_1*dqdd_c9_1 - L4_2*dqdd_c9_2 + dqdd_c9__y4*invD4;
+            const double dqdd_c9_4 = -L4_3*dqdd_c9_3 + dqdd_c9_4_s;
+            mg_o_dqdd_dqd[22][mg_l] = dqdd_c9_4;
+            const double dqdd_c9_5_s = -L5_1*dqdd_c9_1 - L5_2*dqdd_c9_2 - L5_3*dqdd_c9_3 + dqdd_c9__y5*invD5;
+            const double dqdd_c9_5 = -L5_4*dqdd_c9_4 + dqdd_c9_5_s;
+            mg_o_dqdd_dqd[29][mg_l] = dqdd_c9_5;
+            const double dqdd_c9_6_s = -L6_1*dqdd_c9_1 - L6_2*dqdd_c9_2 - L6_3*dqdd_c9_3 - L6_4*dqdd_c9_4 + dqdd_c9__y6*invD6;
+            const double dqdd_c9_6 = -L6_5*dqdd_c9_5 + dqdd_c9_6_s;
+            mg_o_dqdd_dqd[36][mg_l] = dqdd_c9_6;
+            const double dqdd_c9_7_s = -L7_1*dqdd_c9_1 - L7_2*dqdd_c9_2 - L7_3*dqdd_c9_3 - L7_4*dqdd_c9_4 - L7_5*dqdd_c9_5 + dqdd_c9__y7*invD7;
+            const double dqdd_c9_7 = -L7_6*dqdd_c9_6 + dqdd_c9_7_s;
+            mg_o_dqdd_dqd[43][mg_l] = dqdd_c9_7;
+            const double dqdd_c10__y7 = -cse25*wS7_a + cse5*wS7_c + uS7_b;
+            const double dqdd_c10__y6 = -L7_6*dqdd_c10__y7 + 2.0*V1_a*wS6_c - cse25*wS6_a + uS6_b;
+            const double dqdd_c10__y5_s = -L7_5*dqdd_c10__y7 + 2.0*V1_a*wS5_c - cse25*wS5_a + uS5_b;
+            const double dqdd_c10__y5 = -L6_5*dqdd_c10__y6 + dqdd_c10__y5_s;
+            const double dqdd_c10__y4_s = -L6_4*dqdd_c10__y6 - L7_4*dqdd_c10__y7 + 2.0*V1_a*wS4_c - cse25*wS4_a + uS4_b;
+            const double dqdd_c10__y4 = -L5_4*dqdd_c10__y5 + dqdd_c10__y4_s;
+            const double dqdd_c10__y3_s = -L5_3*dqdd_c10__y5 - L6_3*dqdd_c10__y6 - L7_3*dqdd_c10__y7 - cse103;
+            const double dqdd_c10__y3 = -L4_3*dqdd_c10__y4 + dqdd_c10__y3_s;
+            const double dqdd_c10__y2_s = -Gqd3_c - L4_2*dqdd_c10__y4 - L5_2*dqdd_c10__y5 - L6_2*dqdd_c10__y6 - L7_2*dqdd_c10__y7;
+            const double dqdd_c10__y2 = -L3_2*dqdd_c10__y3 + dqdd_c10__y2_s;
+            const double dqdd_c10__y1_s = Gqd3_a*s2 + Gqd3_b*c2 - L3_1*dqdd_c10__y3 - L4_1*dqdd_c10__y4 - L5_1*dqdd_c10__y5 - L6_1*dqdd_c10__y6 - L7_1*dqdd_c10__y7;
+            const double dqdd_c10__y1 = -L2_1*dqdd_c10__y2 + dqdd_c10__y1_s;
+            const double dqdd_c10_1 = dqdd_c10__y1*invD1;
+            mg_o_dqdd_dqd[2][mg_l] = dqdd_c10_1;
+            const double dqdd_c10_2 = -L2_1*dqdd_c10_1 + dqdd_c10__y2*invD2;
+            mg_o_dqdd_dqd[9][mg_l] = dqdd_c10_2;
+            const double dqdd_c10_3_s = -L3_1*dqdd_c10_1 + dqdd_c10__y3*invD3;
+            const double dqdd_c10_3 = -L3_2*dqdd_c10_2 + dqdd_c10_3_s;
+            mg_o_dqdd_dqd[16][mg_l] = dqdd_c10_3;
+            const double dqdd_c10_4_s = -L4_1*dqdd_c10_1 - L4_2*dqdd_c10_2 + dqdd_c10__y4*invD4;
+            const double dqdd_c10_4 = -L4_3*dqdd_c10_3 + dqdd_c10_4_s;
+            mg_o_dqdd_dqd[23][mg_l] = dqdd_c10_4;
+            const double dqdd_c10_5_s = -L5_1*dqdd_c10_1 - L5_2*dqdd_c10_2 - L5_3*dqdd_c10_3 + dqdd_c10__y5*invD5;
+            const double dqdd_c10_5 = -L5_4*dqdd_c10_4 + dqdd_c10_5_s;
+            mg_o_dqdd_dqd[30][mg_l] = dqdd_c10_5;
+            const double dqdd_c10_6_s = -L6_1*dqdd_c10_1 - L6_2*dqdd_c10_2 - L6_3*dqdd_c10_3 - L6_4*dqdd_c10_4 + dqdd_c10__y6*invD6;
+            const double dqdd_c10_6 = -L6_5*dqdd_c10_5 + dqdd_c10_6_s;
+            mg_o_dqdd_dqd[37][mg_l] = dqdd_c10_6;
+            const double dqdd_c10_7_s = -L7_1*dqdd_c10_1 - L7_2*dqdd_c10_2 - L7_3*dqdd_c10_3 - L7_4*dqdd_c10_4 - L7_5*dqdd_c10_5 + dqdd_c10__y7*invD7;
+            const double dqdd_c10_7 = -L7_6*dqdd_c10_6 + dqdd_c10_7_s;
+            mg_o_dqdd_dqd[44][mg_l] = dqdd_c10_7;
+            const double dqdd_c11__y7 = c3*uS7_c - cse113*wS7_a - cse114*wS7_b - cse115*wS7_c - cse116*wS7_z - cse117*wS7_x - cse118*wS7_y - s3*uS7_a;
+            const double dqdd_c11__y6 = -L7_6*dqdd_c11__y7 + c3*uS6_c - cse113*wS6_a - cse114*wS6_b - cse115*wS6_c - cse116*wS6_z - cse117*wS6_x - cse118*wS6_y - s3*uS6_a;
+            const double dqdd_c11__y5_s = -L7_5*dqdd_c11__y7 + c3*uS5_c - cse113*wS5_a - cse114*wS5_b - cse115*wS5_c - cse116*wS5_z - cse117*wS5_x - cse118*wS5_y - s3*uS5_a;
+            const double dqdd_c11__y5 = -L6_5*dqdd_c11__y6 + dqdd_c11__y5_s;
+            const double dqdd_c11__y4_s = -L6_4*dqdd_c11__y6 - L7_4*dqdd_c11__y7 + c3*uS4_c - cse113*wS4_a - cse114*wS4_b - cse115*wS4_c - cse116*wS4_z - cse117*wS4_x - cse118*wS4_y - s3*uS4_a;
+            const double dqdd_c11__y4 = -L5_4*dqdd_c11__y5 + dqdd_c11__y4_s;
+            const double dqdd_c11__y3_s = Gqd4_b - L5_3*dqdd_c11__y5 - L6_3*dqdd_c11__y6 - L7_3*dqdd_c11__y7;
+            const double dqdd_c11__y3 = -L4_3*dqdd_c11__y4 + dqdd_c11__y3_s;
+            const double dqdd_c11__y2_s = -Gqd4_c - L4_2*dqdd_c11__y4 - L5_2*dqdd_c11__y5 - L6_2*dqdd_c11__y6 - L7_2*dqdd_c11__y7;
+            const double dqdd_c11__y2 = -L3_2*dqdd_c11__y3 + dqdd_c11__y2_s;
+            const double dqdd_c11__y1_s = Gqd4_a*s2 + Gqd4_b*c2 - L3_1*dqdd_c11__y3 - L4_1*dqdd_c11__y4 - L5_1*dqdd_c11__y5 - L6_1*dqdd_c11__y6 - L7_1*dqdd_c11__y7;
+            const double dqdd_c11__y1 = -L2_1*dqdd_c11__y2 + dqdd_c11__y1_s;
+            const double dqdd_c11_1 = dqdd_c11__y1*invD1;
+            mg_o_dqdd_dqd[3][mg_l] = dqdd_c11_1;
+            const double dqdd_c11_2 = -L2_1*dqdd_c11_1 + dqdd_c11__y2*invD2;
+            mg_o_dqdd_dqd[10][mg_l] = dqdd_c11_2;
+            const double dqdd_c11_3_s = -L3_1*dqdd_c11_1 + dqdd_c11__y3*invD3;
+            const double dqdd_c11_3 = -L3_2*dqdd_c11_2 + dqdd_c11_3_s;
+            mg_o_dqdd_dqd[17][mg_l] = dqdd_c11_3;
+            const double dqdd_c11_4_s = -L4_1*dqdd_c11_1 - L4_2*dqdd_c11_2 + dqdd_c11__y4*invD4;
+            const double dqdd_c11_4 = -L4_3*dqdd_c11_3 + dqdd_c11_4_s;
+            mg_o_dqdd_dqd[24][mg_l] = dqdd_c11_4;
+            const double dqdd_c11_5_s = -L5_1*dqdd_c11_1 - L5_2*dqdd_c11_2 - L5_3*dqdd_c11_3 + dqdd_c11__y5*invD5;
+            const double dqdd_c11_5 = -L5_4*dqdd_c11_4 + dqdd_c11_5_s;
+            mg_o_dqdd_dqd[31][mg_l] = dqdd_c11_5;
+            const double dqdd_c11_6_s = -L6_1*dqdd_c11_1 - L6_2*dqdd_c11_2 - L6_3*dqdd_c11_3 - L6_4*dqdd_c11_4 + dqdd_c11__y6*invD6;
+            const double dqdd_c11_6 = -L6_5*dqdd_c11_5 + dqdd_c11_6_s;
+            mg_o_dqdd_dqd[38][mg_l] = dqdd_c11_6;
+            const double dqdd_c11_7_s = -L7_1*dqdd_c11_1 - L7_2*dqdd_c11_2 - L7_3*dqdd_c11_3 - L7_4*dqdd_c11_4 - L7_5*dqdd_c11_5 + dqdd_c11__y7*invD7;
+            const double dqdd_c11_7 = -L7_6*dqdd_c11_6 + dqdd_c11_7_s;
+            mg_o_dqdd_dqd[45][mg_l] = dqdd_c11_7;
+            const double dqdd_c12__y7 = -R4_01*uS7_a - R4_21*uS7_c + c4*uS7_b - cse132*wS7_a - cse133*wS7_b - cse134*wS7_c - cse135*wS7_z - cse136*wS7_x - cse137*wS7_y;
+            const double dqdd_c12__y6 = -L7_6*dqdd_c12__y7 - R4_01*uS6_a - R4_21*uS6_c + c4*uS6_b - cse132*wS6_a - cse133*wS6_b - cse134*wS6_c - cse135*wS6_z - cse136*wS6_x - cse137*wS6_y;
+            const double dqdd_c12__y5_s = -L7_5*dqdd_c12__y7 - R4_01*uS5_a - R4_21*uS5_c + c4*uS5_b - cse132*wS5_a - cse133*wS5_b - cse134*wS5_c - cse135*wS5_z - cse136*wS5_x - cse137*wS5_y;
+            const double dqdd_c12__y5 = -L6_5*dqdd_c12__y6 + dqdd_c12__y5_s;
+            const double dqdd_c12__y4_s = -Gqd5_a*s3 + Gqd5_c*c3 - Gqd5_x*S4_x - Gqd5_y*S4_y - Gqd5_z*S4_z - L6_4*dqdd_c12__y6 - L7_4*dqdd_c12__y7;
+            const double dqdd_c12__y4 = -L5_4*dqdd_c12__y5 + dqdd_c12__y4_s;
+            const double dqdd_c12__y3_s = Gqd5_b - L5_3*dqdd_c12__y5 - L6_3*dqdd_c12__y6 - L7_3*dqdd_c12__y7;
+            const double dqdd_c12__y3 = -L4_3*dqdd_c12__y4 + dqdd_c12__y3_s;
+            const double dqdd_c12__y2_s = -Gqd5_c - L4_2*dqdd_c12__y4 - L5_2*dqdd_c12__y5 - L6_2*dqdd_c12__y6 - L7_2*dqdd_c12__y7;
+            const double dqdd_c12__y2 = -L3_2*dqdd_c12__y3 + dqdd_c12__y2_s;
+            const double dqdd_c12__y1_s = Gqd5_a*s2 + Gqd5_b*c2 - L3_1*dqdd_c12__y3 - L4_1*dqdd_c12__y4 - L5_1*dqdd_c12__y5 - L6_1*dqdd_c12__y6 - L7_1*dqdd_c12__y7;
+            const double dqdd_c12__y1 = -L2_1*dqdd_c12__y2 + dqdd_c12__y1_s;
+            const double dqdd_c12_1 = dqdd_c12__y1*invD1;
+            mg_o_dqdd_dqd[4][mg_l] = dqdd_c12_1;
+            const double dqdd_c12_2 = -L2_1*dqdd_c12_1 + dqdd_c12__y2*invD2;
+            mg_o_dqdd_dqd[11][mg_l] = dqdd_c12_2;
+            const double dqdd_c12_3_s = -L3_1*dqdd_c12_1 + dqdd_c12__y3*invD3;
+            const double dqdd_c12_3 = -L3_2*dqdd_c12_2 + dqdd_c12_3_s;
+            mg_o_dqdd_dqd[18][mg_l] = dqdd_c12_3;
+            const double dqdd_c12_4_s = -L4_1*dqdd_c12_1 - L4_2*dqdd_c12_2 + dqdd_c12__y4*invD4;
+            const double dqdd_c12_4 = -L4_3*dqdd_c12_3 + dqdd_c12_4_s;
+            mg_o_dqdd_dqd[25][mg_l] = dqdd_c12_4;
+            const double dqdd_c12_5_s = -L5_1*dqdd_c12_1 - L5_2*dqdd_c12_2 - L5_3*dqdd_c12_3 + dqdd_c12__y5*invD5;
+            const double dqdd_c12_5 = -L5_4*dqdd_c12_4 + dqdd_c12_5_s;
+            mg_o_dqdd_dqd[32][mg_l] = dqdd_c12_5;
+            const double dqdd_c12_6_s = -L6_1*dqdd_c12_1 - L6_2*dqdd_c12_2 - L6_3*dqdd_c12_3 - L6_4*dqdd_c12_4 + dqdd_c12__y6*invD6;
+            const double dqdd_c12_6 = -L6_5*dqdd_c12_5 + dqdd_c12_6_s;
+            mg_o_dqdd_dqd[39][mg_l] = dqdd_c12_6;
+            const double dqdd_c12_7_s = -L7_1*dqdd_c12_1 - L7_2*dqdd_c12_2 - L7_3*dqdd_c12_3 - L7_4*dqdd_c12_4 - L7_5*dqdd_c12_5 + dqdd_c12__y7*invD7;
+            const double dqdd_c12_7 = -L7_6*dqdd_c12_6 + dqdd_c12_7_s;
+            mg_o_dqdd_dqd[46][mg_l] = dqdd_c12_7;
+            const double dqdd_c13__y7 = R5_01*uS7_a + R5_11*uS7_b + R5_21*uS7_c - cse153*wS7_a - cse154*wS7_b - cse155*wS7_c - cse156*wS7_z - cse157*wS7_x - cse158*wS7_y;
+            const double dqdd_c13__y6 = -L7_6*dqdd_c13__y7 + R5_01*uS6_a + R5_11*uS6_b + R5_21*uS6_c - cse153*wS6_a - cse154*wS6_b - cse155*wS6_c - cse156*wS6_z - cse157*wS6_x - cse158*wS6_y;
+            const double dqdd_c13__y5_s = -Gqd6_a*R4_01 + Gqd6_b*c4 - Gqd6_c*R4_21 - Gqd6_x*S5_x - Gqd6_y*S5_y - Gqd6_z*S5_z - L7_5*dqdd_c13__y7;
+            const double dqdd_c13__y5 = -L6_5*dqdd_c13__y6 + dqdd_c13__y5_s;
+            const double dqdd_c13__y4_s = -Gqd6_a*s3 + Gqd6_c*c3 - Gqd6_x*S4_x - Gqd6_y*S4_y - Gqd6_z*S4_z - L6_4*dqdd_c13__y6 - L7_4*dqdd_c13__y7;
+            const double dqdd_c13__y4 = -L5_4*dqdd_c13__y5 + dqdd_c13__y4_s;
+            const double dqdd_c13__y3_s = Gqd6_b - L5_3*dqdd_c13__y5 - L6_3*dqdd_c13__y6 - L7_3*dqdd_c13__y7;
+            const double dqdd_c13__y3 = -L4_3*dqdd_c13__y4 + dqdd_c13__y3_s;
+            const double dqdd_c13__y2_s = -Gqd6_c - L4_2*dqdd_c13__y4 - L5_2*dqdd_c13__y5 - L6_2*dqdd_c13__y6 - L7_2*dqdd_c13__y7;
+            const double dqdd_c13__y2 = -L3_2*dqdd_c13__y3 + dqdd_c13__y2_s;
+            const double dqdd_c13__y1_s = Gqd6_a*s2 + Gqd6_b*c2 - L3_1*dqdd_c13__y3 - L4_1*dqdd_c13__y4 - L5_1*dqdd_c13__y5 - L6_1*dqdd_c13__y6 - L7_1*dqdd_c13__y7;
+            const double dqdd_c13__y1 = -L2_1*dqdd_c13__y2 + dqdd_c13__y1_s;
+            const double dqdd_c13_1 = dqdd_c13__y1*invD1;
+            mg_o_dqdd_dqd[5][mg_l] = dqdd_c13_1;
+            const double dqdd_c13_2 = -L2_1*dqdd_c13_1 + dqdd_c13__y2*invD2;
+            mg_o_dqdd_dqd[12][mg_l] = dqdd_c13_2;
+            const double dqdd_c13_3_s = -L3_1*dqdd_c13_1 + dqdd_c13__y3*invD3;
+            const double dqdd_c13_3 = -L3_2*dqdd_c13_2 + dqdd_c13_3_s;
+            mg_o_dqdd_dqd[19][mg_l] = dqdd_c13_3;
+            const double dqdd_c13_4_s = -L4_1*dqdd_c13_1 - L4_2*dqdd_c13_2 + dqdd_c13__y4*invD4;
+            const double dqdd_c13_4 = -L4_3*dqdd_c13_3 + dqdd_c13_4_s;
+            mg_o_dqdd_dqd[26][mg_l] = dqdd_c13_4;
+            const double dqdd_c13_5_s = -L5_1*dqdd_c13_1 - L5_2*dqdd_c13_2 - L5_3*dqdd_c13_3 + dqdd_c13__y5*invD5;
+            const double dqdd_c13_5 = -L5_4*dqdd_c13_4 + dqdd_c13_5_s;
+            mg_o_dqdd_dqd[33][mg_l] = dqdd_c13_5;
+            const double dqdd_c13_6_s = -L6_1*dqdd_c13_1 - L6_2*dqdd_c13_2 - L6_3*dqdd_c13_3 - L6_4*dqdd_c13_4 + dqdd_c13__y6*invD6;
+            const double dqdd_c13_6 = -L6_5*dqdd_c13_5 + dqdd_c13_6_s;
+            mg_o_dqdd_dqd[40][mg_l] = dqdd_c13_6;
+            const double dqdd_c13_7_s = -L7_1*dqdd_c13_1 - L7_2*dqdd_c13_2 - L7_3*dqdd_c13_3 - L7_4*dqdd_c13_4 - L7_5*dqdd_c13_5 + dqdd_c13__y7*invD7;
+            const double dqdd_c13_7 = -L7_6*dqdd_c13_6 + dqdd_c13_7_s;
+            mg_o_dqdd_dqd[47][mg_l] = dqdd_c13_7;
+            const double dqdd_c14__y7 = R6_01*uS7_a + R6_11*uS7_b + R6_21*uS7_c - 2.0*Sd7_a*wS7_a - 2.0*Sd7_b*wS7_b - 2.0*Sd7_c*wS7_c - 2.0*Sd7_x*wS7_x - 2.0*Sd7_y*wS7_y - 2.0*Sd7_z*wS7_z;
+            const double dqdd_c14__y6 = Gqd7_a*R5_01 + Gqd7_b*R5_11 + Gqd7_c*R5_21 - Gqd7_x*S6_x - Gqd7_y*S6_y - Gqd7_z*S6_z - L7_6*dqdd_c14__y7;
+            const double dqdd_c14__y5_s = -Gqd7_a*R4_01 + Gqd7_b*c4 - Gqd7_c*R4_21 - Gqd7_x*S5_x - Gqd7_y*S5_y - Gqd7_z*S5_z - L7_5*dqdd_c14__y7;
+            const double dqdd_c14__y5 = -L6_5*dqdd_c14__y6 + dqdd_c14__y5_s;
+            const double dqdd_c14__y4_s = -Gqd7_a*s3 + Gqd7_c*c3 - Gqd7_x*S4_x - Gqd7_y*S4_y - Gqd7_z*S4_z - L6_4*dqdd_c14__y6 - L7_4*dqdd_c14__y7;
+            const double dqdd_c14__y4 = -L5_4*dqdd_c14__y5 + dqdd_c14__y4_s;
+            const double dqdd_c14__y3_s = Gqd7_b - L5_3*dqdd_c14__y5 - L6_3*dqdd_c14__y6 - L7_3*dqdd_c14__y7;
+            const double dqdd_c14__y3 = -L4_3*dqdd_c14__y4 + dqdd_c14__y3_s;
+            const double dqdd_c14__y2_s = -Gqd7_c - L4_2*dqdd_c14__y4 - L5_2*dqdd_c14__y5 - L6_2*dqdd_c14__y6 - L7_2*dqdd_c14__y7;
+            const double dqdd_c14__y2 = -L3_2*dqdd_c14__y3 + dqdd_c14__y2_s;
+            const double dqdd_c14__y1_s = Gqd7_a*s2 + Gqd7_b*c2 - L3_1*dqdd_c14__y3 - L4_1*dqdd_c14__y4 - L5_1*dqdd_c14__y5 - L6_1*dqdd_c14__y6 - L7_1*dqdd_c14__y7;
+            const double dqdd_c14__y1 = -L2_1*dqdd_c14__y2 + dqdd_c14__y1_s;
+            const double dqdd_c14_1 = dqdd_c14__y1*invD1;
+            mg_o_dqdd_dqd[6][mg_l] = dqdd_c14_1;
+            const double dqdd_c14_2 = -L2_1*dqdd_c14_1 + dqdd_c14__y2*invD2;
+            mg_o_dqdd_dqd[13][mg_l] = dqdd_c14_2;
+            const double dqdd_c14_3_s = -L3_1*dqdd_c14_1 + dqdd_c14__y3*invD3;
+            const double dqdd_c14_3 = -L3_2*dqdd_c14_2 + dqdd_c14_3_s;
+            mg_o_dqdd_dqd[20][mg_l] = dqdd_c14_3;
+            const double dqdd_c14_4_s = -L4_1*dqdd_c14_1 - L4_2*dqdd_c14_2 + dqdd_c14__y4*invD4;
+            const double dqdd_c14_4 = -L4_3*dqdd_c14_3 + dqdd_c14_4_s;
+            mg_o_dqdd_dqd[27][mg_l] = dqdd_c14_4;
+            const double dqdd_c14_5_s = -L5_1*dqdd_c14_1 - L5_2*dqdd_c14_2 - L5_3*dqdd_c14_3 + dqdd_c14__y5*invD5;
+            const double dqdd_c14_5 = -L5_4*dqdd_c14_4 + dqdd_c14_5_s;
+            mg_o_dqdd_dqd[34][mg_l] = dqdd_c14_5;
+            const double dqdd_c14_6_s = -L6_1*dqdd_c14_1 - L6_2*dqdd_c14_2 - L6_3*dqdd_c14_3 - L6_4*dqdd_c14_4 + dqdd_c14__y6*invD6;
+            const double dqdd_c14_6 = -L6_5*dqdd_c14_5 + dqdd_c14_6_s;
+            mg_o_dqdd_dqd[41][mg_l] = dqdd_c14_6;
+            const double dqdd_c14_7_s = -L7_1*dqdd_c14_1 - L7_2*dqdd_c14_2 - L7_3*dqdd_c14_3 - L7_4*dqdd_c14_4 - L7_5*dqdd_c14_5 + dqdd_c14__y7*invD7;
+            const double dqdd_c14_7 = -L7_6*dqdd_c14_6 + dqdd_c14_7_s;
+            mg_o_dqdd_dqd[48][mg_l] = dqdd_c14_7;
+            mg_st[mg_l] = mg_s;
+        }
+        mg_block_to_rows(&mg_o_qdd[0][0], 7, qdd + mg_i * 7);
+        mg_block_to_rows(&mg_o_dqdd_dq[0][0], 49, dqdd_dq + mg_i * 49);
+        mg_block_to_rows(&mg_o_dqdd_dqd[0][0], 49, dqdd_dqd + mg_i * 49);
+        mg_block_to_rows(&mg_o_dqdd_dQ[0][0], 49, dqdd_dQ + mg_i * 49);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_forward_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dqdd_dq + (mg_i + mg_l) * 49, dqdd_dqd + (mg_i + mg_l) * 49, dqdd_dQ + (mg_i + mg_l) * 49);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 49; ++mg_j) dqdd_dq[(mg_i + mg_l) * 49 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 49; ++mg_j) dqdd_dqd[(mg_i + mg_l) * 49 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 49; ++mg_j) dqdd_dQ[(mg_i + mg_l) * 49 + mg_j] = NAN;
+            }
+        }
+    }
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_forward_dynamics_derivatives(q + mg_i * 7, qd + mg_i * 7, Q + mg_i * 7, qdd + mg_i * 7, dqdd_dq + mg_i * 49, dqdd_dqd + mg_i * 49, dqdd_dQ + mg_i * 49);
         status[mg_i] = mg_s;
@@ -9684,52 +11197,22 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Y[490][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Y[490][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y[0][mg_l] = 0.0;
             mg_o_Y[1][mg_l] = 0.0;
             mg_o_Y[2][mg_l] = 0.0;
@@ -10828,18 +12311,8 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y[419][mg_l] = Y6_7_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 490; ++mg_j) {
-            Y[(mg_i + 0) * 490 + mg_j] = mg_o_Y[mg_j][0];
-            Y[(mg_i + 1) * 490 + mg_j] = mg_o_Y[mg_j][1];
-            Y[(mg_i + 2) * 490 + mg_j] = mg_o_Y[mg_j][2];
-            Y[(mg_i + 3) * 490 + mg_j] = mg_o_Y[mg_j][3];
-            Y[(mg_i + 4) * 490 + mg_j] = mg_o_Y[mg_j][4];
-            Y[(mg_i + 5) * 490 + mg_j] = mg_o_Y[mg_j][5];
-            Y[(mg_i + 6) * 490 + mg_j] = mg_o_Y[mg_j][6];
-            Y[(mg_i + 7) * 490 + mg_j] = mg_o_Y[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y[0][0], 490, Y + mg_i * 490);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y + (mg_i + mg_l) * 490);
                 status[mg_i + mg_l] = mg_s;
@@ -11687,52 +13160,22 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_o_Y_b[301][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_o_Y_b[301][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y_b[1][mg_l] = 0.0;
             mg_o_Y_b[2][mg_l] = 0.0;
             mg_o_Y_b[43][mg_l] = 0.0;
@@ -12545,18 +13988,8 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y_b[257][mg_l] = Y6_7_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 301; ++mg_j) {
-            Y_b[(mg_i + 0) * 301 + mg_j] = mg_o_Y_b[mg_j][0];
-            Y_b[(mg_i + 1) * 301 + mg_j] = mg_o_Y_b[mg_j][1];
-            Y_b[(mg_i + 2) * 301 + mg_j] = mg_o_Y_b[mg_j][2];
-            Y_b[(mg_i + 3) * 301 + mg_j] = mg_o_Y_b[mg_j][3];
-            Y_b[(mg_i + 4) * 301 + mg_j] = mg_o_Y_b[mg_j][4];
-            Y_b[(mg_i + 5) * 301 + mg_j] = mg_o_Y_b[mg_j][5];
-            Y_b[(mg_i + 6) * 301 + mg_j] = mg_o_Y_b[mg_j][6];
-            Y_b[(mg_i + 7) * 301 + mg_j] = mg_o_Y_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y_b[0][0], 301, Y_b + mg_i * 301);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_base_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y_b + (mg_i + mg_l) * 301);
                 status[mg_i + mg_l] = mg_s;
@@ -12849,64 +14282,24 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[7][8];
-        double mg_in_qd[7][8];
-        double mg_in_qdd[7][8];
-        double mg_in_beta[43][8];
-        double mg_o_Q[7][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[7][MG_SIMD_WIDTH];
+        double mg_in_qd[7][MG_SIMD_WIDTH];
+        double mg_in_qdd[7][MG_SIMD_WIDTH];
+        double mg_in_beta[43][MG_SIMD_WIDTH];
+        double mg_o_Q[7][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
+        mg_rows_to_block(beta + mg_i * 43, 43, &mg_in_beta[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 7 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 7 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 7 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 7 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 7 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 7 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 7 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 7 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 7 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 7 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 7 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 7 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 7 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 7 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 7 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 43; ++mg_j) {
-            mg_in_beta[mg_j][0] = beta[(mg_i + 0) * 43 + mg_j];
-            mg_in_beta[mg_j][1] = beta[(mg_i + 1) * 43 + mg_j];
-            mg_in_beta[mg_j][2] = beta[(mg_i + 2) * 43 + mg_j];
-            mg_in_beta[mg_j][3] = beta[(mg_i + 3) * 43 + mg_j];
-            mg_in_beta[mg_j][4] = beta[(mg_i + 4) * 43 + mg_j];
-            mg_in_beta[mg_j][5] = beta[(mg_i + 5) * 43 + mg_j];
-            mg_in_beta[mg_j][6] = beta[(mg_i + 6) * 43 + mg_j];
-            mg_in_beta[mg_j][7] = beta[(mg_i + 7) * 43 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -13165,18 +14558,8 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             const double N1_z = -N2_x*s2 - N2_y*c2 + beta1*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 7; ++mg_j) {
-            Q[(mg_i + 0) * 7 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 7 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 7 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 7 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 7 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 7 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 7 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 7 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 7, Q + mg_i * 7);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_base_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, beta + (mg_i + mg_l) * 43, Q + (mg_i + mg_l) * 7);
                 status[mg_i + mg_l] = mg_s;
@@ -13314,27 +14697,17 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        double mg_in_pi[70][8];
-        double mg_o_beta[43][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        double mg_in_pi[70][MG_SIMD_WIDTH];
+        double mg_o_beta[43][MG_SIMD_WIDTH];
+        mg_rows_to_block(pi + mg_i * 70, 70, &mg_in_pi[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 70; ++mg_j) {
-            mg_in_pi[mg_j][0] = pi[(mg_i + 0) * 70 + mg_j];
-            mg_in_pi[mg_j][1] = pi[(mg_i + 1) * 70 + mg_j];
-            mg_in_pi[mg_j][2] = pi[(mg_i + 2) * 70 + mg_j];
-            mg_in_pi[mg_j][3] = pi[(mg_i + 3) * 70 + mg_j];
-            mg_in_pi[mg_j][4] = pi[(mg_i + 4) * 70 + mg_j];
-            mg_in_pi[mg_j][5] = pi[(mg_i + 5) * 70 + mg_j];
-            mg_in_pi[mg_j][6] = pi[(mg_i + 6) * 70 + mg_j];
-            mg_in_pi[mg_j][7] = pi[(mg_i + 7) * 70 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double pi21 = mg_in_pi[20][mg_l];
             const double pi24 = mg_in_pi[23][mg_l];
             const double pi27 = mg_in_pi[26][mg_l];
@@ -13444,18 +14817,8 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
             const double pi70 = mg_in_pi[69][mg_l];
             mg_o_beta[42][mg_l] = pi70;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 43; ++mg_j) {
-            beta[(mg_i + 0) * 43 + mg_j] = mg_o_beta[mg_j][0];
-            beta[(mg_i + 1) * 43 + mg_j] = mg_o_beta[mg_j][1];
-            beta[(mg_i + 2) * 43 + mg_j] = mg_o_beta[mg_j][2];
-            beta[(mg_i + 3) * 43 + mg_j] = mg_o_beta[mg_j][3];
-            beta[(mg_i + 4) * 43 + mg_j] = mg_o_beta[mg_j][4];
-            beta[(mg_i + 5) * 43 + mg_j] = mg_o_beta[mg_j][5];
-            beta[(mg_i + 6) * 43 + mg_j] = mg_o_beta[mg_j][6];
-            beta[(mg_i + 7) * 43 + mg_j] = mg_o_beta[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_beta[0][0], 43, beta + mg_i * 43);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }

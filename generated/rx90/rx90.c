@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 28 adds, 59 muls, 12 trig (99 total) */
 int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -292,29 +439,19 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_r[21][8];
-        double mg_o_tau[63][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_r[21][MG_SIMD_WIDTH];
+        double mg_o_tau[63][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = 0.0;
             mg_o_r[2][mg_l] = 0.0;
@@ -468,29 +605,9 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
             mg_o_tau[16][mg_l] = cse0;
             mg_o_tau[25][mg_l] = cse0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            r[(mg_i + 0) * 21 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 21 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 21 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 21 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 21 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 21 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 21 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 21 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 63; ++mg_j) {
-            tau[(mg_i + 0) * 63 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 63 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 63 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 63 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 63 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 63 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 63 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 63 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 21, r + mg_i * 21);
+        mg_block_to_rows(&mg_o_tau[0][0], 63, tau + mg_i * 63);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
                 status[mg_i + mg_l] = mg_s;
@@ -866,29 +983,19 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_T[126][8];
-        double mg_o_R[126][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_T[126][MG_SIMD_WIDTH];
+        double mg_o_R[126][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 0.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -1228,29 +1335,9 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
             mg_o_R[106][mg_l] = cse9;
             mg_o_R[124][mg_l] = cse9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            T[(mg_i + 0) * 126 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 126 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 126 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 126 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 126 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 126 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 126 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 126 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            R[(mg_i + 0) * 126 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 126 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 126 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 126 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 126 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 126 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 126 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 126 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 126, T + mg_i * 126);
+        mg_block_to_rows(&mg_o_R[0][0], 126, R + mg_i * 126);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
                 status[mg_i + mg_l] = mg_s;
@@ -1480,43 +1567,23 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_v[18][8];
-        double mg_o_omega[18][8];
-        double mg_o_w[18][8];
-        double mg_o_eps[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_v[18][MG_SIMD_WIDTH];
+        double mg_o_omega[18][MG_SIMD_WIDTH];
+        double mg_o_w[18][MG_SIMD_WIDTH];
+        double mg_o_eps[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_v[0][mg_l] = 0.0;
             mg_o_v[1][mg_l] = 0.0;
             mg_o_v[2][mg_l] = 0.0;
@@ -1710,51 +1777,11 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
             const double eps6_z = -cse10*omega5_y + cse11*omega5_x + eps5_z;
             mg_o_eps[17][mg_l] = eps6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            omega[(mg_i + 0) * 18 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 18 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 18 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 18 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 18 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 18 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 18 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 18 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            w[(mg_i + 0) * 18 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 18 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 18 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 18 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 18 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 18 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 18 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 18 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            eps[(mg_i + 0) * 18 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 18 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 18 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 18 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 18 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 18 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 18 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 18 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 18, v + mg_i * 18);
+        mg_block_to_rows(&mg_o_omega[0][0], 18, omega + mg_i * 18);
+        mg_block_to_rows(&mg_o_w[0][0], 18, w + mg_i * 18);
+        mg_block_to_rows(&mg_o_eps[0][0], 18, eps + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -1975,28 +2002,18 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_A[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_A[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[35][mg_l] = 0.0006025;
             const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
@@ -2182,18 +2199,8 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
             mg_o_A[2][mg_l] = Nm3_1_z;
             mg_o_A[12][mg_l] = Nm3_1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            A[(mg_i + 0) * 36 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 36 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 36 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 36 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 36 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 36 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 36 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 36 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 36, A + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -2393,52 +2400,22 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_b[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_b[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -2603,18 +2580,8 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             const double b6 = -N6_z + Q6;
             mg_o_b[5][mg_l] = b6;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            b[(mg_i + 0) * 6 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 6 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 6 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 6 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 6 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 6 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 6 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 6 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 6, b + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -2814,52 +2781,22 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Q[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Q[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3024,18 +2961,8 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
             const double N1_z = N2_x*s2 + N2_y*c2 + (0.063)*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            Q[(mg_i + 0) * 6 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 6 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 6 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 6 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 6 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 6 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 6 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 6 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 6, Q + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -3438,52 +3365,22 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_qdd[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_qdd[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
@@ -3864,18 +3761,8 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             mg_o_qdd[5][mg_l] = qdd6;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 6, qdd + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -4029,41 +3916,21 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -4178,29 +4045,9 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             const double omega_loc6_z = omega6_x*tau5_10 + omega6_y*tau5_11 + omega6_z*tau5_12;
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.195)*omega_loc2_x - 0.018*omega_loc2_y - 0.258*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.018*omega_loc2_x + (0.978)*omega_loc2_y - 0.014*omega_loc2_z) + (0.5)*omega_loc2_z*(-0.258*omega_loc2_x - 0.014*omega_loc2_y + (0.815)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.065)*omega_loc3_x + (0.006)*omega_loc3_y - 0.003*omega_loc3_z) + (0.5)*omega_loc3_y*((0.006)*omega_loc3_x + (0.0525)*omega_loc3_y + (0.0025)*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.003*omega_loc3_x + (0.0025)*omega_loc3_y + (0.0465)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.22)*omega_loc4_x + (0.0008)*omega_loc4_y + (0.0056)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.0008)*omega_loc4_x + (0.2147)*omega_loc4_y + (0.0042)*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0056)*omega_loc4_x + (0.0042)*omega_loc4_y + (0.0125)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.0043615)*omega_loc5_x + (0.0002675)*omega_loc5_y - 0.000118*omega_loc5_z) + (0.5)*omega_loc5_y*((0.0002675)*omega_loc5_x + (0.0035375)*omega_loc5_y + (0.00039)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.000118*omega_loc5_x + (0.00039)*omega_loc5_y + (0.003351)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.0024505)*omega_loc6_x + (4.9e-05)*omega_loc6_y - 1e-05*omega_loc6_z) + (0.5)*omega_loc6_y*((4.9e-05)*omega_loc6_x + (0.002352)*omega_loc6_y - 5.5e-05*omega_loc6_z) + (0.5)*omega_loc6_z*(-1e-05*omega_loc6_x - 5.5e-05*omega_loc6_y + (0.0006025)*omega_loc6_z) + (0.0315)*qd1*qd1 + (2.5)*v_loc3_x*v_loc3_x + v_loc3_x*((0.05)*omega_loc3_y + (0.15)*omega_loc3_z) + (2.5)*v_loc3_y*v_loc3_y + v_loc3_y*(-0.05*omega_loc3_x + (0.1)*omega_loc3_z) + (2.5)*v_loc3_z*v_loc3_z + v_loc3_z*(-0.15*omega_loc3_x - 0.1*omega_loc3_y) + 2.0*v_loc4_x*v_loc4_x + v_loc4_x*(-0.72*omega_loc4_y - 0.04*omega_loc4_z) + 2.0*v_loc4_y*v_loc4_y + v_loc4_y*((0.72)*omega_loc4_x + (0.02)*omega_loc4_z) + 2.0*v_loc4_z*v_loc4_z + v_loc4_z*((0.04)*omega_loc4_x - 0.02*omega_loc4_y) + (0.75)*v_loc5_x*v_loc5_x + v_loc5_x*((0.006)*omega_loc5_y + (0.0225)*omega_loc5_z) + v_loc5_y*v_loc5_y + v_loc5_y*(-0.006*omega_loc5_x + (0.0045)*omega_loc5_z) + v_loc5_y*((0.0005)*omega_loc6_x - 0.001*omega_loc6_y) + (0.75)*v_loc5_z*v_loc5_z + v_loc5_z*(-0.0225*omega_loc5_x - 0.0045*omega_loc5_y) + (0.25)*v_loc6_x*v_loc6_x + v_loc6_x*((0.025)*omega_loc6_y - 0.0005*omega_loc6_z) + (0.25)*v_loc6_y*v_loc6_y + v_loc6_y*(-0.025*omega_loc6_x + (0.001)*omega_loc6_z);
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -5024,52 +4871,22 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Y[360][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Y[360][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y[0][mg_l] = 0.0;
             mg_o_Y[1][mg_l] = 0.0;
             mg_o_Y[2][mg_l] = 0.0;
@@ -5857,18 +5674,8 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             const double Y5_6_9 = -c6*n6_I_zz_y - n6_I_zz_x*s6;
             mg_o_Y[299][mg_l] = Y5_6_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 360; ++mg_j) {
-            Y[(mg_i + 0) * 360 + mg_j] = mg_o_Y[mg_j][0];
-            Y[(mg_i + 1) * 360 + mg_j] = mg_o_Y[mg_j][1];
-            Y[(mg_i + 2) * 360 + mg_j] = mg_o_Y[mg_j][2];
-            Y[(mg_i + 3) * 360 + mg_j] = mg_o_Y[mg_j][3];
-            Y[(mg_i + 4) * 360 + mg_j] = mg_o_Y[mg_j][4];
-            Y[(mg_i + 5) * 360 + mg_j] = mg_o_Y[mg_j][5];
-            Y[(mg_i + 6) * 360 + mg_j] = mg_o_Y[mg_j][6];
-            Y[(mg_i + 7) * 360 + mg_j] = mg_o_Y[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y[0][0], 360, Y + mg_i * 360);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y + (mg_i + mg_l) * 360);
                 status[mg_i + mg_l] = mg_s;
@@ -6475,52 +6282,22 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Y_b[216][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Y_b[216][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_Y_b[1][mg_l] = 0.0;
             mg_o_Y_b[2][mg_l] = 0.0;
             mg_o_Y_b[36][mg_l] = 0.0;
@@ -7091,18 +6868,8 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             const double Y5_6_9 = -c6*n6_I_zz_y - n6_I_zz_x*s6;
             mg_o_Y_b[179][mg_l] = Y5_6_9;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 216; ++mg_j) {
-            Y_b[(mg_i + 0) * 216 + mg_j] = mg_o_Y_b[mg_j][0];
-            Y_b[(mg_i + 1) * 216 + mg_j] = mg_o_Y_b[mg_j][1];
-            Y_b[(mg_i + 2) * 216 + mg_j] = mg_o_Y_b[mg_j][2];
-            Y_b[(mg_i + 3) * 216 + mg_j] = mg_o_Y_b[mg_j][3];
-            Y_b[(mg_i + 4) * 216 + mg_j] = mg_o_Y_b[mg_j][4];
-            Y_b[(mg_i + 5) * 216 + mg_j] = mg_o_Y_b[mg_j][5];
-            Y_b[(mg_i + 6) * 216 + mg_j] = mg_o_Y_b[mg_j][6];
-            Y_b[(mg_i + 7) * 216 + mg_j] = mg_o_Y_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Y_b[0][0], 216, Y_b + mg_i * 216);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_base_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y_b + (mg_i + mg_l) * 216);
                 status[mg_i + mg_l] = mg_s;
@@ -7349,64 +7116,24 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_in_beta[36][8];
-        double mg_o_Q[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_in_beta[36][MG_SIMD_WIDTH];
+        double mg_o_Q[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
+        mg_rows_to_block(beta + mg_i * 36, 36, &mg_in_beta[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            mg_in_beta[mg_j][0] = beta[(mg_i + 0) * 36 + mg_j];
-            mg_in_beta[mg_j][1] = beta[(mg_i + 1) * 36 + mg_j];
-            mg_in_beta[mg_j][2] = beta[(mg_i + 2) * 36 + mg_j];
-            mg_in_beta[mg_j][3] = beta[(mg_i + 3) * 36 + mg_j];
-            mg_in_beta[mg_j][4] = beta[(mg_i + 4) * 36 + mg_j];
-            mg_in_beta[mg_j][5] = beta[(mg_i + 5) * 36 + mg_j];
-            mg_in_beta[mg_j][6] = beta[(mg_i + 6) * 36 + mg_j];
-            mg_in_beta[mg_j][7] = beta[(mg_i + 7) * 36 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -7618,18 +7345,8 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             const double N1_z = N2_x*s2 + N2_y*c2 + beta1*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            Q[(mg_i + 0) * 6 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 6 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 6 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 6 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 6 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 6 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 6 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 6 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 6, Q + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_rx90_base_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, beta + (mg_i + mg_l) * 36, Q + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -7749,27 +7466,17 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        double mg_in_pi[60][8];
-        double mg_o_beta[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        double mg_in_pi[60][MG_SIMD_WIDTH];
+        double mg_o_beta[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(pi + mg_i * 60, 60, &mg_in_pi[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 60; ++mg_j) {
-            mg_in_pi[mg_j][0] = pi[(mg_i + 0) * 60 + mg_j];
-            mg_in_pi[mg_j][1] = pi[(mg_i + 1) * 60 + mg_j];
-            mg_in_pi[mg_j][2] = pi[(mg_i + 2) * 60 + mg_j];
-            mg_in_pi[mg_j][3] = pi[(mg_i + 3) * 60 + mg_j];
-            mg_in_pi[mg_j][4] = pi[(mg_i + 4) * 60 + mg_j];
-            mg_in_pi[mg_j][5] = pi[(mg_i + 5) * 60 + mg_j];
-            mg_in_pi[mg_j][6] = pi[(mg_i + 6) * 60 + mg_j];
-            mg_in_pi[mg_j][7] = pi[(mg_i + 7) * 60 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double pi31 = mg_in_pi[30][mg_l];
             const double pi41 = mg_in_pi[40][mg_l];
             const double pi51 = mg_in_pi[50][mg_l];
@@ -7861,18 +7568,8 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
             const double pi60 = mg_in_pi[59][mg_l];
             mg_o_beta[35][mg_l] = pi60;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            beta[(mg_i + 0) * 36 + mg_j] = mg_o_beta[mg_j][0];
-            beta[(mg_i + 1) * 36 + mg_j] = mg_o_beta[mg_j][1];
-            beta[(mg_i + 2) * 36 + mg_j] = mg_o_beta[mg_j][2];
-            beta[(mg_i + 3) * 36 + mg_j] = mg_o_beta[mg_j][3];
-            beta[(mg_i + 4) * 36 + mg_j] = mg_o_beta[mg_j][4];
-            beta[(mg_i + 5) * 36 + mg_j] = mg_o_beta[mg_j][5];
-            beta[(mg_i + 6) * 36 + mg_j] = mg_o_beta[mg_j][6];
-            beta[(mg_i + 7) * 36 + mg_j] = mg_o_beta[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_beta[0][0], 36, beta + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }

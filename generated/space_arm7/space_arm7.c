@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 91 adds, 149 muls, 20 trig (260 total) */
 int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double *restrict p, double *restrict r, double *restrict tau)
@@ -397,29 +544,19 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_o_r[27][8];
-        double mg_o_tau[81][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_o_r[27][MG_SIMD_WIDTH];
+        double mg_o_tau[81][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -678,29 +815,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double grapple_r_z = grapple_d0_z + r13_z;
             mg_o_r[26][mg_l] = grapple_r_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 27; ++mg_j) {
-            r[(mg_i + 0) * 27 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 27 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 27 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 27 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 27 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 27 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 27 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 27 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 81; ++mg_j) {
-            tau[(mg_i + 0) * 81 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 81 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 81 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 81 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 81 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 81 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 81 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 81 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 27, r + mg_i * 27);
+        mg_block_to_rows(&mg_o_tau[0][0], 81, tau + mg_i * 81);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_forward_kinematics(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, r + (mg_i + mg_l) * 27, tau + (mg_i + mg_l) * 81);
                 status[mg_i + mg_l] = mg_s;
@@ -1709,29 +1826,19 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_o_T[351][8];
-        double mg_o_R[351][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_o_T[351][MG_SIMD_WIDTH];
+        double mg_o_R[351][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 1.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -2704,29 +2811,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double grapple_T13_z = -grapple_d0_x*tau12_21 + grapple_d0_y*tau12_20;
             mg_o_T[350][mg_l] = grapple_T13_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 351; ++mg_j) {
-            T[(mg_i + 0) * 351 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 351 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 351 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 351 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 351 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 351 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 351 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 351 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 351; ++mg_j) {
-            R[(mg_i + 0) * 351 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 351 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 351 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 351 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 351 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 351 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 351 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 351 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 351, T + mg_i * 351);
+        mg_block_to_rows(&mg_o_R[0][0], 351, R + mg_i * 351);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_jacobians(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 351, R + (mg_i + mg_l) * 351);
                 status[mg_i + mg_l] = mg_s;
@@ -3162,43 +3249,23 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_qd[13][8];
-        double mg_o_v[24][8];
-        double mg_o_omega[24][8];
-        double mg_o_w[24][8];
-        double mg_o_eps[24][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_qd[13][MG_SIMD_WIDTH];
+        double mg_o_v[24][MG_SIMD_WIDTH];
+        double mg_o_omega[24][MG_SIMD_WIDTH];
+        double mg_o_w[24][MG_SIMD_WIDTH];
+        double mg_o_eps[24][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_w[0][mg_l] = 0.0;
             mg_o_w[1][mg_l] = 0.0;
             mg_o_w[2][mg_l] = 0.0;
@@ -3598,51 +3665,11 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps13_z = -cse23*omega12_y + cse24*omega12_x + eps12_z;
             mg_o_eps[23][mg_l] = eps13_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 24; ++mg_j) {
-            v[(mg_i + 0) * 24 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 24 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 24 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 24 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 24 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 24 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 24 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 24 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 24; ++mg_j) {
-            omega[(mg_i + 0) * 24 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 24 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 24 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 24 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 24 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 24 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 24 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 24 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 24; ++mg_j) {
-            w[(mg_i + 0) * 24 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 24 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 24 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 24 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 24 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 24 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 24 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 24 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 24; ++mg_j) {
-            eps[(mg_i + 0) * 24 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 24 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 24 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 24 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 24 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 24 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 24 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 24 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 24, v + mg_i * 24);
+        mg_block_to_rows(&mg_o_omega[0][0], 24, omega + mg_i * 24);
+        mg_block_to_rows(&mg_o_w[0][0], 24, w + mg_i * 24);
+        mg_block_to_rows(&mg_o_eps[0][0], 24, eps + mg_i * 24);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_velocities(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, v + (mg_i + mg_l) * 24, omega + (mg_i + mg_l) * 24, w + (mg_i + mg_l) * 24, eps + (mg_i + mg_l) * 24);
                 status[mg_i + mg_l] = mg_s;
@@ -4232,40 +4259,20 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_p[1][8];
-        double mg_o_A[169][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_p[1][MG_SIMD_WIDTH];
+        double mg_o_A[169][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[1][mg_l] = 0.0;
             mg_o_A[2][mg_l] = 0.0;
             mg_o_A[12][mg_l] = 0.0;
@@ -4820,18 +4827,8 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             mg_o_A[29][mg_l] = Fm4_3_z;
             mg_o_A[41][mg_l] = Fm4_3_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 169; ++mg_j) {
-            A[(mg_i + 0) * 169 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 169 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 169 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 169 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 169 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 169 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 169 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 169 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 169, A + mg_i * 169);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_mass_matrix(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, A + (mg_i + mg_l) * 169);
                 status[mg_i + mg_l] = mg_s;
@@ -5179,64 +5176,24 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_qd[13][8];
-        double mg_in_p[1][8];
-        double mg_in_Q[13][8];
-        double mg_o_b[13][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_qd[13][MG_SIMD_WIDTH];
+        double mg_in_p[1][MG_SIMD_WIDTH];
+        double mg_in_Q[13][MG_SIMD_WIDTH];
+        double mg_o_b[13][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
+        mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
+        mg_rows_to_block(Q + mg_i * 13, 13, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 13 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 13 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 13 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 13 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 13 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 13 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 13 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd4 = mg_in_qd[3][mg_l];
             const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
@@ -5550,18 +5507,8 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             const double b13 = -N13_z + Q13;
             mg_o_b[12][mg_l] = b13;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            b[(mg_i + 0) * 13 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 13 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 13 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 13 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 13 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 13 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 13 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 13 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 13, b + mg_i * 13);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_bias(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, Q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, b + (mg_i + mg_l) * 13);
                 status[mg_i + mg_l] = mg_s;
@@ -5908,64 +5855,24 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_qdd[13][8];
-        double mg_in_qd[13][8];
-        double mg_in_p[1][8];
-        double mg_o_Q[13][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_qdd[13][MG_SIMD_WIDTH];
+        double mg_in_qd[13][MG_SIMD_WIDTH];
+        double mg_in_p[1][MG_SIMD_WIDTH];
+        double mg_o_Q[13][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(qdd + mg_i * 13, 13, &mg_in_qdd[0][0]);
+        mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
+        mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -6278,18 +6185,8 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             const double F_c4_z = -F_c5_x*s4 + F_c6_z*c4;
             mg_o_Q[2][mg_l] = F_c4_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            Q[(mg_i + 0) * 13 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 13 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 13 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 13 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 13 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 13 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 13 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 13 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 13, Q + mg_i * 13);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_inverse_dynamics(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, qdd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, Q + (mg_i + mg_l) * 13);
                 status[mg_i + mg_l] = mg_s;
@@ -7354,64 +7251,24 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_qd[13][8];
-        double mg_in_p[1][8];
-        double mg_in_Q[13][8];
-        double mg_o_qdd[13][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_qd[13][MG_SIMD_WIDTH];
+        double mg_in_p[1][MG_SIMD_WIDTH];
+        double mg_in_Q[13][MG_SIMD_WIDTH];
+        double mg_o_qdd[13][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
+        mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
+        mg_rows_to_block(Q + mg_i * 13, 13, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 13 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 13 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 13 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 13 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 13 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 13 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 13 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
@@ -8482,18 +8339,8 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             mg_o_qdd[12][mg_l] = qdd13;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            qdd[(mg_i + 0) * 13 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 13 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 13 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 13 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 13 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 13 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 13 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 13 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 13, qdd + mg_i * 13);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_forward_dynamics(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, Q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 13);
                 status[mg_i + mg_l] = mg_s;
@@ -8766,53 +8613,23 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[13][8];
-        double mg_in_qd[13][8];
-        double mg_in_p[1][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[13][MG_SIMD_WIDTH];
+        double mg_in_qd[13][MG_SIMD_WIDTH];
+        double mg_in_p[1][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
+        mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 13 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 13 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 13 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 13 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 13 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 13 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 13 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 13; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 13 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 13 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 13 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 13 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 13 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 13 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 13 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 13 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            mg_in_p[mg_j][0] = p[(mg_i + 0) * 1 + mg_j];
-            mg_in_p[mg_j][1] = p[(mg_i + 1) * 1 + mg_j];
-            mg_in_p[mg_j][2] = p[(mg_i + 2) * 1 + mg_j];
-            mg_in_p[mg_j][3] = p[(mg_i + 3) * 1 + mg_j];
-            mg_in_p[mg_j][4] = p[(mg_i + 4) * 1 + mg_j];
-            mg_in_p[mg_j][5] = p[(mg_i + 5) * 1 + mg_j];
-            mg_in_p[mg_j][6] = p[(mg_i + 6) * 1 + mg_j];
-            mg_in_p[mg_j][7] = p[(mg_i + 7) * 1 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_V[0][mg_l] = 0.0;
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
@@ -9046,29 +8863,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double cse1 = (0.3)*p_m_payload;
             mg_o_T[0][mg_l] = cse0*omega_loc13_x*omega_loc13_x + cse0*omega_loc13_y*omega_loc13_y - cse1*omega_loc13_x*v_loc13_y + cse1*omega_loc13_y*v_loc13_x + (19.45)*omega_loc10_x*omega_loc10_x - 34.0*omega_loc10_x*v_loc10_y + (19.45)*omega_loc10_y*omega_loc10_y + 34.0*omega_loc10_y*v_loc10_x + (0.175)*omega_loc10_z*omega_loc10_z + (0.17)*omega_loc11_x*omega_loc11_x - 1.4*omega_loc11_x*v_loc11_y + (0.17)*omega_loc11_y*omega_loc11_y + (1.4)*omega_loc11_y*v_loc11_x + (0.075)*omega_loc11_z*omega_loc11_z + (0.17)*omega_loc12_x*omega_loc12_x - 1.4*omega_loc12_x*v_loc12_y + (0.17)*omega_loc12_y*omega_loc12_y + (1.4)*omega_loc12_y*v_loc12_x + (0.075)*omega_loc12_z*omega_loc12_z + (0.75)*omega_loc13_z*omega_loc13_z + (0.5)*omega_loc6_x*((953.12)*omega_loc6_x + (12.24)*omega_loc6_y - 9.2*omega_loc6_z) + (0.5)*omega_loc6_y*((12.24)*omega_loc6_x + (1103.48)*omega_loc6_y + (5.6)*omega_loc6_z) + (0.5)*omega_loc6_z*(-9.2*omega_loc6_x + (5.6)*omega_loc6_y + (780.6)*omega_loc6_z) + (0.2796)*omega_loc7_x*omega_loc7_x - 2.16*omega_loc7_x*v_loc7_y + (0.2796)*omega_loc7_y*omega_loc7_y + (2.16)*omega_loc7_y*v_loc7_x + (0.1)*omega_loc7_z*omega_loc7_z + (0.225)*omega_loc8_x*omega_loc8_x - 1.6*omega_loc8_x*v_loc8_y + (0.8)*omega_loc8_x*v_loc8_z + (0.5)*omega_loc8_y*((0.38)*omega_loc8_y - 0.07*omega_loc8_z) + (0.5)*omega_loc8_z*(-0.07*omega_loc8_y + (0.22)*omega_loc8_z) + (24.475)*omega_loc9_x*omega_loc9_x - 40.5*omega_loc9_x*v_loc9_y + (24.475)*omega_loc9_y*omega_loc9_y + (40.5)*omega_loc9_y*v_loc9_x + (0.2)*omega_loc9_z*omega_loc9_z + (0.5)*p_m_payload*(v_loc13_x*v_loc13_x + v_loc13_y*v_loc13_y + v_loc13_z*v_loc13_z) + 20.0*v_loc10_x*v_loc10_x + 20.0*v_loc10_y*v_loc10_y + 20.0*v_loc10_z*v_loc10_z + 7.0*v_loc11_x*v_loc11_x + 7.0*v_loc11_y*v_loc11_y + 7.0*v_loc11_z*v_loc11_z + 7.0*v_loc12_x*v_loc12_x + 7.0*v_loc12_y*v_loc12_y + 7.0*v_loc12_z*v_loc12_z + 600.0*v_loc6_x*v_loc6_x + v_loc6_x*(60.0*omega_loc6_y + 12.0*omega_loc6_z) + 600.0*v_loc6_y*v_loc6_y + v_loc6_y*(-60.0*omega_loc6_x + 24.0*omega_loc6_z) + 600.0*v_loc6_z*v_loc6_z + v_loc6_z*(-12.0*omega_loc6_x - 24.0*omega_loc6_y) + 9.0*v_loc7_x*v_loc7_x + 9.0*v_loc7_y*v_loc7_y + 9.0*v_loc7_z*v_loc7_z + 8.0*v_loc8_x*v_loc8_x + v_loc8_x*((1.6)*omega_loc8_y - 0.8*omega_loc8_z) + 8.0*v_loc8_y*v_loc8_y + 8.0*v_loc8_z*v_loc8_z + (22.5)*v_loc9_x*v_loc9_x + (22.5)*v_loc9_y*v_loc9_y + (22.5)*v_loc9_z*v_loc9_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_energy(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;

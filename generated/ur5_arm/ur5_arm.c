@@ -123,6 +123,153 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
+/* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is
+ * compiled, not when it was generated (docs/architecture.md, "Batches across states"): the
+ * SIMD build (-DMECHGEN_SIMD=1, mechgen.runtime.cbuild) takes 8 lanes with AVX-512 and 4 with
+ * AVX2, the widths measured fastest there (bench/simd_bench.py); any other target (SSE2, where
+ * the blocks lose to the loop over the single-state kernel, and targets not measured) and the
+ * default build get 0: no blocks. -DMG_SIMD_WIDTH=N (2 to 8) chooses N lanes. */
+#ifndef MG_SIMD_WIDTH
+#if !defined(MECHGEN_SIMD)
+#define MG_SIMD_WIDTH 0
+#elif defined(__AVX512F__)
+#define MG_SIMD_WIDTH 8
+#elif defined(__AVX2__)
+#define MG_SIMD_WIDTH 4
+#else
+#define MG_SIMD_WIDTH 0
+#endif
+#endif
+#if MG_SIMD_WIDTH != 0 && (MG_SIMD_WIDTH < 2 || MG_SIMD_WIDTH > 8)
+#error "MG_SIMD_WIDTH: 0 (no SIMD blocks) or 2 to 8 lanes"
+#endif
+#if MG_SIMD_WIDTH > 0
+/* The copies between the states' rows (state-major, size doubles each) and a block's
+ * [element][lane] layout: W x W transposes in registers, by shuffles the compiler maps onto
+ * the cheap in-lane unpacks and 128-bit lane moves (8 lanes: 8 unpacks and 16 lane shuffles
+ * per 8 x 8 doubles; left to the vectoriser, GCC used 24 two-source permutes, a third of
+ * the block time of solo12's forward kinematics). A size that is not a multiple of W ends with one
+ * transpose overlapping the previous one (same values written twice). Only where W
+ * doubles fill one vector register (8 lanes with AVX-512, 4 with AVX, 2 with SSE2 or NEON:
+ * wider tiles are split by the compiler into slow element moves, 0.3-0.4x the loop over the
+ * single-state kernel); elsewhere (no __builtin_shufflevector, other widths, size < W) a
+ * loop over the elements that the compiler vectorises itself. Data moves only. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#if MG_SIMD_WIDTH == 8 && defined(__AVX512F__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 4 && defined(__AVX__)
+#define MG_SIMD_TRANSPOSE 1
+#elif MG_SIMD_WIDTH == 2 && (defined(__SSE2__) || defined(__ARM_NEON))
+#define MG_SIMD_TRANSPOSE 1
+#endif
+#endif
+#endif
+#ifndef MG_SIMD_TRANSPOSE
+#define MG_SIMD_TRANSPOSE 0
+#endif
+#if MG_SIMD_TRANSPOSE
+/* dst[k][l] = src[l][k] for a W x W tile (row strides in doubles). */
+static inline MG_ALWAYS_INLINE void mg_transpose_tile(const double *src, int64_t src_stride,
+                                                      double *dst, int64_t dst_stride)
+{
+    typedef double mg_vec __attribute__((vector_size(8 * MG_SIMD_WIDTH)));
+    mg_vec r[MG_SIMD_WIDTH], t[MG_SIMD_WIDTH];
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(&r[k], src + k * src_stride, sizeof r[k]);
+#if MG_SIMD_WIDTH == 2
+    t[0] = __builtin_shufflevector(r[0], r[1], 0, 2);
+    t[1] = __builtin_shufflevector(r[0], r[1], 1, 3);
+#elif MG_SIMD_WIDTH == 4
+    mg_vec u[4];
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+    t[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5);
+    t[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5);
+    t[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7);
+    t[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7);
+#else
+    mg_vec u[8], v[8];
+    /* u: pairs of rows interleaved (lanes 0, 2, 4, 6 / 1, 3, 5, 7) */
+    u[0] = __builtin_shufflevector(r[0], r[1], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[1] = __builtin_shufflevector(r[0], r[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[2] = __builtin_shufflevector(r[2], r[3], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[3] = __builtin_shufflevector(r[2], r[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[4] = __builtin_shufflevector(r[4], r[5], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[5] = __builtin_shufflevector(r[4], r[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    u[6] = __builtin_shufflevector(r[6], r[7], 0, 8, 2, 10, 4, 12, 6, 14);
+    u[7] = __builtin_shufflevector(r[6], r[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    /* v: 128-bit pieces of two u's (even pieces / odd pieces) */
+    v[0] = __builtin_shufflevector(u[0], u[2], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[1] = __builtin_shufflevector(u[1], u[3], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[2] = __builtin_shufflevector(u[0], u[2], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[3] = __builtin_shufflevector(u[1], u[3], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[4] = __builtin_shufflevector(u[4], u[6], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[5] = __builtin_shufflevector(u[5], u[7], 0, 1, 4, 5, 8, 9, 12, 13);
+    v[6] = __builtin_shufflevector(u[4], u[6], 2, 3, 6, 7, 10, 11, 14, 15);
+    v[7] = __builtin_shufflevector(u[5], u[7], 2, 3, 6, 7, 10, 11, 14, 15);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        t[k] = __builtin_shufflevector(v[k], v[k + 4], 0, 1, 4, 5, 8, 9, 12, 13);
+        t[k + 4] = __builtin_shufflevector(v[k], v[k + 4], 2, 3, 6, 7, 10, 11, 14, 15);
+    }
+#endif
+    #pragma GCC unroll 8
+    for (int k = 0; k < MG_SIMD_WIDTH; ++k)
+        memcpy(dst + k * dst_stride, &t[k], sizeof t[k]);
+}
+#endif
+
+/* block[j][l] = rows[l * size + j]: W states' rows into a block's [element][lane] copy. */
+static inline MG_ALWAYS_INLINE void mg_rows_to_block(const double *rows, int64_t size,
+                                                     double *block)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(rows + j, size, block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        if (j < size)
+            mg_transpose_tile(rows + size - MG_SIMD_WIDTH, size,
+                              block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            block[j * MG_SIMD_WIDTH + l] = rows[l * size + j];
+    }
+}
+
+/* rows[l * size + j] = block[j][l]: a block's [element][lane] outputs into the states' rows. */
+static inline MG_ALWAYS_INLINE void mg_block_to_rows(const double *block, int64_t size,
+                                                     double *rows)
+{
+#if MG_SIMD_TRANSPOSE
+    if (size >= MG_SIMD_WIDTH) {
+        int64_t j = 0;
+        for (; j + MG_SIMD_WIDTH <= size; j += MG_SIMD_WIDTH)
+            mg_transpose_tile(block + j * MG_SIMD_WIDTH, MG_SIMD_WIDTH, rows + j, size);
+        if (j < size)
+            mg_transpose_tile(block + (size - MG_SIMD_WIDTH) * MG_SIMD_WIDTH, MG_SIMD_WIDTH,
+                              rows + size - MG_SIMD_WIDTH, size);
+        return;
+    }
+#endif
+    #pragma omp simd
+    for (int64_t j = 0; j < size; ++j) {
+        #pragma GCC unroll 8
+        for (int l = 0; l < MG_SIMD_WIDTH; ++l)
+            rows[l * size + j] = block[j * MG_SIMD_WIDTH + l];
+    }
+}
+#endif
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 34 adds, 64 muls, 12 trig (110 total) */
 int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -303,29 +450,19 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_r[21][8];
-        double mg_o_tau[63][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_r[21][MG_SIMD_WIDTH];
+        double mg_o_tau[63][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = 0.0;
             mg_o_r[2][mg_l] = 0.0;
@@ -490,29 +627,9 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             mg_o_tau[25][mg_l] = cse0;
             mg_o_tau[34][mg_l] = cse0;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 21; ++mg_j) {
-            r[(mg_i + 0) * 21 + mg_j] = mg_o_r[mg_j][0];
-            r[(mg_i + 1) * 21 + mg_j] = mg_o_r[mg_j][1];
-            r[(mg_i + 2) * 21 + mg_j] = mg_o_r[mg_j][2];
-            r[(mg_i + 3) * 21 + mg_j] = mg_o_r[mg_j][3];
-            r[(mg_i + 4) * 21 + mg_j] = mg_o_r[mg_j][4];
-            r[(mg_i + 5) * 21 + mg_j] = mg_o_r[mg_j][5];
-            r[(mg_i + 6) * 21 + mg_j] = mg_o_r[mg_j][6];
-            r[(mg_i + 7) * 21 + mg_j] = mg_o_r[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 63; ++mg_j) {
-            tau[(mg_i + 0) * 63 + mg_j] = mg_o_tau[mg_j][0];
-            tau[(mg_i + 1) * 63 + mg_j] = mg_o_tau[mg_j][1];
-            tau[(mg_i + 2) * 63 + mg_j] = mg_o_tau[mg_j][2];
-            tau[(mg_i + 3) * 63 + mg_j] = mg_o_tau[mg_j][3];
-            tau[(mg_i + 4) * 63 + mg_j] = mg_o_tau[mg_j][4];
-            tau[(mg_i + 5) * 63 + mg_j] = mg_o_tau[mg_j][5];
-            tau[(mg_i + 6) * 63 + mg_j] = mg_o_tau[mg_j][6];
-            tau[(mg_i + 7) * 63 + mg_j] = mg_o_tau[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_r[0][0], 21, r + mg_i * 21);
+        mg_block_to_rows(&mg_o_tau[0][0], 63, tau + mg_i * 63);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
                 status[mg_i + mg_l] = mg_s;
@@ -916,29 +1033,19 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_T[126][8];
-        double mg_o_R[126][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_T[126][MG_SIMD_WIDTH];
+        double mg_o_R[126][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_T[0][mg_l] = 0.0;
             mg_o_T[1][mg_l] = 0.0;
             mg_o_T[2][mg_l] = 0.0;
@@ -1306,29 +1413,9 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             mg_o_R[106][mg_l] = cse13;
             mg_o_R[124][mg_l] = cse13;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            T[(mg_i + 0) * 126 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 126 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 126 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 126 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 126 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 126 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 126 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 126 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 126; ++mg_j) {
-            R[(mg_i + 0) * 126 + mg_j] = mg_o_R[mg_j][0];
-            R[(mg_i + 1) * 126 + mg_j] = mg_o_R[mg_j][1];
-            R[(mg_i + 2) * 126 + mg_j] = mg_o_R[mg_j][2];
-            R[(mg_i + 3) * 126 + mg_j] = mg_o_R[mg_j][3];
-            R[(mg_i + 4) * 126 + mg_j] = mg_o_R[mg_j][4];
-            R[(mg_i + 5) * 126 + mg_j] = mg_o_R[mg_j][5];
-            R[(mg_i + 6) * 126 + mg_j] = mg_o_R[mg_j][6];
-            R[(mg_i + 7) * 126 + mg_j] = mg_o_R[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 126, T + mg_i * 126);
+        mg_block_to_rows(&mg_o_R[0][0], 126, R + mg_i * 126);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
                 status[mg_i + mg_l] = mg_s;
@@ -1589,43 +1676,23 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_v[18][8];
-        double mg_o_omega[18][8];
-        double mg_o_w[18][8];
-        double mg_o_eps[18][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_v[18][MG_SIMD_WIDTH];
+        double mg_o_omega[18][MG_SIMD_WIDTH];
+        double mg_o_w[18][MG_SIMD_WIDTH];
+        double mg_o_eps[18][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_v[0][mg_l] = 0.0;
             mg_o_v[1][mg_l] = 0.0;
             mg_o_v[2][mg_l] = 0.0;
@@ -1850,51 +1917,11 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             const double eps6_z = cse10*omega5_x - cse9*omega5_y + eps5_z;
             mg_o_eps[17][mg_l] = eps6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            v[(mg_i + 0) * 18 + mg_j] = mg_o_v[mg_j][0];
-            v[(mg_i + 1) * 18 + mg_j] = mg_o_v[mg_j][1];
-            v[(mg_i + 2) * 18 + mg_j] = mg_o_v[mg_j][2];
-            v[(mg_i + 3) * 18 + mg_j] = mg_o_v[mg_j][3];
-            v[(mg_i + 4) * 18 + mg_j] = mg_o_v[mg_j][4];
-            v[(mg_i + 5) * 18 + mg_j] = mg_o_v[mg_j][5];
-            v[(mg_i + 6) * 18 + mg_j] = mg_o_v[mg_j][6];
-            v[(mg_i + 7) * 18 + mg_j] = mg_o_v[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            omega[(mg_i + 0) * 18 + mg_j] = mg_o_omega[mg_j][0];
-            omega[(mg_i + 1) * 18 + mg_j] = mg_o_omega[mg_j][1];
-            omega[(mg_i + 2) * 18 + mg_j] = mg_o_omega[mg_j][2];
-            omega[(mg_i + 3) * 18 + mg_j] = mg_o_omega[mg_j][3];
-            omega[(mg_i + 4) * 18 + mg_j] = mg_o_omega[mg_j][4];
-            omega[(mg_i + 5) * 18 + mg_j] = mg_o_omega[mg_j][5];
-            omega[(mg_i + 6) * 18 + mg_j] = mg_o_omega[mg_j][6];
-            omega[(mg_i + 7) * 18 + mg_j] = mg_o_omega[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            w[(mg_i + 0) * 18 + mg_j] = mg_o_w[mg_j][0];
-            w[(mg_i + 1) * 18 + mg_j] = mg_o_w[mg_j][1];
-            w[(mg_i + 2) * 18 + mg_j] = mg_o_w[mg_j][2];
-            w[(mg_i + 3) * 18 + mg_j] = mg_o_w[mg_j][3];
-            w[(mg_i + 4) * 18 + mg_j] = mg_o_w[mg_j][4];
-            w[(mg_i + 5) * 18 + mg_j] = mg_o_w[mg_j][5];
-            w[(mg_i + 6) * 18 + mg_j] = mg_o_w[mg_j][6];
-            w[(mg_i + 7) * 18 + mg_j] = mg_o_w[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 18; ++mg_j) {
-            eps[(mg_i + 0) * 18 + mg_j] = mg_o_eps[mg_j][0];
-            eps[(mg_i + 1) * 18 + mg_j] = mg_o_eps[mg_j][1];
-            eps[(mg_i + 2) * 18 + mg_j] = mg_o_eps[mg_j][2];
-            eps[(mg_i + 3) * 18 + mg_j] = mg_o_eps[mg_j][3];
-            eps[(mg_i + 4) * 18 + mg_j] = mg_o_eps[mg_j][4];
-            eps[(mg_i + 5) * 18 + mg_j] = mg_o_eps[mg_j][5];
-            eps[(mg_i + 6) * 18 + mg_j] = mg_o_eps[mg_j][6];
-            eps[(mg_i + 7) * 18 + mg_j] = mg_o_eps[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_v[0][0], 18, v + mg_i * 18);
+        mg_block_to_rows(&mg_o_omega[0][0], 18, omega + mg_i * 18);
+        mg_block_to_rows(&mg_o_w[0][0], 18, w + mg_i * 18);
+        mg_block_to_rows(&mg_o_eps[0][0], 18, eps + mg_i * 18);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
                 status[mg_i + mg_l] = mg_s;
@@ -2075,28 +2102,18 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_o_A[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_o_A[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_A[28][mg_l] = 0.0022824019624999;
             mg_o_A[29][mg_l] = 0.0;
             mg_o_A[34][mg_l] = 0.0;
@@ -2243,18 +2260,8 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
             mg_o_A[2][mg_l] = Nm3_1_z;
             mg_o_A[12][mg_l] = Nm3_1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            A[(mg_i + 0) * 36 + mg_j] = mg_o_A[mg_j][0];
-            A[(mg_i + 1) * 36 + mg_j] = mg_o_A[mg_j][1];
-            A[(mg_i + 2) * 36 + mg_j] = mg_o_A[mg_j][2];
-            A[(mg_i + 3) * 36 + mg_j] = mg_o_A[mg_j][3];
-            A[(mg_i + 4) * 36 + mg_j] = mg_o_A[mg_j][4];
-            A[(mg_i + 5) * 36 + mg_j] = mg_o_A[mg_j][5];
-            A[(mg_i + 6) * 36 + mg_j] = mg_o_A[mg_j][6];
-            A[(mg_i + 7) * 36 + mg_j] = mg_o_A[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_A[0][0], 36, A + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -2453,52 +2460,22 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_b[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_b[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -2662,18 +2639,8 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double b6 = -N6_z + Q6;
             mg_o_b[5][mg_l] = b6;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            b[(mg_i + 0) * 6 + mg_j] = mg_o_b[mg_j][0];
-            b[(mg_i + 1) * 6 + mg_j] = mg_o_b[mg_j][1];
-            b[(mg_i + 2) * 6 + mg_j] = mg_o_b[mg_j][2];
-            b[(mg_i + 3) * 6 + mg_j] = mg_o_b[mg_j][3];
-            b[(mg_i + 4) * 6 + mg_j] = mg_o_b[mg_j][4];
-            b[(mg_i + 5) * 6 + mg_j] = mg_o_b[mg_j][5];
-            b[(mg_i + 6) * 6 + mg_j] = mg_o_b[mg_j][6];
-            b[(mg_i + 7) * 6 + mg_j] = mg_o_b[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_b[0][0], 6, b + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -2871,52 +2838,22 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_Q[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_Q[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -3079,18 +3016,8 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             const double N1_z = N2_x*s2 + N2_y*c2 + (0.00908672677)*qdd1;
             mg_o_Q[0][mg_l] = N1_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            Q[(mg_i + 0) * 6 + mg_j] = mg_o_Q[mg_j][0];
-            Q[(mg_i + 1) * 6 + mg_j] = mg_o_Q[mg_j][1];
-            Q[(mg_i + 2) * 6 + mg_j] = mg_o_Q[mg_j][2];
-            Q[(mg_i + 3) * 6 + mg_j] = mg_o_Q[mg_j][3];
-            Q[(mg_i + 4) * 6 + mg_j] = mg_o_Q[mg_j][4];
-            Q[(mg_i + 5) * 6 + mg_j] = mg_o_Q[mg_j][5];
-            Q[(mg_i + 6) * 6 + mg_j] = mg_o_Q[mg_j][6];
-            Q[(mg_i + 7) * 6 + mg_j] = mg_o_Q[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_Q[0][0], 6, Q + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -3451,52 +3378,22 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_Q[6][8];
-        double mg_o_qdd[6][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_qdd[6][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_Q[mg_j][0] = Q[(mg_i + 0) * 6 + mg_j];
-            mg_in_Q[mg_j][1] = Q[(mg_i + 1) * 6 + mg_j];
-            mg_in_Q[mg_j][2] = Q[(mg_i + 2) * 6 + mg_j];
-            mg_in_Q[mg_j][3] = Q[(mg_i + 3) * 6 + mg_j];
-            mg_in_Q[mg_j][4] = Q[(mg_i + 4) * 6 + mg_j];
-            mg_in_Q[mg_j][5] = Q[(mg_i + 5) * 6 + mg_j];
-            mg_in_Q[mg_j][6] = Q[(mg_i + 6) * 6 + mg_j];
-            mg_in_Q[mg_j][7] = Q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
             const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
@@ -3832,18 +3729,8 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             mg_o_qdd[5][mg_l] = qdd6;
             mg_st[mg_l] = mg_s;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            qdd[(mg_i + 0) * 6 + mg_j] = mg_o_qdd[mg_j][0];
-            qdd[(mg_i + 1) * 6 + mg_j] = mg_o_qdd[mg_j][1];
-            qdd[(mg_i + 2) * 6 + mg_j] = mg_o_qdd[mg_j][2];
-            qdd[(mg_i + 3) * 6 + mg_j] = mg_o_qdd[mg_j][3];
-            qdd[(mg_i + 4) * 6 + mg_j] = mg_o_qdd[mg_j][4];
-            qdd[(mg_i + 5) * 6 + mg_j] = mg_o_qdd[mg_j][5];
-            qdd[(mg_i + 6) * 6 + mg_j] = mg_o_qdd[mg_j][6];
-            qdd[(mg_i + 7) * 6 + mg_j] = mg_o_qdd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_qdd[0][0], 6, qdd + mg_i * 6);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
                 status[mg_i + mg_l] = mg_s;
@@ -4009,41 +3896,21 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_o_T[1][8];
-        double mg_o_V[1][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_o_T[1][MG_SIMD_WIDTH];
+        double mg_o_V[1][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -4170,29 +4037,9 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             const double omega_loc6_z = omega6_x*tau5_10 + omega6_y*tau5_11 + omega6_z*tau5_12;
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.1229615592128)*omega_loc2_x + (0.202178977)*omega_loc2_z) + (0.3103682827314)*omega_loc2_y*omega_loc2_y + (0.5)*omega_loc2_z*((0.202178977)*omega_loc2_x + (0.51288240625)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.00569261875)*omega_loc3_x + (0.009043125)*omega_loc3_z) + (0.042000959375)*omega_loc3_y*omega_loc3_y + (0.0602875)*omega_loc3_y*v_loc3_x + (0.34125)*omega_loc3_y*v_loc3_z + (0.5)*omega_loc3_z*((0.009043125)*omega_loc3_x + (0.0824043)*omega_loc3_z) + (0.0014446585982)*omega_loc4_x*omega_loc4_x - 0.01991846*omega_loc4_x*v_loc4_y - 0.0021942*omega_loc4_x*v_loc4_z + (0.5)*omega_loc4_y*((0.0028853676364)*omega_loc4_y + (3.5853228e-05)*omega_loc4_z) + (0.5)*omega_loc4_z*((3.5853228e-05)*omega_loc4_y + (0.00219814956)*omega_loc4_z) + (0.0014446585982)*omega_loc5_x*omega_loc5_x - 0.01991846*omega_loc5_x*v_loc5_y + (0.0021942)*omega_loc5_x*v_loc5_z + (0.5)*omega_loc5_y*((0.0028853676364)*omega_loc5_y - 3.5853228e-05*omega_loc5_z) + (0.5)*omega_loc5_z*(-3.5853228e-05*omega_loc5_y + (0.00219814956)*omega_loc5_z) + (4.212620124995e-05)*omega_loc6_x*omega_loc6_x + (0.0002177761)*omega_loc6_x*v_loc6_y + (4.212620124995e-05)*omega_loc6_y*omega_loc6_y - 0.0002177761*omega_loc6_y*v_loc6_x + (6.605e-05)*omega_loc6_z*omega_loc6_z + (0.004543363385)*qd1*qd1 + (1.1375)*v_loc3_x*v_loc3_x + (1.1375)*v_loc3_y*v_loc3_y + v_loc3_y*(-0.0602875*omega_loc3_x - 0.34125*omega_loc3_z) + (1.1375)*v_loc3_z*v_loc3_z + (0.6095)*v_loc4_x*v_loc4_x + v_loc4_x*((0.01991846)*omega_loc4_y + (0.0021942)*omega_loc4_z) + (0.6095)*v_loc4_y*v_loc4_y + (0.6095)*v_loc4_z*v_loc4_z + (0.6095)*v_loc5_x*v_loc5_x + v_loc5_x*((0.01991846)*omega_loc5_y - 0.0021942*omega_loc5_z) + (0.6095)*v_loc5_y*v_loc5_y + (0.6095)*v_loc5_z*v_loc5_z + (0.09395)*v_loc6_x*v_loc6_x + (0.09395)*v_loc6_y*v_loc6_y + (0.09395)*v_loc6_z*v_loc6_z;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            T[(mg_i + 0) * 1 + mg_j] = mg_o_T[mg_j][0];
-            T[(mg_i + 1) * 1 + mg_j] = mg_o_T[mg_j][1];
-            T[(mg_i + 2) * 1 + mg_j] = mg_o_T[mg_j][2];
-            T[(mg_i + 3) * 1 + mg_j] = mg_o_T[mg_j][3];
-            T[(mg_i + 4) * 1 + mg_j] = mg_o_T[mg_j][4];
-            T[(mg_i + 5) * 1 + mg_j] = mg_o_T[mg_j][5];
-            T[(mg_i + 6) * 1 + mg_j] = mg_o_T[mg_j][6];
-            T[(mg_i + 7) * 1 + mg_j] = mg_o_T[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 1; ++mg_j) {
-            V[(mg_i + 0) * 1 + mg_j] = mg_o_V[mg_j][0];
-            V[(mg_i + 1) * 1 + mg_j] = mg_o_V[mg_j][1];
-            V[(mg_i + 2) * 1 + mg_j] = mg_o_V[mg_j][2];
-            V[(mg_i + 3) * 1 + mg_j] = mg_o_V[mg_j][3];
-            V[(mg_i + 4) * 1 + mg_j] = mg_o_V[mg_j][4];
-            V[(mg_i + 5) * 1 + mg_j] = mg_o_V[mg_j][5];
-            V[(mg_i + 6) * 1 + mg_j] = mg_o_V[mg_j][6];
-            V[(mg_i + 7) * 1 + mg_j] = mg_o_V[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_T[0][0], 1, T + mg_i * 1);
+        mg_block_to_rows(&mg_o_V[0][0], 1, V + mg_i * 1);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
                 status[mg_i + mg_l] = mg_s;
@@ -4879,53 +4726,23 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    #ifdef MECHGEN_SIMD
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
-       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
-    for (; mg_i + 8 <= n; mg_i += 8) {
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
         /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
-        int64_t mg_st[8] = {0};
-        int64_t mg_range[8] = {0};
-        double mg_in_q[6][8];
-        double mg_in_qd[6][8];
-        double mg_in_qdd[6][8];
-        double mg_o_dtau_dq[36][8];
-        double mg_o_dtau_dqd[36][8];
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
+        double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_q[mg_j][0] = q[(mg_i + 0) * 6 + mg_j];
-            mg_in_q[mg_j][1] = q[(mg_i + 1) * 6 + mg_j];
-            mg_in_q[mg_j][2] = q[(mg_i + 2) * 6 + mg_j];
-            mg_in_q[mg_j][3] = q[(mg_i + 3) * 6 + mg_j];
-            mg_in_q[mg_j][4] = q[(mg_i + 4) * 6 + mg_j];
-            mg_in_q[mg_j][5] = q[(mg_i + 5) * 6 + mg_j];
-            mg_in_q[mg_j][6] = q[(mg_i + 6) * 6 + mg_j];
-            mg_in_q[mg_j][7] = q[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qd[mg_j][0] = qd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qd[mg_j][1] = qd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qd[mg_j][2] = qd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qd[mg_j][3] = qd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qd[mg_j][4] = qd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qd[mg_j][5] = qd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qd[mg_j][6] = qd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qd[mg_j][7] = qd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 6; ++mg_j) {
-            mg_in_qdd[mg_j][0] = qdd[(mg_i + 0) * 6 + mg_j];
-            mg_in_qdd[mg_j][1] = qdd[(mg_i + 1) * 6 + mg_j];
-            mg_in_qdd[mg_j][2] = qdd[(mg_i + 2) * 6 + mg_j];
-            mg_in_qdd[mg_j][3] = qdd[(mg_i + 3) * 6 + mg_j];
-            mg_in_qdd[mg_j][4] = qdd[(mg_i + 4) * 6 + mg_j];
-            mg_in_qdd[mg_j][5] = qdd[(mg_i + 5) * 6 + mg_j];
-            mg_in_qdd[mg_j][6] = qdd[(mg_i + 6) * 6 + mg_j];
-            mg_in_qdd[mg_j][7] = qdd[(mg_i + 7) * 6 + mg_j];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             mg_o_dtau_dq[0][mg_l] = 0.0;
             mg_o_dtau_dq[6][mg_l] = 0.0;
             mg_o_dtau_dq[12][mg_l] = 0.0;
@@ -5576,29 +5393,9 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             mg_o_dtau_dqd[34][mg_l] = -R4_00*uS6_c - R4_01*uS6_a + Sd5_y*cse122 + cse120*wS6_z + cse91*wS6_a + cse92*wS6_b + cse93*wS6_c + cse94*wS6_x;
             mg_o_dtau_dqd[35][mg_l] = R5_01*uS6_a + R5_21*uS6_c + 2.0*Sd6_x*wS6_x + Sd6_y*cse122 + 2.0*Sd6_z*wS6_z - c5*uS6_b + cse107*wS6_a + cse108*wS6_b + cse109*wS6_c;
         }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dtau_dq[(mg_i + 0) * 36 + mg_j] = mg_o_dtau_dq[mg_j][0];
-            dtau_dq[(mg_i + 1) * 36 + mg_j] = mg_o_dtau_dq[mg_j][1];
-            dtau_dq[(mg_i + 2) * 36 + mg_j] = mg_o_dtau_dq[mg_j][2];
-            dtau_dq[(mg_i + 3) * 36 + mg_j] = mg_o_dtau_dq[mg_j][3];
-            dtau_dq[(mg_i + 4) * 36 + mg_j] = mg_o_dtau_dq[mg_j][4];
-            dtau_dq[(mg_i + 5) * 36 + mg_j] = mg_o_dtau_dq[mg_j][5];
-            dtau_dq[(mg_i + 6) * 36 + mg_j] = mg_o_dtau_dq[mg_j][6];
-            dtau_dq[(mg_i + 7) * 36 + mg_j] = mg_o_dtau_dq[mg_j][7];
-        }
-        #pragma omp simd
-        for (int mg_j = 0; mg_j < 36; ++mg_j) {
-            dtau_dqd[(mg_i + 0) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][0];
-            dtau_dqd[(mg_i + 1) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][1];
-            dtau_dqd[(mg_i + 2) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][2];
-            dtau_dqd[(mg_i + 3) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][3];
-            dtau_dqd[(mg_i + 4) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][4];
-            dtau_dqd[(mg_i + 5) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][5];
-            dtau_dqd[(mg_i + 6) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][6];
-            dtau_dqd[(mg_i + 7) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][7];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 36, dtau_dq + mg_i * 36);
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 36, dtau_dqd + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_arm_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dtau_dq + (mg_i + mg_l) * 36, dtau_dqd + (mg_i + mg_l) * 36);
                 status[mg_i + mg_l] = mg_s;
@@ -5619,7 +5416,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
 
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
- * ops: 1666 adds, 1959 muls, 6 divs, 10 trig (3641 total) */
+ * ops: 1645 adds, 1891 muls, 6 divs, 10 trig (3552 total) */
 int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd, double *restrict dqdd_dq, double *restrict dqdd_dqd, double *restrict dqdd_dQ)
 {
     int status = 0;
@@ -6294,87 +6091,92 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     const double uS2_b = -Idc2_J11 + (0.178318)*Idc2_h_z;
     const double uS2_c = -Hc2_a - Idc2_J12 - 0.178318*Idc2_h_y;
     const double Pq2_c = Fc2_a + (0.089159)*Fc2_y + Hc2_b*qd1 + Ic2_J02*qdd1 + Ic2_J12*Sdd2_b + Ic2_h_x*Sdd2_y - Ic2_h_y*Sdd2_x + Idc2_J02*qd1;
-    const double Gqd2_c = Hc2_a + Ic2_J02*cse9 + 2.0*Ic2_h_x*Sd2_y - Idc2_J12;
-    const double cse71 = 2.0*p3_x;
-    const double uS3_a = Hc3_c - Idc3_J01 - Idc3_h_y*cse71;
-    const double cse72 = -Idc3_J11;
-    const double cse73 = 2.0*Idc3_h_z;
-    const double uS3_b = Idc3_h_x*cse71 + cse72 + cse73*p3_z;
+    const double cse71 = 2.0*Sd2_y;
+    const double Gqd2_c = Hc2_a + Ic2_J02*cse9 + Ic2_h_x*cse71 - Idc2_J12;
+    const double cse72 = 2.0*p3_x;
+    const double uS3_a = Hc3_c - Idc3_J01 - Idc3_h_y*cse72;
+    const double cse73 = -Idc3_J11;
+    const double cse74 = 2.0*Idc3_h_z;
+    const double uS3_b = Idc3_h_x*cse72 + cse73 + cse74*p3_z;
     const double uS3_c = -Hc3_a - Idc3_J12 - 2.0*Idc3_h_y*p3_z;
     const double Pq3_b = -Fc3_x*p3_x - Fc3_z*p3_z - Hc3_c*qd1 + Ic3_J01*qdd1 + Ic3_J11*Sdd2_b + Ic3_J12*Sdd3_c - Ic3_h_x*Sdd3_z + Ic3_h_z*Sdd3_x + Idc3_J01*qd1;
     const double Pq3_c = Fc3_a + Fc3_y*p3_z + Hc3_b*qd1 + Ic3_J02*qdd1 + Ic3_J12*Sdd2_b + Ic3_J22*Sdd3_c + Ic3_h_x*Sdd3_y - Ic3_h_y*Sdd3_x + Idc3_J02*qd1;
     const double Pq3_x = -Fc3_z - Ic3_h_y*Sdd3_c + Ic3_h_z*Sdd2_b + (4.9009)*Sdd3_x;
-    const double cse74 = 2.0*Ic3_h_x;
-    const double cse75 = 2.0*Sd3_x;
-    const double Gqd3_b = Ic3_J01*cse9 + Ic3_h_z*cse75 - Sd3_z*cse74 + cse72;
-    const double Gqd3_c = Hc3_a + Ic3_J02*cse9 - Ic3_h_y*cse75 - Idc3_J12 + Sd3_y*cse74;
-    const double Gqd3_x = (9.8018)*Sd3_x - cse73;
-    const double cse76 = 2.0*Idc4_h_y;
-    const double uS4_a = Hc4_c - Idc4_J01 - cse76*p4_x;
-    const double cse77 = -Idc4_J11;
-    const double cse78 = 2.0*Idc4_h_x;
-    const double cse79 = 2.0*Idc4_h_z;
-    const double uS4_b = cse77 + cse78*p4_x + cse79*p4_z;
-    const double uS4_c = -Hc4_a - Idc4_J12 - cse76*p4_z;
+    const double cse75 = 2.0*Ic3_h_x;
+    const double cse76 = 2.0*Sd3_x;
+    const double Gqd3_b = Ic3_J01*cse9 + Ic3_h_z*cse76 - Sd3_z*cse75 + cse73;
+    const double Gqd3_c = Hc3_a + Ic3_J02*cse9 - Ic3_h_y*cse76 - Idc3_J12 + Sd3_y*cse75;
+    const double Gqd3_x = (9.8018)*Sd3_x - cse74;
+    const double cse77 = 2.0*Idc4_h_y;
+    const double uS4_a = Hc4_c - Idc4_J01 - cse77*p4_x;
+    const double cse78 = -Idc4_J11;
+    const double cse79 = 2.0*Idc4_h_x;
+    const double cse80 = 2.0*Idc4_h_z;
+    const double uS4_b = cse78 + cse79*p4_x + cse80*p4_z;
+    const double uS4_c = -Hc4_a - Idc4_J12 - cse77*p4_z;
     const double Pq4_b = -Fc4_x*p4_x - Fc4_z*p4_z - Hc4_c*qd1 + Ic4_J01*qdd1 + Ic4_J11*Sdd2_b + Ic4_J12*Sdd4_c - Ic4_h_x*Sdd4_z + Ic4_h_z*Sdd4_x + Idc4_J01*qd1;
     const double Pq4_c = Fc4_a + Fc4_y*p4_z + Hc4_b*qd1 + Ic4_J02*qdd1 + Ic4_J12*Sdd2_b + Ic4_J22*Sdd4_c + Ic4_h_x*Sdd4_y - Ic4_h_y*Sdd4_x + Idc4_J02*qd1;
     const double Pq4_x = -Fc4_z - Ic4_h_y*Sdd4_c + Ic4_h_z*Sdd2_b + (2.6259)*Sdd4_x;
     const double Pq4_z = Fc4_x - Ic4_h_x*Sdd2_b + Ic4_h_y*qdd1 + Idc4_h_y*cse9 + (2.6259)*Sdd4_z;
-    const double cse80 = 2.0*Ic4_h_x;
-    const double cse81 = 2.0*Sd4_x;
-    const double Gqd4_b = Ic4_J01*cse9 + Ic4_h_z*cse81 - Sd4_z*cse80 + cse77;
-    const double Gqd4_c = Hc4_a + Ic4_J02*cse9 - Ic4_h_y*cse81 - Idc4_J12 + Sd4_y*cse80;
-    const double Gqd4_x = (5.2518)*Sd4_x - cse79;
-    const double Gqd4_z = Ic4_h_y*cse9 + (5.2518)*Sd4_z + cse78;
-    const double cse82 = 2.0*Idc5_h_z;
-    const double uS5_a = -Hc5_b*R4_00 - Idc5_J00*R4_01 - Idc5_J02*R4_00 + 2.0*Idc5_h_y*S5_z - S5_y*cse82;
-    const double cse83 = Idc5_J01*R4_01;
-    const double cse84 = Idc5_J12*R4_00;
-    const double cse85 = -Hc5_a*R4_00 + Hc5_c*R4_01;
-    const double uS5_b = -2.0*Idc5_h_x*S5_z + 2.0*Idc5_h_z*S5_x - cse83 - cse84 - cse85;
-    const double cse86 = Hc5_b*R4_01;
-    const double cse87 = 2.0*Idc5_h_y;
-    const double cse88 = Idc5_J02*R4_01 + Idc5_J22*R4_00;
-    const double uS5_c = 2.0*Idc5_h_x*S5_y - S5_x*cse87 + cse86 - cse88;
+    const double cse81 = 2.0*Ic4_h_x;
+    const double cse82 = 2.0*Sd4_x;
+    const double Gqd4_b = Ic4_J01*cse9 + Ic4_h_z*cse82 - Sd4_z*cse81 + cse78;
+    const double Gqd4_c = Hc4_a + Ic4_J02*cse9 - Ic4_h_y*cse82 - Idc4_J12 + Sd4_y*cse81;
+    const double Gqd4_x = (5.2518)*Sd4_x - cse80;
+    const double Gqd4_z = Ic4_h_y*cse9 + (5.2518)*Sd4_z + cse79;
+    const double cse83 = 2.0*Idc5_h_z;
+    const double uS5_a = -Hc5_b*R4_00 - Idc5_J00*R4_01 - Idc5_J02*R4_00 + 2.0*Idc5_h_y*S5_z - S5_y*cse83;
+    const double cse84 = Idc5_J01*R4_01;
+    const double cse85 = Idc5_J12*R4_00;
+    const double cse86 = -Hc5_a*R4_00 + Hc5_c*R4_01;
+    const double uS5_b = -2.0*Idc5_h_x*S5_z + 2.0*Idc5_h_z*S5_x - cse84 - cse85 - cse86;
+    const double cse87 = Hc5_b*R4_01;
+    const double cse88 = 2.0*Idc5_h_y;
+    const double cse89 = Idc5_J02*R4_01 + Idc5_J22*R4_00;
+    const double uS5_c = 2.0*Idc5_h_x*S5_y - S5_x*cse88 + cse87 - cse89;
     const double Pq5_b = -Fc5_a*R4_00 + Fc5_c*R4_01 + Fc5_x*S5_z - Fc5_z*S5_x + Hc5_a*Sd5_c - Hc5_c*Sd5_a + Ic5_J01*Sdd5_a + Ic5_J11*Sdd5_b + Ic5_J12*Sdd5_c - Ic5_h_x*Sdd5_z + Ic5_h_z*Sdd5_x + Idc5_J01*Sd5_a + Idc5_J11*Sd5_b + Idc5_J12*Sd5_c;
     const double Pq5_c = -Fc5_b*R4_01 - Fc5_x*S5_y + Fc5_y*S5_x - Hc5_a*Sd5_b + Hc5_b*Sd5_a + Ic5_J02*Sdd5_a + Ic5_J12*Sdd5_b + Ic5_J22*Sdd5_c + Ic5_h_x*Sdd5_y - Ic5_h_y*Sdd5_x + Idc5_J02*Sd5_a + Idc5_J12*Sd5_b + Idc5_J22*Sd5_c;
-    const double Pq5_x = Fc5_y*R4_00 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + Sd5_b*cse82 - Sd5_c*cse87 + (1.4069)*Sdd5_x;
+    const double Pq5_x = Fc5_y*R4_00 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + Sd5_b*cse83 - Sd5_c*cse88 + (1.4069)*Sdd5_x;
     const double Pq5_z = -Fc5_y*R4_01 - Ic5_h_x*Sdd5_b + Ic5_h_y*Sdd5_a - 2.0*Idc5_h_x*Sd5_b + 2.0*Idc5_h_y*Sd5_a + (1.4069)*Sdd5_z;
-    const double cse89 = 2.0*Ic5_h_x;
-    const double cse90 = 2.0*Sd5_b;
-    const double cse91 = 2.0*Sd5_c;
-    const double cse92 = 2.0*Sd5_x;
-    const double Gqd5_b = 2.0*Ic5_J01*Sd5_a + Ic5_J11*cse90 + Ic5_J12*cse91 + Ic5_h_z*cse92 - Sd5_z*cse89 - cse83 - cse84 + cse85;
-    const double Gqd5_c = 2.0*Ic5_J02*Sd5_a + 2.0*Ic5_J12*Sd5_b + 2.0*Ic5_J22*Sd5_c + 2.0*Ic5_h_x*Sd5_y - Ic5_h_y*cse92 - cse86 - cse88;
-    const double Gqd5_x = -Ic5_h_y*cse91 + Ic5_h_z*cse90 + R4_00*cse87 + (2.8138)*Sd5_x;
-    const double Gqd5_z = 2.0*Ic5_h_y*Sd5_a - R4_01*cse87 - Sd5_b*cse89 + (2.8138)*Sd5_z;
-    const double cse93 = R5_21*hw6_b;
-    const double cse94 = c5*hw6_c;
-    const double cse95 = 2.0*hw6_z;
-    const double cse96 = 2.0*S6_z;
-    const double cse97 = Id6_J00*R5_01 - Id6_J01*c5 + Id6_J02*R5_21;
-    const double uS6_a = -S6_y*cse95 + cse93 + cse94 + cse96*hw6_y + cse97;
-    const double cse98 = R5_01*hw6_c;
-    const double cse99 = R5_21*hw6_a;
-    const double cse100 = Id6_J01*R5_01 - Id6_J11*c5 + Id6_J12*R5_21;
-    const double uS6_b = S6_x*cse95 + cse100 - cse96*hw6_x + cse98 - cse99;
-    const double cse101 = Id6_J12*c5;
-    const double cse102 = 2.0*hw6_y;
-    const double cse103 = R5_01*hw6_b + c5*hw6_a;
-    const double uS6_c = Id6_J02*R5_01 + Id6_J22*R5_21 - S6_x*cse102 + 2.0*S6_y*hw6_x - cse101 - cse103;
+    const double cse90 = 2.0*Ic5_h_x;
+    const double cse91 = 2.0*Sd5_a;
+    const double cse92 = 2.0*Sd5_b;
+    const double cse93 = 2.0*Sd5_c;
+    const double cse94 = 2.0*Sd5_x;
+    const double Gqd5_b = Ic5_J01*cse91 + Ic5_J11*cse92 + Ic5_J12*cse93 + Ic5_h_z*cse94 - Sd5_z*cse90 - cse84 - cse85 + cse86;
+    const double Gqd5_c = 2.0*Ic5_J02*Sd5_a + 2.0*Ic5_J12*Sd5_b + 2.0*Ic5_J22*Sd5_c + 2.0*Ic5_h_x*Sd5_y - Ic5_h_y*cse94 - cse87 - cse89;
+    const double Gqd5_x = -Ic5_h_y*cse93 + Ic5_h_z*cse92 + R4_00*cse88 + (2.8138)*Sd5_x;
+    const double Gqd5_z = 2.0*Ic5_h_y*Sd5_a - R4_01*cse88 - Sd5_b*cse90 + (2.8138)*Sd5_z;
+    const double cse95 = R5_21*hw6_b;
+    const double cse96 = c5*hw6_c;
+    const double cse97 = 2.0*hw6_z;
+    const double cse98 = 2.0*S6_z;
+    const double cse99 = Id6_J00*R5_01 - Id6_J01*c5 + Id6_J02*R5_21;
+    const double uS6_a = -S6_y*cse97 + cse95 + cse96 + cse98*hw6_y + cse99;
+    const double cse100 = R5_01*hw6_c;
+    const double cse101 = R5_21*hw6_a;
+    const double cse102 = Id6_J01*R5_01 - Id6_J11*c5 + Id6_J12*R5_21;
+    const double uS6_b = S6_x*cse97 + cse100 - cse101 + cse102 - cse98*hw6_x;
+    const double cse103 = Id6_J12*c5;
+    const double cse104 = 2.0*hw6_y;
+    const double cse105 = R5_01*hw6_b + c5*hw6_a;
+    const double uS6_c = Id6_J02*R5_01 + Id6_J22*R5_21 - S6_x*cse104 + 2.0*S6_y*hw6_x - cse103 - cse105;
     const double Pq6_a = -Fc6_b*R5_21 - Fc6_c*c5 - Fc6_y*S6_z + Fc6_z*S6_y + Id6_J00*Sd6_a + Id6_J01*Sd6_b + Id6_J02*Sd6_c + Iw6_J00*Sdd6_a + Iw6_J01*Sdd6_b + Iw6_J02*Sdd6_c + Iw6_h_y*Sdd6_z - Iw6_h_z*Sdd6_y + Sd6_b*hw6_c - Sd6_c*hw6_b;
     const double Pq6_b = Fc6_a*R5_21 - Fc6_c*R5_01 + Fc6_x*S6_z - Fc6_z*S6_x + Id6_J01*Sd6_a + Id6_J11*Sd6_b + Id6_J12*Sd6_c + Iw6_J01*Sdd6_a + Iw6_J11*Sdd6_b + Iw6_J12*Sdd6_c - Iw6_h_x*Sdd6_z + Iw6_h_z*Sdd6_x - Sd6_a*hw6_c + Sd6_c*hw6_a;
     const double Pq6_c = Fc6_a*c5 + Fc6_b*R5_01 - Fc6_x*S6_y + Fc6_y*S6_x + Id6_J02*Sd6_a + Id6_J12*Sd6_b + Id6_J22*Sd6_c + Iw6_J02*Sdd6_a + Iw6_J12*Sdd6_b + Iw6_J22*Sdd6_c + Iw6_h_x*Sdd6_y - Iw6_h_y*Sdd6_x + Sd6_a*hw6_b - Sd6_b*hw6_a;
-    const double Pq6_x = -Fc6_y*R5_21 - Fc6_z*c5 - Iw6_h_y*Sdd6_c + Iw6_h_z*Sdd6_b + 2.0*Sd6_b*hw6_z - Sd6_c*cse102 + (0.1879)*Sdd6_x;
-    const double cse104 = 2.0*hw6_x;
-    const double Pq6_y = Fc6_x*R5_21 - Fc6_z*R5_01 + Iw6_h_x*Sdd6_c - Iw6_h_z*Sdd6_a - Sd6_a*cse95 + Sd6_c*cse104 + (0.1879)*Sdd6_y;
-    const double Pq6_z = Fc6_x*c5 + Fc6_y*R5_01 - Iw6_h_x*Sdd6_b + Iw6_h_y*Sdd6_a + Sd6_a*cse102 - Sd6_b*cse104 + (0.1879)*Sdd6_z;
-    const double Gqd6_a = 2.0*Iw6_J00*Sd6_a + Sd6_b*cse59 + Sd6_c*cse61 - Sd6_y*cse65 + Sd6_z*cse63 - cse93 - cse94 + cse97;
-    const double Gqd6_b = 2.0*Iw6_J11*Sd6_b + Sd6_a*cse59 + Sd6_c*cse67 + Sd6_x*cse65 - Sd6_z*cse69 + cse100 - cse98 + cse99;
-    const double Gqd6_c = Id6_J02*R5_01 + Id6_J22*R5_21 + 2.0*Iw6_J22*Sd6_c + Sd6_a*cse61 + Sd6_b*cse67 - Sd6_x*cse63 + Sd6_y*cse69 - cse101 + cse103;
-    const double Gqd6_x = 2.0*Iw6_h_z*Sd6_b - R5_21*cse102 - Sd6_c*cse63 + (0.3758)*Sd6_x - c5*cse95;
-    const double Gqd6_y = -R5_01*cse95 + R5_21*cse104 - Sd6_a*cse65 + Sd6_c*cse69 + (0.3758)*Sd6_y;
-    const double Gqd6_z = R5_01*cse102 + Sd6_a*cse63 - Sd6_b*cse69 + (0.3758)*Sd6_z + c5*cse104;
+    const double Pq6_x = -Fc6_y*R5_21 - Fc6_z*c5 - Iw6_h_y*Sdd6_c + Iw6_h_z*Sdd6_b + 2.0*Sd6_b*hw6_z - Sd6_c*cse104 + (0.1879)*Sdd6_x;
+    const double cse106 = 2.0*hw6_x;
+    const double Pq6_y = Fc6_x*R5_21 - Fc6_z*R5_01 + Iw6_h_x*Sdd6_c - Iw6_h_z*Sdd6_a - Sd6_a*cse97 + Sd6_c*cse106 + (0.1879)*Sdd6_y;
+    const double Pq6_z = Fc6_x*c5 + Fc6_y*R5_01 - Iw6_h_x*Sdd6_b + Iw6_h_y*Sdd6_a + Sd6_a*cse104 - Sd6_b*cse106 + (0.1879)*Sdd6_z;
+    const double cse107 = 2.0*Sd6_a;
+    const double Gqd6_a = Iw6_J00*cse107 + Sd6_b*cse59 + Sd6_c*cse61 - Sd6_y*cse65 + Sd6_z*cse63 - cse95 - cse96 + cse99;
+    const double cse108 = 2.0*Sd6_b;
+    const double Gqd6_b = Iw6_J11*cse108 + Sd6_a*cse59 + Sd6_c*cse67 + Sd6_x*cse65 - Sd6_z*cse69 - cse100 + cse101 + cse102;
+    const double cse109 = 2.0*Sd6_c;
+    const double Gqd6_c = Id6_J02*R5_01 + Id6_J22*R5_21 + Iw6_J22*cse109 + Sd6_a*cse61 + Sd6_b*cse67 - Sd6_x*cse63 + Sd6_y*cse69 - cse103 + cse105;
+    const double Gqd6_x = 2.0*Iw6_h_z*Sd6_b - R5_21*cse104 - Sd6_c*cse63 + (0.3758)*Sd6_x - c5*cse97;
+    const double Gqd6_y = -R5_01*cse97 + R5_21*cse106 - Sd6_a*cse65 + Sd6_c*cse69 + (0.3758)*Sd6_y;
+    const double Gqd6_z = R5_01*cse104 + Sd6_a*cse63 - Sd6_b*cse69 + (0.3758)*Sd6_z + c5*cse106;
     const double Ainv_U3_1 = L2_1*L3_2 - L3_1;
     const double Ainv_U4_2 = L3_2*L4_3 - L4_2;
     const double Ainv_U4_1_s = L2_1*L4_2 - L4_1;
@@ -6392,231 +6194,284 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     const double Ainv_U6_1_s = -Ainv_U3_1*L6_3 - Ainv_U4_1*L6_4 + L2_1*L6_2 - L6_1;
     const double Ainv_U6_1 = -Ainv_U5_1*L6_5 + Ainv_U6_1_s;
     const double Ainv_V2_1 = -L2_1*invD1;
-    const double cse105 = -L3_2*invD2;
-    const double Ainv_V3_2 = cse105;
+    const double cse110 = -L3_2*invD2;
+    const double Ainv_V3_2 = cse110;
     const double Ainv_V3_1 = Ainv_U3_1*invD1;
-    const double cse106 = -L4_3*invD3;
-    const double Ainv_V4_3 = cse106;
-    const double cse107 = Ainv_U4_2*invD2;
-    const double Ainv_V4_2 = cse107;
+    const double cse111 = -L4_3*invD3;
+    const double Ainv_V4_3 = cse111;
+    const double cse112 = Ainv_U4_2*invD2;
+    const double Ainv_V4_2 = cse112;
     const double Ainv_V4_1 = Ainv_U4_1*invD1;
-    const double cse108 = -L5_4*invD4;
-    const double Ainv_V5_4 = cse108;
-    const double cse109 = Ainv_U5_3*invD3;
-    const double Ainv_V5_3 = cse109;
-    const double cse110 = Ainv_U5_2*invD2;
-    const double Ainv_V5_2 = cse110;
+    const double cse113 = -L5_4*invD4;
+    const double Ainv_V5_4 = cse113;
+    const double cse114 = Ainv_U5_3*invD3;
+    const double Ainv_V5_3 = cse114;
+    const double cse115 = Ainv_U5_2*invD2;
+    const double Ainv_V5_2 = cse115;
     const double Ainv_V5_1 = Ainv_U5_1*invD1;
-    const double cse111 = -L6_5*invD5;
-    const double Ainv_V6_5 = cse111;
-    const double cse112 = Ainv_U6_4*invD4;
-    const double Ainv_V6_4 = cse112;
-    const double cse113 = Ainv_U6_3*invD3;
-    const double Ainv_V6_3 = cse113;
-    const double cse114 = Ainv_U6_2*invD2;
-    const double Ainv_V6_2 = cse114;
+    const double cse116 = -L6_5*invD5;
+    const double Ainv_V6_5 = cse116;
+    const double cse117 = Ainv_U6_4*invD4;
+    const double Ainv_V6_4 = cse117;
+    const double cse118 = Ainv_U6_3*invD3;
+    const double Ainv_V6_3 = cse118;
+    const double cse119 = Ainv_U6_2*invD2;
+    const double Ainv_V6_2 = cse119;
     const double Ainv_V6_1 = Ainv_U6_1*invD1;
     const double Ainv_2_2 = -Ainv_V2_1*L2_1 + invD2;
-    const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse105;
-    const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse107;
-    const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse110;
-    const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse114;
+    const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse110;
+    const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse112;
+    const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse115;
+    const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse119;
     const double Ainv_3_3 = Ainv_U3_1*Ainv_V3_1 - Ainv_V3_2*L3_2 + invD3;
-    const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse106;
-    const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse109;
-    const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse113;
+    const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse111;
+    const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse114;
+    const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse118;
     const double Ainv_4_4 = Ainv_U4_1*Ainv_V4_1 + Ainv_U4_2*Ainv_V4_2 - Ainv_V4_3*L4_3 + invD4;
-    const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse108;
-    const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse112;
+    const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse113;
+    const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse117;
     const double Ainv_5_5 = Ainv_U5_1*Ainv_V5_1 + Ainv_U5_2*Ainv_V5_2 + Ainv_U5_3*Ainv_V5_3 - Ainv_V5_4*L5_4 + invD5;
-    const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse111;
+    const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse116;
     const double Ainv_6_6 = Ainv_U6_1*Ainv_V6_1 + Ainv_U6_2*Ainv_V6_2 + Ainv_U6_3*Ainv_V6_3 + Ainv_U6_4*Ainv_V6_4 - Ainv_V6_5*L6_5 + invD6;
-    /* column loop: 11 columns, vectorised across them */
-    double cl0_in[6][12], cl0_out[6][12];
-    cl0_in[0][0] = Pq2_c;
-    cl0_in[1][0] = -Ic2_J01*qdd1 + Sdd2_b*wS2_b + Sdd2_x*wS2_x + qd1*uS2_a;
-    cl0_in[2][0] = Sdd2_b*wS3_b + Sdd2_x*wS3_x + qd1*uS3_a + qdd1*wS3_a;
-    cl0_in[3][0] = Sdd2_b*wS4_b + Sdd2_x*wS4_x + qd1*uS4_a + qdd1*wS4_a;
-    cl0_in[4][0] = Sdd2_b*wS5_b + Sdd2_x*wS5_x + Sdd2_y*wS5_y + qd1*uS5_a + qdd1*wS5_a;
-    cl0_in[5][0] = Sdd2_b*wS6_b + Sdd2_x*wS6_x + Sdd2_y*wS6_y + qd1*uS6_a + qdd1*wS6_a;
-    cl0_in[0][1] = Pq3_c;
-    cl0_in[1][1] = -Pq3_b + (0.089159)*Pq3_x;
-    cl0_in[2][1] = Sdd2_b*wS3_b + Sdd3_c*wS3_c + Sdd3_x*wS3_x + Sdd3_z*wS3_z + qd1*uS3_a + qdd1*wS3_a;
-    cl0_in[3][1] = Sdd2_b*wS4_b + Sdd3_c*wS4_c + Sdd3_x*wS4_x + Sdd3_z*wS4_z + qd1*uS4_a + qdd1*wS4_a;
-    cl0_in[4][1] = Sdd2_b*wS5_b + Sdd3_c*wS5_c + Sdd3_x*wS5_x + Sdd3_y*wS5_y + Sdd3_z*wS5_z + qd1*uS5_a + qdd1*wS5_a;
-    cl0_in[5][1] = Sdd2_b*wS6_b + Sdd3_c*wS6_c + Sdd3_x*wS6_x + Sdd3_y*wS6_y + Sdd3_z*wS6_z + qd1*uS6_a + qdd1*wS6_a;
-    cl0_in[0][2] = Pq4_c;
-    cl0_in[1][2] = -Pq4_b + (0.089159)*Pq4_x;
-    cl0_in[2][2] = -Pq4_b + Pq4_x*p3_z - Pq4_z*p3_x;
-    cl0_in[3][2] = Sdd2_b*wS4_b + Sdd4_c*wS4_c + Sdd4_x*wS4_x + Sdd4_z*wS4_z + qd1*uS4_a + qdd1*wS4_a;
-    cl0_in[4][2] = Sdd2_b*wS5_b + Sdd4_c*wS5_c + Sdd4_x*wS5_x + Sdd4_y*wS5_y + Sdd4_z*wS5_z + qd1*uS5_a + qdd1*wS5_a;
-    cl0_in[5][2] = Sdd2_b*wS6_b + Sdd4_c*wS6_c + Sdd4_x*wS6_x + Sdd4_y*wS6_y + Sdd4_z*wS6_z + qd1*uS6_a + qdd1*wS6_a;
-    cl0_in[0][3] = Pq5_c;
-    cl0_in[1][3] = -Pq5_b + (0.089159)*Pq5_x;
-    cl0_in[2][3] = -Pq5_b + Pq5_x*p3_z - Pq5_z*p3_x;
-    cl0_in[3][3] = -Pq5_b + Pq5_x*p4_z - Pq5_z*p4_x;
-    cl0_in[4][3] = Sd5_a*uS5_a + Sd5_b*uS5_b + Sd5_c*uS5_c + Sdd5_a*wS5_a + Sdd5_b*wS5_b + Sdd5_c*wS5_c + Sdd5_x*wS5_x + Sdd5_y*wS5_y + Sdd5_z*wS5_z;
-    cl0_in[5][3] = Sd5_a*uS6_a + Sd5_b*uS6_b + Sd5_c*uS6_c + Sdd5_a*wS6_a + Sdd5_b*wS6_b + Sdd5_c*wS6_c + Sdd5_x*wS6_x + Sdd5_y*wS6_y + Sdd5_z*wS6_z;
-    cl0_in[0][4] = Pq6_c;
-    cl0_in[1][4] = -Pq6_b + (0.089159)*Pq6_x;
-    cl0_in[2][4] = -Pq6_b + Pq6_x*p3_z - Pq6_z*p3_x;
-    cl0_in[3][4] = -Pq6_b + Pq6_x*p4_z - Pq6_z*p4_x;
-    cl0_in[4][4] = -Pq6_a*R4_01 - Pq6_c*R4_00 + Pq6_x*S5_x + Pq6_y*S5_y + Pq6_z*S5_z;
-    cl0_in[5][4] = Sd6_a*uS6_a + Sd6_b*uS6_b + Sd6_c*uS6_c + Sdd6_a*wS6_a + Sdd6_b*wS6_b + Sdd6_c*wS6_c + Sdd6_x*wS6_x + Sdd6_y*wS6_y + Sdd6_z*wS6_z;
-    cl0_in[0][5] = Idc2_J22;
-    cl0_in[1][5] = uS2_c;
-    cl0_in[2][5] = uS3_c;
-    cl0_in[3][5] = uS4_c;
-    cl0_in[4][5] = uS5_c;
-    cl0_in[5][5] = uS6_c;
-    cl0_in[0][6] = Gqd2_c;
-    cl0_in[1][6] = -2.0*Ic2_J01*qd1 - uS2_b;
-    cl0_in[2][6] = 2.0*qd1*wS3_a - uS3_b;
-    cl0_in[3][6] = 2.0*qd1*wS4_a - uS4_b;
-    cl0_in[4][6] = 2.0*Sd2_y*wS5_y + 2.0*qd1*wS5_a - uS5_b;
-    cl0_in[5][6] = 2.0*Sd2_y*wS6_y + 2.0*qd1*wS6_a - uS6_b;
-    cl0_in[0][7] = Gqd3_c;
-    cl0_in[1][7] = -Gqd3_b + (0.089159)*Gqd3_x;
-    cl0_in[2][7] = 2.0*Sd3_x*wS3_x + 2.0*Sd3_z*wS3_z + 2.0*qd1*wS3_a - uS3_b;
-    cl0_in[3][7] = 2.0*Sd3_x*wS4_x + 2.0*Sd3_z*wS4_z + 2.0*qd1*wS4_a - uS4_b;
-    cl0_in[4][7] = 2.0*Sd3_x*wS5_x + 2.0*Sd3_y*wS5_y + 2.0*Sd3_z*wS5_z + 2.0*qd1*wS5_a - uS5_b;
-    cl0_in[5][7] = 2.0*Sd3_x*wS6_x + 2.0*Sd3_y*wS6_y + 2.0*Sd3_z*wS6_z + 2.0*qd1*wS6_a - uS6_b;
-    cl0_in[0][8] = Gqd4_c;
-    cl0_in[1][8] = -Gqd4_b + (0.089159)*Gqd4_x;
-    cl0_in[2][8] = -Gqd4_b + Gqd4_x*p3_z - Gqd4_z*p3_x;
-    cl0_in[3][8] = 2.0*Sd4_x*wS4_x + 2.0*Sd4_z*wS4_z + 2.0*qd1*wS4_a - uS4_b;
-    cl0_in[4][8] = 2.0*Sd4_x*wS5_x + 2.0*Sd4_y*wS5_y + 2.0*Sd4_z*wS5_z + 2.0*qd1*wS5_a - uS5_b;
-    cl0_in[5][8] = 2.0*Sd4_x*wS6_x + 2.0*Sd4_y*wS6_y + 2.0*Sd4_z*wS6_z + 2.0*qd1*wS6_a - uS6_b;
-    cl0_in[0][9] = Gqd5_c;
-    cl0_in[1][9] = -Gqd5_b + (0.089159)*Gqd5_x;
-    cl0_in[2][9] = -Gqd5_b + Gqd5_x*p3_z - Gqd5_z*p3_x;
-    cl0_in[3][9] = -Gqd5_b + Gqd5_x*p4_z - Gqd5_z*p4_x;
-    cl0_in[4][9] = -R4_00*uS5_c - R4_01*uS5_a + 2.0*Sd5_a*wS5_a + 2.0*Sd5_b*wS5_b + 2.0*Sd5_c*wS5_c + 2.0*Sd5_x*wS5_x + 2.0*Sd5_y*wS5_y + 2.0*Sd5_z*wS5_z;
-    cl0_in[5][9] = -R4_00*uS6_c - R4_01*uS6_a + 2.0*Sd5_a*wS6_a + 2.0*Sd5_b*wS6_b + 2.0*Sd5_c*wS6_c + 2.0*Sd5_x*wS6_x + 2.0*Sd5_y*wS6_y + 2.0*Sd5_z*wS6_z;
-    cl0_in[0][10] = Gqd6_c;
-    cl0_in[1][10] = -Gqd6_b + (0.089159)*Gqd6_x;
-    cl0_in[2][10] = -Gqd6_b + Gqd6_x*p3_z - Gqd6_z*p3_x;
-    cl0_in[3][10] = -Gqd6_b + Gqd6_x*p4_z - Gqd6_z*p4_x;
-    cl0_in[4][10] = -Gqd6_a*R4_01 - Gqd6_c*R4_00 + Gqd6_x*S5_x + Gqd6_y*S5_y + Gqd6_z*S5_z;
-    cl0_in[5][10] = R5_01*uS6_a + R5_21*uS6_c + 2.0*Sd6_a*wS6_a + 2.0*Sd6_b*wS6_b + 2.0*Sd6_c*wS6_c + 2.0*Sd6_x*wS6_x + 2.0*Sd6_y*wS6_y + 2.0*Sd6_z*wS6_z - c5*uS6_b;
-    cl0_in[0][11] = 0.0;
-    cl0_in[1][11] = 0.0;
-    cl0_in[2][11] = 0.0;
-    cl0_in[3][11] = 0.0;
-    cl0_in[4][11] = 0.0;
-    cl0_in[5][11] = 0.0;
-    #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 12; ++cl0_c) {
-        const double dqdd_g1_b1 = cl0_in[0][cl0_c];
-        const double dqdd_g1_b2 = cl0_in[1][cl0_c];
-        const double dqdd_g1_b3 = cl0_in[2][cl0_c];
-        const double dqdd_g1_b4 = cl0_in[3][cl0_c];
-        const double dqdd_g1_b5 = cl0_in[4][cl0_c];
-        const double dqdd_g1_b6 = cl0_in[5][cl0_c];
-        const double dqdd_g1_y5 = -L6_5*dqdd_g1_b6 + dqdd_g1_b5;
-        const double dqdd_g1_y4 = -L6_4*dqdd_g1_b6 + dqdd_g1_b4;
-        const double dqdd_g1_y4_2 = -L5_4*dqdd_g1_y5 + dqdd_g1_y4;
-        const double dqdd_g1_y3 = -L6_3*dqdd_g1_b6 + dqdd_g1_b3;
-        const double dqdd_g1_y3_2 = -L5_3*dqdd_g1_y5 + dqdd_g1_y3;
-        const double dqdd_g1_y3_3 = -L4_3*dqdd_g1_y4_2 + dqdd_g1_y3_2;
-        const double dqdd_g1_y2 = -L6_2*dqdd_g1_b6 + dqdd_g1_b2;
-        const double dqdd_g1_y2_2 = -L5_2*dqdd_g1_y5 + dqdd_g1_y2;
-        const double dqdd_g1_y2_3 = -L4_2*dqdd_g1_y4_2 + dqdd_g1_y2_2;
-        const double dqdd_g1_y2_4 = -L3_2*dqdd_g1_y3_3 + dqdd_g1_y2_3;
-        const double dqdd_g1_y1 = -L6_1*dqdd_g1_b6 + dqdd_g1_b1;
-        const double dqdd_g1_y1_2 = -L5_1*dqdd_g1_y5 + dqdd_g1_y1;
-        const double dqdd_g1_y1_3 = -L4_1*dqdd_g1_y4_2 + dqdd_g1_y1_2;
-        const double dqdd_g1_y1_4 = -L3_1*dqdd_g1_y3_3 + dqdd_g1_y1_3;
-        const double dqdd_g1_y1_5 = -L2_1*dqdd_g1_y2_4 + dqdd_g1_y1_4;
-        const double dqdd_g1_x1 = dqdd_g1_y1_5*invD1;
-        const double dqdd_g1_x2 = -L2_1*dqdd_g1_x1 + dqdd_g1_y2_4*invD2;
-        const double dqdd_g1_x3 = -L3_1*dqdd_g1_x1 + dqdd_g1_y3_3*invD3;
-        const double dqdd_g1_x3_2 = -L3_2*dqdd_g1_x2 + dqdd_g1_x3;
-        const double dqdd_g1_x4 = -L4_1*dqdd_g1_x1 + dqdd_g1_y4_2*invD4;
-        const double dqdd_g1_x4_2 = -L4_2*dqdd_g1_x2 + dqdd_g1_x4;
-        const double dqdd_g1_x4_3 = -L4_3*dqdd_g1_x3_2 + dqdd_g1_x4_2;
-        const double dqdd_g1_x5 = -L5_1*dqdd_g1_x1 + dqdd_g1_y5*invD5;
-        const double dqdd_g1_x5_2 = -L5_2*dqdd_g1_x2 + dqdd_g1_x5;
-        const double dqdd_g1_x5_3 = -L5_3*dqdd_g1_x3_2 + dqdd_g1_x5_2;
-        const double dqdd_g1_x5_4 = -L5_4*dqdd_g1_x4_3 + dqdd_g1_x5_3;
-        const double dqdd_g1_x6 = -L6_1*dqdd_g1_x1 + dqdd_g1_b6*invD6;
-        const double dqdd_g1_x6_2 = -L6_2*dqdd_g1_x2 + dqdd_g1_x6;
-        const double dqdd_g1_x6_3 = -L6_3*dqdd_g1_x3_2 + dqdd_g1_x6_2;
-        const double dqdd_g1_x6_4 = -L6_4*dqdd_g1_x4_3 + dqdd_g1_x6_3;
-        const double dqdd_g1_x6_5 = -L6_5*dqdd_g1_x5_4 + dqdd_g1_x6_4;
-        cl0_out[0][cl0_c] = dqdd_g1_x1;
-        cl0_out[1][cl0_c] = dqdd_g1_x2;
-        cl0_out[2][cl0_c] = dqdd_g1_x3_2;
-        cl0_out[3][cl0_c] = dqdd_g1_x4_3;
-        cl0_out[4][cl0_c] = dqdd_g1_x5_4;
-        cl0_out[5][cl0_c] = dqdd_g1_x6_5;
-    }
-    const double dqdd_c2_x1 = cl0_out[0][0];
-    const double dqdd_c2_x2 = cl0_out[1][0];
-    const double dqdd_c2_x3_2 = cl0_out[2][0];
-    const double dqdd_c2_x4_3 = cl0_out[3][0];
-    const double dqdd_c2_x5_4 = cl0_out[4][0];
-    const double dqdd_c2_x6_5 = cl0_out[5][0];
-    const double dqdd_c3_x1 = cl0_out[0][1];
-    const double dqdd_c3_x2 = cl0_out[1][1];
-    const double dqdd_c3_x3_2 = cl0_out[2][1];
-    const double dqdd_c3_x4_3 = cl0_out[3][1];
-    const double dqdd_c3_x5_4 = cl0_out[4][1];
-    const double dqdd_c3_x6_5 = cl0_out[5][1];
-    const double dqdd_c4_x1 = cl0_out[0][2];
-    const double dqdd_c4_x2 = cl0_out[1][2];
-    const double dqdd_c4_x3_2 = cl0_out[2][2];
-    const double dqdd_c4_x4_3 = cl0_out[3][2];
-    const double dqdd_c4_x5_4 = cl0_out[4][2];
-    const double dqdd_c4_x6_5 = cl0_out[5][2];
-    const double dqdd_c5_x1 = cl0_out[0][3];
-    const double dqdd_c5_x2 = cl0_out[1][3];
-    const double dqdd_c5_x3_2 = cl0_out[2][3];
-    const double dqdd_c5_x4_3 = cl0_out[3][3];
-    const double dqdd_c5_x5_4 = cl0_out[4][3];
-    const double dqdd_c5_x6_5 = cl0_out[5][3];
-    const double dqdd_c6_x1 = cl0_out[0][4];
-    const double dqdd_c6_x2 = cl0_out[1][4];
-    const double dqdd_c6_x3_2 = cl0_out[2][4];
-    const double dqdd_c6_x4_3 = cl0_out[3][4];
-    const double dqdd_c6_x5_4 = cl0_out[4][4];
-    const double dqdd_c6_x6_5 = cl0_out[5][4];
-    const double dqdd_c7_x1 = cl0_out[0][5];
-    const double dqdd_c7_x2 = cl0_out[1][5];
-    const double dqdd_c7_x3_2 = cl0_out[2][5];
-    const double dqdd_c7_x4_3 = cl0_out[3][5];
-    const double dqdd_c7_x5_4 = cl0_out[4][5];
-    const double dqdd_c7_x6_5 = cl0_out[5][5];
-    const double dqdd_c8_x1 = cl0_out[0][6];
-    const double dqdd_c8_x2 = cl0_out[1][6];
-    const double dqdd_c8_x3_2 = cl0_out[2][6];
-    const double dqdd_c8_x4_3 = cl0_out[3][6];
-    const double dqdd_c8_x5_4 = cl0_out[4][6];
-    const double dqdd_c8_x6_5 = cl0_out[5][6];
-    const double dqdd_c9_x1 = cl0_out[0][7];
-    const double dqdd_c9_x2 = cl0_out[1][7];
-    const double dqdd_c9_x3_2 = cl0_out[2][7];
-    const double dqdd_c9_x4_3 = cl0_out[3][7];
-    const double dqdd_c9_x5_4 = cl0_out[4][7];
-    const double dqdd_c9_x6_5 = cl0_out[5][7];
-    const double dqdd_c10_x1 = cl0_out[0][8];
-    const double dqdd_c10_x2 = cl0_out[1][8];
-    const double dqdd_c10_x3_2 = cl0_out[2][8];
-    const double dqdd_c10_x4_3 = cl0_out[3][8];
-    const double dqdd_c10_x5_4 = cl0_out[4][8];
-    const double dqdd_c10_x6_5 = cl0_out[5][8];
-    const double dqdd_c11_x1 = cl0_out[0][9];
-    const double dqdd_c11_x2 = cl0_out[1][9];
-    const double dqdd_c11_x3_2 = cl0_out[2][9];
-    const double dqdd_c11_x4_3 = cl0_out[3][9];
-    const double dqdd_c11_x5_4 = cl0_out[4][9];
-    const double dqdd_c11_x6_5 = cl0_out[5][9];
-    const double dqdd_c12_x1 = cl0_out[0][10];
-    const double dqdd_c12_x2 = cl0_out[1][10];
-    const double dqdd_c12_x3_2 = cl0_out[2][10];
-    const double dqdd_c12_x4_3 = cl0_out[3][10];
-    const double dqdd_c12_x5_4 = cl0_out[4][10];
-    const double dqdd_c12_x6_5 = cl0_out[5][10];
+    const double cse120 = Sdd2_b*wS6_b + qd1*uS6_a + qdd1*wS6_a;
+    const double dqdd_c2__y6 = -Sdd2_x*wS6_x - Sdd2_y*wS6_y - cse120;
+    const double cse121 = Sdd2_b*wS5_b + qd1*uS5_a + qdd1*wS5_a;
+    const double dqdd_c2__y5 = -L6_5*dqdd_c2__y6 - Sdd2_x*wS5_x - Sdd2_y*wS5_y - cse121;
+    const double cse122 = Sdd2_b*wS4_b + qd1*uS4_a + qdd1*wS4_a;
+    const double dqdd_c2__y4_s = -L6_4*dqdd_c2__y6 - Sdd2_x*wS4_x - cse122;
+    const double dqdd_c2__y4 = -L5_4*dqdd_c2__y5 + dqdd_c2__y4_s;
+    const double cse123 = Sdd2_b*wS3_b + qd1*uS3_a + qdd1*wS3_a;
+    const double dqdd_c2__y3_s = -L5_3*dqdd_c2__y5 - L6_3*dqdd_c2__y6 - Sdd2_x*wS3_x - cse123;
+    const double dqdd_c2__y3 = -L4_3*dqdd_c2__y4 + dqdd_c2__y3_s;
+    const double dqdd_c2__y2_s = Ic2_J01*qdd1 - L4_2*dqdd_c2__y4 - L5_2*dqdd_c2__y5 - L6_2*dqdd_c2__y6 - Sdd2_b*wS2_b - Sdd2_x*wS2_x - qd1*uS2_a;
+    const double dqdd_c2__y2 = -L3_2*dqdd_c2__y3 + dqdd_c2__y2_s;
+    const double dqdd_c2__y1_s = -L3_1*dqdd_c2__y3 - L4_1*dqdd_c2__y4 - L5_1*dqdd_c2__y5 - L6_1*dqdd_c2__y6 - Pq2_c;
+    const double dqdd_c2__y1 = -L2_1*dqdd_c2__y2 + dqdd_c2__y1_s;
+    const double dqdd_c2_1 = dqdd_c2__y1*invD1;
+    const double dqdd_c2_2 = -L2_1*dqdd_c2_1 + dqdd_c2__y2*invD2;
+    const double dqdd_c2_3_s = -L3_1*dqdd_c2_1 + dqdd_c2__y3*invD3;
+    const double dqdd_c2_3 = -L3_2*dqdd_c2_2 + dqdd_c2_3_s;
+    const double dqdd_c2_4_s = -L4_1*dqdd_c2_1 - L4_2*dqdd_c2_2 + dqdd_c2__y4*invD4;
+    const double dqdd_c2_4 = -L4_3*dqdd_c2_3 + dqdd_c2_4_s;
+    const double dqdd_c2_5_s = -L5_1*dqdd_c2_1 - L5_2*dqdd_c2_2 - L5_3*dqdd_c2_3 + dqdd_c2__y5*invD5;
+    const double dqdd_c2_5 = -L5_4*dqdd_c2_4 + dqdd_c2_5_s;
+    const double dqdd_c2_6_s = -L6_1*dqdd_c2_1 - L6_2*dqdd_c2_2 - L6_3*dqdd_c2_3 - L6_4*dqdd_c2_4 + dqdd_c2__y6*invD6;
+    const double dqdd_c2_6 = -L6_5*dqdd_c2_5 + dqdd_c2_6_s;
+    const double dqdd_c3__y6 = -Sdd3_c*wS6_c - Sdd3_x*wS6_x - Sdd3_y*wS6_y - Sdd3_z*wS6_z - cse120;
+    const double dqdd_c3__y5 = -L6_5*dqdd_c3__y6 - Sdd3_c*wS5_c - Sdd3_x*wS5_x - Sdd3_y*wS5_y - Sdd3_z*wS5_z - cse121;
+    const double dqdd_c3__y4_s = -L6_4*dqdd_c3__y6 - Sdd3_c*wS4_c - Sdd3_x*wS4_x - Sdd3_z*wS4_z - cse122;
+    const double dqdd_c3__y4 = -L5_4*dqdd_c3__y5 + dqdd_c3__y4_s;
+    const double dqdd_c3__y3_s = -L5_3*dqdd_c3__y5 - L6_3*dqdd_c3__y6 - Sdd3_c*wS3_c - Sdd3_x*wS3_x - Sdd3_z*wS3_z - cse123;
+    const double dqdd_c3__y3 = -L4_3*dqdd_c3__y4 + dqdd_c3__y3_s;
+    const double dqdd_c3__y2_s = -L4_2*dqdd_c3__y4 - L5_2*dqdd_c3__y5 - L6_2*dqdd_c3__y6 + Pq3_b - 0.089159*Pq3_x;
+    const double dqdd_c3__y2 = -L3_2*dqdd_c3__y3 + dqdd_c3__y2_s;
+    const double dqdd_c3__y1_s = -L3_1*dqdd_c3__y3 - L4_1*dqdd_c3__y4 - L5_1*dqdd_c3__y5 - L6_1*dqdd_c3__y6 - Pq3_c;
+    const double dqdd_c3__y1 = -L2_1*dqdd_c3__y2 + dqdd_c3__y1_s;
+    const double dqdd_c3_1 = dqdd_c3__y1*invD1;
+    const double dqdd_c3_2 = -L2_1*dqdd_c3_1 + dqdd_c3__y2*invD2;
+    const double dqdd_c3_3_s = -L3_1*dqdd_c3_1 + dqdd_c3__y3*invD3;
+    const double dqdd_c3_3 = -L3_2*dqdd_c3_2 + dqdd_c3_3_s;
+    const double dqdd_c3_4_s = -L4_1*dqdd_c3_1 - L4_2*dqdd_c3_2 + dqdd_c3__y4*invD4;
+    const double dqdd_c3_4 = -L4_3*dqdd_c3_3 + dqdd_c3_4_s;
+    const double dqdd_c3_5_s = -L5_1*dqdd_c3_1 - L5_2*dqdd_c3_2 - L5_3*dqdd_c3_3 + dqdd_c3__y5*invD5;
+    const double dqdd_c3_5 = -L5_4*dqdd_c3_4 + dqdd_c3_5_s;
+    const double dqdd_c3_6_s = -L6_1*dqdd_c3_1 - L6_2*dqdd_c3_2 - L6_3*dqdd_c3_3 - L6_4*dqdd_c3_4 + dqdd_c3__y6*invD6;
+    const double dqdd_c3_6 = -L6_5*dqdd_c3_5 + dqdd_c3_6_s;
+    const double dqdd_c4__y6 = -Sdd4_c*wS6_c - Sdd4_x*wS6_x - Sdd4_y*wS6_y - Sdd4_z*wS6_z - cse120;
+    const double dqdd_c4__y5 = -L6_5*dqdd_c4__y6 - Sdd4_c*wS5_c - Sdd4_x*wS5_x - Sdd4_y*wS5_y - Sdd4_z*wS5_z - cse121;
+    const double dqdd_c4__y4_s = -L6_4*dqdd_c4__y6 - Sdd4_c*wS4_c - Sdd4_x*wS4_x - Sdd4_z*wS4_z - cse122;
+    const double dqdd_c4__y4 = -L5_4*dqdd_c4__y5 + dqdd_c4__y4_s;
+    const double cse124 = -Pq4_b;
+    const double dqdd_c4__y3_s = -L5_3*dqdd_c4__y5 - L6_3*dqdd_c4__y6 - Pq4_x*p3_z + Pq4_z*p3_x - cse124;
+    const double dqdd_c4__y3 = -L4_3*dqdd_c4__y4 + dqdd_c4__y3_s;
+    const double dqdd_c4__y2_s = -L4_2*dqdd_c4__y4 - L5_2*dqdd_c4__y5 - L6_2*dqdd_c4__y6 - 0.089159*Pq4_x - cse124;
+    const double dqdd_c4__y2 = -L3_2*dqdd_c4__y3 + dqdd_c4__y2_s;
+    const double dqdd_c4__y1_s = -L3_1*dqdd_c4__y3 - L4_1*dqdd_c4__y4 - L5_1*dqdd_c4__y5 - L6_1*dqdd_c4__y6 - Pq4_c;
+    const double dqdd_c4__y1 = -L2_1*dqdd_c4__y2 + dqdd_c4__y1_s;
+    const double dqdd_c4_1 = dqdd_c4__y1*invD1;
+    const double dqdd_c4_2 = -L2_1*dqdd_c4_1 + dqdd_c4__y2*invD2;
+    const double dqdd_c4_3_s = -L3_1*dqdd_c4_1 + dqdd_c4__y3*invD3;
+    const double dqdd_c4_3 = -L3_2*dqdd_c4_2 + dqdd_c4_3_s;
+    const double dqdd_c4_4_s = -L4_1*dqdd_c4_1 - L4_2*dqdd_c4_2 + dqdd_c4__y4*invD4;
+    const double dqdd_c4_4 = -L4_3*dqdd_c4_3 + dqdd_c4_4_s;
+    const double dqdd_c4_5_s = -L5_1*dqdd_c4_1 - L5_2*dqdd_c4_2 - L5_3*dqdd_c4_3 + dqdd_c4__y5*invD5;
+    const double dqdd_c4_5 = -L5_4*dqdd_c4_4 + dqdd_c4_5_s;
+    const double dqdd_c4_6_s = -L6_1*dqdd_c4_1 - L6_2*dqdd_c4_2 - L6_3*dqdd_c4_3 - L6_4*dqdd_c4_4 + dqdd_c4__y6*invD6;
+    const double dqdd_c4_6 = -L6_5*dqdd_c4_5 + dqdd_c4_6_s;
+    const double dqdd_c5__y6 = -Sd5_a*uS6_a - Sd5_b*uS6_b - Sd5_c*uS6_c - Sdd5_a*wS6_a - Sdd5_b*wS6_b - Sdd5_c*wS6_c - Sdd5_x*wS6_x - Sdd5_y*wS6_y - Sdd5_z*wS6_z;
+    const double dqdd_c5__y5 = -L6_5*dqdd_c5__y6 - Sd5_a*uS5_a - Sd5_b*uS5_b - Sd5_c*uS5_c - Sdd5_a*wS5_a - Sdd5_b*wS5_b - Sdd5_c*wS5_c - Sdd5_x*wS5_x - Sdd5_y*wS5_y - Sdd5_z*wS5_z;
+    const double cse125 = -Pq5_b;
+    const double dqdd_c5__y4_s = -L6_4*dqdd_c5__y6 - Pq5_x*p4_z + Pq5_z*p4_x - cse125;
+    const double dqdd_c5__y4 = -L5_4*dqdd_c5__y5 + dqdd_c5__y4_s;
+    const double dqdd_c5__y3_s = -L5_3*dqdd_c5__y5 - L6_3*dqdd_c5__y6 - Pq5_x*p3_z + Pq5_z*p3_x - cse125;
+    const double dqdd_c5__y3 = -L4_3*dqdd_c5__y4 + dqdd_c5__y3_s;
+    const double dqdd_c5__y2_s = -L4_2*dqdd_c5__y4 - L5_2*dqdd_c5__y5 - L6_2*dqdd_c5__y6 - 0.089159*Pq5_x - cse125;
+    const double dqdd_c5__y2 = -L3_2*dqdd_c5__y3 + dqdd_c5__y2_s;
+    const double dqdd_c5__y1_s = -L3_1*dqdd_c5__y3 - L4_1*dqdd_c5__y4 - L5_1*dqdd_c5__y5 - L6_1*dqdd_c5__y6 - Pq5_c;
+    const double dqdd_c5__y1 = -L2_1*dqdd_c5__y2 + dqdd_c5__y1_s;
+    const double dqdd_c5_1 = dqdd_c5__y1*invD1;
+    const double dqdd_c5_2 = -L2_1*dqdd_c5_1 + dqdd_c5__y2*invD2;
+    const double dqdd_c5_3_s = -L3_1*dqdd_c5_1 + dqdd_c5__y3*invD3;
+    const double dqdd_c5_3 = -L3_2*dqdd_c5_2 + dqdd_c5_3_s;
+    const double dqdd_c5_4_s = -L4_1*dqdd_c5_1 - L4_2*dqdd_c5_2 + dqdd_c5__y4*invD4;
+    const double dqdd_c5_4 = -L4_3*dqdd_c5_3 + dqdd_c5_4_s;
+    const double dqdd_c5_5_s = -L5_1*dqdd_c5_1 - L5_2*dqdd_c5_2 - L5_3*dqdd_c5_3 + dqdd_c5__y5*invD5;
+    const double dqdd_c5_5 = -L5_4*dqdd_c5_4 + dqdd_c5_5_s;
+    const double dqdd_c5_6_s = -L6_1*dqdd_c5_1 - L6_2*dqdd_c5_2 - L6_3*dqdd_c5_3 - L6_4*dqdd_c5_4 + dqdd_c5__y6*invD6;
+    const double dqdd_c5_6 = -L6_5*dqdd_c5_5 + dqdd_c5_6_s;
+    const double dqdd_c6__y6 = -Sd6_a*uS6_a - Sd6_b*uS6_b - Sd6_c*uS6_c - Sdd6_a*wS6_a - Sdd6_b*wS6_b - Sdd6_c*wS6_c - Sdd6_x*wS6_x - Sdd6_y*wS6_y - Sdd6_z*wS6_z;
+    const double dqdd_c6__y5 = -L6_5*dqdd_c6__y6 + Pq6_a*R4_01 + Pq6_c*R4_00 - Pq6_x*S5_x - Pq6_y*S5_y - Pq6_z*S5_z;
+    const double cse126 = -Pq6_b;
+    const double dqdd_c6__y4_s = -L6_4*dqdd_c6__y6 - Pq6_x*p4_z + Pq6_z*p4_x - cse126;
+    const double dqdd_c6__y4 = -L5_4*dqdd_c6__y5 + dqdd_c6__y4_s;
+    const double dqdd_c6__y3_s = -L5_3*dqdd_c6__y5 - L6_3*dqdd_c6__y6 - Pq6_x*p3_z + Pq6_z*p3_x - cse126;
+    const double dqdd_c6__y3 = -L4_3*dqdd_c6__y4 + dqdd_c6__y3_s;
+    const double dqdd_c6__y2_s = -L4_2*dqdd_c6__y4 - L5_2*dqdd_c6__y5 - L6_2*dqdd_c6__y6 - 0.089159*Pq6_x - cse126;
+    const double dqdd_c6__y2 = -L3_2*dqdd_c6__y3 + dqdd_c6__y2_s;
+    const double dqdd_c6__y1_s = -L3_1*dqdd_c6__y3 - L4_1*dqdd_c6__y4 - L5_1*dqdd_c6__y5 - L6_1*dqdd_c6__y6 - Pq6_c;
+    const double dqdd_c6__y1 = -L2_1*dqdd_c6__y2 + dqdd_c6__y1_s;
+    const double dqdd_c6_1 = dqdd_c6__y1*invD1;
+    const double dqdd_c6_2 = -L2_1*dqdd_c6_1 + dqdd_c6__y2*invD2;
+    const double dqdd_c6_3_s = -L3_1*dqdd_c6_1 + dqdd_c6__y3*invD3;
+    const double dqdd_c6_3 = -L3_2*dqdd_c6_2 + dqdd_c6_3_s;
+    const double dqdd_c6_4_s = -L4_1*dqdd_c6_1 - L4_2*dqdd_c6_2 + dqdd_c6__y4*invD4;
+    const double dqdd_c6_4 = -L4_3*dqdd_c6_3 + dqdd_c6_4_s;
+    const double dqdd_c6_5_s = -L5_1*dqdd_c6_1 - L5_2*dqdd_c6_2 - L5_3*dqdd_c6_3 + dqdd_c6__y5*invD5;
+    const double dqdd_c6_5 = -L5_4*dqdd_c6_4 + dqdd_c6_5_s;
+    const double dqdd_c6_6_s = -L6_1*dqdd_c6_1 - L6_2*dqdd_c6_2 - L6_3*dqdd_c6_3 - L6_4*dqdd_c6_4 + dqdd_c6__y6*invD6;
+    const double dqdd_c6_6 = -L6_5*dqdd_c6_5 + dqdd_c6_6_s;
+    const double dqdd_c7__y5 = L6_5*uS6_c - uS5_c;
+    const double dqdd_c7__y4_s = L6_4*uS6_c - uS4_c;
+    const double dqdd_c7__y4 = -L5_4*dqdd_c7__y5 + dqdd_c7__y4_s;
+    const double dqdd_c7__y3_s = -L5_3*dqdd_c7__y5 + L6_3*uS6_c - uS3_c;
+    const double dqdd_c7__y3 = -L4_3*dqdd_c7__y4 + dqdd_c7__y3_s;
+    const double dqdd_c7__y2_s = -L4_2*dqdd_c7__y4 - L5_2*dqdd_c7__y5 + L6_2*uS6_c - uS2_c;
+    const double dqdd_c7__y2 = -L3_2*dqdd_c7__y3 + dqdd_c7__y2_s;
+    const double dqdd_c7__y1_s = -Idc2_J22 - L3_1*dqdd_c7__y3 - L4_1*dqdd_c7__y4 - L5_1*dqdd_c7__y5 + L6_1*uS6_c;
+    const double dqdd_c7__y1 = -L2_1*dqdd_c7__y2 + dqdd_c7__y1_s;
+    const double dqdd_c7_1 = dqdd_c7__y1*invD1;
+    const double dqdd_c7_2 = -L2_1*dqdd_c7_1 + dqdd_c7__y2*invD2;
+    const double dqdd_c7_3_s = -L3_1*dqdd_c7_1 + dqdd_c7__y3*invD3;
+    const double dqdd_c7_3 = -L3_2*dqdd_c7_2 + dqdd_c7_3_s;
+    const double dqdd_c7_4_s = -L4_1*dqdd_c7_1 - L4_2*dqdd_c7_2 + dqdd_c7__y4*invD4;
+    const double dqdd_c7_4 = -L4_3*dqdd_c7_3 + dqdd_c7_4_s;
+    const double dqdd_c7_5_s = -L5_1*dqdd_c7_1 - L5_2*dqdd_c7_2 - L5_3*dqdd_c7_3 + dqdd_c7__y5*invD5;
+    const double dqdd_c7_5 = -L5_4*dqdd_c7_4 + dqdd_c7_5_s;
+    const double dqdd_c7_6_s = -L6_1*dqdd_c7_1 - L6_2*dqdd_c7_2 - L6_3*dqdd_c7_3 - L6_4*dqdd_c7_4 - invD6*uS6_c;
+    const double dqdd_c7_6 = -L6_5*dqdd_c7_5 + dqdd_c7_6_s;
+    const double cse127 = cse9*wS6_a - uS6_b;
+    const double dqdd_c8__y6 = -cse127 - cse71*wS6_y;
+    const double cse128 = cse9*wS5_a - uS5_b;
+    const double dqdd_c8__y5 = -L6_5*dqdd_c8__y6 - cse128 - cse71*wS5_y;
+    const double cse129 = cse9*wS4_a - uS4_b;
+    const double dqdd_c8__y4_s = -L6_4*dqdd_c8__y6 - cse129;
+    const double dqdd_c8__y4 = -L5_4*dqdd_c8__y5 + dqdd_c8__y4_s;
+    const double cse130 = cse9*wS3_a - uS3_b;
+    const double dqdd_c8__y3_s = -L5_3*dqdd_c8__y5 - L6_3*dqdd_c8__y6 - cse130;
+    const double dqdd_c8__y3 = -L4_3*dqdd_c8__y4 + dqdd_c8__y3_s;
+    const double dqdd_c8__y2_s = 2.0*Ic2_J01*qd1 - L4_2*dqdd_c8__y4 - L5_2*dqdd_c8__y5 - L6_2*dqdd_c8__y6 + uS2_b;
+    const double dqdd_c8__y2 = -L3_2*dqdd_c8__y3 + dqdd_c8__y2_s;
+    const double dqdd_c8__y1_s = -Gqd2_c - L3_1*dqdd_c8__y3 - L4_1*dqdd_c8__y4 - L5_1*dqdd_c8__y5 - L6_1*dqdd_c8__y6;
+    const double dqdd_c8__y1 = -L2_1*dqdd_c8__y2 + dqdd_c8__y1_s;
+    const double dqdd_c8_1 = dqdd_c8__y1*invD1;
+    const double dqdd_c8_2 = -L2_1*dqdd_c8_1 + dqdd_c8__y2*invD2;
+    const double dqdd_c8_3_s = -L3_1*dqdd_c8_1 + dqdd_c8__y3*invD3;
+    const double dqdd_c8_3 = -L3_2*dqdd_c8_2 + dqdd_c8_3_s;
+    const double dqdd_c8_4_s = -L4_1*dqdd_c8_1 - L4_2*dqdd_c8_2 + dqdd_c8__y4*invD4;
+    const double dqdd_c8_4 = -L4_3*dqdd_c8_3 + dqdd_c8_4_s;
+    const double dqdd_c8_5_s = -L5_1*dqdd_c8_1 - L5_2*dqdd_c8_2 - L5_3*dqdd_c8_3 + dqdd_c8__y5*invD5;
+    const double dqdd_c8_5 = -L5_4*dqdd_c8_4 + dqdd_c8_5_s;
+    const double dqdd_c8_6_s = -L6_1*dqdd_c8_1 - L6_2*dqdd_c8_2 - L6_3*dqdd_c8_3 - L6_4*dqdd_c8_4 + dqdd_c8__y6*invD6;
+    const double dqdd_c8_6 = -L6_5*dqdd_c8_5 + dqdd_c8_6_s;
+    const double cse131 = 2.0*Sd3_y;
+    const double cse132 = 2.0*Sd3_z;
+    const double dqdd_c9__y6 = -cse127 - cse131*wS6_y - cse132*wS6_z - cse76*wS6_x;
+    const double dqdd_c9__y5 = -L6_5*dqdd_c9__y6 - cse128 - cse131*wS5_y - cse132*wS5_z - cse76*wS5_x;
+    const double dqdd_c9__y4_s = -L6_4*dqdd_c9__y6 - cse129 - cse132*wS4_z - cse76*wS4_x;
+    const double dqdd_c9__y4 = -L5_4*dqdd_c9__y5 + dqdd_c9__y4_s;
+    const double dqdd_c9__y3_s = -L5_3*dqdd_c9__y5 - L6_3*dqdd_c9__y6 - cse130 - cse132*wS3_z - cse76*wS3_x;
+    const double dqdd_c9__y3 = -L4_3*dqdd_c9__y4 + dqdd_c9__y3_s;
+    const double dqdd_c9__y2_s = Gqd3_b - 0.089159*Gqd3_x - L4_2*dqdd_c9__y4 - L5_2*dqdd_c9__y5 - L6_2*dqdd_c9__y6;
+    const double dqdd_c9__y2 = -L3_2*dqdd_c9__y3 + dqdd_c9__y2_s;
+    const double dqdd_c9__y1_s = -Gqd3_c - L3_1*dqdd_c9__y3 - L4_1*dqdd_c9__y4 - L5_1*dqdd_c9__y5 - L6_1*dqdd_c9__y6;
+    const double dqdd_c9__y1 = -L2_1*dqdd_c9__y2 + dqdd_c9__y1_s;
+    const double dqdd_c9_1 = dqdd_c9__y1*invD1;
+    const double dqdd_c9_2 = -L2_1*dqdd_c9_1 + dqdd_c9__y2*invD2;
+    const double dqdd_c9_3_s = -L3_1*dqdd_c9_1 + dqdd_c9__y3*invD3;
+    const double dqdd_c9_3 = -L3_2*dqdd_c9_2 + dqdd_c9_3_s;
+    const double dqdd_c9_4_s = -L4_1*dqdd_c9_1 - L4_2*dqdd_c9_2 + dqdd_c9__y4*invD4;
+    const double dqdd_c9_4 = -L4_3*dqdd_c9_3 + dqdd_c9_4_s;
+    const double dqdd_c9_5_s = -L5_1*dqdd_c9_1 - L5_2*dqdd_c9_2 - L5_3*dqdd_c9_3 + dqdd_c9__y5*invD5;
+    const double dqdd_c9_5 = -L5_4*dqdd_c9_4 + dqdd_c9_5_s;
+    const double dqdd_c9_6_s = -L6_1*dqdd_c9_1 - L6_2*dqdd_c9_2 - L6_3*dqdd_c9_3 - L6_4*dqdd_c9_4 + dqdd_c9__y6*invD6;
+    const double dqdd_c9_6 = -L6_5*dqdd_c9_5 + dqdd_c9_6_s;
+    const double cse133 = 2.0*Sd4_y;
+    const double cse134 = 2.0*Sd4_z;
+    const double dqdd_c10__y6 = -cse127 - cse133*wS6_y - cse134*wS6_z - cse82*wS6_x;
+    const double dqdd_c10__y5 = -L6_5*dqdd_c10__y6 - cse128 - cse133*wS5_y - cse134*wS5_z - cse82*wS5_x;
+    const double dqdd_c10__y4_s = -L6_4*dqdd_c10__y6 - cse129 - cse134*wS4_z - cse82*wS4_x;
+    const double dqdd_c10__y4 = -L5_4*dqdd_c10__y5 + dqdd_c10__y4_s;
+    const double cse135 = -Gqd4_b;
+    const double dqdd_c10__y3_s = -Gqd4_x*p3_z + Gqd4_z*p3_x - L5_3*dqdd_c10__y5 - L6_3*dqdd_c10__y6 - cse135;
+    const double dqdd_c10__y3 = -L4_3*dqdd_c10__y4 + dqdd_c10__y3_s;
+    const double dqdd_c10__y2_s = -0.089159*Gqd4_x - L4_2*dqdd_c10__y4 - L5_2*dqdd_c10__y5 - L6_2*dqdd_c10__y6 - cse135;
+    const double dqdd_c10__y2 = -L3_2*dqdd_c10__y3 + dqdd_c10__y2_s;
+    const double dqdd_c10__y1_s = -Gqd4_c - L3_1*dqdd_c10__y3 - L4_1*dqdd_c10__y4 - L5_1*dqdd_c10__y5 - L6_1*dqdd_c10__y6;
+    const double dqdd_c10__y1 = -L2_1*dqdd_c10__y2 + dqdd_c10__y1_s;
+    const double dqdd_c10_1 = dqdd_c10__y1*invD1;
+    const double dqdd_c10_2 = -L2_1*dqdd_c10_1 + dqdd_c10__y2*invD2;
+    const double dqdd_c10_3_s = -L3_1*dqdd_c10_1 + dqdd_c10__y3*invD3;
+    const double dqdd_c10_3 = -L3_2*dqdd_c10_2 + dqdd_c10_3_s;
+    const double dqdd_c10_4_s = -L4_1*dqdd_c10_1 - L4_2*dqdd_c10_2 + dqdd_c10__y4*invD4;
+    const double dqdd_c10_4 = -L4_3*dqdd_c10_3 + dqdd_c10_4_s;
+    const double dqdd_c10_5_s = -L5_1*dqdd_c10_1 - L5_2*dqdd_c10_2 - L5_3*dqdd_c10_3 + dqdd_c10__y5*invD5;
+    const double dqdd_c10_5 = -L5_4*dqdd_c10_4 + dqdd_c10_5_s;
+    const double dqdd_c10_6_s = -L6_1*dqdd_c10_1 - L6_2*dqdd_c10_2 - L6_3*dqdd_c10_3 - L6_4*dqdd_c10_4 + dqdd_c10__y6*invD6;
+    const double dqdd_c10_6 = -L6_5*dqdd_c10_5 + dqdd_c10_6_s;
+    const double cse136 = 2.0*Sd5_y;
+    const double cse137 = 2.0*Sd5_z;
+    const double dqdd_c11__y6 = R4_00*uS6_c + R4_01*uS6_a - cse136*wS6_y - cse137*wS6_z - cse91*wS6_a - cse92*wS6_b - cse93*wS6_c - cse94*wS6_x;
+    const double dqdd_c11__y5 = -L6_5*dqdd_c11__y6 + R4_00*uS5_c + R4_01*uS5_a - cse136*wS5_y - cse137*wS5_z - cse91*wS5_a - cse92*wS5_b - cse93*wS5_c - cse94*wS5_x;
+    const double dqdd_c11__y4_s = Gqd5_b - Gqd5_x*p4_z + Gqd5_z*p4_x - L6_4*dqdd_c11__y6;
+    const double dqdd_c11__y4 = -L5_4*dqdd_c11__y5 + dqdd_c11__y4_s;
+    const double cse138 = -Gqd5_b;
+    const double dqdd_c11__y3_s = -Gqd5_x*p3_z + Gqd5_z*p3_x - L5_3*dqdd_c11__y5 - L6_3*dqdd_c11__y6 - cse138;
+    const double dqdd_c11__y3 = -L4_3*dqdd_c11__y4 + dqdd_c11__y3_s;
+    const double dqdd_c11__y2_s = -0.089159*Gqd5_x - L4_2*dqdd_c11__y4 - L5_2*dqdd_c11__y5 - L6_2*dqdd_c11__y6 - cse138;
+    const double dqdd_c11__y2 = -L3_2*dqdd_c11__y3 + dqdd_c11__y2_s;
+    const double dqdd_c11__y1_s = -Gqd5_c - L3_1*dqdd_c11__y3 - L4_1*dqdd_c11__y4 - L5_1*dqdd_c11__y5 - L6_1*dqdd_c11__y6;
+    const double dqdd_c11__y1 = -L2_1*dqdd_c11__y2 + dqdd_c11__y1_s;
+    const double dqdd_c11_1 = dqdd_c11__y1*invD1;
+    const double dqdd_c11_2 = -L2_1*dqdd_c11_1 + dqdd_c11__y2*invD2;
+    const double dqdd_c11_3_s = -L3_1*dqdd_c11_1 + dqdd_c11__y3*invD3;
+    const double dqdd_c11_3 = -L3_2*dqdd_c11_2 + dqdd_c11_3_s;
+    const double dqdd_c11_4_s = -L4_1*dqdd_c11_1 - L4_2*dqdd_c11_2 + dqdd_c11__y4*invD4;
+    const double dqdd_c11_4 = -L4_3*dqdd_c11_3 + dqdd_c11_4_s;
+    const double dqdd_c11_5_s = -L5_1*dqdd_c11_1 - L5_2*dqdd_c11_2 - L5_3*dqdd_c11_3 + dqdd_c11__y5*invD5;
+    const double dqdd_c11_5 = -L5_4*dqdd_c11_4 + dqdd_c11_5_s;
+    const double dqdd_c11_6_s = -L6_1*dqdd_c11_1 - L6_2*dqdd_c11_2 - L6_3*dqdd_c11_3 - L6_4*dqdd_c11_4 + dqdd_c11__y6*invD6;
+    const double dqdd_c11_6 = -L6_5*dqdd_c11_5 + dqdd_c11_6_s;
+    const double dqdd_c12__y6 = -R5_01*uS6_a - R5_21*uS6_c - 2.0*Sd6_x*wS6_x - 2.0*Sd6_y*wS6_y - 2.0*Sd6_z*wS6_z + c5*uS6_b - cse107*wS6_a - cse108*wS6_b - cse109*wS6_c;
+    const double dqdd_c12__y5 = Gqd6_a*R4_01 + Gqd6_c*R4_00 - Gqd6_x*S5_x - Gqd6_y*S5_y - Gqd6_z*S5_z - L6_5*dqdd_c12__y6;
+    const double dqdd_c12__y4_s = Gqd6_b - Gqd6_x*p4_z + Gqd6_z*p4_x - L6_4*dqdd_c12__y6;
+    const double dqdd_c12__y4 = -L5_4*dqdd_c12__y5 + dqdd_c12__y4_s;
+    const double cse139 = -Gqd6_b;
+    const double dqdd_c12__y3_s = -Gqd6_x*p3_z + Gqd6_z*p3_x - L5_3*dqdd_c12__y5 - L6_3*dqdd_c12__y6 - cse139;
+    const double dqdd_c12__y3 = -L4_3*dqdd_c12__y4 + dqdd_c12__y3_s;
+    const double dqdd_c12__y2_s = -0.089159*Gqd6_x - L4_2*dqdd_c12__y4 - L5_2*dqdd_c12__y5 - L6_2*dqdd_c12__y6 - cse139;
+    const double dqdd_c12__y2 = -L3_2*dqdd_c12__y3 + dqdd_c12__y2_s;
+    const double dqdd_c12__y1_s = -Gqd6_c - L3_1*dqdd_c12__y3 - L4_1*dqdd_c12__y4 - L5_1*dqdd_c12__y5 - L6_1*dqdd_c12__y6;
+    const double dqdd_c12__y1 = -L2_1*dqdd_c12__y2 + dqdd_c12__y1_s;
+    const double dqdd_c12_1 = dqdd_c12__y1*invD1;
+    const double dqdd_c12_2 = -L2_1*dqdd_c12_1 + dqdd_c12__y2*invD2;
+    const double dqdd_c12_3_s = -L3_1*dqdd_c12_1 + dqdd_c12__y3*invD3;
+    const double dqdd_c12_3 = -L3_2*dqdd_c12_2 + dqdd_c12_3_s;
+    const double dqdd_c12_4_s = -L4_1*dqdd_c12_1 - L4_2*dqdd_c12_2 + dqdd_c12__y4*invD4;
+    const double dqdd_c12_4 = -L4_3*dqdd_c12_3 + dqdd_c12_4_s;
+    const double dqdd_c12_5_s = -L5_1*dqdd_c12_1 - L5_2*dqdd_c12_2 - L5_3*dqdd_c12_3 + dqdd_c12__y5*invD5;
+    const double dqdd_c12_5 = -L5_4*dqdd_c12_4 + dqdd_c12_5_s;
+    const double dqdd_c12_6_s = -L6_1*dqdd_c12_1 - L6_2*dqdd_c12_2 - L6_3*dqdd_c12_3 - L6_4*dqdd_c12_4 + dqdd_c12__y6*invD6;
+    const double dqdd_c12_6 = -L6_5*dqdd_c12_5 + dqdd_c12_6_s;
     qdd[0] = qdd1;
     qdd[1] = qdd2;
     qdd[2] = qdd3;
@@ -6624,77 +6479,77 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     qdd[4] = qdd5;
     qdd[5] = qdd6;
     dqdd_dq[0] = 0.0;
-    dqdd_dq[1] = -dqdd_c2_x1;
-    dqdd_dq[2] = -dqdd_c3_x1;
-    dqdd_dq[3] = -dqdd_c4_x1;
-    dqdd_dq[4] = -dqdd_c5_x1;
-    dqdd_dq[5] = -dqdd_c6_x1;
+    dqdd_dq[1] = dqdd_c2_1;
+    dqdd_dq[2] = dqdd_c3_1;
+    dqdd_dq[3] = dqdd_c4_1;
+    dqdd_dq[4] = dqdd_c5_1;
+    dqdd_dq[5] = dqdd_c6_1;
     dqdd_dq[6] = 0.0;
-    dqdd_dq[7] = -dqdd_c2_x2;
-    dqdd_dq[8] = -dqdd_c3_x2;
-    dqdd_dq[9] = -dqdd_c4_x2;
-    dqdd_dq[10] = -dqdd_c5_x2;
-    dqdd_dq[11] = -dqdd_c6_x2;
+    dqdd_dq[7] = dqdd_c2_2;
+    dqdd_dq[8] = dqdd_c3_2;
+    dqdd_dq[9] = dqdd_c4_2;
+    dqdd_dq[10] = dqdd_c5_2;
+    dqdd_dq[11] = dqdd_c6_2;
     dqdd_dq[12] = 0.0;
-    dqdd_dq[13] = -dqdd_c2_x3_2;
-    dqdd_dq[14] = -dqdd_c3_x3_2;
-    dqdd_dq[15] = -dqdd_c4_x3_2;
-    dqdd_dq[16] = -dqdd_c5_x3_2;
-    dqdd_dq[17] = -dqdd_c6_x3_2;
+    dqdd_dq[13] = dqdd_c2_3;
+    dqdd_dq[14] = dqdd_c3_3;
+    dqdd_dq[15] = dqdd_c4_3;
+    dqdd_dq[16] = dqdd_c5_3;
+    dqdd_dq[17] = dqdd_c6_3;
     dqdd_dq[18] = 0.0;
-    dqdd_dq[19] = -dqdd_c2_x4_3;
-    dqdd_dq[20] = -dqdd_c3_x4_3;
-    dqdd_dq[21] = -dqdd_c4_x4_3;
-    dqdd_dq[22] = -dqdd_c5_x4_3;
-    dqdd_dq[23] = -dqdd_c6_x4_3;
+    dqdd_dq[19] = dqdd_c2_4;
+    dqdd_dq[20] = dqdd_c3_4;
+    dqdd_dq[21] = dqdd_c4_4;
+    dqdd_dq[22] = dqdd_c5_4;
+    dqdd_dq[23] = dqdd_c6_4;
     dqdd_dq[24] = 0.0;
-    dqdd_dq[25] = -dqdd_c2_x5_4;
-    dqdd_dq[26] = -dqdd_c3_x5_4;
-    dqdd_dq[27] = -dqdd_c4_x5_4;
-    dqdd_dq[28] = -dqdd_c5_x5_4;
-    dqdd_dq[29] = -dqdd_c6_x5_4;
+    dqdd_dq[25] = dqdd_c2_5;
+    dqdd_dq[26] = dqdd_c3_5;
+    dqdd_dq[27] = dqdd_c4_5;
+    dqdd_dq[28] = dqdd_c5_5;
+    dqdd_dq[29] = dqdd_c6_5;
     dqdd_dq[30] = 0.0;
-    dqdd_dq[31] = -dqdd_c2_x6_5;
-    dqdd_dq[32] = -dqdd_c3_x6_5;
-    dqdd_dq[33] = -dqdd_c4_x6_5;
-    dqdd_dq[34] = -dqdd_c5_x6_5;
-    dqdd_dq[35] = -dqdd_c6_x6_5;
-    dqdd_dqd[0] = -dqdd_c7_x1;
-    dqdd_dqd[1] = -dqdd_c8_x1;
-    dqdd_dqd[2] = -dqdd_c9_x1;
-    dqdd_dqd[3] = -dqdd_c10_x1;
-    dqdd_dqd[4] = -dqdd_c11_x1;
-    dqdd_dqd[5] = -dqdd_c12_x1;
-    dqdd_dqd[6] = -dqdd_c7_x2;
-    dqdd_dqd[7] = -dqdd_c8_x2;
-    dqdd_dqd[8] = -dqdd_c9_x2;
-    dqdd_dqd[9] = -dqdd_c10_x2;
-    dqdd_dqd[10] = -dqdd_c11_x2;
-    dqdd_dqd[11] = -dqdd_c12_x2;
-    dqdd_dqd[12] = -dqdd_c7_x3_2;
-    dqdd_dqd[13] = -dqdd_c8_x3_2;
-    dqdd_dqd[14] = -dqdd_c9_x3_2;
-    dqdd_dqd[15] = -dqdd_c10_x3_2;
-    dqdd_dqd[16] = -dqdd_c11_x3_2;
-    dqdd_dqd[17] = -dqdd_c12_x3_2;
-    dqdd_dqd[18] = -dqdd_c7_x4_3;
-    dqdd_dqd[19] = -dqdd_c8_x4_3;
-    dqdd_dqd[20] = -dqdd_c9_x4_3;
-    dqdd_dqd[21] = -dqdd_c10_x4_3;
-    dqdd_dqd[22] = -dqdd_c11_x4_3;
-    dqdd_dqd[23] = -dqdd_c12_x4_3;
-    dqdd_dqd[24] = -dqdd_c7_x5_4;
-    dqdd_dqd[25] = -dqdd_c8_x5_4;
-    dqdd_dqd[26] = -dqdd_c9_x5_4;
-    dqdd_dqd[27] = -dqdd_c10_x5_4;
-    dqdd_dqd[28] = -dqdd_c11_x5_4;
-    dqdd_dqd[29] = -dqdd_c12_x5_4;
-    dqdd_dqd[30] = -dqdd_c7_x6_5;
-    dqdd_dqd[31] = -dqdd_c8_x6_5;
-    dqdd_dqd[32] = -dqdd_c9_x6_5;
-    dqdd_dqd[33] = -dqdd_c10_x6_5;
-    dqdd_dqd[34] = -dqdd_c11_x6_5;
-    dqdd_dqd[35] = -dqdd_c12_x6_5;
+    dqdd_dq[31] = dqdd_c2_6;
+    dqdd_dq[32] = dqdd_c3_6;
+    dqdd_dq[33] = dqdd_c4_6;
+    dqdd_dq[34] = dqdd_c5_6;
+    dqdd_dq[35] = dqdd_c6_6;
+    dqdd_dqd[0] = dqdd_c7_1;
+    dqdd_dqd[1] = dqdd_c8_1;
+    dqdd_dqd[2] = dqdd_c9_1;
+    dqdd_dqd[3] = dqdd_c10_1;
+    dqdd_dqd[4] = dqdd_c11_1;
+    dqdd_dqd[5] = dqdd_c12_1;
+    dqdd_dqd[6] = dqdd_c7_2;
+    dqdd_dqd[7] = dqdd_c8_2;
+    dqdd_dqd[8] = dqdd_c9_2;
+    dqdd_dqd[9] = dqdd_c10_2;
+    dqdd_dqd[10] = dqdd_c11_2;
+    dqdd_dqd[11] = dqdd_c12_2;
+    dqdd_dqd[12] = dqdd_c7_3;
+    dqdd_dqd[13] = dqdd_c8_3;
+    dqdd_dqd[14] = dqdd_c9_3;
+    dqdd_dqd[15] = dqdd_c10_3;
+    dqdd_dqd[16] = dqdd_c11_3;
+    dqdd_dqd[17] = dqdd_c12_3;
+    dqdd_dqd[18] = dqdd_c7_4;
+    dqdd_dqd[19] = dqdd_c8_4;
+    dqdd_dqd[20] = dqdd_c9_4;
+    dqdd_dqd[21] = dqdd_c10_4;
+    dqdd_dqd[22] = dqdd_c11_4;
+    dqdd_dqd[23] = dqdd_c12_4;
+    dqdd_dqd[24] = dqdd_c7_5;
+    dqdd_dqd[25] = dqdd_c8_5;
+    dqdd_dqd[26] = dqdd_c9_5;
+    dqdd_dqd[27] = dqdd_c10_5;
+    dqdd_dqd[28] = dqdd_c11_5;
+    dqdd_dqd[29] = dqdd_c12_5;
+    dqdd_dqd[30] = dqdd_c7_6;
+    dqdd_dqd[31] = dqdd_c8_6;
+    dqdd_dqd[32] = dqdd_c9_6;
+    dqdd_dqd[33] = dqdd_c10_6;
+    dqdd_dqd[34] = dqdd_c11_6;
+    dqdd_dqd[35] = dqdd_c12_6;
     dqdd_dQ[0] = invD1;
     dqdd_dQ[1] = Ainv_V2_1;
     dqdd_dQ[2] = Ainv_V3_1;
@@ -6744,6 +6599,1227 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    #if MG_SIMD_WIDTH > 0
+    /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
+       (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        int64_t mg_st[MG_SIMD_WIDTH] = {0};
+        int64_t mg_range[MG_SIMD_WIDTH] = {0};
+        double mg_in_q[6][MG_SIMD_WIDTH];
+        double mg_in_qd[6][MG_SIMD_WIDTH];
+        double mg_in_Q[6][MG_SIMD_WIDTH];
+        double mg_o_qdd[6][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dq[36][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dqd[36][MG_SIMD_WIDTH];
+        double mg_o_dqdd_dQ[36][MG_SIMD_WIDTH];
+        mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
+        mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
+        mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
+            int64_t mg_s = mg_st[mg_l];
+            mg_o_dqdd_dq[0][mg_l] = 0.0;
+            mg_o_dqdd_dq[6][mg_l] = 0.0;
+            mg_o_dqdd_dq[12][mg_l] = 0.0;
+            mg_o_dqdd_dq[18][mg_l] = 0.0;
+            mg_o_dqdd_dq[24][mg_l] = 0.0;
+            mg_o_dqdd_dq[30][mg_l] = 0.0;
+            const double q2 = mg_in_q[1][mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double R3_00 = c2*c3 - s2*s3;
+            const double R3_01 = -c2*s3 - c3*s2;
+            const double p3_x = -0.425*c2;
+            const double p3_z = 0.089159 - 0.425*s2;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double R4_00 = R3_00*c4 + R3_01*s4;
+            const double R4_01 = -R3_00*s4 + R3_01*c4;
+            const double cse0 = -p3_x;
+            const double p4_x = -0.39225*R3_00 - cse0;
+            const double p4_z = (0.39225)*R3_01 + p3_z;
+            const double q5 = mg_in_q[4][mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double R5_00 = R4_00*c5;
+            const double R5_01 = -R4_00*s5;
+            const double R5_20 = -R4_01*c5;
+            const double R5_21 = R4_01*s5;
+            const double q6 = mg_in_q[5][mg_l];
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double R6_00 = R4_01*s6 + R5_00*c6;
+            const double R6_01 = R4_01*c6 - R5_00*s6;
+            const double R6_10 = -c6*s5;
+            const double R6_11 = s5*s6;
+            const double R6_20 = R4_00*s6 + R5_20*c6;
+            const double R6_21 = R4_00*c6 - R5_20*s6;
+            const double cse1 = -p4_x;
+            const double p6_x = -0.09465*R4_01 - cse1;
+            const double cse2 = -p4_z;
+            const double p6_z = -0.09465*R4_00 - cse2;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double Sd2_y = (0.089159)*qd1;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double V2_x = (0.089159)*qd2;
+            const double Sd3_x = p3_x*qd2;
+            const double Sd3_y = p3_z*qd1;
+            const double Sd3_z = -V2_x + p3_z*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double V3_b = -qd2 - qd3;
+            const double V3_x = V2_x + p3_z*qd3;
+            const double V3_z = -p3_x*qd3;
+            const double Sd4_x = -V3_b*p4_x + V3_z;
+            const double Sd4_y = p4_z*qd1;
+            const double Sd4_z = -V3_b*p4_z - V3_x;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double V4_b = V3_b - qd4;
+            const double V4_x = V3_x + p4_z*qd4;
+            const double V4_z = V3_z - p4_x*qd4;
+            const double S5_x = (0.10915)*R4_00;
+            const double S5_y = R4_00*p4_x - R4_01*p4_z;
+            const double S5_z = -0.10915*R4_01;
+            const double Sd5_a = -R4_00*V4_b;
+            const double Sd5_b = -R4_01*qd1;
+            const double Sd5_c = R4_01*V4_b;
+            const double Sd5_x = -S5_y*qd1 + S5_z*V4_b;
+            const double Sd5_y = R4_00*V4_x - R4_01*V4_z + S5_x*qd1;
+            const double Sd5_z = -S5_x*V4_b;
+            const double qd5 = mg_in_qd[4][mg_l];
+            const double V5_a = -R4_01*qd5;
+            const double V5_c = -R4_00*qd5 + qd1;
+            const double V5_x = S5_x*qd5 + V4_x;
+            const double V5_y = S5_y*qd5;
+            const double V5_z = S5_z*qd5 + V4_z;
+            const double S6_x = -0.10915*R5_21 + c5*p6_z;
+            const double S6_y = R5_01*p6_z - R5_21*p6_x;
+            const double S6_z = (0.10915)*R5_01 - c5*p6_x;
+            const double Sd6_a = R5_21*V4_b + V5_c*c5;
+            const double Sd6_b = R5_01*V5_c - R5_21*V5_a;
+            const double Sd6_c = -R5_01*V4_b - V5_a*c5;
+            const double Sd6_x = R5_21*V5_y - S6_y*V5_c + S6_z*V4_b + V5_z*c5;
+            const double Sd6_y = R5_01*V5_z - R5_21*V5_x + S6_x*V5_c - S6_z*V5_a;
+            const double Sd6_z = -R5_01*V5_y - S6_x*V4_b + S6_y*V5_a - V5_x*c5;
+            const double qd6 = mg_in_qd[5][mg_l];
+            const double V6_a = R5_01*qd6 + V5_a;
+            const double V6_b = V4_b - c5*qd6;
+            const double V6_c = R5_21*qd6 + V5_c;
+            const double V6_x = S6_x*qd6 + V5_x;
+            const double V6_y = S6_y*qd6 + V5_y;
+            const double V6_z = S6_z*qd6 + V5_z;
+            const double Iw2_c_x = -0.2125*c2;
+            const double Iw2_c_z = 0.089159 - 0.2125*s2;
+            const double Iw2_T_00 = (0.0151074)*c2;
+            const double Iw2_T_01 = -0.133886*s2;
+            const double Iw2_T_20 = (0.0151074)*s2;
+            const double Iw2_T_21 = (0.133886)*c2;
+            const double cse3 = (8.393)*Iw2_c_z*Iw2_c_z;
+            const double Iw2_J00 = Iw2_T_00*c2 - Iw2_T_01*s2 + cse3 + 0.1078541592128;
+            const double Iw2_J01 = (0.95143048)*Iw2_c_x;
+            const double cse4 = (8.393)*Iw2_c_x;
+            const double Iw2_J02 = Iw2_T_00*s2 + Iw2_T_01*c2 - Iw2_c_z*cse4;
+            const double cse5 = (8.393)*Iw2_c_x*Iw2_c_x;
+            const double Iw2_J11 = cse3 + cse5 + 0.133886;
+            const double Iw2_J12 = (0.95143048)*Iw2_c_z;
+            const double Iw2_J22 = Iw2_T_20*s2 + Iw2_T_21*c2 + cse5 + 0.1078541592128;
+            const double Iw2_h_x = cse4;
+            const double Iw2_h_z = (8.393)*Iw2_c_z;
+            const double cse6 = Iw2_J01*qd2;
+            const double hw2_a = Iw2_J02*qd1 - cse6;
+            const double cse7 = Iw2_J12*qd1 + Iw2_h_z*V2_x;
+            const double hw2_b = -Iw2_J11*qd2 + cse7;
+            const double cse8 = -Iw2_J12*qd2 + (0.95143048)*V2_x;
+            const double hw2_c = Iw2_J22*qd1 + cse8;
+            const double hw2_x = -Iw2_h_z*qd2 + (8.393)*V2_x + (0.95143048)*qd1;
+            const double hw2_y = Iw2_h_x*qd1;
+            const double hw2_z = Iw2_h_x*qd2;
+            const double Id2_J01 = Iw2_J00*qd1 - Iw2_J11*qd1 + cse8;
+            const double Id2_J02 = Iw2_J00*qd2 - Iw2_J22*qd2 - cse7;
+            const double cse9 = 2.0*qd1;
+            const double cse10 = 2.0*Iw2_h_x*V2_x;
+            const double Id2_J11 = Iw2_J01*cse9 + cse10;
+            const double Id2_J12 = Iw2_J02*qd1 + cse6;
+            const double Id2_J22 = 2.0*Iw2_J02*qd2 + cse10;
+            const double Iw3_c_x = -0.15*R3_00 - cse0;
+            const double Iw3_c_z = (0.15)*R3_01 + p3_z;
+            const double Iw3_T_00 = (0.004095)*R3_00;
+            const double Iw3_T_01 = (0.0312168)*R3_01;
+            const double Iw3_T_20 = -0.004095*R3_01;
+            const double Iw3_T_21 = (0.0312168)*R3_00;
+            const double cse11 = (2.275)*Iw3_c_z*Iw3_c_z;
+            const double Iw3_J00 = Iw3_T_00*R3_00 + Iw3_T_01*R3_01 + cse11 + 0.00159761875;
+            const double Iw3_J01 = (0.0602875)*Iw3_c_x;
+            const double cse12 = (2.275)*Iw3_c_x;
+            const double Iw3_J02 = -Iw3_T_00*R3_01 + Iw3_T_01*R3_00 - Iw3_c_z*cse12;
+            const double cse13 = (2.275)*Iw3_c_x*Iw3_c_x;
+            const double Iw3_J11 = cse11 + cse13 + 0.0312168;
+            const double Iw3_J12 = (0.0602875)*Iw3_c_z;
+            const double Iw3_J22 = -Iw3_T_20*R3_01 + Iw3_T_21*R3_00 + cse13 + 0.00159761875;
+            const double Iw3_h_x = cse12;
+            const double Iw3_h_z = (2.275)*Iw3_c_z;
+            const double cse14 = (0.0602875)*V3_z;
+            const double cse15 = Iw3_J01*V3_b;
+            const double cse16 = Iw3_J02*qd1;
+            const double hw3_a = -cse14 + cse15 + cse16;
+            const double cse17 = Iw3_h_x*V3_z;
+            const double cse18 = Iw3_J12*qd1 + Iw3_h_z*V3_x;
+            const double hw3_b = Iw3_J11*V3_b - cse17 + cse18;
+            const double cse19 = Iw3_J12*V3_b + (0.0602875)*V3_x;
+            const double hw3_c = Iw3_J22*qd1 + cse19;
+            const double hw3_x = Iw3_h_z*V3_b + (2.275)*V3_x + (0.0602875)*qd1;
+            const double hw3_y = Iw3_h_x*qd1;
+            const double hw3_z = -Iw3_h_x*V3_b + (2.275)*V3_z;
+            const double Id3_J01 = Iw3_J00*qd1 - Iw3_J11*qd1 + cse19;
+            const double Id3_J02 = -Iw3_J00*V3_b + Iw3_J22*V3_b - cse17 - cse18;
+            const double Id3_J11 = Iw3_J01*cse9 + 2.0*Iw3_h_x*V3_x + 2.0*Iw3_h_z*V3_z;
+            const double Id3_J12 = cse14 - cse15 + cse16;
+            const double Id3_J22 = -2.0*Iw3_J02*V3_b + 2.0*Iw3_h_x*V3_x;
+            const double Iw4_c_x = -0.0018*R4_01 - cse1;
+            const double Iw4_c_z = -0.0018*R4_00 - cse2;
+            const double Iw4_T_00 = (0.0025599)*R4_00;
+            const double Iw4_T_01 = (0.0025599)*R4_01;
+            const double cse20 = (1.219)*Iw4_c_z*Iw4_c_z;
+            const double cse21 = Iw4_T_00*R4_00 + Iw4_T_01*R4_01 + 0.0003254676364;
+            const double Iw4_J00 = cse20 + cse21;
+            const double Iw4_J01 = (0.01991846)*Iw4_c_x;
+            const double cse22 = (1.219)*Iw4_c_x;
+            const double Iw4_J02 = -Iw4_T_00*R4_01 + Iw4_T_01*R4_00 - Iw4_c_z*cse22;
+            const double cse23 = (1.219)*Iw4_c_x*Iw4_c_x;
+            const double Iw4_J11 = cse20 + cse23 + 0.0021942;
+            const double Iw4_J12 = (0.01991846)*Iw4_c_z;
+            const double Iw4_J22 = cse21 + cse23;
+            const double Iw4_h_x = cse22;
+            const double Iw4_h_z = (1.219)*Iw4_c_z;
+            const double cse24 = (0.01991846)*V4_z;
+            const double cse25 = Iw4_J01*V4_b;
+            const double cse26 = Iw4_J02*qd1;
+            const double hw4_a = -cse24 + cse25 + cse26;
+            const double cse27 = Iw4_h_x*V4_z;
+            const double cse28 = Iw4_J12*qd1 + Iw4_h_z*V4_x;
+            const double hw4_b = Iw4_J11*V4_b - cse27 + cse28;
+            const double cse29 = Iw4_J12*V4_b + (0.01991846)*V4_x;
+            const double hw4_c = Iw4_J22*qd1 + cse29;
+            const double hw4_x = Iw4_h_z*V4_b + (1.219)*V4_x + (0.01991846)*qd1;
+            const double hw4_y = Iw4_h_x*qd1;
+            const double hw4_z = -Iw4_h_x*V4_b + (1.219)*V4_z;
+            const double Id4_J01 = Iw4_J00*qd1 - Iw4_J11*qd1 + cse29;
+            const double Id4_J02 = -Iw4_J00*V4_b + Iw4_J22*V4_b - cse27 - cse28;
+            const double Id4_J11 = Iw4_J01*cse9 + 2.0*Iw4_h_x*V4_x + 2.0*Iw4_h_z*V4_z;
+            const double Id4_J12 = cse24 - cse25 + cse26;
+            const double cse30 = 2.0*V4_b;
+            const double Id4_J22 = -Iw4_J02*cse30 + 2.0*Iw4_h_x*V4_x;
+            const double Iw5_c_x = -0.01634*R4_01 + (0.0018)*R5_01 + p4_x;
+            const double Iw5_c_y = -0.0018*c5 - 0.10915;
+            const double Iw5_c_z = -0.01634*R4_00 + (0.0018)*R5_21 + p4_z;
+            const double Iw5_T_00 = (0.0025599)*R5_00;
+            const double Iw5_T_01 = (0.0025599)*R5_01;
+            const double Iw5_T_02 = -0.0021942*R4_01;
+            const double Iw5_T_10 = -0.0025599*s5;
+            const double Iw5_T_11 = -0.0025599*c5;
+            const double Iw5_T_20 = (0.0025599)*R5_20;
+            const double Iw5_T_21 = (0.0025599)*R5_21;
+            const double Iw5_T_22 = -0.0021942*R4_00;
+            const double cse31 = (1.219)*Iw5_c_y*Iw5_c_y;
+            const double cse32 = Iw5_c_z*Iw5_c_z;
+            const double Iw5_J00 = Iw5_T_00*R5_00 + Iw5_T_01*R5_01 - Iw5_T_02*R4_01 + cse31 + (1.219)*cse32;
+            const double cse33 = (1.219)*Iw5_c_x;
+            const double Iw5_J01 = -Iw5_T_00*s5 - Iw5_T_01*c5 - Iw5_c_y*cse33;
+            const double Iw5_J02 = Iw5_T_00*R5_20 + Iw5_T_01*R5_21 - Iw5_T_02*R4_00 - Iw5_c_z*cse33;
+            const double cse34 = Iw5_c_x*Iw5_c_x;
+            const double Iw5_J11 = -Iw5_T_10*s5 - Iw5_T_11*c5 + (1.219)*cse32 + (1.219)*cse34;
+            const double cse35 = (1.219)*Iw5_c_y;
+            const double Iw5_J12 = Iw5_T_10*R5_20 + Iw5_T_11*R5_21 - Iw5_c_z*cse35;
+            const double Iw5_J22 = Iw5_T_20*R5_20 + Iw5_T_21*R5_21 - Iw5_T_22*R4_00 + cse31 + (1.219)*cse34;
+            const double Iw5_h_x = cse33;
+            const double Iw5_h_y = cse35;
+            const double Iw5_h_z = (1.219)*Iw5_c_z;
+            const double cse36 = Iw5_h_z*V5_y;
+            const double cse37 = Iw5_J01*V4_b + Iw5_h_y*V5_z;
+            const double hw5_a = Iw5_J00*V5_a + Iw5_J02*V5_c - cse36 + cse37;
+            const double cse38 = Iw5_h_x*V5_z;
+            const double cse39 = Iw5_J12*V5_c + Iw5_h_z*V5_x;
+            const double hw5_b = Iw5_J01*V5_a + Iw5_J11*V4_b - cse38 + cse39;
+            const double cse40 = Iw5_h_y*V5_x;
+            const double cse41 = Iw5_J02*V5_a + Iw5_h_x*V5_y;
+            const double hw5_c = Iw5_J12*V4_b + Iw5_J22*V5_c - cse40 + cse41;
+            const double hw5_x = -Iw5_h_y*V5_c + Iw5_h_z*V4_b + (1.219)*V5_x;
+            const double hw5_y = Iw5_h_x*V5_c - Iw5_h_z*V5_a + (1.219)*V5_y;
+            const double hw5_z = -Iw5_h_x*V4_b + Iw5_h_y*V5_a + (1.219)*V5_z;
+            const double cse42 = 2.0*Iw5_J01*V5_c;
+            const double cse43 = Iw5_J02*cse30;
+            const double cse44 = 2.0*Iw5_h_y*V5_y;
+            const double cse45 = 2.0*Iw5_h_z*V5_z;
+            const double Id5_J00 = -cse42 + cse43 + cse44 + cse45;
+            const double Id5_J01 = Iw5_J00*V5_c - Iw5_J11*V5_c + Iw5_J12*V4_b - cse40 - cse41;
+            const double Id5_J02 = -Iw5_J00*V4_b + Iw5_J01*V5_a + Iw5_J22*V4_b - cse38 - cse39;
+            const double cse46 = 2.0*Iw5_J12*V5_a;
+            const double cse47 = 2.0*Iw5_h_x*V5_x;
+            const double Id5_J11 = cse42 + cse45 - cse46 + cse47;
+            const double Id5_J12 = Iw5_J02*V5_c + Iw5_J11*V5_a - Iw5_J22*V5_a - cse36 - cse37;
+            const double Id5_J22 = -cse43 + cse44 + cse46 + cse47;
+            const double Iw6_c_x = -0.001159*R5_01 + p6_x;
+            const double Iw6_c_y = (0.001159)*c5 - 0.10915;
+            const double Iw6_c_z = -0.001159*R5_21 + p6_z;
+            const double Iw6_T_00 = (8.4e-05)*R6_00;
+            const double Iw6_T_01 = (8.4e-05)*R6_01;
+            const double Iw6_T_02 = (0.0001321)*R5_01;
+            const double Iw6_T_10 = (8.4e-05)*R6_10;
+            const double Iw6_T_11 = (8.4e-05)*R6_11;
+            const double Iw6_T_12 = -0.0001321*c5;
+            const double Iw6_T_20 = (8.4e-05)*R6_20;
+            const double Iw6_T_21 = (8.4e-05)*R6_21;
+            const double Iw6_T_22 = (0.0001321)*R5_21;
+            const double cse48 = (0.1879)*Iw6_c_y*Iw6_c_y;
+            const double cse49 = (0.1879)*Iw6_c_z*Iw6_c_z;
+            const double Iw6_J00 = Iw6_T_00*R6_00 + Iw6_T_01*R6_01 + Iw6_T_02*R5_01 + cse48 + cse49;
+            const double cse50 = (0.1879)*Iw6_c_x;
+            const double Iw6_J01 = Iw6_T_00*R6_10 + Iw6_T_01*R6_11 - Iw6_T_02*c5 - Iw6_c_y*cse50;
+            const double Iw6_J02 = Iw6_T_00*R6_20 + Iw6_T_01*R6_21 + Iw6_T_02*R5_21 - Iw6_c_z*cse50;
+            const double cse51 = (0.1879)*Iw6_c_x*Iw6_c_x;
+            const double Iw6_J11 = Iw6_T_10*R6_10 + Iw6_T_11*R6_11 - Iw6_T_12*c5 + cse49 + cse51;
+            const double cse52 = (0.1879)*Iw6_c_y;
+            const double Iw6_J12 = Iw6_T_10*R6_20 + Iw6_T_11*R6_21 + Iw6_T_12*R5_21 - Iw6_c_z*cse52;
+            const double Iw6_J22 = Iw6_T_20*R6_20 + Iw6_T_21*R6_21 + Iw6_T_22*R5_21 + cse48 + cse51;
+            const double Iw6_h_x = cse50;
+            const double Iw6_h_y = cse52;
+            const double Iw6_h_z = (0.1879)*Iw6_c_z;
+            const double cse53 = Iw6_h_z*V6_y;
+            const double cse54 = Iw6_J01*V6_b + Iw6_h_y*V6_z;
+            const double hw6_a = Iw6_J00*V6_a + Iw6_J02*V6_c - cse53 + cse54;
+            const double cse55 = Iw6_h_x*V6_z;
+            const double cse56 = Iw6_J12*V6_c + Iw6_h_z*V6_x;
+            const double hw6_b = Iw6_J01*V6_a + Iw6_J11*V6_b - cse55 + cse56;
+            const double cse57 = Iw6_h_y*V6_x;
+            const double cse58 = Iw6_J02*V6_a + Iw6_h_x*V6_y;
+            const double hw6_c = Iw6_J12*V6_b + Iw6_J22*V6_c - cse57 + cse58;
+            const double hw6_x = -Iw6_h_y*V6_c + Iw6_h_z*V6_b + (0.1879)*V6_x;
+            const double hw6_y = Iw6_h_x*V6_c - Iw6_h_z*V6_a + (0.1879)*V6_y;
+            const double hw6_z = -Iw6_h_x*V6_b + Iw6_h_y*V6_a + (0.1879)*V6_z;
+            const double cse59 = 2.0*Iw6_J01;
+            const double cse60 = V6_c*cse59;
+            const double cse61 = 2.0*Iw6_J02;
+            const double cse62 = V6_b*cse61;
+            const double cse63 = 2.0*Iw6_h_y;
+            const double cse64 = V6_y*cse63;
+            const double cse65 = 2.0*Iw6_h_z;
+            const double cse66 = V6_z*cse65;
+            const double Id6_J00 = -cse60 + cse62 + cse64 + cse66;
+            const double Id6_J01 = Iw6_J00*V6_c - Iw6_J11*V6_c + Iw6_J12*V6_b - cse57 - cse58;
+            const double Id6_J02 = -Iw6_J00*V6_b + Iw6_J01*V6_a + Iw6_J22*V6_b - cse55 - cse56;
+            const double cse67 = 2.0*Iw6_J12;
+            const double cse68 = V6_a*cse67;
+            const double cse69 = 2.0*Iw6_h_x;
+            const double cse70 = V6_x*cse69;
+            const double Id6_J11 = cse60 + cse66 - cse68 + cse70;
+            const double Id6_J12 = Iw6_J02*V6_c + Iw6_J11*V6_a - Iw6_J22*V6_a - cse53 - cse54;
+            const double Id6_J22 = -cse62 + cse64 + cse68 + cse70;
+            const double Acc02_a = qd1*qd2;
+            const double Acc02_y = Sd2_y*qd2;
+            const double Acc03_a = Acc02_a + qd1*qd3;
+            const double Acc03_x = Sd3_x*qd3;
+            const double Acc03_y = Acc02_y + Sd3_y*qd3;
+            const double Acc03_z = Sd3_z*qd3 + 9.81;
+            const double Acc04_a = Acc03_a + qd1*qd4;
+            const double Acc04_x = Acc03_x + Sd4_x*qd4;
+            const double Acc04_y = Acc03_y + Sd4_y*qd4;
+            const double Acc04_z = Acc03_z + Sd4_z*qd4;
+            const double Acc05_a = Acc04_a + Sd5_a*qd5;
+            const double Acc05_b = Sd5_b*qd5;
+            const double Acc05_c = Sd5_c*qd5;
+            const double Acc05_x = Acc04_x + Sd5_x*qd5;
+            const double Acc05_y = Acc04_y + Sd5_y*qd5;
+            const double Acc05_z = Acc04_z + Sd5_z*qd5;
+            const double Acc06_a = Acc05_a + Sd6_a*qd6;
+            const double Acc06_b = Acc05_b + Sd6_b*qd6;
+            const double Acc06_c = Acc05_c + Sd6_c*qd6;
+            const double Acc06_x = Acc05_x + Sd6_x*qd6;
+            const double Acc06_y = Acc05_y + Sd6_y*qd6;
+            const double Acc06_z = Acc05_z + Sd6_z*qd6;
+            const double Ic5_J00 = Iw5_J00 + Iw6_J00;
+            const double Ic5_J01 = Iw5_J01 + Iw6_J01;
+            const double Ic5_J02 = Iw5_J02 + Iw6_J02;
+            const double Ic5_J11 = Iw5_J11 + Iw6_J11;
+            const double Ic5_J12 = Iw5_J12 + Iw6_J12;
+            const double Ic5_J22 = Iw5_J22 + Iw6_J22;
+            const double Ic5_h_x = Iw5_h_x + Iw6_h_x;
+            const double Ic5_h_y = Iw5_h_y + Iw6_h_y;
+            const double Ic5_h_z = Iw5_h_z + Iw6_h_z;
+            const double Ic4_J01 = Ic5_J01 + Iw4_J01;
+            const double Ic4_J02 = Ic5_J02 + Iw4_J02;
+            const double Ic4_J11 = Ic5_J11 + Iw4_J11;
+            const double Ic4_J12 = Ic5_J12 + Iw4_J12;
+            const double Ic4_J22 = Ic5_J22 + Iw4_J22;
+            const double Ic4_h_x = Ic5_h_x + Iw4_h_x;
+            const double Ic4_h_y = Ic5_h_y - 0.01991846;
+            const double Ic4_h_z = Ic5_h_z + Iw4_h_z;
+            const double Ic3_J01 = Ic4_J01 + Iw3_J01;
+            const double Ic3_J02 = Ic4_J02 + Iw3_J02;
+            const double Ic3_J11 = Ic4_J11 + Iw3_J11;
+            const double Ic3_J12 = Ic4_J12 + Iw3_J12;
+            const double Ic3_J22 = Ic4_J22 + Iw3_J22;
+            const double Ic3_h_x = Ic4_h_x + Iw3_h_x;
+            const double Ic3_h_y = Ic4_h_y - 0.0602875;
+            const double Ic3_h_z = Ic4_h_z + Iw3_h_z;
+            const double Ic2_J01 = Ic3_J01 + Iw2_J01;
+            const double Ic2_J02 = Ic3_J02 + Iw2_J02;
+            const double Ic2_J11 = Ic3_J11 + Iw2_J11;
+            const double Ic2_J12 = Ic3_J12 + Iw2_J12;
+            const double Ic2_J22 = Ic3_J22 + Iw2_J22;
+            const double Ic2_h_x = Ic3_h_x + Iw2_h_x;
+            const double Ic2_h_y = Ic3_h_y - 0.95143048;
+            const double Ic2_h_z = Ic3_h_z + Iw2_h_z;
+            const double Ic1_J22 = Ic2_J22 + 0.00908672677;
+            const double Idc5_J00 = Id5_J00 + Id6_J00;
+            const double Idc5_J01 = Id5_J01 + Id6_J01;
+            const double Idc5_J02 = Id5_J02 + Id6_J02;
+            const double Idc5_J11 = Id5_J11 + Id6_J11;
+            const double Idc5_J12 = Id5_J12 + Id6_J12;
+            const double Idc5_J22 = Id5_J22 + Id6_J22;
+            const double Idc5_h_x = hw5_x + hw6_x;
+            const double Idc5_h_y = hw5_y + hw6_y;
+            const double Idc5_h_z = hw5_z + hw6_z;
+            const double Idc4_J01 = Id4_J01 + Idc5_J01;
+            const double Idc4_J02 = Id4_J02 + Idc5_J02;
+            const double Idc4_J11 = Id4_J11 + Idc5_J11;
+            const double Idc4_J12 = Id4_J12 + Idc5_J12;
+            const double Idc4_J22 = Id4_J22 + Idc5_J22;
+            const double Idc4_h_x = Idc5_h_x + hw4_x;
+            const double Idc4_h_y = Idc5_h_y + hw4_y;
+            const double Idc4_h_z = Idc5_h_z + hw4_z;
+            const double Idc3_J01 = Id3_J01 + Idc4_J01;
+            const double Idc3_J02 = Id3_J02 + Idc4_J02;
+            const double Idc3_J11 = Id3_J11 + Idc4_J11;
+            const double Idc3_J12 = Id3_J12 + Idc4_J12;
+            const double Idc3_J22 = Id3_J22 + Idc4_J22;
+            const double Idc3_h_x = Idc4_h_x + hw3_x;
+            const double Idc3_h_y = Idc4_h_y + hw3_y;
+            const double Idc3_h_z = Idc4_h_z + hw3_z;
+            const double Idc2_J01 = Id2_J01 + Idc3_J01;
+            const double Idc2_J02 = Id2_J02 + Idc3_J02;
+            const double Idc2_J11 = Id2_J11 + Idc3_J11;
+            const double Idc2_J12 = Id2_J12 + Idc3_J12;
+            const double Idc2_J22 = Id2_J22 + Idc3_J22;
+            const double Idc2_h_y = Idc3_h_y + hw2_y;
+            const double Idc2_h_z = Idc3_h_z + hw2_z;
+            const double Hc5_a = hw5_a + hw6_a;
+            const double Hc5_b = hw5_b + hw6_b;
+            const double Hc5_c = hw5_c + hw6_c;
+            const double Hc4_a = Hc5_a + hw4_a;
+            const double Hc4_b = Hc5_b + hw4_b;
+            const double Hc4_c = Hc5_c + hw4_c;
+            const double Hc3_a = Hc4_a + hw3_a;
+            const double Hc3_b = Hc4_b + hw3_b;
+            const double Hc3_c = Hc4_c + hw3_c;
+            const double Hc2_a = Hc3_a + hw2_a;
+            const double Hc2_b = Hc3_b + hw2_b;
+            const double Hc2_c = Hc3_c + hw2_c;
+            const double Fc06_a = Acc06_a*Iw6_J00 + Acc06_b*Iw6_J01 + Acc06_c*Iw6_J02 - Acc06_y*Iw6_h_z + Acc06_z*Iw6_h_y + V6_b*hw6_c - V6_c*hw6_b + V6_y*hw6_z - V6_z*hw6_y;
+            const double Fc06_b = Acc06_a*Iw6_J01 + Acc06_b*Iw6_J11 + Acc06_c*Iw6_J12 + Acc06_x*Iw6_h_z - Acc06_z*Iw6_h_x - V6_a*hw6_c + V6_c*hw6_a - V6_x*hw6_z + V6_z*hw6_x;
+            const double Fc06_c = Acc06_a*Iw6_J02 + Acc06_b*Iw6_J12 + Acc06_c*Iw6_J22 - Acc06_x*Iw6_h_y + Acc06_y*Iw6_h_x + V6_a*hw6_b - V6_b*hw6_a + V6_x*hw6_y - V6_y*hw6_x;
+            const double Fc06_x = Acc06_b*Iw6_h_z - Acc06_c*Iw6_h_y + (0.1879)*Acc06_x + V6_b*hw6_z - V6_c*hw6_y;
+            const double Fc06_y = -Acc06_a*Iw6_h_z + Acc06_c*Iw6_h_x + (0.1879)*Acc06_y - V6_a*hw6_z + V6_c*hw6_x;
+            const double Fc06_z = Acc06_a*Iw6_h_y - Acc06_b*Iw6_h_x + (0.1879)*Acc06_z + V6_a*hw6_y - V6_b*hw6_x;
+            const double Fc05_a = Acc05_a*Iw5_J00 + Acc05_b*Iw5_J01 + Acc05_c*Iw5_J02 - Acc05_y*Iw5_h_z + Acc05_z*Iw5_h_y + Fc06_a + V4_b*hw5_c - V5_c*hw5_b + V5_y*hw5_z - V5_z*hw5_y;
+            const double Fc05_b = Acc05_a*Iw5_J01 + Acc05_b*Iw5_J11 + Acc05_c*Iw5_J12 + Acc05_x*Iw5_h_z - Acc05_z*Iw5_h_x + Fc06_b - V5_a*hw5_c + V5_c*hw5_a - V5_x*hw5_z + V5_z*hw5_x;
+            const double Fc05_c = Acc05_a*Iw5_J02 + Acc05_b*Iw5_J12 + Acc05_c*Iw5_J22 - Acc05_x*Iw5_h_y + Acc05_y*Iw5_h_x + Fc06_c - V4_b*hw5_a + V5_a*hw5_b + V5_x*hw5_y - V5_y*hw5_x;
+            const double Fc05_x = Acc05_b*Iw5_h_z - Acc05_c*Iw5_h_y + (1.219)*Acc05_x + Fc06_x + V4_b*hw5_z - V5_c*hw5_y;
+            const double Fc05_y = -Acc05_a*Iw5_h_z + Acc05_c*Iw5_h_x + (1.219)*Acc05_y + Fc06_y - V5_a*hw5_z + V5_c*hw5_x;
+            const double Fc05_z = Acc05_a*Iw5_h_y - Acc05_b*Iw5_h_x + (1.219)*Acc05_z + Fc06_z - V4_b*hw5_x + V5_a*hw5_y;
+            const double Fc04_a = Acc04_a*Iw4_J00 - Acc04_y*Iw4_h_z - 0.01991846*Acc04_z + Fc05_a + V4_b*hw4_c - V4_z*hw4_y - hw4_b*qd1;
+            const double Fc04_b = Acc04_a*Iw4_J01 + Acc04_x*Iw4_h_z - Acc04_z*Iw4_h_x + Fc05_b - V4_x*hw4_z + V4_z*hw4_x + hw4_a*qd1;
+            const double Fc04_c = Acc04_a*Iw4_J02 + (0.01991846)*Acc04_x + Acc04_y*Iw4_h_x + Fc05_c - V4_b*hw4_a + V4_x*hw4_y;
+            const double Fc04_x = (1.219)*Acc04_x + Fc05_x + V4_b*hw4_z - hw4_y*qd1;
+            const double Fc04_y = -Acc04_a*Iw4_h_z + (1.219)*Acc04_y + Fc05_y + hw4_x*qd1;
+            const double Fc04_z = -0.01991846*Acc04_a + (1.219)*Acc04_z + Fc05_z - V4_b*hw4_x;
+            const double Fc03_a = Acc03_a*Iw3_J00 - Acc03_y*Iw3_h_z - 0.0602875*Acc03_z + Fc04_a + V3_b*hw3_c - V3_z*hw3_y - hw3_b*qd1;
+            const double Fc03_b = Acc03_a*Iw3_J01 + Acc03_x*Iw3_h_z - Acc03_z*Iw3_h_x + Fc04_b - V3_x*hw3_z + V3_z*hw3_x + hw3_a*qd1;
+            const double Fc03_c = Acc03_a*Iw3_J02 + (0.0602875)*Acc03_x + Acc03_y*Iw3_h_x + Fc04_c - V3_b*hw3_a + V3_x*hw3_y;
+            const double Fc03_x = (2.275)*Acc03_x + Fc04_x + V3_b*hw3_z - hw3_y*qd1;
+            const double Fc03_y = -Acc03_a*Iw3_h_z + (2.275)*Acc03_y + Fc04_y + hw3_x*qd1;
+            const double Fc03_z = -0.0602875*Acc03_a + (2.275)*Acc03_z + Fc04_z - V3_b*hw3_x;
+            const double Fc02_a = Acc02_a*Iw2_J00 - Acc02_y*Iw2_h_z + Fc03_a - hw2_b*qd1 - hw2_c*qd2 - 9.3335330088;
+            const double Fc02_b = Acc02_a*Iw2_J01 + Fc03_b - 9.81*Iw2_h_x - V2_x*hw2_z + hw2_a*qd1;
+            const double Fc02_c = Acc02_a*Iw2_J02 + Acc02_y*Iw2_h_x + Fc03_c + V2_x*hw2_y + hw2_a*qd2;
+            const double Fc02_x = Fc03_x - hw2_y*qd1 - hw2_z*qd2;
+            const double Fc02_y = -Acc02_a*Iw2_h_z + (8.393)*Acc02_y + Fc03_y + hw2_x*qd1;
+            const double wS2_b = -Ic2_J11 + (0.089159)*Ic2_h_z;
+            const double wS2_c = -Ic2_J12 - 0.089159*Ic2_h_y;
+            const double wS2_x = 1.1852708301 - Ic2_h_z;
+            const double A2_2 = -wS2_b + (0.089159)*wS2_x;
+            const double wS3_a = -Ic3_J01 - Ic3_h_y*p3_x;
+            const double wS3_b = -Ic3_J11 + Ic3_h_x*p3_x + Ic3_h_z*p3_z;
+            const double wS3_c = -Ic3_J12 - Ic3_h_y*p3_z;
+            const double wS3_x = -Ic3_h_z + (4.9009)*p3_z;
+            const double wS3_z = Ic3_h_x - 4.9009*p3_x;
+            const double A3_3 = -p3_x*wS3_z + p3_z*wS3_x - wS3_b;
+            const double A2_3 = -wS3_b + (0.089159)*wS3_x;
+            const double wS4_a = -Ic4_J01 - Ic4_h_y*p4_x;
+            const double wS4_b = -Ic4_J11 + Ic4_h_x*p4_x + Ic4_h_z*p4_z;
+            const double wS4_c = -Ic4_J12 - Ic4_h_y*p4_z;
+            const double wS4_x = -Ic4_h_z + (2.6259)*p4_z;
+            const double wS4_z = Ic4_h_x - 2.6259*p4_x;
+            const double A4_4 = -p4_x*wS4_z + p4_z*wS4_x - wS4_b;
+            const double A3_4 = -p3_x*wS4_z + p3_z*wS4_x - wS4_b;
+            const double A2_4 = -wS4_b + (0.089159)*wS4_x;
+            const double wS5_a = -Ic5_J00*R4_01 - Ic5_J02*R4_00 + Ic5_h_y*S5_z - Ic5_h_z*S5_y;
+            const double wS5_b = -Ic5_J01*R4_01 - Ic5_J12*R4_00 - Ic5_h_x*S5_z + Ic5_h_z*S5_x;
+            const double wS5_c = -Ic5_J02*R4_01 - Ic5_J22*R4_00 + Ic5_h_x*S5_y - Ic5_h_y*S5_x;
+            const double wS5_x = Ic5_h_y*R4_00 + (1.4069)*S5_x;
+            const double wS5_y = -Ic5_h_x*R4_00 + Ic5_h_z*R4_01 + (1.4069)*S5_y;
+            const double wS5_z = -Ic5_h_y*R4_01 + (1.4069)*S5_z;
+            const double A5_5 = -R4_00*wS5_c - R4_01*wS5_a + S5_x*wS5_x + S5_y*wS5_y + S5_z*wS5_z;
+            const double A4_5 = -p4_x*wS5_z + p4_z*wS5_x - wS5_b;
+            const double A3_5 = -p3_x*wS5_z + p3_z*wS5_x - wS5_b;
+            const double A2_5 = -wS5_b + (0.089159)*wS5_x;
+            const double wS6_a = Iw6_J00*R5_01 - Iw6_J01*c5 + Iw6_J02*R5_21 + Iw6_h_y*S6_z - Iw6_h_z*S6_y;
+            const double wS6_b = Iw6_J01*R5_01 - Iw6_J11*c5 + Iw6_J12*R5_21 - Iw6_h_x*S6_z + Iw6_h_z*S6_x;
+            const double wS6_c = Iw6_J02*R5_01 - Iw6_J12*c5 + Iw6_J22*R5_21 + Iw6_h_x*S6_y - Iw6_h_y*S6_x;
+            const double wS6_x = -Iw6_h_y*R5_21 - Iw6_h_z*c5 + (0.1879)*S6_x;
+            const double wS6_y = Iw6_h_x*R5_21 - Iw6_h_z*R5_01 + (0.1879)*S6_y;
+            const double wS6_z = Iw6_h_x*c5 + Iw6_h_y*R5_01 + (0.1879)*S6_z;
+            const double A6_6 = R5_01*wS6_a + R5_21*wS6_c + S6_x*wS6_x + S6_y*wS6_y + S6_z*wS6_z - c5*wS6_b;
+            const double A5_6 = -R4_00*wS6_c - R4_01*wS6_a + S5_x*wS6_x + S5_y*wS6_y + S5_z*wS6_z;
+            const double A4_6 = -p4_x*wS6_z + p4_z*wS6_x - wS6_b;
+            const double A3_6 = -p3_x*wS6_z + p3_z*wS6_x - wS6_b;
+            const double A2_6 = -wS6_b + (0.089159)*wS6_x;
+            const double h2 = -Fc02_b + (0.089159)*Fc02_x;
+            const double h3 = -Fc03_b + Fc03_x*p3_z - Fc03_z*p3_x;
+            const double h4 = -Fc04_b + Fc04_x*p4_z - Fc04_z*p4_x;
+            const double h5 = -Fc05_a*R4_01 - Fc05_c*R4_00 + Fc05_x*S5_x + Fc05_y*S5_y + Fc05_z*S5_z;
+            const double h6 = Fc06_a*R5_01 - Fc06_b*c5 + Fc06_c*R5_21 + Fc06_x*S6_x + Fc06_y*S6_y + Fc06_z*S6_z;
+            const double Q1 = mg_in_Q[0][mg_l];
+            const double b1 = -Fc02_c + Q1;
+            const double Q2 = mg_in_Q[1][mg_l];
+            const double b2 = Q2 - h2;
+            const double Q3 = mg_in_Q[2][mg_l];
+            const double b3 = Q3 - h3;
+            const double Q4 = mg_in_Q[3][mg_l];
+            const double b4 = Q4 - h4;
+            const double Q5 = mg_in_Q[4][mg_l];
+            const double b5 = Q5 - h5;
+            const double Q6 = mg_in_Q[5][mg_l];
+            const double b6 = Q6 - h6;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A6_6, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD6 = 1.0/A6_6;
+            const double L6_5 = A5_6*invD6;
+            const double H5_5 = A5_5 - A5_6*L6_5;
+            const double H5_4 = A4_5 - A4_6*L6_5;
+            const double H5_3 = A3_5 - A3_6*L6_5;
+            const double H5_2 = A2_5 - A2_6*L6_5;
+            const double H5_1 = -L6_5*wS6_c + wS5_c;
+            const double L6_4 = A4_6*invD6;
+            const double H4_4 = A4_4 - A4_6*L6_4;
+            const double H4_3 = A3_4 - A3_6*L6_4;
+            const double H4_2 = A2_4 - A2_6*L6_4;
+            const double H4_1 = -L6_4*wS6_c + wS4_c;
+            const double L6_3 = A3_6*invD6;
+            const double H3_3 = A3_3 - A3_6*L6_3;
+            const double H3_2 = A2_3 - A2_6*L6_3;
+            const double H3_1 = -L6_3*wS6_c + wS3_c;
+            const double L6_2 = A2_6*invD6;
+            const double H2_2 = A2_2 - A2_6*L6_2;
+            const double H2_1 = -L6_2*wS6_c + wS2_c;
+            const double L6_1 = invD6*wS6_c;
+            const double H1_1 = Ic1_J22 - L6_1*wS6_c;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A5_5 + H5_5, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD5 = 1.0/H5_5;
+            const double L5_4 = H5_4*invD5;
+            const double H4_4_2 = H4_4 - H5_4*L5_4;
+            const double H4_3_2 = H4_3 - H5_3*L5_4;
+            const double H4_2_2 = H4_2 - H5_2*L5_4;
+            const double H4_1_2 = H4_1 - H5_1*L5_4;
+            const double L5_3 = H5_3*invD5;
+            const double H3_3_2 = H3_3 - H5_3*L5_3;
+            const double H3_2_2 = H3_2 - H5_2*L5_3;
+            const double H3_1_2 = H3_1 - H5_1*L5_3;
+            const double L5_2 = H5_2*invD5;
+            const double H2_2_2 = H2_2 - H5_2*L5_2;
+            const double H2_1_2 = H2_1 - H5_1*L5_2;
+            const double L5_1 = H5_1*invD5;
+            const double H1_1_2 = H1_1 - H5_1*L5_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A4_4 + H4_4_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD4 = 1.0/H4_4_2;
+            const double L4_3 = H4_3_2*invD4;
+            const double H3_3_3 = H3_3_2 - H4_3_2*L4_3;
+            const double H3_2_3 = H3_2_2 - H4_2_2*L4_3;
+            const double H3_1_3 = H3_1_2 - H4_1_2*L4_3;
+            const double L4_2 = H4_2_2*invD4;
+            const double H2_2_3 = H2_2_2 - H4_2_2*L4_2;
+            const double H2_1_3 = H2_1_2 - H4_1_2*L4_2;
+            const double L4_1 = H4_1_2*invD4;
+            const double H1_1_3 = H1_1_2 - H4_1_2*L4_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A3_3 + H3_3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/H3_3_3;
+            const double L3_2 = H3_2_3*invD3;
+            const double H2_2_4 = H2_2_3 - H3_2_3*L3_2;
+            const double H2_1_4 = H2_1_3 - H3_1_3*L3_2;
+            const double L3_1 = H3_1_3*invD3;
+            const double H1_1_4 = H1_1_3 - H3_1_3*L3_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A2_2 + H2_2_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/H2_2_4;
+            const double L2_1 = H2_1_4*invD2;
+            const double H1_1_5 = H1_1_4 - H2_1_4*L2_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_5 - 1e-13*Ic1_J22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/H1_1_5;
+            mg_o_dqdd_dQ[0][mg_l] = invD1;
+            const double qdd_y5 = -L6_5*b6 + b5;
+            const double qdd_y4_s = -L6_4*b6 + b4;
+            const double qdd_y4 = -L5_4*qdd_y5 + qdd_y4_s;
+            const double qdd_y3_s = -L5_3*qdd_y5 - L6_3*b6 + b3;
+            const double qdd_y3 = -L4_3*qdd_y4 + qdd_y3_s;
+            const double qdd_y2_s = -L4_2*qdd_y4 - L5_2*qdd_y5 - L6_2*b6 + b2;
+            const double qdd_y2 = -L3_2*qdd_y3 + qdd_y2_s;
+            const double qdd_y1_s = -L3_1*qdd_y3 - L4_1*qdd_y4 - L5_1*qdd_y5 - L6_1*b6 + b1;
+            const double qdd_y1 = -L2_1*qdd_y2 + qdd_y1_s;
+            const double qdd1 = invD1*qdd_y1;
+            mg_o_qdd[0][mg_l] = qdd1;
+            const double qdd2 = -L2_1*qdd1 + invD2*qdd_y2;
+            mg_o_qdd[1][mg_l] = qdd2;
+            const double qdd3_s = -L3_1*qdd1 + invD3*qdd_y3;
+            const double qdd3 = -L3_2*qdd2 + qdd3_s;
+            mg_o_qdd[2][mg_l] = qdd3;
+            const double qdd4_s = -L4_1*qdd1 - L4_2*qdd2 + invD4*qdd_y4;
+            const double qdd4 = -L4_3*qdd3 + qdd4_s;
+            mg_o_qdd[3][mg_l] = qdd4;
+            const double qdd5_s = -L5_1*qdd1 - L5_2*qdd2 - L5_3*qdd3 + invD5*qdd_y5;
+            const double qdd5 = -L5_4*qdd4 + qdd5_s;
+            mg_o_qdd[4][mg_l] = qdd5;
+            const double qdd6_s = -L6_1*qdd1 - L6_2*qdd2 - L6_3*qdd3 - L6_4*qdd4 + b6*invD6;
+            const double qdd6 = -L6_5*qdd5 + qdd6_s;
+            mg_o_qdd[5][mg_l] = qdd6;
+            const double alpha2_x = (0.089159)*qdd2;
+            const double alpha3_b = -qdd2 - qdd3;
+            const double alpha3_x = alpha2_x + p3_z*qdd3;
+            const double alpha3_z = -p3_x*qdd3;
+            const double alpha4_b = alpha3_b - qdd4;
+            const double alpha4_x = alpha3_x + p4_z*qdd4;
+            const double alpha4_z = alpha3_z - p4_x*qdd4;
+            const double alpha5_a = -R4_01*qdd5;
+            const double alpha5_c = -R4_00*qdd5 + qdd1;
+            const double alpha5_x = S5_x*qdd5 + alpha4_x;
+            const double alpha5_y = S5_y*qdd5;
+            const double alpha5_z = S5_z*qdd5 + alpha4_z;
+            const double alpha6_a = R5_01*qdd6 + alpha5_a;
+            const double alpha6_b = alpha4_b - c5*qdd6;
+            const double alpha6_c = R5_21*qdd6 + alpha5_c;
+            const double alpha6_x = S6_x*qdd6 + alpha5_x;
+            const double alpha6_y = S6_y*qdd6 + alpha5_y;
+            const double alpha6_z = S6_z*qdd6 + alpha5_z;
+            const double Acc3_x = Acc03_x + alpha3_x;
+            const double Acc3_z = Acc03_z + alpha3_z;
+            const double Acc4_x = Acc04_x + alpha4_x;
+            const double Acc4_z = Acc04_z + alpha4_z;
+            const double Acc5_a = Acc05_a + alpha5_a;
+            const double Acc5_b = Acc05_b + alpha4_b;
+            const double Acc5_c = Acc05_c + alpha5_c;
+            const double Acc5_x = Acc05_x + alpha5_x;
+            const double Acc5_y = Acc05_y + alpha5_y;
+            const double Acc5_z = Acc05_z + alpha5_z;
+            const double Sdd2_b = qd1*qd1;
+            const double Sdd2_x = -Sd2_y*qd1 + 9.81;
+            const double Sdd2_y = (0.089159)*qdd1;
+            const double Sdd3_c = -Acc02_a + qd1*qd2;
+            const double Sdd3_x = -Sd3_y*qd1 - Sd3_z*qd2 + p3_x*qdd2 + 9.81;
+            const double Sdd3_y = Acc02_a*p3_x + Sd3_x*qd1 + p3_z*qdd1;
+            const double Sdd3_z = Sd3_x*qd2 - alpha2_x + p3_z*qdd2;
+            const double Sdd4_c = -Acc03_a - V3_b*qd1;
+            const double Sdd4_x = Acc3_z - Sd4_y*qd1 + Sd4_z*V3_b - alpha3_b*p4_x;
+            const double Sdd4_y = Acc03_a*p4_x + Sd4_x*qd1 + V3_z*qd1 + p4_z*qdd1;
+            const double Sdd4_z = -Acc3_x - Sd4_x*V3_b - alpha3_b*p4_z;
+            const double Sdd5_a = -R4_00*alpha4_b - Sd5_b*qd1 + Sd5_c*V4_b;
+            const double Sdd5_b = Acc04_a*R4_00 - R4_01*qdd1 + Sd5_a*qd1;
+            const double Sdd5_c = R4_01*alpha4_b - Sd5_a*V4_b;
+            const double Sdd5_x = -Acc04_y*R4_00 - S5_y*qdd1 + S5_z*alpha4_b - Sd5_b*V4_z - Sd5_y*qd1 + Sd5_z*V4_b;
+            const double Sdd5_y = -Acc04_a*S5_z + Acc4_x*R4_00 - Acc4_z*R4_01 + S5_x*qdd1 + Sd5_a*V4_z - Sd5_c*V4_x + Sd5_x*qd1;
+            const double Sdd5_z = Acc04_a*S5_y + Acc04_y*R4_01 - S5_x*alpha4_b + Sd5_b*V4_x - Sd5_x*V4_b;
+            const double Sdd6_a = Acc5_b*R5_21 + Acc5_c*c5 - Sd6_b*V5_c + Sd6_c*V4_b;
+            const double Sdd6_b = -Acc5_a*R5_21 + Acc5_c*R5_01 + Sd6_a*V5_c - Sd6_c*V5_a;
+            const double Sdd6_c = -Acc5_a*c5 - Acc5_b*R5_01 - Sd6_a*V4_b + Sd6_b*V5_a;
+            const double Sdd6_x = Acc5_b*S6_z - Acc5_c*S6_y + Acc5_y*R5_21 + Acc5_z*c5 - Sd6_b*V5_z + Sd6_c*V5_y - Sd6_y*V5_c + Sd6_z*V4_b;
+            const double Sdd6_y = -Acc5_a*S6_z + Acc5_c*S6_x - Acc5_x*R5_21 + Acc5_z*R5_01 + Sd6_a*V5_z - Sd6_c*V5_x + Sd6_x*V5_c - Sd6_z*V5_a;
+            const double Sdd6_z = Acc5_a*S6_y - Acc5_b*S6_x - Acc5_x*c5 - Acc5_y*R5_01 - Sd6_a*V5_y + Sd6_b*V5_x - Sd6_x*V4_b + Sd6_y*V5_a;
+            const double dFc6_a = Iw6_J00*alpha6_a + Iw6_J01*alpha6_b + Iw6_J02*alpha6_c + Iw6_h_y*alpha6_z - Iw6_h_z*alpha6_y;
+            const double dFc6_b = Iw6_J01*alpha6_a + Iw6_J11*alpha6_b + Iw6_J12*alpha6_c - Iw6_h_x*alpha6_z + Iw6_h_z*alpha6_x;
+            const double dFc6_c = Iw6_J02*alpha6_a + Iw6_J12*alpha6_b + Iw6_J22*alpha6_c + Iw6_h_x*alpha6_y - Iw6_h_y*alpha6_x;
+            const double dFc6_x = -Iw6_h_y*alpha6_c + Iw6_h_z*alpha6_b + (0.1879)*alpha6_x;
+            const double dFc6_y = Iw6_h_x*alpha6_c - Iw6_h_z*alpha6_a + (0.1879)*alpha6_y;
+            const double dFc6_z = -Iw6_h_x*alpha6_b + Iw6_h_y*alpha6_a + (0.1879)*alpha6_z;
+            const double dFc5_a = Iw5_J00*alpha5_a + Iw5_J01*alpha4_b + Iw5_J02*alpha5_c + Iw5_h_y*alpha5_z - Iw5_h_z*alpha5_y + dFc6_a;
+            const double dFc5_b = Iw5_J01*alpha5_a + Iw5_J11*alpha4_b + Iw5_J12*alpha5_c - Iw5_h_x*alpha5_z + Iw5_h_z*alpha5_x + dFc6_b;
+            const double dFc5_c = Iw5_J02*alpha5_a + Iw5_J12*alpha4_b + Iw5_J22*alpha5_c + Iw5_h_x*alpha5_y - Iw5_h_y*alpha5_x + dFc6_c;
+            const double dFc5_x = -Iw5_h_y*alpha5_c + Iw5_h_z*alpha4_b + (1.219)*alpha5_x + dFc6_x;
+            const double dFc5_y = Iw5_h_x*alpha5_c - Iw5_h_z*alpha5_a + (1.219)*alpha5_y + dFc6_y;
+            const double dFc5_z = -Iw5_h_x*alpha4_b + Iw5_h_y*alpha5_a + (1.219)*alpha5_z + dFc6_z;
+            const double dFc4_a = Iw4_J01*alpha4_b + Iw4_J02*qdd1 - 0.01991846*alpha4_z + dFc5_a;
+            const double dFc4_x = Iw4_h_z*alpha4_b + (1.219)*alpha4_x + dFc5_x + (0.01991846)*qdd1;
+            const double dFc4_y = Iw4_h_x*qdd1 + dFc5_y;
+            const double dFc4_z = -Iw4_h_x*alpha4_b + (1.219)*alpha4_z + dFc5_z;
+            const double dFc3_a = Iw3_J01*alpha3_b + Iw3_J02*qdd1 - 0.0602875*alpha3_z + dFc4_a;
+            const double dFc3_x = Iw3_h_z*alpha3_b + (2.275)*alpha3_x + dFc4_x + (0.0602875)*qdd1;
+            const double dFc3_y = Iw3_h_x*qdd1 + dFc4_y;
+            const double dFc3_z = -Iw3_h_x*alpha3_b + (2.275)*alpha3_z + dFc4_z;
+            const double dFc2_a = -Iw2_J01*qdd2 + Iw2_J02*qdd1 + dFc3_a;
+            const double dFc2_y = Iw2_h_x*qdd1 + dFc3_y;
+            const double Fc2_a = Fc02_a + dFc2_a;
+            const double Fc2_y = Fc02_y + dFc2_y;
+            const double Fc3_a = Fc03_a + dFc3_a;
+            const double Fc3_x = Fc03_x + dFc3_x;
+            const double Fc3_y = Fc03_y + dFc3_y;
+            const double Fc3_z = Fc03_z + dFc3_z;
+            const double Fc4_a = Fc04_a + dFc4_a;
+            const double Fc4_x = Fc04_x + dFc4_x;
+            const double Fc4_y = Fc04_y + dFc4_y;
+            const double Fc4_z = Fc04_z + dFc4_z;
+            const double Fc5_a = Fc05_a + dFc5_a;
+            const double Fc5_b = Fc05_b + dFc5_b;
+            const double Fc5_c = Fc05_c + dFc5_c;
+            const double Fc5_x = Fc05_x + dFc5_x;
+            const double Fc5_y = Fc05_y + dFc5_y;
+            const double Fc5_z = Fc05_z + dFc5_z;
+            const double Fc6_a = Fc06_a + dFc6_a;
+            const double Fc6_b = Fc06_b + dFc6_b;
+            const double Fc6_c = Fc06_c + dFc6_c;
+            const double Fc6_x = Fc06_x + dFc6_x;
+            const double Fc6_y = Fc06_y + dFc6_y;
+            const double Fc6_z = Fc06_z + dFc6_z;
+            const double uS2_a = Hc2_c - Idc2_J01;
+            const double uS2_b = -Idc2_J11 + (0.178318)*Idc2_h_z;
+            const double uS2_c = -Hc2_a - Idc2_J12 - 0.178318*Idc2_h_y;
+            const double Pq2_c = Fc2_a + (0.089159)*Fc2_y + Hc2_b*qd1 + Ic2_J02*qdd1 + Ic2_J12*Sdd2_b + Ic2_h_x*Sdd2_y - Ic2_h_y*Sdd2_x + Idc2_J02*qd1;
+            const double cse71 = 2.0*Sd2_y;
+            const double Gqd2_c = Hc2_a + Ic2_J02*cse9 + Ic2_h_x*cse71 - Idc2_J12;
+            const double cse72 = 2.0*p3_x;
+            const double uS3_a = Hc3_c - Idc3_J01 - Idc3_h_y*cse72;
+            const double cse73 = -Idc3_J11;
+            const double cse74 = 2.0*Idc3_h_z;
+            const double uS3_b = Idc3_h_x*cse72 + cse73 + cse74*p3_z;
+            const double uS3_c = -Hc3_a - Idc3_J12 - 2.0*Idc3_h_y*p3_z;
+            const double Pq3_b = -Fc3_x*p3_x - Fc3_z*p3_z - Hc3_c*qd1 + Ic3_J01*qdd1 + Ic3_J11*Sdd2_b + Ic3_J12*Sdd3_c - Ic3_h_x*Sdd3_z + Ic3_h_z*Sdd3_x + Idc3_J01*qd1;
+            const double Pq3_c = Fc3_a + Fc3_y*p3_z + Hc3_b*qd1 + Ic3_J02*qdd1 + Ic3_J12*Sdd2_b + Ic3_J22*Sdd3_c + Ic3_h_x*Sdd3_y - Ic3_h_y*Sdd3_x + Idc3_J02*qd1;
+            const double Pq3_x = -Fc3_z - Ic3_h_y*Sdd3_c + Ic3_h_z*Sdd2_b + (4.9009)*Sdd3_x;
+            const double cse75 = 2.0*Ic3_h_x;
+            const double cse76 = 2.0*Sd3_x;
+            const double Gqd3_b = Ic3_J01*cse9 + Ic3_h_z*cse76 - Sd3_z*cse75 + cse73;
+            const double Gqd3_c = Hc3_a + Ic3_J02*cse9 - Ic3_h_y*cse76 - Idc3_J12 + Sd3_y*cse75;
+            const double Gqd3_x = (9.8018)*Sd3_x - cse74;
+            const double cse77 = 2.0*Idc4_h_y;
+            const double uS4_a = Hc4_c - Idc4_J01 - cse77*p4_x;
+            const double cse78 = -Idc4_J11;
+            const double cse79 = 2.0*Idc4_h_x;
+            const double cse80 = 2.0*Idc4_h_z;
+            const double uS4_b = cse78 + cse79*p4_x + cse80*p4_z;
+            const double uS4_c = -Hc4_a - Idc4_J12 - cse77*p4_z;
+            const double Pq4_b = -Fc4_x*p4_x - Fc4_z*p4_z - Hc4_c*qd1 + Ic4_J01*qdd1 + Ic4_J11*Sdd2_b + Ic4_J12*Sdd4_c - Ic4_h_x*Sdd4_z + Ic4_h_z*Sdd4_x + Idc4_J01*qd1;
+            const double Pq4_c = Fc4_a + Fc4_y*p4_z + Hc4_b*qd1 + Ic4_J02*qdd1 + Ic4_J12*Sdd2_b + Ic4_J22*Sdd4_c + Ic4_h_x*Sdd4_y - Ic4_h_y*Sdd4_x + Idc4_J02*qd1;
+            const double Pq4_x = -Fc4_z - Ic4_h_y*Sdd4_c + Ic4_h_z*Sdd2_b + (2.6259)*Sdd4_x;
+            const double Pq4_z = Fc4_x - Ic4_h_x*Sdd2_b + Ic4_h_y*qdd1 + Idc4_h_y*cse9 + (2.6259)*Sdd4_z;
+            const double cse81 = 2.0*Ic4_h_x;
+            const double cse82 = 2.0*Sd4_x;
+            const double Gqd4_b = Ic4_J01*cse9 + Ic4_h_z*cse82 - Sd4_z*cse81 + cse78;
+            const double Gqd4_c = Hc4_a + Ic4_J02*cse9 - Ic4_h_y*cse82 - Idc4_J12 + Sd4_y*cse81;
+            const double Gqd4_x = (5.2518)*Sd4_x - cse80;
+            const double Gqd4_z = Ic4_h_y*cse9 + (5.2518)*Sd4_z + cse79;
+            const double cse83 = 2.0*Idc5_h_z;
+            const double uS5_a = -Hc5_b*R4_00 - Idc5_J00*R4_01 - Idc5_J02*R4_00 + 2.0*Idc5_h_y*S5_z - S5_y*cse83;
+            const double cse84 = Idc5_J01*R4_01;
+            const double cse85 = Idc5_J12*R4_00;
+            const double cse86 = -Hc5_a*R4_00 + Hc5_c*R4_01;
+            const double uS5_b = -2.0*Idc5_h_x*S5_z + 2.0*Idc5_h_z*S5_x - cse84 - cse85 - cse86;
+            const double cse87 = Hc5_b*R4_01;
+            const double cse88 = 2.0*Idc5_h_y;
+            const double cse89 = Idc5_J02*R4_01 + Idc5_J22*R4_00;
+            const double uS5_c = 2.0*Idc5_h_x*S5_y - S5_x*cse88 + cse87 - cse89;
+            const double Pq5_b = -Fc5_a*R4_00 + Fc5_c*R4_01 + Fc5_x*S5_z - Fc5_z*S5_x + Hc5_a*Sd5_c - Hc5_c*Sd5_a + Ic5_J01*Sdd5_a + Ic5_J11*Sdd5_b + Ic5_J12*Sdd5_c - Ic5_h_x*Sdd5_z + Ic5_h_z*Sdd5_x + Idc5_J01*Sd5_a + Idc5_J11*Sd5_b + Idc5_J12*Sd5_c;
+            const double Pq5_c = -Fc5_b*R4_01 - Fc5_x*S5_y + Fc5_y*S5_x - Hc5_a*Sd5_b + Hc5_b*Sd5_a + Ic5_J02*Sdd5_a + Ic5_J12*Sdd5_b + Ic5_J22*Sdd5_c + Ic5_h_x*Sdd5_y - Ic5_h_y*Sdd5_x + Idc5_J02*Sd5_a + Idc5_J12*Sd5_b + Idc5_J22*Sd5_c;
+            const double Pq5_x = Fc5_y*R4_00 - Ic5_h_y*Sdd5_c + Ic5_h_z*Sdd5_b + Sd5_b*cse83 - Sd5_c*cse88 + (1.4069)*Sdd5_x;
+            const double Pq5_z = -Fc5_y*R4_01 - Ic5_h_x*Sdd5_b + Ic5_h_y*Sdd5_a - 2.0*Idc5_h_x*Sd5_b + 2.0*Idc5_h_y*Sd5_a + (1.4069)*Sdd5_z;
+            const double cse90 = 2.0*Ic5_h_x;
+            const double cse91 = 2.0*Sd5_a;
+            const double cse92 = 2.0*Sd5_b;
+            const double cse93 = 2.0*Sd5_c;
+            const double cse94 = 2.0*Sd5_x;
+            const double Gqd5_b = Ic5_J01*cse91 + Ic5_J11*cse92 + Ic5_J12*cse93 + Ic5_h_z*cse94 - Sd5_z*cse90 - cse84 - cse85 + cse86;
+            const double Gqd5_c = 2.0*Ic5_J02*Sd5_a + 2.0*Ic5_J12*Sd5_b + 2.0*Ic5_J22*Sd5_c + 2.0*Ic5_h_x*Sd5_y - Ic5_h_y*cse94 - cse87 - cse89;
+            const double Gqd5_x = -Ic5_h_y*cse93 + Ic5_h_z*cse92 + R4_00*cse88 + (2.8138)*Sd5_x;
+            const double Gqd5_z = 2.0*Ic5_h_y*Sd5_a - R4_01*cse88 - Sd5_b*cse90 + (2.8138)*Sd5_z;
+            const double cse95 = R5_21*hw6_b;
+            const double cse96 = c5*hw6_c;
+            const double cse97 = 2.0*hw6_z;
+            const double cse98 = 2.0*S6_z;
+            const double cse99 = Id6_J00*R5_01 - Id6_J01*c5 + Id6_J02*R5_21;
+            const double uS6_a = -S6_y*cse97 + cse95 + cse96 + cse98*hw6_y + cse99;
+            const double cse100 = R5_01*hw6_c;
+            const double cse101 = R5_21*hw6_a;
+            const double cse102 = Id6_J01*R5_01 - Id6_J11*c5 + Id6_J12*R5_21;
+            const double uS6_b = S6_x*cse97 + cse100 - cse101 + cse102 - cse98*hw6_x;
+            const double cse103 = Id6_J12*c5;
+            const double cse104 = 2.0*hw6_y;
+            const double cse105 = R5_01*hw6_b + c5*hw6_a;
+            const double uS6_c = Id6_J02*R5_01 + Id6_J22*R5_21 - S6_x*cse104 + 2.0*S6_y*hw6_x - cse103 - cse105;
+            const double Pq6_a = -Fc6_b*R5_21 - Fc6_c*c5 - Fc6_y*S6_z + Fc6_z*S6_y + Id6_J00*Sd6_a + Id6_J01*Sd6_b + Id6_J02*Sd6_c + Iw6_J00*Sdd6_a + Iw6_J01*Sdd6_b + Iw6_J02*Sdd6_c + Iw6_h_y*Sdd6_z - Iw6_h_z*Sdd6_y + Sd6_b*hw6_c - Sd6_c*hw6_b;
+            const double Pq6_b = Fc6_a*R5_21 - Fc6_c*R5_01 + Fc6_x*S6_z - Fc6_z*S6_x + Id6_J01*Sd6_a + Id6_J11*Sd6_b + Id6_J12*Sd6_c + Iw6_J01*Sdd6_a + Iw6_J11*Sdd6_b + Iw6_J12*Sdd6_c - Iw6_h_x*Sdd6_z + Iw6_h_z*Sdd6_x - Sd6_a*hw6_c + Sd6_c*hw6_a;
+            const double Pq6_c = Fc6_a*c5 + Fc6_b*R5_01 - Fc6_x*S6_y + Fc6_y*S6_x + Id6_J02*Sd6_a + Id6_J12*Sd6_b + Id6_J22*Sd6_c + Iw6_J02*Sdd6_a + Iw6_J12*Sdd6_b + Iw6_J22*Sdd6_c + Iw6_h_x*Sdd6_y - Iw6_h_y*Sdd6_x + Sd6_a*hw6_b - Sd6_b*hw6_a;
+            const double Pq6_x = -Fc6_y*R5_21 - Fc6_z*c5 - Iw6_h_y*Sdd6_c + Iw6_h_z*Sdd6_b + 2.0*Sd6_b*hw6_z - Sd6_c*cse104 + (0.1879)*Sdd6_x;
+            const double cse106 = 2.0*hw6_x;
+            const double Pq6_y = Fc6_x*R5_21 - Fc6_z*R5_01 + Iw6_h_x*Sdd6_c - Iw6_h_z*Sdd6_a - Sd6_a*cse97 + Sd6_c*cse106 + (0.1879)*Sdd6_y;
+            const double Pq6_z = Fc6_x*c5 + Fc6_y*R5_01 - Iw6_h_x*Sdd6_b + Iw6_h_y*Sdd6_a + Sd6_a*cse104 - Sd6_b*cse106 + (0.1879)*Sdd6_z;
+            const double cse107 = 2.0*Sd6_a;
+            const double Gqd6_a = Iw6_J00*cse107 + Sd6_b*cse59 + Sd6_c*cse61 - Sd6_y*cse65 + Sd6_z*cse63 - cse95 - cse96 + cse99;
+            const double cse108 = 2.0*Sd6_b;
+            const double Gqd6_b = Iw6_J11*cse108 + Sd6_a*cse59 + Sd6_c*cse67 + Sd6_x*cse65 - Sd6_z*cse69 - cse100 + cse101 + cse102;
+            const double cse109 = 2.0*Sd6_c;
+            const double Gqd6_c = Id6_J02*R5_01 + Id6_J22*R5_21 + Iw6_J22*cse109 + Sd6_a*cse61 + Sd6_b*cse67 - Sd6_x*cse63 + Sd6_y*cse69 - cse103 + cse105;
+            const double Gqd6_x = 2.0*Iw6_h_z*Sd6_b - R5_21*cse104 - Sd6_c*cse63 + (0.3758)*Sd6_x - c5*cse97;
+            const double Gqd6_y = -R5_01*cse97 + R5_21*cse106 - Sd6_a*cse65 + Sd6_c*cse69 + (0.3758)*Sd6_y;
+            const double Gqd6_z = R5_01*cse104 + Sd6_a*cse63 - Sd6_b*cse69 + (0.3758)*Sd6_z + c5*cse106;
+            const double Ainv_U3_1 = L2_1*L3_2 - L3_1;
+            const double Ainv_U4_2 = L3_2*L4_3 - L4_2;
+            const double Ainv_U4_1_s = L2_1*L4_2 - L4_1;
+            const double Ainv_U4_1 = -Ainv_U3_1*L4_3 + Ainv_U4_1_s;
+            const double Ainv_U5_3 = L4_3*L5_4 - L5_3;
+            const double Ainv_U5_2_s = L3_2*L5_3 - L5_2;
+            const double Ainv_U5_2 = -Ainv_U4_2*L5_4 + Ainv_U5_2_s;
+            const double Ainv_U5_1_s = -Ainv_U3_1*L5_3 + L2_1*L5_2 - L5_1;
+            const double Ainv_U5_1 = -Ainv_U4_1*L5_4 + Ainv_U5_1_s;
+            const double Ainv_U6_4 = L5_4*L6_5 - L6_4;
+            const double Ainv_U6_3_s = L4_3*L6_4 - L6_3;
+            const double Ainv_U6_3 = -Ainv_U5_3*L6_5 + Ainv_U6_3_s;
+            const double Ainv_U6_2_s = -Ainv_U4_2*L6_4 + L3_2*L6_3 - L6_2;
+            const double Ainv_U6_2 = -Ainv_U5_2*L6_5 + Ainv_U6_2_s;
+            const double Ainv_U6_1_s = -Ainv_U3_1*L6_3 - Ainv_U4_1*L6_4 + L2_1*L6_2 - L6_1;
+            const double Ainv_U6_1 = -Ainv_U5_1*L6_5 + Ainv_U6_1_s;
+            const double Ainv_V2_1 = -L2_1*invD1;
+            mg_o_dqdd_dQ[1][mg_l] = Ainv_V2_1;
+            mg_o_dqdd_dQ[6][mg_l] = Ainv_V2_1;
+            const double cse110 = -L3_2*invD2;
+            const double Ainv_V3_2 = cse110;
+            const double Ainv_V3_1 = Ainv_U3_1*invD1;
+            mg_o_dqdd_dQ[2][mg_l] = Ainv_V3_1;
+            mg_o_dqdd_dQ[12][mg_l] = Ainv_V3_1;
+            const double cse111 = -L4_3*invD3;
+            const double Ainv_V4_3 = cse111;
+            const double cse112 = Ainv_U4_2*invD2;
+            const double Ainv_V4_2 = cse112;
+            const double Ainv_V4_1 = Ainv_U4_1*invD1;
+            mg_o_dqdd_dQ[3][mg_l] = Ainv_V4_1;
+            mg_o_dqdd_dQ[18][mg_l] = Ainv_V4_1;
+            const double cse113 = -L5_4*invD4;
+            const double Ainv_V5_4 = cse113;
+            const double cse114 = Ainv_U5_3*invD3;
+            const double Ainv_V5_3 = cse114;
+            const double cse115 = Ainv_U5_2*invD2;
+            const double Ainv_V5_2 = cse115;
+            const double Ainv_V5_1 = Ainv_U5_1*invD1;
+            mg_o_dqdd_dQ[4][mg_l] = Ainv_V5_1;
+            mg_o_dqdd_dQ[24][mg_l] = Ainv_V5_1;
+            const double cse116 = -L6_5*invD5;
+            const double Ainv_V6_5 = cse116;
+            const double cse117 = Ainv_U6_4*invD4;
+            const double Ainv_V6_4 = cse117;
+            const double cse118 = Ainv_U6_3*invD3;
+            const double Ainv_V6_3 = cse118;
+            const double cse119 = Ainv_U6_2*invD2;
+            const double Ainv_V6_2 = cse119;
+            const double Ainv_V6_1 = Ainv_U6_1*invD1;
+            mg_o_dqdd_dQ[5][mg_l] = Ainv_V6_1;
+            mg_o_dqdd_dQ[30][mg_l] = Ainv_V6_1;
+            const double Ainv_2_2 = -Ainv_V2_1*L2_1 + invD2;
+            mg_o_dqdd_dQ[7][mg_l] = Ainv_2_2;
+            const double Ainv_2_3 = Ainv_U3_1*Ainv_V2_1 + cse110;
+            mg_o_dqdd_dQ[8][mg_l] = Ainv_2_3;
+            mg_o_dqdd_dQ[13][mg_l] = Ainv_2_3;
+            const double Ainv_2_4 = Ainv_U4_1*Ainv_V2_1 + cse112;
+            mg_o_dqdd_dQ[9][mg_l] = Ainv_2_4;
+            mg_o_dqdd_dQ[19][mg_l] = Ainv_2_4;
+            const double Ainv_2_5 = Ainv_U5_1*Ainv_V2_1 + cse115;
+            mg_o_dqdd_dQ[10][mg_l] = Ainv_2_5;
+            mg_o_dqdd_dQ[25][mg_l] = Ainv_2_5;
+            const double Ainv_2_6 = Ainv_U6_1*Ainv_V2_1 + cse119;
+            mg_o_dqdd_dQ[11][mg_l] = Ainv_2_6;
+            mg_o_dqdd_dQ[31][mg_l] = Ainv_2_6;
+            const double Ainv_3_3 = Ainv_U3_1*Ainv_V3_1 - Ainv_V3_2*L3_2 + invD3;
+            mg_o_dqdd_dQ[14][mg_l] = Ainv_3_3;
+            const double Ainv_3_4 = Ainv_U4_1*Ainv_V3_1 + Ainv_U4_2*Ainv_V3_2 + cse111;
+            mg_o_dqdd_dQ[15][mg_l] = Ainv_3_4;
+            mg_o_dqdd_dQ[20][mg_l] = Ainv_3_4;
+            const double Ainv_3_5 = Ainv_U5_1*Ainv_V3_1 + Ainv_U5_2*Ainv_V3_2 + cse114;
+            mg_o_dqdd_dQ[16][mg_l] = Ainv_3_5;
+            mg_o_dqdd_dQ[26][mg_l] = Ainv_3_5;
+            const double Ainv_3_6 = Ainv_U6_1*Ainv_V3_1 + Ainv_U6_2*Ainv_V3_2 + cse118;
+            mg_o_dqdd_dQ[17][mg_l] = Ainv_3_6;
+            mg_o_dqdd_dQ[32][mg_l] = Ainv_3_6;
+            const double Ainv_4_4 = Ainv_U4_1*Ainv_V4_1 + Ainv_U4_2*Ainv_V4_2 - Ainv_V4_3*L4_3 + invD4;
+            mg_o_dqdd_dQ[21][mg_l] = Ainv_4_4;
+            const double Ainv_4_5 = Ainv_U5_1*Ainv_V4_1 + Ainv_U5_2*Ainv_V4_2 + Ainv_U5_3*Ainv_V4_3 + cse113;
+            mg_o_dqdd_dQ[22][mg_l] = Ainv_4_5;
+            mg_o_dqdd_dQ[27][mg_l] = Ainv_4_5;
+            const double Ainv_4_6 = Ainv_U6_1*Ainv_V4_1 + Ainv_U6_2*Ainv_V4_2 + Ainv_U6_3*Ainv_V4_3 + cse117;
+            mg_o_dqdd_dQ[23][mg_l] = Ainv_4_6;
+            mg_o_dqdd_dQ[33][mg_l] = Ainv_4_6;
+            const double Ainv_5_5 = Ainv_U5_1*Ainv_V5_1 + Ainv_U5_2*Ainv_V5_2 + Ainv_U5_3*Ainv_V5_3 - Ainv_V5_4*L5_4 + invD5;
+            mg_o_dqdd_dQ[28][mg_l] = Ainv_5_5;
+            const double Ainv_5_6 = Ainv_U6_1*Ainv_V5_1 + Ainv_U6_2*Ainv_V5_2 + Ainv_U6_3*Ainv_V5_3 + Ainv_U6_4*Ainv_V5_4 + cse116;
+            mg_o_dqdd_dQ[29][mg_l] = Ainv_5_6;
+            mg_o_dqdd_dQ[34][mg_l] = Ainv_5_6;
+            const double Ainv_6_6 = Ainv_U6_1*Ainv_V6_1 + Ainv_U6_2*Ainv_V6_2 + Ainv_U6_3*Ainv_V6_3 + Ainv_U6_4*Ainv_V6_4 - Ainv_V6_5*L6_5 + invD6;
+            mg_o_dqdd_dQ[35][mg_l] = Ainv_6_6;
+            const double cse120 = Sdd2_b*wS6_b + qd1*uS6_a + qdd1*wS6_a;
+            const double dqdd_c2__y6 = -Sdd2_x*wS6_x - Sdd2_y*wS6_y - cse120;
+            const double cse121 = Sdd2_b*wS5_b + qd1*uS5_a + qdd1*wS5_a;
+            const double dqdd_c2__y5 = -L6_5*dqdd_c2__y6 - Sdd2_x*wS5_x - Sdd2_y*wS5_y - cse121;
+            const double cse122 = Sdd2_b*wS4_b + qd1*uS4_a + qdd1*wS4_a;
+            const double dqdd_c2__y4_s = -L6_4*dqdd_c2__y6 - Sdd2_x*wS4_x - cse122;
+            const double dqdd_c2__y4 = -L5_4*dqdd_c2__y5 + dqdd_c2__y4_s;
+            const double cse123 = Sdd2_b*wS3_b + qd1*uS3_a + qdd1*wS3_a;
+            const double dqdd_c2__y3_s = -L5_3*dqdd_c2__y5 - L6_3*dqdd_c2__y6 - Sdd2_x*wS3_x - cse123;
+            const double dqdd_c2__y3 = -L4_3*dqdd_c2__y4 + dqdd_c2__y3_s;
+            const double dqdd_c2__y2_s = Ic2_J01*qdd1 - L4_2*dqdd_c2__y4 - L5_2*dqdd_c2__y5 - L6_2*dqdd_c2__y6 - Sdd2_b*wS2_b - Sdd2_x*wS2_x - qd1*uS2_a;
+            const double dqdd_c2__y2 = -L3_2*dqdd_c2__y3 + dqdd_c2__y2_s;
+            const double dqdd_c2__y1_s = -L3_1*dqdd_c2__y3 - L4_1*dqdd_c2__y4 - L5_1*dqdd_c2__y5 - L6_1*dqdd_c2__y6 - Pq2_c;
+            const double dqdd_c2__y1 = -L2_1*dqdd_c2__y2 + dqdd_c2__y1_s;
+            const double dqdd_c2_1 = dqdd_c2__y1*invD1;
+            mg_o_dqdd_dq[1][mg_l] = dqdd_c2_1;
+            const double dqdd_c2_2 = -L2_1*dqdd_c2_1 + dqdd_c2__y2*invD2;
+            mg_o_dqdd_dq[7][mg_l] = dqdd_c2_2;
+            const double dqdd_c2_3_s = -L3_1*dqdd_c2_1 + dqdd_c2__y3*invD3;
+            const double dqdd_c2_3 = -L3_2*dqdd_c2_2 + dqdd_c2_3_s;
+            mg_o_dqdd_dq[13][mg_l] = dqdd_c2_3;
+            const double dqdd_c2_4_s = -L4_1*dqdd_c2_1 - L4_2*dqdd_c2_2 + dqdd_c2__y4*invD4;
+            const double dqdd_c2_4 = -L4_3*dqdd_c2_3 + dqdd_c2_4_s;
+            mg_o_dqdd_dq[19][mg_l] = dqdd_c2_4;
+            const double dqdd_c2_5_s = -L5_1*dqdd_c2_1 - L5_2*dqdd_c2_2 - L5_3*dqdd_c2_3 + dqdd_c2__y5*invD5;
+            const double dqdd_c2_5 = -L5_4*dqdd_c2_4 + dqdd_c2_5_s;
+            mg_o_dqdd_dq[25][mg_l] = dqdd_c2_5;
+            const double dqdd_c2_6_s = -L6_1*dqdd_c2_1 - L6_2*dqdd_c2_2 - L6_3*dqdd_c2_3 - L6_4*dqdd_c2_4 + dqdd_c2__y6*invD6;
+            const double dqdd_c2_6 = -L6_5*dqdd_c2_5 + dqdd_c2_6_s;
+            mg_o_dqdd_dq[31][mg_l] = dqdd_c2_6;
+            const double dqdd_c3__y6 = -Sdd3_c*wS6_c - Sdd3_x*wS6_x - Sdd3_y*wS6_y - Sdd3_z*wS6_z - cse120;
+            const double dqdd_c3__y5 = -L6_5*dqdd_c3__y6 - Sdd3_c*wS5_c - Sdd3_x*wS5_x - Sdd3_y*wS5_y - Sdd3_z*wS5_z - cse121;
+            const double dqdd_c3__y4_s = -L6_4*dqdd_c3__y6 - Sdd3_c*wS4_c - Sdd3_x*wS4_x - Sdd3_z*wS4_z - cse122;
+            const double dqdd_c3__y4 = -L5_4*dqdd_c3__y5 + dqdd_c3__y4_s;
+            const double dqdd_c3__y3_s = -L5_3*dqdd_c3__y5 - L6_3*dqdd_c3__y6 - Sdd3_c*wS3_c - Sdd3_x*wS3_x - Sdd3_z*wS3_z - cse123;
+            const double dqdd_c3__y3 = -L4_3*dqdd_c3__y4 + dqdd_c3__y3_s;
+            const double dqdd_c3__y2_s = -L4_2*dqdd_c3__y4 - L5_2*dqdd_c3__y5 - L6_2*dqdd_c3__y6 + Pq3_b - 0.089159*Pq3_x;
+            const double dqdd_c3__y2 = -L3_2*dqdd_c3__y3 + dqdd_c3__y2_s;
+            const double dqdd_c3__y1_s = -L3_1*dqdd_c3__y3 - L4_1*dqdd_c3__y4 - L5_1*dqdd_c3__y5 - L6_1*dqdd_c3__y6 - Pq3_c;
+            const double dqdd_c3__y1 = -L2_1*dqdd_c3__y2 + dqdd_c3__y1_s;
+            const double dqdd_c3_1 = dqdd_c3__y1*invD1;
+            mg_o_dqdd_dq[2][mg_l] = dqdd_c3_1;
+            const double dqdd_c3_2 = -L2_1*dqdd_c3_1 + dqdd_c3__y2*invD2;
+            mg_o_dqdd_dq[8][mg_l] = dqdd_c3_2;
+            const double dqdd_c3_3_s = -L3_1*dqdd_c3_1 + dqdd_c3__y3*invD3;
+            const double dqdd_c3_3 = -L3_2*dqdd_c3_2 + dqdd_c3_3_s;
+            mg_o_dqdd_dq[14][mg_l] = dqdd_c3_3;
+            const double dqdd_c3_4_s = -L4_1*dqdd_c3_1 - L4_2*dqdd_c3_2 + dqdd_c3__y4*invD4;
+            const double dqdd_c3_4 = -L4_3*dqdd_c3_3 + dqdd_c3_4_s;
+            mg_o_dqdd_dq[20][mg_l] = dqdd_c3_4;
+            const double dqdd_c3_5_s = -L5_1*dqdd_c3_1 - L5_2*dqdd_c3_2 - L5_3*dqdd_c3_3 + dqdd_c3__y5*invD5;
+            const double dqdd_c3_5 = -L5_4*dqdd_c3_4 + dqdd_c3_5_s;
+            mg_o_dqdd_dq[26][mg_l] = dqdd_c3_5;
+            const double dqdd_c3_6_s = -L6_1*dqdd_c3_1 - L6_2*dqdd_c3_2 - L6_3*dqdd_c3_3 - L6_4*dqdd_c3_4 + dqdd_c3__y6*invD6;
+            const double dqdd_c3_6 = -L6_5*dqdd_c3_5 + dqdd_c3_6_s;
+            mg_o_dqdd_dq[32][mg_l] = dqdd_c3_6;
+            const double dqdd_c4__y6 = -Sdd4_c*wS6_c - Sdd4_x*wS6_x - Sdd4_y*wS6_y - Sdd4_z*wS6_z - cse120;
+            const double dqdd_c4__y5 = -L6_5*dqdd_c4__y6 - Sdd4_c*wS5_c - Sdd4_x*wS5_x - Sdd4_y*wS5_y - Sdd4_z*wS5_z - cse121;
+            const double dqdd_c4__y4_s = -L6_4*dqdd_c4__y6 - Sdd4_c*wS4_c - Sdd4_x*wS4_x - Sdd4_z*wS4_z - cse122;
+            const double dqdd_c4__y4 = -L5_4*dqdd_c4__y5 + dqdd_c4__y4_s;
+            const double cse124 = -Pq4_b;
+            const double dqdd_c4__y3_s = -L5_3*dqdd_c4__y5 - L6_3*dqdd_c4__y6 - Pq4_x*p3_z + Pq4_z*p3_x - cse124;
+            const double dqdd_c4__y3 = -L4_3*dqdd_c4__y4 + dqdd_c4__y3_s;
+            const double dqdd_c4__y2_s = -L4_2*dqdd_c4__y4 - L5_2*dqdd_c4__y5 - L6_2*dqdd_c4__y6 - 0.089159*Pq4_x - cse124;
+            const double dqdd_c4__y2 = -L3_2*dqdd_c4__y3 + dqdd_c4__y2_s;
+            const double dqdd_c4__y1_s = -L3_1*dqdd_c4__y3 - L4_1*dqdd_c4__y4 - L5_1*dqdd_c4__y5 - L6_1*dqdd_c4__y6 - Pq4_c;
+            const double dqdd_c4__y1 = -L2_1*dqdd_c4__y2 + dqdd_c4__y1_s;
+            const double dqdd_c4_1 = dqdd_c4__y1*invD1;
+            mg_o_dqdd_dq[3][mg_l] = dqdd_c4_1;
+            const double dqdd_c4_2 = -L2_1*dqdd_c4_1 + dqdd_c4__y2*invD2;
+            mg_o_dqdd_dq[9][mg_l] = dqdd_c4_2;
+            const double dqdd_c4_3_s = -L3_1*dqdd_c4_1 + dqdd_c4__y3*invD3;
+            const double dqdd_c4_3 = -L3_2*dqdd_c4_2 + dqdd_c4_3_s;
+            mg_o_dqdd_dq[15][mg_l] = dqdd_c4_3;
+            const double dqdd_c4_4_s = -L4_1*dqdd_c4_1 - L4_2*dqdd_c4_2 + dqdd_c4__y4*invD4;
+            const double dqdd_c4_4 = -L4_3*dqdd_c4_3 + dqdd_c4_4_s;
+            mg_o_dqdd_dq[21][mg_l] = dqdd_c4_4;
+            const double dqdd_c4_5_s = -L5_1*dqdd_c4_1 - L5_2*dqdd_c4_2 - L5_3*dqdd_c4_3 + dqdd_c4__y5*invD5;
+            const double dqdd_c4_5 = -L5_4*dqdd_c4_4 + dqdd_c4_5_s;
+            mg_o_dqdd_dq[27][mg_l] = dqdd_c4_5;
+            const double dqdd_c4_6_s = -L6_1*dqdd_c4_1 - L6_2*dqdd_c4_2 - L6_3*dqdd_c4_3 - L6_4*dqdd_c4_4 + dqdd_c4__y6*invD6;
+            const double dqdd_c4_6 = -L6_5*dqdd_c4_5 + dqdd_c4_6_s;
+            mg_o_dqdd_dq[33][mg_l] = dqdd_c4_6;
+            const double dqdd_c5__y6 = -Sd5_a*uS6_a - Sd5_b*uS6_b - Sd5_c*uS6_c - Sdd5_a*wS6_a - Sdd5_b*wS6_b - Sdd5_c*wS6_c - Sdd5_x*wS6_x - Sdd5_y*wS6_y - Sdd5_z*wS6_z;
+            const double dqdd_c5__y5 = -L6_5*dqdd_c5__y6 - Sd5_a*uS5_a - Sd5_b*uS5_b - Sd5_c*uS5_c - Sdd5_a*wS5_a - Sdd5_b*wS5_b - Sdd5_c*wS5_c - Sdd5_x*wS5_x - Sdd5_y*wS5_y - Sdd5_z*wS5_z;
+            const double cse125 = -Pq5_b;
+            const double dqdd_c5__y4_s = -L6_4*dqdd_c5__y6 - Pq5_x*p4_z + Pq5_z*p4_x - cse125;
+            const double dqdd_c5__y4 = -L5_4*dqdd_c5__y5 + dqdd_c5__y4_s;
+            const double dqdd_c5__y3_s = -L5_3*dqdd_c5__y5 - L6_3*dqdd_c5__y6 - Pq5_x*p3_z + Pq5_z*p3_x - cse125;
+            const double dqdd_c5__y3 = -L4_3*dqdd_c5__y4 + dqdd_c5__y3_s;
+            const double dqdd_c5__y2_s = -L4_2*dqdd_c5__y4 - L5_2*dqdd_c5__y5 - L6_2*dqdd_c5__y6 - 0.089159*Pq5_x - cse125;
+            const double dqdd_c5__y2 = -L3_2*dqdd_c5__y3 + dqdd_c5__y2_s;
+            const double dqdd_c5__y1_s = -L3_1*dqdd_c5__y3 - L4_1*dqdd_c5__y4 - L5_1*dqdd_c5__y5 - L6_1*dqdd_c5__y6 - Pq5_c;
+            const double dqdd_c5__y1 = -L2_1*dqdd_c5__y2 + dqdd_c5__y1_s;
+            const double dqdd_c5_1 = dqdd_c5__y1*invD1;
+            mg_o_dqdd_dq[4][mg_l] = dqdd_c5_1;
+            const double dqdd_c5_2 = -L2_1*dqdd_c5_1 + dqdd_c5__y2*invD2;
+            mg_o_dqdd_dq[10][mg_l] = dqdd_c5_2;
+            const double dqdd_c5_3_s = -L3_1*dqdd_c5_1 + dqdd_c5__y3*invD3;
+            const double dqdd_c5_3 = -L3_2*dqdd_c5_2 + dqdd_c5_3_s;
+            mg_o_dqdd_dq[16][mg_l] = dqdd_c5_3;
+            const double dqdd_c5_4_s = -L4_1*dqdd_c5_1 - L4_2*dqdd_c5_2 + dqdd_c5__y4*invD4;
+            const double dqdd_c5_4 = -L4_3*dqdd_c5_3 + dqdd_c5_4_s;
+            mg_o_dqdd_dq[22][mg_l] = dqdd_c5_4;
+            const double dqdd_c5_5_s = -L5_1*dqdd_c5_1 - L5_2*dqdd_c5_2 - L5_3*dqdd_c5_3 + dqdd_c5__y5*invD5;
+            const double dqdd_c5_5 = -L5_4*dqdd_c5_4 + dqdd_c5_5_s;
+            mg_o_dqdd_dq[28][mg_l] = dqdd_c5_5;
+            const double dqdd_c5_6_s = -L6_1*dqdd_c5_1 - L6_2*dqdd_c5_2 - L6_3*dqdd_c5_3 - L6_4*dqdd_c5_4 + dqdd_c5__y6*invD6;
+            const double dqdd_c5_6 = -L6_5*dqdd_c5_5 + dqdd_c5_6_s;
+            mg_o_dqdd_dq[34][mg_l] = dqdd_c5_6;
+            const double dqdd_c6__y6 = -Sd6_a*uS6_a - Sd6_b*uS6_b - Sd6_c*uS6_c - Sdd6_a*wS6_a - Sdd6_b*wS6_b - Sdd6_c*wS6_c - Sdd6_x*wS6_x - Sdd6_y*wS6_y - Sdd6_z*wS6_z;
+            const double dqdd_c6__y5 = -L6_5*dqdd_c6__y6 + Pq6_a*R4_01 + Pq6_c*R4_00 - Pq6_x*S5_x - Pq6_y*S5_y - Pq6_z*S5_z;
+            const double cse126 = -Pq6_b;
+            const double dqdd_c6__y4_s = -L6_4*dqdd_c6__y6 - Pq6_x*p4_z + Pq6_z*p4_x - cse126;
+            const double dqdd_c6__y4 = -L5_4*dqdd_c6__y5 + dqdd_c6__y4_s;
+            const double dqdd_c6__y3_s = -L5_3*dqdd_c6__y5 - L6_3*dqdd_c6__y6 - Pq6_x*p3_z + Pq6_z*p3_x - cse126;
+            const double dqdd_c6__y3 = -L4_3*dqdd_c6__y4 + dqdd_c6__y3_s;
+            const double dqdd_c6__y2_s = -L4_2*dqdd_c6__y4 - L5_2*dqdd_c6__y5 - L6_2*dqdd_c6__y6 - 0.089159*Pq6_x - cse126;
+            const double dqdd_c6__y2 = -L3_2*dqdd_c6__y3 + dqdd_c6__y2_s;
+            const double dqdd_c6__y1_s = -L3_1*dqdd_c6__y3 - L4_1*dqdd_c6__y4 - L5_1*dqdd_c6__y5 - L6_1*dqdd_c6__y6 - Pq6_c;
+            const double dqdd_c6__y1 = -L2_1*dqdd_c6__y2 + dqdd_c6__y1_s;
+            const double dqdd_c6_1 = dqdd_c6__y1*invD1;
+            mg_o_dqdd_dq[5][mg_l] = dqdd_c6_1;
+            const double dqdd_c6_2 = -L2_1*dqdd_c6_1 + dqdd_c6__y2*invD2;
+            mg_o_dqdd_dq[11][mg_l] = dqdd_c6_2;
+            const double dqdd_c6_3_s = -L3_1*dqdd_c6_1 + dqdd_c6__y3*invD3;
+            const double dqdd_c6_3 = -L3_2*dqdd_c6_2 + dqdd_c6_3_s;
+            mg_o_dqdd_dq[17][mg_l] = dqdd_c6_3;
+            const double dqdd_c6_4_s = -L4_1*dqdd_c6_1 - L4_2*dqdd_c6_2 + dqdd_c6__y4*invD4;
+            const double dqdd_c6_4 = -L4_3*dqdd_c6_3 + dqdd_c6_4_s;
+            mg_o_dqdd_dq[23][mg_l] = dqdd_c6_4;
+            const double dqdd_c6_5_s = -L5_1*dqdd_c6_1 - L5_2*dqdd_c6_2 - L5_3*dqdd_c6_3 + dqdd_c6__y5*invD5;
+            const double dqdd_c6_5 = -L5_4*dqdd_c6_4 + dqdd_c6_5_s;
+            mg_o_dqdd_dq[29][mg_l] = dqdd_c6_5;
+            const double dqdd_c6_6_s = -L6_1*dqdd_c6_1 - L6_2*dqdd_c6_2 - L6_3*dqdd_c6_3 - L6_4*dqdd_c6_4 + dqdd_c6__y6*invD6;
+            const double dqdd_c6_6 = -L6_5*dqdd_c6_5 + dqdd_c6_6_s;
+            mg_o_dqdd_dq[35][mg_l] = dqdd_c6_6;
+            const double dqdd_c7__y5 = L6_5*uS6_c - uS5_c;
+            const double dqdd_c7__y4_s = L6_4*uS6_c - uS4_c;
+            const double dqdd_c7__y4 = -L5_4*dqdd_c7__y5 + dqdd_c7__y4_s;
+            const double dqdd_c7__y3_s = -L5_3*dqdd_c7__y5 + L6_3*uS6_c - uS3_c;
+            const double dqdd_c7__y3 = -L4_3*dqdd_c7__y4 + dqdd_c7__y3_s;
+            const double dqdd_c7__y2_s = -L4_2*dqdd_c7__y4 - L5_2*dqdd_c7__y5 + L6_2*uS6_c - uS2_c;
+            const double dqdd_c7__y2 = -L3_2*dqdd_c7__y3 + dqdd_c7__y2_s;
+            const double dqdd_c7__y1_s = -Idc2_J22 - L3_1*dqdd_c7__y3 - L4_1*dqdd_c7__y4 - L5_1*dqdd_c7__y5 + L6_1*uS6_c;
+            const double dqdd_c7__y1 = -L2_1*dqdd_c7__y2 + dqdd_c7__y1_s;
+            const double dqdd_c7_1 = dqdd_c7__y1*invD1;
+            mg_o_dqdd_dqd[0][mg_l] = dqdd_c7_1;
+            const double dqdd_c7_2 = -L2_1*dqdd_c7_1 + dqdd_c7__y2*invD2;
+            mg_o_dqdd_dqd[6][mg_l] = dqdd_c7_2;
+            const double dqdd_c7_3_s = -L3_1*dqdd_c7_1 + dqdd_c7__y3*invD3;
+            const double dqdd_c7_3 = -L3_2*dqdd_c7_2 + dqdd_c7_3_s;
+            mg_o_dqdd_dqd[12][mg_l] = dqdd_c7_3;
+            const double dqdd_c7_4_s = -L4_1*dqdd_c7_1 - L4_2*dqdd_c7_2 + dqdd_c7__y4*invD4;
+            const double dqdd_c7_4 = -L4_3*dqdd_c7_3 + dqdd_c7_4_s;
+            mg_o_dqdd_dqd[18][mg_l] = dqdd_c7_4;
+            const double dqdd_c7_5_s = -L5_1*dqdd_c7_1 - L5_2*dqdd_c7_2 - L5_3*dqdd_c7_3 + dqdd_c7__y5*invD5;
+            const double dqdd_c7_5 = -L5_4*dqdd_c7_4 + dqdd_c7_5_s;
+            mg_o_dqdd_dqd[24][mg_l] = dqdd_c7_5;
+            const double dqdd_c7_6_s = -L6_1*dqdd_c7_1 - L6_2*dqdd_c7_2 - L6_3*dqdd_c7_3 - L6_4*dqdd_c7_4 - invD6*uS6_c;
+            const double dqdd_c7_6 = -L6_5*dqdd_c7_5 + dqdd_c7_6_s;
+            mg_o_dqdd_dqd[30][mg_l] = dqdd_c7_6;
+            const double cse127 = cse9*wS6_a - uS6_b;
+            const double dqdd_c8__y6 = -cse127 - cse71*wS6_y;
+            const double cse128 = cse9*wS5_a - uS5_b;
+            const double dqdd_c8__y5 = -L6_5*dqdd_c8__y6 - cse128 - cse71*wS5_y;
+            const double cse129 = cse9*wS4_a - uS4_b;
+            const double dqdd_c8__y4_s = -L6_4*dqdd_c8__y6 - cse129;
+            const double dqdd_c8__y4 = -L5_4*dqdd_c8__y5 + dqdd_c8__y4_s;
+            const double cse130 = cse9*wS3_a - uS3_b;
+            const double dqdd_c8__y3_s = -L5_3*dqdd_c8__y5 - L6_3*dqdd_c8__y6 - cse130;
+            const double dqdd_c8__y3 = -L4_3*dqdd_c8__y4 + dqdd_c8__y3_s;
+            const double dqdd_c8__y2_s = 2.0*Ic2_J01*qd1 - L4_2*dqdd_c8__y4 - L5_2*dqdd_c8__y5 - L6_2*dqdd_c8__y6 + uS2_b;
+            const double dqdd_c8__y2 = -L3_2*dqdd_c8__y3 + dqdd_c8__y2_s;
+            const double dqdd_c8__y1_s = -Gqd2_c - L3_1*dqdd_c8__y3 - L4_1*dqdd_c8__y4 - L5_1*dqdd_c8__y5 - L6_1*dqdd_c8__y6;
+            const double dqdd_c8__y1 = -L2_1*dqdd_c8__y2 + dqdd_c8__y1_s;
+            const double dqdd_c8_1 = dqdd_c8__y1*invD1;
+            mg_o_dqdd_dqd[1][mg_l] = dqdd_c8_1;
+            const double dqdd_c8_2 = -L2_1*dqdd_c8_1 + dqdd_c8__y2*invD2;
+            mg_o_dqdd_dqd[7][mg_l] = dqdd_c8_2;
+            const double dqdd_c8_3_s = -L3_1*dqdd_c8_1 + dqdd_c8__y3*invD3;
+            const double dqdd_c8_3 = -L3_2*dqdd_c8_2 + dqdd_c8_3_s;
+            mg_o_dqdd_dqd[13][mg_l] = dqdd_c8_3;
+            const double dqdd_c8_4_s = -L4_1*dqdd_c8_1 - L4_2*dqdd_c8_2 + dqdd_c8__y4*invD4;
+            const double dqdd_c8_4 = -L4_3*dqdd_c8_3 + dqdd_c8_4_s;
+            mg_o_dqdd_dqd[19][mg_l] = dqdd_c8_4;
+            const double dqdd_c8_5_s = -L5_1*dqdd_c8_1 - L5_2*dqdd_c8_2 - L5_3*dqdd_c8_3 + dqdd_c8__y5*invD5;
+            const double dqdd_c8_5 = -L5_4*dqdd_c8_4 + dqdd_c8_5_s;
+            mg_o_dqdd_dqd[25][mg_l] = dqdd_c8_5;
+            const double dqdd_c8_6_s = -L6_1*dqdd_c8_1 - L6_2*dqdd_c8_2 - L6_3*dqdd_c8_3 - L6_4*dqdd_c8_4 + dqdd_c8__y6*invD6;
+            const double dqdd_c8_6 = -L6_5*dqdd_c8_5 + dqdd_c8_6_s;
+            mg_o_dqdd_dqd[31][mg_l] = dqdd_c8_6;
+            const double cse131 = 2.0*Sd3_y;
+            const double cse132 = 2.0*Sd3_z;
+            const double dqdd_c9__y6 = -cse127 - cse131*wS6_y - cse132*wS6_z - cse76*wS6_x;
+            const double dqdd_c9__y5 = -L6_5*dqdd_c9__y6 - cse128 - cse131*wS5_y - cse132*wS5_z - cse76*wS5_x;
+            const double dqdd_c9__y4_s = -L6_4*dqdd_c9__y6 - cse129 - cse132*wS4_z - cse76*wS4_x;
+            const double dqdd_c9__y4 = -L5_4*dqdd_c9__y5 + dqdd_c9__y4_s;
+            const double dqdd_c9__y3_s = -L5_3*dqdd_c9__y5 - L6_3*dqdd_c9__y6 - cse130 - cse132*wS3_z - cse76*wS3_x;
+            const double dqdd_c9__y3 = -L4_3*dqdd_c9__y4 + dqdd_c9__y3_s;
+            const double dqdd_c9__y2_s = Gqd3_b - 0.089159*Gqd3_x - L4_2*dqdd_c9__y4 - L5_2*dqdd_c9__y5 - L6_2*dqdd_c9__y6;
+            const double dqdd_c9__y2 = -L3_2*dqdd_c9__y3 + dqdd_c9__y2_s;
+            const double dqdd_c9__y1_s = -Gqd3_c - L3_1*dqdd_c9__y3 - L4_1*dqdd_c9__y4 - L5_1*dqdd_c9__y5 - L6_1*dqdd_c9__y6;
+            const double dqdd_c9__y1 = -L2_1*dqdd_c9__y2 + dqdd_c9__y1_s;
+            const double dqdd_c9_1 = dqdd_c9__y1*invD1;
+            mg_o_dqdd_dqd[2][mg_l] = dqdd_c9_1;
+            const double dqdd_c9_2 = -L2_1*dqdd_c9_1 + dqdd_c9__y2*invD2;
+            mg_o_dqdd_dqd[8][mg_l] = dqdd_c9_2;
+            const double dqdd_c9_3_s = -L3_1*dqdd_c9_1 + dqdd_c9__y3*invD3;
+            const double dqdd_c9_3 = -L3_2*dqdd_c9_2 + dqdd_c9_3_s;
+            mg_o_dqdd_dqd[14][mg_l] = dqdd_c9_3;
+            const double dqdd_c9_4_s = -L4_1*dqdd_c9_1 - L4_2*dqdd_c9_2 + dqdd_c9__y4*invD4;
+            const double dqdd_c9_4 = -L4_3*dqdd_c9_3 + dqdd_c9_4_s;
+            mg_o_dqdd_dqd[20][mg_l] = dqdd_c9_4;
+            const double dqdd_c9_5_s = -L5_1*dqdd_c9_1 - L5_2*dqdd_c9_2 - L5_3*dqdd_c9_3 + dqdd_c9__y5*invD5;
+            const double dqdd_c9_5 = -L5_4*dqdd_c9_4 + dqdd_c9_5_s;
+            mg_o_dqdd_dqd[26][mg_l] = dqdd_c9_5;
+            const double dqdd_c9_6_s = -L6_1*dqdd_c9_1 - L6_2*dqdd_c9_2 - L6_3*dqdd_c9_3 - L6_4*dqdd_c9_4 + dqdd_c9__y6*invD6;
+            const double dqdd_c9_6 = -L6_5*dqdd_c9_5 + dqdd_c9_6_s;
+            mg_o_dqdd_dqd[32][mg_l] = dqdd_c9_6;
+            const double cse133 = 2.0*Sd4_y;
+            const double cse134 = 2.0*Sd4_z;
+            const double dqdd_c10__y6 = -cse127 - cse133*wS6_y - cse134*wS6_z - cse82*wS6_x;
+            const double dqdd_c10__y5 = -L6_5*dqdd_c10__y6 - cse128 - cse133*wS5_y - cse134*wS5_z - cse82*wS5_x;
+            const double dqdd_c10__y4_s = -L6_4*dqdd_c10__y6 - cse129 - cse134*wS4_z - cse82*wS4_x;
+            const double dqdd_c10__y4 = -L5_4*dqdd_c10__y5 + dqdd_c10__y4_s;
+            const double cse135 = -Gqd4_b;
+            const double dqdd_c10__y3_s = -Gqd4_x*p3_z + Gqd4_z*p3_x - L5_3*dqdd_c10__y5 - L6_3*dqdd_c10__y6 - cse135;
+            const double dqdd_c10__y3 = -L4_3*dqdd_c10__y4 + dqdd_c10__y3_s;
+            const double dqdd_c10__y2_s = -0.089159*Gqd4_x - L4_2*dqdd_c10__y4 - L5_2*dqdd_c10__y5 - L6_2*dqdd_c10__y6 - cse135;
+            const double dqdd_c10__y2 = -L3_2*dqdd_c10__y3 + dqdd_c10__y2_s;
+            const double dqdd_c10__y1_s = -Gqd4_c - L3_1*dqdd_c10__y3 - L4_1*dqdd_c10__y4 - L5_1*dqdd_c10__y5 - L6_1*dqdd_c10__y6;
+            const double dqdd_c10__y1 = -L2_1*dqdd_c10__y2 + dqdd_c10__y1_s;
+            const double dqdd_c10_1 = dqdd_c10__y1*invD1;
+            mg_o_dqdd_dqd[3][mg_l] = dqdd_c10_1;
+            const double dqdd_c10_2 = -L2_1*dqdd_c10_1 + dqdd_c10__y2*invD2;
+            mg_o_dqdd_dqd[9][mg_l] = dqdd_c10_2;
+            const double dqdd_c10_3_s = -L3_1*dqdd_c10_1 + dqdd_c10__y3*invD3;
+            const double dqdd_c10_3 = -L3_2*dqdd_c10_2 + dqdd_c10_3_s;
+            mg_o_dqdd_dqd[15][mg_l] = dqdd_c10_3;
+            const double dqdd_c10_4_s = -L4_1*dqdd_c10_1 - L4_2*dqdd_c10_2 + dqdd_c10__y4*invD4;
+            const double dqdd_c10_4 = -L4_3*dqdd_c10_3 + dqdd_c10_4_s;
+            mg_o_dqdd_dqd[21][mg_l] = dqdd_c10_4;
+            const double dqdd_c10_5_s = -L5_1*dqdd_c10_1 - L5_2*dqdd_c10_2 - L5_3*dqdd_c10_3 + dqdd_c10__y5*invD5;
+            const double dqdd_c10_5 = -L5_4*dqdd_c10_4 + dqdd_c10_5_s;
+            mg_o_dqdd_dqd[27][mg_l] = dqdd_c10_5;
+            const double dqdd_c10_6_s = -L6_1*dqdd_c10_1 - L6_2*dqdd_c10_2 - L6_3*dqdd_c10_3 - L6_4*dqdd_c10_4 + dqdd_c10__y6*invD6;
+            const double dqdd_c10_6 = -L6_5*dqdd_c10_5 + dqdd_c10_6_s;
+            mg_o_dqdd_dqd[33][mg_l] = dqdd_c10_6;
+            const double cse136 = 2.0*Sd5_y;
+            const double cse137 = 2.0*Sd5_z;
+            const double dqdd_c11__y6 = R4_00*uS6_c + R4_01*uS6_a - cse136*wS6_y - cse137*wS6_z - cse91*wS6_a - cse92*wS6_b - cse93*wS6_c - cse94*wS6_x;
+            const double dqdd_c11__y5 = -L6_5*dqdd_c11__y6 + R4_00*uS5_c + R4_01*uS5_a - cse136*wS5_y - cse137*wS5_z - cse91*wS5_a - cse92*wS5_b - cse93*wS5_c - cse94*wS5_x;
+            const double dqdd_c11__y4_s = Gqd5_b - Gqd5_x*p4_z + Gqd5_z*p4_x - L6_4*dqdd_c11__y6;
+            const double dqdd_c11__y4 = -L5_4*dqdd_c11__y5 + dqdd_c11__y4_s;
+            const double cse138 = -Gqd5_b;
+            const double dqdd_c11__y3_s = -Gqd5_x*p3_z + Gqd5_z*p3_x - L5_3*dqdd_c11__y5 - L6_3*dqdd_c11__y6 - cse138;
+            const double dqdd_c11__y3 = -L4_3*dqdd_c11__y4 + dqdd_c11__y3_s;
+            const double dqdd_c11__y2_s = -0.089159*Gqd5_x - L4_2*dqdd_c11__y4 - L5_2*dqdd_c11__y5 - L6_2*dqdd_c11__y6 - cse138;
+            const double dqdd_c11__y2 = -L3_2*dqdd_c11__y3 + dqdd_c11__y2_s;
+            const double dqdd_c11__y1_s = -Gqd5_c - L3_1*dqdd_c11__y3 - L4_1*dqdd_c11__y4 - L5_1*dqdd_c11__y5 - L6_1*dqdd_c11__y6;
+            const double dqdd_c11__y1 = -L2_1*dqdd_c11__y2 + dqdd_c11__y1_s;
+            const double dqdd_c11_1 = dqdd_c11__y1*invD1;
+            mg_o_dqdd_dqd[4][mg_l] = dqdd_c11_1;
+            const double dqdd_c11_2 = -L2_1*dqdd_c11_1 + dqdd_c11__y2*invD2;
+            mg_o_dqdd_dqd[10][mg_l] = dqdd_c11_2;
+            const double dqdd_c11_3_s = -L3_1*dqdd_c11_1 + dqdd_c11__y3*invD3;
+            const double dqdd_c11_3 = -L3_2*dqdd_c11_2 + dqdd_c11_3_s;
+            mg_o_dqdd_dqd[16][mg_l] = dqdd_c11_3;
+            const double dqdd_c11_4_s = -L4_1*dqdd_c11_1 - L4_2*dqdd_c11_2 + dqdd_c11__y4*invD4;
+            const double dqdd_c11_4 = -L4_3*dqdd_c11_3 + dqdd_c11_4_s;
+            mg_o_dqdd_dqd[22][mg_l] = dqdd_c11_4;
+            const double dqdd_c11_5_s = -L5_1*dqdd_c11_1 - L5_2*dqdd_c11_2 - L5_3*dqdd_c11_3 + dqdd_c11__y5*invD5;
+            const double dqdd_c11_5 = -L5_4*dqdd_c11_4 + dqdd_c11_5_s;
+            mg_o_dqdd_dqd[28][mg_l] = dqdd_c11_5;
+            const double dqdd_c11_6_s = -L6_1*dqdd_c11_1 - L6_2*dqdd_c11_2 - L6_3*dqdd_c11_3 - L6_4*dqdd_c11_4 + dqdd_c11__y6*invD6;
+            const double dqdd_c11_6 = -L6_5*dqdd_c11_5 + dqdd_c11_6_s;
+            mg_o_dqdd_dqd[34][mg_l] = dqdd_c11_6;
+            const double dqdd_c12__y6 = -R5_01*uS6_a - R5_21*uS6_c - 2.0*Sd6_x*wS6_x - 2.0*Sd6_y*wS6_y - 2.0*Sd6_z*wS6_z + c5*uS6_b - cse107*wS6_a - cse108*wS6_b - cse109*wS6_c;
+            const double dqdd_c12__y5 = Gqd6_a*R4_01 + Gqd6_c*R4_00 - Gqd6_x*S5_x - Gqd6_y*S5_y - Gqd6_z*S5_z - L6_5*dqdd_c12__y6;
+            const double dqdd_c12__y4_s = Gqd6_b - Gqd6_x*p4_z + Gqd6_z*p4_x - L6_4*dqdd_c12__y6;
+            const double dqdd_c12__y4 = -L5_4*dqdd_c12__y5 + dqdd_c12__y4_s;
+            const double cse139 = -Gqd6_b;
+            const double dqdd_c12__y3_s = -Gqd6_x*p3_z + Gqd6_z*p3_x - L5_3*dqdd_c12__y5 - L6_3*dqdd_c12__y6 - cse139;
+            const double dqdd_c12__y3 = -L4_3*dqdd_c12__y4 + dqdd_c12__y3_s;
+            const double dqdd_c12__y2_s = -0.089159*Gqd6_x - L4_2*dqdd_c12__y4 - L5_2*dqdd_c12__y5 - L6_2*dqdd_c12__y6 - cse139;
+            const double dqdd_c12__y2 = -L3_2*dqdd_c12__y3 + dqdd_c12__y2_s;
+            const double dqdd_c12__y1_s = -Gqd6_c - L3_1*dqdd_c12__y3 - L4_1*dqdd_c12__y4 - L5_1*dqdd_c12__y5 - L6_1*dqdd_c12__y6;
+            const double dqdd_c12__y1 = -L2_1*dqdd_c12__y2 + dqdd_c12__y1_s;
+            const double dqdd_c12_1 = dqdd_c12__y1*invD1;
+            mg_o_dqdd_dqd[5][mg_l] = dqdd_c12_1;
+            const double dqdd_c12_2 = -L2_1*dqdd_c12_1 + dqdd_c12__y2*invD2;
+            mg_o_dqdd_dqd[11][mg_l] = dqdd_c12_2;
+            const double dqdd_c12_3_s = -L3_1*dqdd_c12_1 + dqdd_c12__y3*invD3;
+            const double dqdd_c12_3 = -L3_2*dqdd_c12_2 + dqdd_c12_3_s;
+            mg_o_dqdd_dqd[17][mg_l] = dqdd_c12_3;
+            const double dqdd_c12_4_s = -L4_1*dqdd_c12_1 - L4_2*dqdd_c12_2 + dqdd_c12__y4*invD4;
+            const double dqdd_c12_4 = -L4_3*dqdd_c12_3 + dqdd_c12_4_s;
+            mg_o_dqdd_dqd[23][mg_l] = dqdd_c12_4;
+            const double dqdd_c12_5_s = -L5_1*dqdd_c12_1 - L5_2*dqdd_c12_2 - L5_3*dqdd_c12_3 + dqdd_c12__y5*invD5;
+            const double dqdd_c12_5 = -L5_4*dqdd_c12_4 + dqdd_c12_5_s;
+            mg_o_dqdd_dqd[29][mg_l] = dqdd_c12_5;
+            const double dqdd_c12_6_s = -L6_1*dqdd_c12_1 - L6_2*dqdd_c12_2 - L6_3*dqdd_c12_3 - L6_4*dqdd_c12_4 + dqdd_c12__y6*invD6;
+            const double dqdd_c12_6 = -L6_5*dqdd_c12_5 + dqdd_c12_6_s;
+            mg_o_dqdd_dqd[35][mg_l] = dqdd_c12_6;
+            mg_st[mg_l] = mg_s;
+        }
+        mg_block_to_rows(&mg_o_qdd[0][0], 6, qdd + mg_i * 6);
+        mg_block_to_rows(&mg_o_dqdd_dq[0][0], 36, dqdd_dq + mg_i * 36);
+        mg_block_to_rows(&mg_o_dqdd_dqd[0][0], 36, dqdd_dqd + mg_i * 36);
+        mg_block_to_rows(&mg_o_dqdd_dQ[0][0], 36, dqdd_dQ + mg_i * 36);
+        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_forward_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dqdd_dq + (mg_i + mg_l) * 36, dqdd_dqd + (mg_i + mg_l) * 36, dqdd_dQ + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
+            status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dq[(mg_i + mg_l) * 36 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dqd[(mg_i + mg_l) * 36 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dQ[(mg_i + mg_l) * 36 + mg_j] = NAN;
+            }
+        }
+    }
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6, dqdd_dq + mg_i * 36, dqdd_dqd + mg_i * 36, dqdd_dQ + mg_i * 36);
         status[mg_i] = mg_s;
