@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from math import prod
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,11 +82,10 @@ def stage_ops(kernel) -> Counter:
     and before CSE; an assignment of no known stage counts as "other"."""
     from mechgen.generator.ir import Assign, Check
     from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
-    from mechgen.generator.passes.opcount import _ops
+    from mechgen.generator.passes.opcount import count_expr_ops
     out: Counter = Counter()
     for st in remove_dead_code(drop_unguarded_checks(kernel)).body:
-        c: Counter = Counter()
-        _ops(st.expr, c)
+        c = count_expr_ops([st.expr])
         if isinstance(st, Check):
             out["checks"] += sum(c.values())
         elif isinstance(st, Assign):
@@ -215,8 +215,8 @@ def build(folder: Path, model: str, kernel: dict, c_text: str, tag: str) -> Path
     (its manifest entry); return the executable."""
     src = folder / f"{model}_{tag}.c"
     src.write_text(c_text)
-    inputs = [(i["name"], _size(i["shape"])) for i in kernel["inputs"]]
-    n_out = sum(_size(o["shape"]) for o in kernel["outputs"])
+    inputs = [(i["name"], prod(i["shape"])) for i in kernel["inputs"]]
+    n_out = sum(prod(o["shape"]) for o in kernel["outputs"])
     harness = folder / f"harness_{kernel['name']}.c"
     harness.write_text(harness_source(folder / f"{model}.h", kernel["c_function"], inputs, n_out))
     exe = folder / f"{kernel['name']}_{tag}"
@@ -235,13 +235,6 @@ def spill_counts(folder: Path, c_text: str, c_function: str) -> dict:
     body = body[:body.index(".size")]
     return {"stack_refs": body.count("(%rsp)"),
             "arith": len(re.findall(r"\n\s+(?:add|sub|mul|div)[sp]d", body))}
-
-
-def _size(shape) -> int:
-    out = 1
-    for s in shape:
-        out *= s
-    return out
 
 
 def time_variants(folder: Path, model: str, reps: int = 7, rounds: int = 5) -> dict:

@@ -141,10 +141,7 @@ def _loop_prefixes(body: list[dict], taken: set[str]) -> None:
             names |= {*lp["slots"], *(b["target"] for b in lp["body"]),
                       *(t for col in lp["targets"] for t in col)}
     for i, st in enumerate(b for b in body if b.get("loop")):
-        prefix = f"cl{i}_"
-        while any(n.startswith(prefix) for n in names):
-            prefix += "_"
-        st["loop"]["prefix"] = prefix
+        st["loop"]["prefix"] = free_prefix(names, f"cl{i}_")
 
 
 def _port(p, where: str) -> dict:
@@ -174,7 +171,7 @@ def _check_distinct(k, backend: Backend, where: str) -> None:
         if isinstance(st, Assign):
             claim(str(st.target), "an intermediate")
         elif isinstance(st, ColumnLoop):
-            for s in (*st.slots, *(b.target for b in st.body), *st.assigned):
+            for s in (*st.locals, *st.assigned):
                 claim(str(s), "an intermediate of a column loop")
 
 
@@ -213,19 +210,11 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     }
     if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
         context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
-        context["simd"] = simd_plan(context) if not any(b["loop"] for b in body) else \
-            no_simd_plan(context)
+        context["simd"] = simd_plan(context)
         taken = {"status", *(p["name"] for p in context["inputs"] + context["outputs"]),
                  *(e for p in context["inputs"] for e in p["elements"])}
         context["body"] = gather_sincos(context["body"], taken)    # one loop of sines, cosines
     return context
-
-
-def no_simd_plan(k: dict) -> dict:
-    """The batch of a kernel with a column loop: the single-state kernel state after state
-    (simd_plan does not take loops; the loop itself is vectorised across its columns)."""
-    taken = {p["name"] for p in (*k["inputs"], *k["outputs"])}
-    return {"prefix": free_prefix(taken), "blocks": False}
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

@@ -62,6 +62,11 @@ class ColumnLoop:
         return tuple(e for col in self.columns for e in col)
 
     @property
+    def locals(self) -> tuple[sp.Symbol, ...]:
+        """The slots and the body's names: one value per column, never read outside."""
+        return (*self.slots, *(b.target for b in self.body))
+
+    @property
     def assigned(self) -> tuple[sp.Symbol, ...]:
         """The names the loop defines for the rest of the kernel."""
         return tuple(t for col in self.targets for t in col)
@@ -74,7 +79,7 @@ def reads(st: Statement) -> set:
     """The names a statement reads from the kernel (a loop: its column values and the
     invariants its body reads)."""
     if isinstance(st, ColumnLoop):
-        local = {*st.slots, *(b.target for b in st.body)}
+        local = set(st.locals)
         return set().union(*(sp.sympify(e).free_symbols for e in st.inputs),
                            *(b.expr.free_symbols - local for b in st.body))
     return st.expr.free_symbols

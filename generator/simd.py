@@ -156,8 +156,13 @@ def simd_plan(k: dict) -> dict:
     printed (loads included, each with the values it ``stores`` for later stages);
     ``arrays`` the names kept in per-lane arrays across stages, ``inputs`` the input ports
     the vector loops read (copied into the block); ``blocks`` False when the block buffers
-    would exceed :data:`STACK_BYTES` (the batch then stays the plain loop).
+    would exceed :data:`STACK_BYTES` (the batch then stays the plain loop). A kernel with a
+    column loop gets no blocks either: its batch is the single-state kernel state after state
+    (the loop itself is vectorised across its columns).
     """
+    if any(b.get("loop") for b in k["body"]):
+        return {"prefix": free_prefix({p["name"] for p in (*k["inputs"], *k["outputs"])}),
+                "blocks": False}
     inputs = {s["name"]: (p["name"], p["size"], s["index"])
               for p in k["inputs"] for s in p["used"]}
     taken = set(inputs) | {p["name"] for p in (*k["inputs"], *k["outputs"])} | {

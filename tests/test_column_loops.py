@@ -157,5 +157,5 @@ def test_the_batch_of_a_looped_kernel_is_the_single_state_loop():
     files = render(chain.name, "x.toml", "0" * 64, [_generated(k)], manifest_fields(chain))
     c_file = next(text for name, text in files.items() if name.endswith(".c"))
     batch = c_file[c_file.index("_batch("):]
-    assert "column loop" in c_file and "#ifdef MECHGEN_SIMD" not in batch
+    assert "column loop" in c_file and "#if MG_SIMD_WIDTH > 0" not in batch
     assert "for (; mg_i < n; ++mg_i)" in batch     # state after state

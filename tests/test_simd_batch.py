@@ -13,6 +13,9 @@ with AVX2, none elsewhere); the tests at the end force 2, 3, 4 and 8 lanes on an
 from __future__ import annotations
 
 import json
+import platform
+import shlex
+import subprocess
 from math import prod
 from pathlib import Path
 
@@ -117,8 +120,9 @@ def test_every_tail_length_matches(name):
         for start in (0, WIDTH + 1):            # a tail alone, and a block then the tail
             part = [np.ascontiguousarray(a[start:start + WIDTH * (start > 0) + n])
                     for a in inputs]
-            assert_bitwise(run_kernel(module, meta, part, True), run_kernel(module, meta, part, False),
-                            f"{name}.{meta['name']} n={len(part[0])}")
+            assert_bitwise(run_kernel(module, meta, part, True),
+                           run_kernel(module, meta, part, False),
+                           f"{name}.{meta['name']} n={len(part[0])}")
 
 
 @pytest.mark.parametrize("name", ["solo12", "gough_stewart_docking"])
@@ -130,8 +134,9 @@ def test_nan_inputs_give_the_single_state_bits(name):
         for k, a in enumerate(inputs):
             a[k % len(a), rng.integers(a.shape[1])] = np.nan
             a[WIDTH + 1, :] = np.nan
-        assert_bitwise(run_kernel(module, meta, inputs, True), run_kernel(module, meta, inputs, False),
-                        f"{name}.{meta['name']} with NaN inputs")
+        assert_bitwise(run_kernel(module, meta, inputs, True),
+                       run_kernel(module, meta, inputs, False),
+                       f"{name}.{meta['name']} with NaN inputs")
 
 
 @pytest.mark.parametrize("name", ["ur5", "solo12"])
@@ -229,22 +234,25 @@ def test_a_sine_only_a_later_stage_reads_is_still_computed_and_stored():
     assert line["stores"] == ["s"]
 
 
-# --- the lane count, chosen when the C is compiled (templates/c/simd_width.c.j2) -------------
+# --- the lane count, chosen when the C is compiled (templates/c/simd_block.c.j2) -------------
+
+def _preprocess(flags: list[str]) -> subprocess.CompletedProcess:
+    """ur5's C through the compiler's preprocessor under ``flags``."""
+    folder = ROOT / "generated" / "ur5"
+    return subprocess.run([*shlex.split(cbuild.compiler_command()), *flags, "-iquote",
+                           str(folder), "-E", str(folder / "ur5.c")],
+                          capture_output=True, text=True, timeout=60)
+
 
 def _width_macro(flags: list[str]) -> str:
     """MG_SIMD_WIDTH as the preprocessor defines it in ur5's C under ``flags``."""
-    import shlex
-    import subprocess
-    folder = ROOT / "generated" / "ur5"
-    run = subprocess.run([*shlex.split(cbuild.compiler_command()), *flags, "-iquote",
-                          str(folder), "-dM", "-E", str(folder / "ur5.c")],
-                         capture_output=True, text=True, timeout=60)
+    run = _preprocess([*flags, "-dM"])
     assert run.returncode == 0, run.stderr
     return next(line.split()[2] for line in run.stdout.splitlines()
                 if line.startswith("#define MG_SIMD_WIDTH "))
 
 
-@pytest.mark.skipif(__import__("platform").machine().lower() not in ("x86_64", "amd64"),
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="the ISA macros tested are x86's")
 @pytest.mark.parametrize("flags, width", [
     (["-march=x86-64", "-mavx512f", "-DMECHGEN_SIMD=1"], "8"),
@@ -258,12 +266,7 @@ def test_the_lane_count_follows_the_target_the_c_is_compiled_for(flags, width):
 
 
 def test_a_lane_count_beyond_the_block_buffers_is_refused_when_compiling():
-    import shlex
-    import subprocess
-    folder = ROOT / "generated" / "ur5"
-    run = subprocess.run([*shlex.split(cbuild.compiler_command()), "-DMECHGEN_SIMD=1",
-                          f"-DMG_SIMD_WIDTH={MAX_WIDTH + 1}", "-iquote", str(folder), "-E",
-                          str(folder / "ur5.c")], capture_output=True, text=True, timeout=60)
+    run = _preprocess(["-DMECHGEN_SIMD=1", f"-DMG_SIMD_WIDTH={MAX_WIDTH + 1}"])
     assert run.returncode != 0 and "MG_SIMD_WIDTH" in run.stderr
 
 

@@ -117,19 +117,24 @@ def velocity_constraints(rec: Recorder, cl: Closure) -> list[list[sp.Expr]]:
 
 
 def acceleration_terms(rec: Recorder, leg: Leg, cl: Closure, mo: Motion, omega_C: Vec,
-                       oo_C) -> list[sp.Expr]:
-    """h = C^(d)^-1 c from the velocity-product terms of both sides (module docstring)."""
+                       centripetal: Vec, R: Mat | None = None) -> list[sp.Expr]:
+    """h = C^(d)^-1 c from the velocity-product terms of both sides (module docstring).
+
+    ``omega_C`` and ``centripetal`` = omega_C x (omega_C x l_C) are written in one frame and
+    ``R`` turns that frame into leg frame n: C's frame and R_Cn (the default), or frame 0 and
+    tau_n (the reduction in frame 0, parallel/frame_0.py)."""
+    R = cl.R_Cn if R is None else R
     n = leg.n
     omega_n, eps_n, a_n = mo.omega[n - 1], mo.epsd[n - 1], mo.a[n - 1]
     l_L = list(leg.l_L)
     # w^L = a_n + eps_n x l_L + omega_n x (omega_n x l_L): the cut point, leg side
     wL = add(add(a_n, cross(eps_n, l_L)), omega_x_omega_x(mo.W[n - 1], l_L))
     # c_1..3 = R_Cn (omega_C x (omega_C x l_C)) - w^L
-    cC = rec.vec(matvec(cl.R_Cn, omega_x_omega_x(oo_C, list(leg.l_C))), "cC")
+    cC = rec.vec(matvec(R, centripetal), "cC")
     c = [rec.bind(x, f"c{i + 1}") for i, x in enumerate(sub(cC, wL))]
     if leg.m == 4:
         # c_4 = -n_R . eps_n - n_R' . (omega_n - R_Cn omega_C)
-        omega_Cn = rec.vec(matvec(cl.R_Cn, omega_C), "omega_Cn")
+        omega_Cn = rec.vec(matvec(R, omega_C), "omega_Cn")
         rel = rec.vec(sub(omega_n, omega_Cn), "omega_rel")
         n_dot = rec.vec(add(cross(cross(omega_n, cl.e1), cl.e2),
                             cross(cl.e1, cross(omega_Cn, cl.e2))), "n_R_dot")

@@ -6,7 +6,7 @@ Every body statement is one operation of at most two operands and the slots are 
 column value 0 stays a named 0, not folded), so each column is computed by the same IEEE
 operations in the same order as in the loop: the two forms agree bit for bit
 (tests/test_column_loops.py compiles both). The tests use it as the reference of the loop
-form; a kernel may also be generated unrolled (``loops=False`` of the builders).
+form; a kernel may also be generated unrolled (``columns=None`` of the builders).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mechgen.generator.ir import Assign, ColumnLoop, Kernel, symbol
 def unrolled(loop: ColumnLoop, taken: set[str]) -> list[Assign]:
     """The loop as assignments, column after column; new names avoid (and join) ``taken``."""
     out: list[Assign] = []
-    local = [*loop.slots, *(st.target for st in loop.body)]
+    local = list(loop.locals)
     for c, (values, targets) in enumerate(zip(loop.columns, loop.targets)):
         rename = {}
         for s in local:
@@ -39,7 +39,7 @@ def unroll_loops(k: Kernel) -> Kernel:
     taken = {str(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
     for st in k.body:
         if isinstance(st, ColumnLoop):
-            taken |= {s.name for s in (*st.slots, *(b.target for b in st.body), *st.assigned)}
+            taken |= {s.name for s in (*st.locals, *st.assigned)}
         elif isinstance(st, Assign):
             taken.add(st.target.name)
     body = []

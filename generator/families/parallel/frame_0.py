@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-from mechgen.generator.algorithms.closure import Closure, closure
-from mechgen.generator.algorithms.rnea import Motion
+from mechgen.generator.algorithms.closure import Closure, acceleration_terms, closure
 from mechgen.generator.families.parallel.frame_c import FrameCBuild
 from mechgen.generator.families.parallel.kernels import mechanism_wide
 from mechgen.generator.families.parallel.platform import Leg
-from mechgen.generator.scalar import (Mat, Vec, add, cross, dot, matmul, matvec,
-                                      omega_x_omega_x, sub, transpose)
+from mechgen.generator.scalar import Mat, Vec, add, cross, matmul, matvec, transpose
 
 
 def rotated_inertia(rec, I: Mat, alpha: Mat) -> Mat:
@@ -67,7 +65,8 @@ class Frame0Build(FrameCBuild):
         return self.rec.vec(matvec(transpose(self.alpha_C), self.omega_C), "omega_0")
 
     def _offset(self, leg: Leg) -> Vec:
-        """r_k = alpha_C^T l_C (frame 0), bound once per leg (first by the closed form)."""
+        """r_k = alpha_C^T l_C (frame 0), bound once per leg (first by the closed form; kept,
+        so the dense count has the product once)."""
         cache = self.__dict__.setdefault("_offsets", {})
         if leg.name not in cache:
             with self.rec.named(f"{leg.name}_"):
@@ -125,26 +124,11 @@ class Frame0Build(FrameCBuild):
 
     @mechanism_wide
     def h(self):
-        return self.per_leg(self._acceleration_terms, self.closures, self.motion_v)
-
-    def _acceleration_terms(self, leg: Leg, cl: Closure, mo: Motion) -> list[sp.Expr]:
-        """h = C^(d)^-1 c (closure.acceleration_terms) with C's side written from frame 0:
-        c_1..3 = tau_n (omega_0 x (omega_0 x r_k)) - w^L,
-        c_4 = -n_R . eps_n - n_R' . (omega_n - omega_Cn), omega_Cn = tau_n omega_0,
-        n_R' = (omega_n x e1) x e2 + e1 x (omega_Cn x e2)."""
-        rec, n = self.rec, leg.n
-        omega_n, eps_n, a_n = mo.omega[n - 1], mo.epsd[n - 1], mo.a[n - 1]
-        l_L = list(leg.l_L)
-        wL = add(add(a_n, cross(eps_n, l_L)), omega_x_omega_x(mo.W[n - 1], l_L))
-        cC = rec.vec(matvec(cl.tau_n, cross(self.omega_0, self._omega_x_r(leg))), "cC")
-        c = [rec.bind(x, f"c{i + 1}") for i, x in enumerate(sub(cC, wL))]
-        if leg.m == 4:
-            omega_Cn = rec.vec(matvec(cl.tau_n, self.omega_0), "omega_Cn")
-            rel = rec.vec(sub(omega_n, omega_Cn), "omega_rel")
-            n_dot = rec.vec(add(cross(cross(omega_n, cl.e1), cl.e2),
-                                cross(cl.e1, cross(omega_Cn, cl.e2))), "n_R_dot")
-            c.append(rec.bind(-dot(cl.n_R, eps_n) - dot(n_dot, rel), "c4"))
-        return cl.lu.solve(rec, c, "h")
+        """h = C^(d)^-1 c with C's side written from frame 0 (closure.acceleration_terms):
+        c_1..3 = tau_n (omega_0 x (omega_0 x r_k)) - w^L, omega_Cn = tau_n omega_0."""
+        return self.per_leg(lambda leg, cl, mo: acceleration_terms(
+            self.rec, leg, cl, mo, self.omega_0, cross(self.omega_0, self._omega_x_r(leg)),
+            R=cl.tau_n), self.closures, self.motion_v)
 
     @mechanism_wide
     def udot(self):

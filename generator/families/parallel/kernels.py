@@ -360,7 +360,8 @@ class PlatformBuild:
     @mechanism_wide
     def h(self):
         return self.per_leg(lambda leg, cl, mo: acceleration_terms(
-            self.rec, leg, cl, mo, self.omega_C, self.oo_C), self.closures, self.motion_v)
+            self.rec, leg, cl, mo, self.omega_C, omega_x_omega_x(self.oo_C, list(leg.l_C))),
+            self.closures, self.motion_v)
 
     # --- forces and leg dynamics -------------------------------------------------------------
     @mechanism_wide
