@@ -18,6 +18,8 @@ every entry twice and sweep over all ancestors of every row.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import sympy as sp
 
 from mechgen.generator.scalar import Recorder
@@ -40,6 +42,26 @@ def path(parent: list[int], k: int) -> list[int]:
     while parent[out[-1] - 1]:
         out.append(parent[out[-1] - 1])
     return out
+
+
+def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr], name: str,
+               total: Callable[[Recorder, list, str], sp.Expr] = latest_last) -> list[sp.Expr]:
+    """x = A^-1 b from the factors (RBDA Table 6.4): L^T y = b, then x = L^-1 D^-1 y; sums
+    over ancestors only. Each sum is formed by ``total``: :func:`latest_last` (the chain of
+    dependent operations from one unknown to the next is one multiply and one add), or a
+    left-to-right fold of two-operand sums (the body of a column loop)."""
+    n = len(b)
+    terms = {i: [b[i - 1]] for i in range(1, n + 1)}
+    y: dict[int, sp.Expr] = {}
+    for i in range(n, 0, -1):
+        y[i] = total(rec, terms[i], f"{name}_y{i}")
+        for p in path(parent, i)[1:]:
+            terms[p].append(-L[i, p] * y[i])
+    x = [sp.Integer(0)] * n
+    for i in range(1, n + 1):
+        older = [-L[i, j] * x[j - 1] for j in reversed(path(parent, i)[1:])]
+        x[i - 1] = total(rec, [y[i] * invD[i], *older], f"{name}{i}")
+    return x
 
 
 def unit_lower_inverse(rec: Recorder, L: dict, parent: list[int], name: str) -> dict:

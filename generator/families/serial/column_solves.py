@@ -1,7 +1,7 @@
 """The 2n column solves of dFD = -A^-1 [dID/dq | dID/dqd] as column loops (generator/ir.ColumnLoop).
 
 Straight-line, each of the 2n right-hand sides b_c = dID column c is solved on its own
-(ltdl_apply: scalar code, one column after another, which the compiler cannot vectorise).
+(ltdl_inverse.ltdl_apply: scalar code, one column after another, which the compiler cannot vectorise).
 Here the columns are gathered into loops over columns whose body is one solve, the factors
 L, 1/D (or A^-1) shared by every column (loop invariants), so the compiler evaluates two
 (SSE2) or more columns at once in vector lanes. Two bodies (:data:`FORMS`):
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from mechgen.generator.algorithms.ltdl_inverse import path
+from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply
 from mechgen.generator.ir import ColumnLoop, symbol
 from mechgen.generator.passes.opcount import count_expr_ops
 from mechgen.generator.scalar import Recorder
@@ -45,20 +45,9 @@ def fold(rec: Recorder, terms: list[sp.Expr], name: str) -> sp.Expr:
 
 def solve_body(rec: Recorder, b: list[sp.Expr], L: dict, invD: list,
                parent: list[int]) -> list[sp.Expr]:
-    """x = A^-1 b from the factors, ``b`` (1-based rows in a list) zero where the column is;
-    sums over ancestors only (as families/serial/derivatives.ltdl_apply)."""
-    n = len(b)
-    terms = {i: [b[i - 1]] for i in range(1, n + 1)}
-    y: dict[int, sp.Expr] = {}
-    for i in range(n, 0, -1):
-        y[i] = fold(rec, terms[i], f"y{i}")
-        for p in path(parent, i)[1:]:
-            terms[p].append(-L[i, p] * y[i])
-    x = [sp.Integer(0)] * n
-    for i in range(1, n + 1):
-        older = [-L[i, j] * x[j - 1] for j in reversed(path(parent, i)[1:])]
-        x[i - 1] = fold(rec, [y[i] * invD[i], *older], f"x{i}")
-    return x
+    """x = A^-1 b from the factors, ``b`` (1-based rows in a list) zero where the column is:
+    ltdl_apply with every sum a fold of two-operand sums."""
+    return ltdl_apply(rec, L, invD, parent, b, "x", total=fold)
 
 
 def product_body(rec: Recorder, b: list[sp.Expr], Ainv: list[list[sp.Expr]]) -> list[sp.Expr]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import sympy as sp
 
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
-from mechgen.generator.algorithms.ltdl_inverse import latest_last, symmetric_inverse
+from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply, symmetric_inverse
 from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
                                                           mass_matrix_from, rnea_derivatives,
@@ -194,25 +194,6 @@ def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names:
                 _count(adds=1, muls=1)
                 H[i, j] = H[j, i] = rec.bind(H[i, j] - L[k, i] * H[k, j], f"H{i}_{j}")
     return L, invD
-
-
-def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr],
-               name: str) -> list[sp.Expr]:
-    """x = A^-1 b from the factors (RBDA Table 6.4): L^T y = b, then x = L^-1 D^-1 y; sums
-    over ancestors only. Each sum is split by :func:`latest_last`, so the chain of dependent
-    operations from one unknown to the next is one multiply and one add."""
-    n = len(b)
-    terms = {i: [b[i - 1]] for i in range(1, n + 1)}
-    y: dict[int, sp.Expr] = {}
-    for i in range(n, 0, -1):
-        y[i] = latest_last(rec, terms[i], f"{name}_y{i}")
-        for p in _ancestors(parent, i):
-            terms[p].append(-L[i, p] * y[i])
-    x = [sp.Integer(0)] * n
-    for i in range(1, n + 1):
-        older = [-L[i, j] * x[j - 1] for j in reversed(_ancestors(parent, i))]
-        x[i - 1] = latest_last(rec, [y[i] * invD[i], *older], f"{name}{i}")
-    return x
 
 
 def _ops_of(statements) -> int:
