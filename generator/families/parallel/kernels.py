@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from typing import Callable
 
 import sympy as sp
 
@@ -736,44 +737,36 @@ def _step_accel(pf: Platform, build: type = PlatformBuild) -> Kernel:
                    [_xdot_port(b, ins), qdd], _STEP_STATUSES)
 
 
-def step_classic(pf: Platform) -> Kernel:
-    """``step`` with the reduction of section 1.6 (H_k formed, u in frames 0 and C)."""
-    return _step(pf)
+def _reduction_forms(kernel: Callable[..., Kernel]) -> tuple[Callable[[Platform], Kernel], ...]:
+    """``kernel`` once per reduction: the classic one of section 1.6 (H_k formed, u in frames 0
+    and C), in C's frame (section 1.6.1, frame_c.py), in frame 0 (section 1.6.2, frame_0.py);
+    :func:`choice` keeps the one with the fewest operations."""
+    def classic(pf: Platform) -> Kernel:
+        return kernel(pf)
+
+    def frame_c(pf: Platform) -> Kernel:
+        return kernel(pf, _frame_c_build())
+
+    def frame_0(pf: Platform) -> Kernel:
+        return kernel(pf, _frame_0_build())
+
+    for form in (classic, frame_c, frame_0):
+        form.__name__ = form.__qualname__ = f"{kernel.__name__.lstrip('_')}_{form.__name__}"
+    return classic, frame_c, frame_0
 
 
-def step_frame_c(pf: Platform) -> Kernel:
-    """``step`` with the reduction in C's frame (section 1.6.1, frame_c.py)."""
-    return _step(pf, _frame_c_build())
-
-
-def step_frame_0(pf: Platform) -> Kernel:
-    """``step`` with the reduction in frame 0 (section 1.6.2)."""
-    return _step(pf, _frame_0_build())
-
-
-def step_accel_classic(pf: Platform) -> Kernel:
-    """``step_accel`` with the reduction of section 1.6."""
-    return _step_accel(pf)
-
-
-def step_accel_frame_c(pf: Platform) -> Kernel:
-    """``step_accel`` with the reduction in C's frame (section 1.6.1)."""
-    return _step_accel(pf, _frame_c_build())
-
-
-def step_accel_frame_0(pf: Platform) -> Kernel:
-    """``step_accel`` with the reduction in frame 0 (section 1.6.2)."""
-    return _step_accel(pf, _frame_0_build())
+step_classic, step_frame_c, step_frame_0 = _reduction_forms(_step)
+step_accel_classic, step_accel_frame_c, step_accel_frame_0 = _reduction_forms(_step_accel)
 
 
 @choice(step_classic, step_frame_c, step_frame_0)
 def step(pf: Platform) -> Kernel:
-    """One integration step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
+    """One integration step; the reduction with the fewest operations (sections 1.6-1.6.2)."""
 
 
 @choice(step_accel_classic, step_accel_frame_c, step_accel_frame_0)
 def step_accel(pf: Platform) -> Kernel:
-    """The lean step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
+    """The lean step; the reduction with the fewest operations (sections 1.6-1.6.2)."""
 
 
 def _moving_inputs(pf: Platform):
@@ -821,34 +814,8 @@ def _coupled_step(pf: Platform, build: type = PlatformBuild) -> Kernel:
         ("dwrench_dbase", f"d wrench / d[g, Omega_dot], shape (6, 6); columns: {cols}")])
 
 
-def base_step_classic(pf: Platform) -> Kernel:
-    """``base_step`` with the reduction of section 1.6."""
-    return _base_step(pf)
-
-
-def base_step_frame_c(pf: Platform) -> Kernel:
-    """``base_step`` with the reduction in C's frame (section 1.6.1)."""
-    return _base_step(pf, _frame_c_build())
-
-
-def base_step_frame_0(pf: Platform) -> Kernel:
-    """``base_step`` with the reduction in frame 0 (section 1.6.2)."""
-    return _base_step(pf, _frame_0_build())
-
-
-def coupled_step_classic(pf: Platform) -> Kernel:
-    """``coupled_step`` with the reduction of section 1.6."""
-    return _coupled_step(pf)
-
-
-def coupled_step_frame_c(pf: Platform) -> Kernel:
-    """``coupled_step`` with the reduction in C's frame (section 1.6.1)."""
-    return _coupled_step(pf, _frame_c_build())
-
-
-def coupled_step_frame_0(pf: Platform) -> Kernel:
-    """``coupled_step`` with the reduction in frame 0 (section 1.6.2)."""
-    return _coupled_step(pf, _frame_0_build())
+base_step_classic, base_step_frame_c, base_step_frame_0 = _reduction_forms(_base_step)
+coupled_step_classic, coupled_step_frame_c, coupled_step_frame_0 = _reduction_forms(_coupled_step)
 
 
 @choice(base_step_classic, base_step_frame_c, base_step_frame_0)
