@@ -35,6 +35,7 @@ from mechgen.generator.ir import Assign, ColumnLoop, reads
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
+from mechgen.generator.passes.stores import place_stores
 from mechgen.generator.simd import MAX_WIDTH, free_prefix, simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -214,6 +215,8 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         taken = {"status", *(p["name"] for p in context["inputs"] + context["outputs"]),
                  *(e for p in context["inputs"] for e in p["elements"])}
         context["body"] = gather_sincos(context["body"], taken)    # one loop of sines, cosines
+        context["body"], context["stores_last"] = place_stores(context["body"],
+                                                               context["outputs"])
     return context
 
 

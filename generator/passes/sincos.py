@@ -66,7 +66,7 @@ takes no loop needing a scalar epilogue) then vectorises the loop. Padding furth
 ur5's forward kinematics 10 ns per call (measured, docs/sincos.md)."""
 
 
-def _names(text: str) -> set[str]:
+def identifiers(text: str) -> set[str]:
     """The identifiers of a printed C expression (function names included, which is harmless)."""
     return set(_NAME.findall(text))
 
@@ -95,9 +95,9 @@ def _free_prefix(body: list[dict], taken: set[str], base: str = "sc_") -> str:
     for st in body:
         for key in ("target", "expr"):
             if st.get(key):
-                taken |= _names(st[key])
+                taken |= identifiers(st[key])
         if st.get("sincos"):
-            taken |= _names(" ".join(st["sincos"].values()))
+            taken |= identifiers(" ".join(st["sincos"].values()))
         if st.get("loop"):
             taken |= _loop_names(st["loop"])
     prefix = base
@@ -138,7 +138,7 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
             break       # only what comes before the first column loop is gathered
         trig = _trig(st)
         text = trig["arg"] if trig else (st.get("expr") or "")
-        from_trig = bool(_names(text) & tainted)
+        from_trig = bool(identifiers(text) & tainted)
         if trig:
             if not from_trig:
                 gathered.append(i)
@@ -148,12 +148,12 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     if len(gathered) < 2:
         return body
     needed: set[int] = set()        # statements the gathered arguments need
-    todo = [n for i in gathered for n in _names(_trig(body[i])["arg"])]
+    todo = [n for i in gathered for n in identifiers(_trig(body[i])["arg"])]
     while todo:
         j = defined_by.get(todo.pop())
         if j is not None and j not in needed:
             needed.add(j)
-            todo.extend(_names(body[j]["expr"]))
+            todo.extend(identifiers(body[j]["expr"]))
     prefix = _free_prefix(body, set(taken))
     args = [_trig(body[i])["arg"] for i in gathered]
     size = -(-len(args) // LANES) * LANES
