@@ -84,6 +84,16 @@ def _trig(st: dict) -> dict | None:
             "cos": st["target"] if fn == "cos" else None, "arg": arg}
 
 
+def defined_names(st: dict) -> list[str]:
+    """The names a printed body entry defines for the statements after it (a lone
+    ``mg_sin``/``mg_cos`` statement: its target; a pair: both; a column loop: its targets)."""
+    if st.get("loop"):
+        return [t for col in st["loop"]["targets"] for t in col]
+    if st.get("sincos"):
+        return [n for n in (st["sincos"]["sin"], st["sincos"]["cos"]) if n]
+    return [st["target"]] if st.get("target") else []
+
+
 def _loop_names(loop: dict) -> set[str]:
     """Every name a column loop entry (mechgen.generator.emit._loop) prints."""
     return {loop["prefix"] or "", *loop["slots"], *(b["target"] for b in loop["body"]),
@@ -127,10 +137,8 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     body = [{**st, "gather": None} for st in body]
     defined_by: dict[str, int] = {}
     for i, st in enumerate(body):
-        trig = _trig(st)
-        for name in ([trig["sin"], trig["cos"]] if trig else [st.get("target")]):
-            if name:
-                defined_by[name] = i
+        for name in defined_names(st):
+            defined_by[name] = i
     tainted: set[str] = set()       # names computed from a sine or cosine
     gathered: list[int] = []
     for i, st in enumerate(body):
