@@ -65,8 +65,10 @@ CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]
 
 
-def build_harness(mech: str, src_dir: Path) -> Path:
-    """The harness binary for ``mech`` (compiled unless cached)."""
+def build_harness(mech: str, src_dir: Path, ours_flags: list[str] | None = None) -> Path:
+    """The harness binary for ``mech`` (compiled unless cached); ``ours_flags`` (default
+    OURS_EXTRA_FLAGS) are added to our kernels' compilation only."""
+    ours_flags = OURS_EXTRA_FLAGS if ours_flags is None else ours_flags
     import pinocchio
     pre = _prefix()
     inc = [f"-I{pre / 'include'}", f"-I{pre / 'include' / 'eigen3'}"]
@@ -86,7 +88,7 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     glue_cmd = [cxx, "-std=c++17", *RACE_FLAGS, "-DMECHGEN_GLUE",
                 f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}", f'-DMECHGEN_HEADER="{h}"',
                 "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, *OURS_EXTRA_FLAGS, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, *ours_flags, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
     exe = BUILD_DIR / f"constraint-{mech}-{key}"
     if not exe.exists():

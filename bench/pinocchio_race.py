@@ -57,7 +57,7 @@ buildModel needs) are baseline x86-64, and with -march=native (even with
 baseline instruction set (SSE2, no FMA). Needs gcc/g++, the ``pin`` wheel, ``cmeel-eigen`` and
 ``cmeel-urdfdom-headers`` (Pinocchio's URDF header includes urdf_model/model.h).
 
-Native build (``native=True``, ``--native``): both sides are compiled with NATIVE_FLAGS
+Native build (``build="native"``, ``--native``): both sides are compiled with NATIVE_FLAGS
 (``-O3 -DNDEBUG -march=native -ffp-contract=fast``; the contraction flag lets both sides fuse
 multiply-adds into FMA, which ``gcc -std=c99`` would otherwise not do for our C file) and no
 prebuilt Pinocchio library is linked at all, so nothing of Pinocchio runs with the baseline
@@ -69,7 +69,14 @@ header-only serialization (pinocchio/serialization.hpp), compiled in its own tra
 with NATIVE_FLAGS; it links only libboost_serialization (from cmeel.prefix/lib, with an rpath).
 Its objects and binaries are cached beside the default ones with a ``native-`` tag and a key
 that also covers ``-march=native -Q --help=target`` (what "native" means on this machine).
-Run ``python bench/pinocchio_race.py ur5_arm --urdf .../ur5_robot.urdf [--native]`` for a table.
+AVX2 build (``build="avx2"``, ``--build avx2``): both sides compiled with AVX2_FLAGS (``-O3
+-DNDEBUG -mavx2 -ffp-contract=off``: the VEX three-operand encoding and 256-bit vectors, no FMA,
+so our side gives the baseline build's bits), by the native build's route (model from a saved
+file, no prebuilt library: Eigen's alignment differs under AVX). It is what the runtime's own
+build uses on a CPU with AVX2 (runtime/cbuild.py ``isa_flags``), raced against Pinocchio given
+the same instructions.
+Run ``python bench/pinocchio_race.py ur5_arm --urdf .../ur5_robot.urdf [--build avx2|native]``
+for a table.
 """
 
 from __future__ import annotations
@@ -93,6 +100,9 @@ TIMING_HEADER = HERE / "harness_timing.hpp"   # included by both C++ harnesses
 BUILD_DIR = HERE / "results" / "pinocchio_build"
 FLAGS = ["-O3", "-DNDEBUG"]
 NATIVE_FLAGS = ["-O3", "-DNDEBUG", "-march=native", "-ffp-contract=fast"]
+AVX2_FLAGS = ["-O3", "-DNDEBUG", "-mavx2", "-ffp-contract=off"]
+BUILDS = {"default": FLAGS, "native": NATIVE_FLAGS, "avx2": AVX2_FLAGS}
+"""The race's builds: each compiles both sides with these flags (module doc)."""
 PIN_DEFINES = ["-DPINOCCHIO_WITH_URDFDOM", "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
                "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
                "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
@@ -139,24 +149,28 @@ def c_symbol_prefix(src_dir: Path) -> str:
 
 
 def build_harness(mech: str, src_dir: Path, kernels: list[str],
-                  native: bool = False) -> tuple[Path, dict]:
-    """The harness binary for ``mech`` (compiled unless cached) and build info; ``native``: the
-    native build (NATIVE_FLAGS, model loaded from a saved file, no prebuilt Pinocchio library)."""
+                  build: str = "default") -> tuple[Path, dict]:
+    """The harness binary for ``mech`` (compiled unless cached) and build info; ``build`` one of
+    BUILDS: "native" and "avx2" load the model from a saved file and link no prebuilt
+    Pinocchio library."""
     import pinocchio
     pre = _prefix()
     inc = [f"-I{pre / 'include'}", f"-I{pre / 'include' / 'eigen3'}",
            f"-I{pre / 'include' / 'urdfdom_headers'}"]
     cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "gcc")
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
-    flags, defines, tag = FLAGS, PIN_DEFINES, ""
+    if build not in BUILDS:
+        raise ValueError(f"build: one of {sorted(BUILDS)}, got {build!r}")
+    native = build != "default"
+    flags, defines, tag = BUILDS[build], PIN_DEFINES, ""
     if native:
-        flags, defines, tag = NATIVE_FLAGS, [*PIN_DEFINES, "-DMECHGEN_SERIALIZED_MODEL"], "native-"
+        defines, tag = [*PIN_DEFINES, "-DMECHGEN_SERIALIZED_MODEL"], f"{build}-"
         # what -march=native means on this machine belongs in the cache key
-        version += subprocess.run([cxx, "-march=native", "-Q", "--help=target"],
+        version += subprocess.run([cxx, *flags, "-Q", "--help=target"],
                                   capture_output=True, text=True).stdout
     src = HARNESS_SRC.read_bytes() + TIMING_HEADER.read_bytes()
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    info = {"flags": flags, "native": native, "compile_seconds": 0.0}
+    info = {"flags": flags, "build": build, "compile_seconds": 0.0}
     t0 = time.perf_counter()
 
     pin_cmd = [cxx, "-std=c++17", *flags, *defines, *inc, "-c", str(HARNESS_SRC)]
@@ -203,7 +217,7 @@ def pinocchio_model(urdf: Path, locked: dict[str, float], root: str):
 
 def race(mech: str, generated_dir: Path, urdf: Path, locked: dict[str, float], root: str,
          batch: int = 10000, reps: int = 7, *, convention: str = "local", seed: int = 0,
-         native: bool = False, processes: int = 3) -> dict:
+         build: str = "default", processes: int = 3) -> dict:
     """{kernel: {"ours_ns", "ours_loop_ns", "pinocchio_ns", "ratio" = pinocchio / ours (batch),
     "ratio_loop" = pinocchio / ours (single-state loop)}} (see module doc); each time the best
     of ``reps`` passes in each of ``processes`` runs of the harness."""
@@ -236,14 +250,14 @@ def race(mech: str, generated_dir: Path, urdf: Path, locked: dict[str, float], r
             else:
                 arrays[i["name"]] = rng.standard_normal((batch, w))
 
-    exe, _ = build_harness(mech, src_dir, [k["name"] for k in kernels], native)
+    exe, _ = build_harness(mech, src_dir, [k["name"] for k in kernels], build)
     with tempfile.TemporaryDirectory() as tmp:
         states = Path(tmp) / "states.bin"
         with open(states, "wb") as f:
             for a in arrays.values():
                 f.write(np.ascontiguousarray(a, dtype=np.float64).tobytes())
         lines = [f"convention {convention}", f"n {batch}", f"reps {reps}", f"states {states}"]
-        if native:  # the harness loads this very model instead of parsing the URDF
+        if build != "default":  # the harness loads this very model, not the URDF
             model.saveToBinary(str(Path(tmp) / "model.bin"))
             lines.append(f"model {Path(tmp) / 'model.bin'}")
         else:
@@ -286,12 +300,15 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--processes", type=int, default=3, help="harness runs; best of all")
     ap.add_argument("--convention", default="local", choices=["local", "world"])
-    ap.add_argument("--native", action="store_true",
-                    help="native build: -march=native -ffp-contract=fast, model from a saved file")
+    ap.add_argument("--build", default="default", choices=sorted(BUILDS),
+                    help="default: -O3; avx2: -O3 -mavx2 (no FMA); native: -march=native "
+                         "-ffp-contract=fast (both sides alike)")
+    ap.add_argument("--native", action="store_true", help="the same as --build native")
     args = ap.parse_args(argv)
     locked = {k: float(v) for k, v in (s.split("=", 1) for s in args.lock)}
     res = race(args.mech, args.generated, args.urdf, locked, args.root, args.batch, args.reps,
-               convention=args.convention, native=args.native, processes=args.processes)
+               convention=args.convention,
+               build="native" if args.native else args.build, processes=args.processes)
     print(f"{'kernel':28s} {'ours batch':>10s} {'ours loop':>10s} {'pinocchio ns':>13s} "
           f"{'Pin/batch':>9s} {'Pin/loop':>8s}", file=sys.stderr)
     for name, t in res.items():

@@ -80,8 +80,12 @@ def _race_rounds(name: str, tmp: Path, num: dict, mj_out: dict | None, mj: dict 
     times on the same states; the best of each time (the machine is shared). Updates
     ``mj_out`` with MuJoCo's best batch and single-state times."""
     from bench import mujoco_race, pinocchio_constraint_race as pcr
+    from mechgen.runtime.cbuild import isa_flags
     prep = pcr.prepare(name, tmp, num=num)
-    runs = [pcr.run(prep)]
+    isa = isa_flags()      # ours also as the runtime compiles it on this CPU (-mavx2)
+    prep_isa = dict(prep, exe=pcr.build_harness(name, Path(tmp).resolve() / name,
+                                                [*pcr.OURS_EXTRA_FLAGS, *isa])) if isa else None
+    runs, runs_isa = [pcr.run(prep)], [pcr.run(prep_isa)] if isa else []
     for _ in range(rounds - 1):
         if mj is not None and "xml" in mj:
             kv = mujoco_race.run_harness(mj["xml"], mj["states"], 10)
@@ -89,7 +93,12 @@ def _race_rounds(name: str, tmp: Path, num: dict, mj_out: dict | None, mj: dict 
             mj_out["single_ns_per_call"] = min(mj_out["single_ns_per_call"],
                                                float(kv["single_ns_min"][0]))
         runs.append(pcr.run(prep))
+        if isa:
+            runs_isa.append(pcr.run(prep_isa))
     best = {**runs[0], **{k: min(r[k] for r in runs) for k in runs[0] if k.endswith("_ns")}}
+    if isa:
+        best["isa"] = {"flags": isa, **{k: min(r[k] for r in runs_isa)
+                                        for k in runs_isa[0] if k.endswith("_ns")}}
     best["pin_over_ours_batch"] = best["pin_batch_ns"] / best["ours_batch_ns"]
     best["pin_over_ours_single"] = best["pin_single_ns"] / best["ours_single_ns"]
     best["pin_over_accel_batch"] = best["pin_batch_ns"] / best["accel_batch_ns"]
@@ -115,7 +124,9 @@ def race_table(results: dict) -> None:
             f"{'Pin/o 1':>7s} {'Pin/o N':>7s}")
     print("\nstep (and below it the lean step_accel) vs MuJoCo mj_forward and Pinocchio "
           "constraintDynamics, compiled loops, ns per state (1: one state repeated, N: 2000 "
-          "states; ours timed beside Pinocchio)")
+          "states; ours timed beside Pinocchio, both -O3; the -mavx2 rows: ours compiled as "
+          "the runtime does on this CPU, beside the same Pinocchio build (baseline: its "
+          "prebuilt libraries), MuJoCo's wheel being AVX code)")
     print(head + "\n" + "-" * len(head))
     for name, r in results.items():
         if "pinocchio" not in r:
@@ -132,6 +143,12 @@ def race_table(results: dict) -> None:
         print(f"{'  step_accel':22s} {'':5s} {a1:7.0f} {aN:7.0f} {'':7s} {'':7s} {'':7s} "
               f"{'':7s} {m1 / a1:7.1f} {mN / aN:7.1f} {pr['pin_over_accel_single']:7.1f} "
               f"{pr['pin_over_accel_batch']:7.1f}", flush=True)
+        if "isa" in pr:       # ours with -mavx2 (MuJoCo's wheel is AVX code; Pinocchio baseline)
+            for label, key in (("  step, -mavx2", "ours"), ("  step_accel, -mavx2", "accel")):
+                i1, iN = pr["isa"][f"{key}_single_ns"], pr["isa"][f"{key}_batch_ns"]
+                print(f"{label:22s} {'':5s} {i1:7.0f} {iN:7.0f} {'':7s} {'':7s} {'':7s} "
+                      f"{'':7s} {m1 / i1:7.1f} {mN / iN:7.1f} {pr['pin_single_ns'] / i1:7.1f} "
+                      f"{pr['pin_batch_ns'] / iN:7.1f}", flush=True)
 
 
 def run(specs: list[Path], tmp: Path, batch: int) -> dict:

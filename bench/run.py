@@ -79,17 +79,19 @@ def bench_mechanism(name: str, root: Path, gen, model, n_c: int, n_py: int, n_np
 
 def race_pinocchio(cases) -> dict:
     """Our C kernels of every bundled URDF robot against Pinocchio's C++ on the same URDF
-    (bench/pinocchio_race.py: compiled loops over one batch, interleaved, best of 7)."""
+    (bench/pinocchio_race.py: compiled loops over one batch, interleaved, best of 7), in the
+    default build (-O3 both sides) and, on a CPU with AVX2, the avx2 build (-O3 -mavx2 both
+    sides, no FMA: what the runtime compiles on such a CPU). {build: {robot: results}}."""
+    from mechgen.runtime.cbuild import isa_flags
+    robots, ops = race_robots(cases)
+    builds = ["default"] + (["avx2"] if isa_flags() else [])
+    return {build: race_build(robots, ops, build) for build in builds}
+
+
+def race_robots(cases) -> tuple[list, dict]:
+    """The race's robots: (name, generated folder, URDF, locked joints, base) of every bundled
+    URDF robot and of the general-geometry ones (generated here), and their op counts."""
     import tomllib
-    from bench.pinocchio_race import race
-    print("\n== race against Pinocchio (C++, same URDF, same flags -O3; compiled loops over "
-          "10^4 states, best of 7)")
-    print("ours batch: the batch function, outputs of every state kept; ours loop: the "
-          "single-state kernel in a loop, outputs overwritten (as Pinocchio's Data)")
-    head = (f"{'robot':8s} {'n':>3s} {'kernel':18s} {'ops':>6s} {'batch ns':>8s} "
-            f"{'loop ns':>8s} {'Pinocchio ns':>12s} {'Pin/batch':>9s} {'Pin/loop':>8s}")
-    print(head + "\n" + "-" * len(head))
-    out = {}
     ops = {chain.name: {g.kernel.name: g.ops["total"] for g in gen} for chain, gen, _, _ in cases}
     robots = []   # (name, generated folder, URDF, locked joints, base)
     for spec in bundled_specs():
@@ -104,8 +106,22 @@ def race_pinocchio(cases) -> dict:
     for name, urdf, lock, base, kernel_ops in generate_general(general):
         ops[name] = kernel_ops
         robots.append((name, general, urdf, lock, base))
+    return robots, ops
+
+
+def race_build(robots: list, ops: dict, build: str) -> dict:
+    """One build's race table (bench/pinocchio_race.py BUILDS)."""
+    from bench.pinocchio_race import BUILDS, race
+    print(f"\n== race against Pinocchio (C++, same URDF, same flags {' '.join(BUILDS[build])} "
+          f"both sides; compiled loops over 10^4 states, best of 7)")
+    print("ours batch: the batch function, outputs of every state kept; ours loop: the "
+          "single-state kernel in a loop, outputs overwritten (as Pinocchio's Data)")
+    head = (f"{'robot':8s} {'n':>3s} {'kernel':18s} {'ops':>6s} {'batch ns':>8s} "
+            f"{'loop ns':>8s} {'Pinocchio ns':>12s} {'Pin/batch':>9s} {'Pin/loop':>8s}")
+    print(head + "\n" + "-" * len(head))
+    out = {}
     for name, folder, urdf, lock, base in robots:
-        res = race(name, folder, urdf, lock, base)
+        res = race(name, folder, urdf, lock, base, build=build)
         n = len(json.loads((folder / name / "manifest.json").read_text())["coordinates"])
         for i, (k, t) in enumerate(res.items()):
             t["ops"] = ops[name][k]
@@ -163,7 +179,10 @@ def main() -> None:
             print(f"{lead} {k:18s} {r['ops']['total']:6d} {r['ops_dense']['total']:6d} "
                   f"{r['t_c_ns']:8.0f} {r['t_python_ns']:9.0f} {r['t_numpy_ns']:9.0f} "
                   f"{r['python_over_c']:6.0f} {r['numpy_over_c']:7.0f}", flush=True)
-    results["pinocchio_race"] = race_pinocchio(cases)
+    races = race_pinocchio(cases)
+    results["pinocchio_race"] = races["default"]
+    if "avx2" in races:
+        results["pinocchio_race_avx2"] = races["avx2"]
     print("\n== parallel mechanisms: the full step (IK, closure, leg dynamics, reduction, solve, "
           "base loads)")
     from bench.platform_bench import run as run_platforms
