@@ -50,7 +50,7 @@ def test_arguments_free_of_trig_results_are_gathered_and_their_statements_move_u
     out = gather_sincos(body, {"q"})
     gather = next(e["gather"] for e in out if e["gather"])
     assert gather["args"] == ["q1", "h + q2", "q4", "0.0"]
-    assert gather["size"] % LANES == 0
+    assert gather["size"] % LANES == 0 and gather["count"] == 3
     assert [e.get("target") for e in out][:2] == ["h", None]        # h, then the loop
     reads = {e["target"]: e["expr"] for e in out if e["assign"] and e.get("target")
              and e["expr"].startswith(gather["prefix"])}

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -298,9 +308,9 @@ int mechgen_andrews_closure(const double *restrict q, const double *restrict p, 
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -620,9 +630,9 @@ int mechgen_andrews_newton_step(const double *restrict q, const double *restrict
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -969,9 +979,9 @@ int mechgen_andrews_velocity(const double *restrict q, const double *restrict qd
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1305,9 +1315,9 @@ int mechgen_andrews_kinematics(const double *restrict q, const double *restrict 
     sc_x[6] = cse9;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     R[55] = -s1;
@@ -2110,9 +2120,9 @@ int mechgen_andrews_mass_matrix(const double *restrict q, const double *restrict
     sc_x[2] = cse1;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s5 = sc_s[0];
     const double c5 = sc_c[0];
@@ -2351,9 +2361,9 @@ int mechgen_andrews_bias(const double *restrict q, const double *restrict qd, co
     sc_x[6] = cse5;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -2734,9 +2744,9 @@ int mechgen_andrews_forward_dynamics(const double *restrict q, const double *res
     sc_x[6] = cse5;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -3419,9 +3429,9 @@ int mechgen_andrews_inverse_dynamics(const double *restrict q, const double *res
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -4009,9 +4019,9 @@ int mechgen_andrews_energy(const double *restrict q, const double *restrict qd, 
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -4326,9 +4336,9 @@ int mechgen_andrews_violation(const double *restrict q, const double *restrict q
     sc_x[6] = cse7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];

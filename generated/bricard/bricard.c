@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -280,17 +290,19 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -576,17 +588,19 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -939,17 +953,19 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double q4 = q[3];
     const double q5 = q[4];
     const double qd_ind1 = qd_ind[0];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1305,17 +1321,19 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double qdd3 = qdd[2];
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     R[2] = s1;
@@ -2343,7 +2361,7 @@ int mechgen_bricard_mass_matrix(const double *restrict q, double *restrict M)
     sc_x[2] = q4;
     sc_x[3] = q5;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2643,17 +2661,19 @@ int mechgen_bricard_bias(const double *restrict q, const double *restrict qd, co
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -3164,17 +3184,19 @@ int mechgen_bricard_forward_dynamics(const double *restrict q, const double *res
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -4211,17 +4233,19 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qdd_ind1 = qdd_ind[0];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -5047,17 +5071,19 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -5337,17 +5363,19 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];

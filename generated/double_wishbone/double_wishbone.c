@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -293,9 +303,9 @@ int mechgen_double_wishbone_closure(const double *restrict q, const double *rest
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -745,9 +755,9 @@ int mechgen_double_wishbone_newton_step(const double *restrict q, const double *
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -1234,9 +1244,9 @@ int mechgen_double_wishbone_velocity(const double *restrict q, const double *res
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -1758,9 +1768,9 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -2836,17 +2846,19 @@ int mechgen_double_wishbone_mass_matrix(const double *restrict q, const double *
     const double q6 = q[5];
     const double q7 = q[6];
     const double q8 = q[7];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
     sc_x[3] = q7;
     sc_x[4] = q8;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -3238,9 +3250,9 @@ int mechgen_double_wishbone_bias(const double *restrict q, const double *restric
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -3917,9 +3929,9 @@ int mechgen_double_wishbone_forward_dynamics(const double *restrict q, const dou
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -5127,9 +5139,9 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -6105,9 +6117,9 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -6551,9 +6563,9 @@ int mechgen_double_wishbone_violation(const double *restrict q, const double *re
     sc_x[6] = q8;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];

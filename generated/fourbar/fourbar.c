@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -287,9 +297,9 @@ int mechgen_fourbar_closure(const double *restrict q, double *restrict phi, doub
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -425,9 +435,9 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -598,9 +608,9 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -766,9 +776,9 @@ int mechgen_fourbar_kinematics(const double *restrict q, const double *restrict 
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     R[19] = -s1;
@@ -1301,9 +1311,9 @@ int mechgen_fourbar_bias(const double *restrict q, const double *restrict qd, co
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1490,9 +1500,9 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1789,9 +1799,9 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -2047,9 +2057,9 @@ int mechgen_fourbar_energy(const double *restrict q, const double *restrict qd, 
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -2205,9 +2215,9 @@ int mechgen_fourbar_violation(const double *restrict q, const double *restrict q
     sc_x[2] = cse2;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -287,9 +297,9 @@ int mechgen_gough_stewart_docking_inverse_kinematics(const double *restrict x, c
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -918,9 +928,9 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     sc_x[14] = psi_x;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double leg1_s1 = sc_s[0];
     const double leg1_c1 = sc_c[0];
@@ -1667,9 +1677,9 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -2928,9 +2938,9 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -4290,9 +4300,9 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -5765,9 +5775,9 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -7142,9 +7152,9 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -9189,9 +9199,9 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -12338,9 +12348,9 @@ int mechgen_gough_stewart_docking_step(const double *restrict x, const double *r
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -17209,9 +17219,9 @@ int mechgen_gough_stewart_docking_step_accel(const double *restrict x, const dou
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -20391,9 +20401,9 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -21968,9 +21978,9 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -25493,9 +25503,9 @@ int mechgen_gough_stewart_docking_base_step(const double *restrict x, const doub
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -30750,9 +30760,9 @@ int mechgen_gough_stewart_docking_coupled_step(const double *restrict x, const d
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -41682,9 +41692,9 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -287,9 +297,9 @@ int mechgen_hexapod_pus_inverse_kinematics(const double *restrict x, const doubl
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -1002,9 +1012,9 @@ int mechgen_hexapod_pus_newton_step(const double *restrict x, const double *rest
     sc_x[14] = psi_x;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double leg1_s2 = sc_s[0];
     const double leg1_c2 = sc_c[0];
@@ -1871,9 +1881,9 @@ int mechgen_hexapod_pus_velocity_constraints(const double *restrict x, const dou
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -3376,9 +3386,9 @@ int mechgen_hexapod_pus_leg_rates(const double *restrict x, const double *restri
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -4982,9 +4992,9 @@ int mechgen_hexapod_pus_acceleration_terms(const double *restrict x, const doubl
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -6649,9 +6659,9 @@ int mechgen_hexapod_pus_leg_forces(const double *restrict x, const double *restr
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -8084,9 +8094,9 @@ int mechgen_hexapod_pus_leg_dynamics(const double *restrict x, const double *res
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -10241,9 +10251,9 @@ int mechgen_hexapod_pus_reduced_dynamics(const double *restrict x, const double 
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -12978,9 +12988,9 @@ int mechgen_hexapod_pus_step(const double *restrict x, const double *restrict u,
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -17081,9 +17091,9 @@ int mechgen_hexapod_pus_step_accel(const double *restrict x, const double *restr
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -19845,9 +19855,9 @@ int mechgen_hexapod_pus_energy(const double *restrict x, const double *restrict 
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -21466,9 +21476,9 @@ int mechgen_hexapod_pus_drive_forces(const double *restrict x, const double *res
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];
@@ -24463,9 +24473,9 @@ int mechgen_hexapod_pus_base_step(const double *restrict x, const double *restri
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -29129,9 +29139,9 @@ int mechgen_hexapod_pus_coupled_step(const double *restrict x, const double *res
     sc__x[2] = psi_x;
     sc__x[3] = 0.0;
     #pragma omp simd
-    for (int sc__i = 0; sc__i < 4; ++sc__i)
+    for (int sc__i = 0; sc__i < MG_PADDED(3); ++sc__i)
         mg_sincos_poly(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
-    for (int sc__i = 0; sc__i < 4; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc__i = 0; sc__i < 3; ++sc__i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc__x[sc__i])) mg_sincos(sc__x[sc__i], &sc__s[sc__i], &sc__c[sc__i]);
     const double s_psi_y = sc__s[0];
     const double c_psi_y = sc__c[0];
@@ -41008,9 +41018,9 @@ int mechgen_hexapod_pus_momentum(const double *restrict x, const double *restric
     sc_x[2] = psi_x;
     sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(3); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 3; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s_psi_y = sc_s[0];
     const double c_psi_y = sc_c[0];

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -277,11 +287,13 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
 {
     const double q1 = q[0];
     const double q2 = q[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -416,11 +428,13 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     int status = 0;
     const double q1 = q[0];
     const double q2 = q[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -573,11 +587,13 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double q1 = q[0];
     const double q2 = q[1];
     const double qd_ind1 = qd_ind[0];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -721,11 +737,13 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
     const double qd2 = qd[1];
     const double qdd1 = qdd[0];
     const double qdd2 = qdd[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1121,11 +1139,13 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1267,11 +1287,13 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1519,11 +1541,13 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qdd_ind1 = qdd_ind[0];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1887,11 +1911,13 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
     const double q2 = q[1];
     const double qd1 = qd[0];
     const double qd2 = qd[1];
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q1;
     sc_x[1] = q2;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -282,17 +292,19 @@ int mechgen_landing_gear_closure(const double *restrict q, double *restrict phi,
     const double q5 = q[4];
     const double q6 = q[5];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse0;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -694,17 +706,19 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double q5 = q[4];
     const double q6 = q[5];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse0;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1160,17 +1174,19 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double q6 = q[5];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse0;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1601,17 +1617,19 @@ int mechgen_landing_gear_kinematics(const double *restrict q, const double *rest
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double cse6 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -2655,11 +2673,13 @@ int mechgen_landing_gear_mass_matrix(const double *restrict q, double *restrict 
     const double q5 = q[4];
     const double q6 = q[5];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[2], sc_s[2], sc_c[2];
+    double sc_x[4], sc_s[4], sc_c[4];
     sc_x[0] = q2;
     sc_x[1] = cse0;
+    sc_x[2] = 0.0;
+    sc_x[3] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 2; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(2); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2885,17 +2905,19 @@ int mechgen_landing_gear_bias(const double *restrict q, const double *restrict q
     const double tau5 = tau[4];
     const double tau6 = tau[5];
     const double cse2 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse2;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -3464,17 +3486,19 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double tau5 = tau[4];
     const double tau6 = tau[5];
     const double cse2 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse2;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -4485,17 +4509,19 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double qd6 = qd[5];
     const double qdd_ind1 = qdd_ind[0];
     const double cse2 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse2;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -5382,17 +5408,19 @@ int mechgen_landing_gear_energy(const double *restrict q, const double *restrict
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse0;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -5716,17 +5744,19 @@ int mechgen_landing_gear_violation(const double *restrict q, const double *restr
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double cse0 = q5 + 0.08726646259971647;
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = cse0;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -291,9 +301,9 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
     sc_x[6] = q7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     tau[1] = s1;
@@ -672,15 +682,17 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1544,15 +1556,17 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double qd7 = qd[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2127,15 +2141,17 @@ int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
     const double q5 = q[4];
     const double q6 = q[5];
     const double q7 = q[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2703,15 +2719,17 @@ int mechgen_panda_bias(const double *restrict q, const double *restrict qd, cons
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -3159,15 +3177,17 @@ int mechgen_panda_inverse_dynamics(const double *restrict q, const double *restr
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -3612,15 +3632,17 @@ int mechgen_panda_forward_dynamics(const double *restrict q, const double *restr
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -4670,9 +4692,9 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     sc_x[6] = q7;
     sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 8; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(7); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 8; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 7; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -5022,15 +5044,17 @@ int mechgen_panda_inverse_dynamics_derivatives(const double *restrict q, const d
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -6808,15 +6832,17 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -8004,7 +8030,7 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double dqdd_c1_x7_6 = -L7_6*dqdd_c1_x6_5 + dqdd_c1_x7_5;
     dqdd_dq[42] = -dqdd_c1_x7_6;
     /* column loop: 13 columns, vectorised across them */
-    double cl0_in[7][14], cl0_out[7][14];
+    double cl0_in[7][16], cl0_out[7][16];
     cl0_in[0][0] = -Pq2_a*s2 - Pq2_b*c2;
     cl0_in[1][0] = Ic2_J02*alpha1_b - Ic2_J12*alpha1_a + Ic2_J22*Sdd2_c - Ic2_h_x*g_c_x - Ic2_h_y*g_c_y - V1_a*uS2_b + V1_b*uS2_a;
     cl0_in[2][0] = -Ic3_J01*alpha1_b + Ic3_J11*alpha1_a - Ic3_J12*Sdd2_c - Ic3_h_z*g_c_y + Idc3_J11*V1_a + V1_b*uS3_a;
@@ -8103,8 +8129,22 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     cl0_in[4][13] = 0.0;
     cl0_in[5][13] = 0.0;
     cl0_in[6][13] = 0.0;
+    cl0_in[0][14] = 0.0;
+    cl0_in[1][14] = 0.0;
+    cl0_in[2][14] = 0.0;
+    cl0_in[3][14] = 0.0;
+    cl0_in[4][14] = 0.0;
+    cl0_in[5][14] = 0.0;
+    cl0_in[6][14] = 0.0;
+    cl0_in[0][15] = 0.0;
+    cl0_in[1][15] = 0.0;
+    cl0_in[2][15] = 0.0;
+    cl0_in[3][15] = 0.0;
+    cl0_in[4][15] = 0.0;
+    cl0_in[5][15] = 0.0;
+    cl0_in[6][15] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 14; ++cl0_c) {
+    for (int cl0_c = 0; cl0_c < MG_PADDED(13); ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
         const double dqdd_g1_b3 = cl0_in[2][cl0_c];
@@ -8391,15 +8431,17 @@ int mechgen_panda_regressor(const double *restrict q, const double *restrict qd,
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -10640,15 +10682,17 @@ int mechgen_panda_base_regressor(const double *restrict q, const double *restric
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -12359,15 +12403,17 @@ int mechgen_panda_base_inverse_dynamics(const double *restrict q, const double *
     const double beta41 = beta[40];
     const double beta42 = beta[41];
     const double beta43 = beta[42];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = q7;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -289,7 +299,7 @@ int mechgen_parallelogram3_closure(const double *restrict q, double *restrict ph
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -470,7 +480,7 @@ int mechgen_parallelogram3_newton_step(const double *restrict q, double *restric
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -693,7 +703,7 @@ int mechgen_parallelogram3_velocity(const double *restrict q, const double *rest
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -909,7 +919,7 @@ int mechgen_parallelogram3_kinematics(const double *restrict q, const double *re
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1461,7 +1471,7 @@ int mechgen_parallelogram3_bias(const double *restrict q, const double *restrict
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -1687,7 +1697,7 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2127,7 +2137,7 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2529,7 +2539,7 @@ int mechgen_parallelogram3_energy(const double *restrict q, const double *restri
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2698,7 +2708,7 @@ int mechgen_parallelogram3_violation(const double *restrict q, const double *res
     sc_x[2] = cse2;
     sc_x[3] = cse3;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -310,9 +320,9 @@ int mechgen_solo12_forward_kinematics(const double *restrict q, double *restrict
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -1275,9 +1285,9 @@ int mechgen_solo12_jacobians(const double *restrict q, double *restrict T, doubl
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     R[4] = s4;
@@ -5871,9 +5881,9 @@ int mechgen_solo12_velocities(const double *restrict q, const double *restrict q
     sc_x[10] = q17;
     sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 12; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(11); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 12; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 11; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -7096,9 +7106,9 @@ int mechgen_solo12_mass_matrix(const double *restrict q, double *restrict A)
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -8908,9 +8918,9 @@ int mechgen_solo12_bias(const double *restrict q, const double *restrict qd, con
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -9987,9 +9997,9 @@ int mechgen_solo12_inverse_dynamics(const double *restrict q, const double *rest
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -11039,9 +11049,9 @@ int mechgen_solo12_forward_dynamics(const double *restrict q, const double *rest
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -14039,9 +14049,9 @@ int mechgen_solo12_energy(const double *restrict q, const double *restrict qd, d
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -14868,9 +14878,9 @@ int mechgen_solo12_inverse_dynamics_derivatives(const double *restrict q, const 
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -19951,9 +19961,9 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     sc_x[14] = q18;
     sc_x[15] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 16; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(15); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 15; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -23480,7 +23490,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     const double Ainv_18_18 = Ainv_U18_1*Ainv_V18_1 + Ainv_U18_16*Ainv_V18_16 + Ainv_U18_2*Ainv_V18_2 + Ainv_U18_3*Ainv_V18_3 + Ainv_U18_4*Ainv_V18_4 + Ainv_U18_5*Ainv_V18_5 + Ainv_U18_6*Ainv_V18_6 - Ainv_V18_17*L18_17 + invD18;
     dqdd_dQ[323] = Ainv_18_18;
     /* column loop: 6 columns, vectorised across them */
-    double cl0_in[18][6], cl0_out[18][6];
+    double cl0_in[18][8], cl0_out[18][8];
     cl0_in[0][0] = Pq4_x*Ra3_00 + Pq4_y*Ra3_10 + Pq4_z*s4;
     cl0_in[1][0] = Pq4_x*s5 + Pq4_y*c5;
     cl0_in[2][0] = Pq4_x*Ra3_02 + Pq4_y*Ra3_12 + Pq4_z*c4;
@@ -23589,8 +23599,44 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl0_in[15][5] = -2.0*V3_y*wS16_z + 2.0*V3_z*wS16_y - 2.0*V4_b*wS16_c + 2.0*qd5*wS16_b + uS16_a;
     cl0_in[16][5] = -2.0*V3_y*wS17_z + 2.0*V3_z*wS17_y - 2.0*V4_b*wS17_c + 2.0*qd5*wS17_b + uS17_a;
     cl0_in[17][5] = -2.0*V3_y*wS18_z + 2.0*V3_z*wS18_y - 2.0*V4_b*wS18_c + 2.0*qd5*wS18_b + uS18_a;
+    cl0_in[0][6] = 0.0;
+    cl0_in[1][6] = 0.0;
+    cl0_in[2][6] = 0.0;
+    cl0_in[3][6] = 0.0;
+    cl0_in[4][6] = 0.0;
+    cl0_in[5][6] = 0.0;
+    cl0_in[6][6] = 0.0;
+    cl0_in[7][6] = 0.0;
+    cl0_in[8][6] = 0.0;
+    cl0_in[9][6] = 0.0;
+    cl0_in[10][6] = 0.0;
+    cl0_in[11][6] = 0.0;
+    cl0_in[12][6] = 0.0;
+    cl0_in[13][6] = 0.0;
+    cl0_in[14][6] = 0.0;
+    cl0_in[15][6] = 0.0;
+    cl0_in[16][6] = 0.0;
+    cl0_in[17][6] = 0.0;
+    cl0_in[0][7] = 0.0;
+    cl0_in[1][7] = 0.0;
+    cl0_in[2][7] = 0.0;
+    cl0_in[3][7] = 0.0;
+    cl0_in[4][7] = 0.0;
+    cl0_in[5][7] = 0.0;
+    cl0_in[6][7] = 0.0;
+    cl0_in[7][7] = 0.0;
+    cl0_in[8][7] = 0.0;
+    cl0_in[9][7] = 0.0;
+    cl0_in[10][7] = 0.0;
+    cl0_in[11][7] = 0.0;
+    cl0_in[12][7] = 0.0;
+    cl0_in[13][7] = 0.0;
+    cl0_in[14][7] = 0.0;
+    cl0_in[15][7] = 0.0;
+    cl0_in[16][7] = 0.0;
+    cl0_in[17][7] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 6; ++cl0_c) {
+    for (int cl0_c = 0; cl0_c < MG_PADDED(6); ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
         const double dqdd_g1_b3 = cl0_in[2][cl0_c];
@@ -24044,7 +24090,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[310] = -dqdd_c23_x18_8;
     dqdd_dqd[311] = -dqdd_c24_x18_8;
     /* column loop: 6 columns, vectorised across them */
-    double cl1_in[9][6], cl1_out[18][6];
+    double cl1_in[9][8], cl1_out[18][8];
     cl1_in[0][0] = Pq7_x*Ra3_00 + Pq7_y*Ra3_10 + Pq7_z*s4;
     cl1_in[1][0] = Pq7_x*s5 + Pq7_y*c5;
     cl1_in[2][0] = Pq7_x*Ra3_02 + Pq7_y*Ra3_12 + Pq7_z*c4;
@@ -24099,8 +24145,26 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl1_in[6][5] = Gqd9_a + Gqd9_y*p7_z - Gqd9_z*p7_y;
     cl1_in[7][5] = Gqd9_b*R7_11 - Gqd9_c*R7_12 + Gqd9_x*S8_x + Gqd9_y*S8_y + Gqd9_z*S8_z;
     cl1_in[8][5] = R7_11*uS9_b - R7_12*uS9_c + 2.0*Sd8_b*wS9_b + 2.0*Sd8_c*wS9_c + 2.0*Sd9_a*wS9_a + 2.0*Sd9_x*wS9_x + 2.0*Sd9_y*wS9_y + 2.0*Sd9_z*wS9_z;
+    cl1_in[0][6] = 0.0;
+    cl1_in[1][6] = 0.0;
+    cl1_in[2][6] = 0.0;
+    cl1_in[3][6] = 0.0;
+    cl1_in[4][6] = 0.0;
+    cl1_in[5][6] = 0.0;
+    cl1_in[6][6] = 0.0;
+    cl1_in[7][6] = 0.0;
+    cl1_in[8][6] = 0.0;
+    cl1_in[0][7] = 0.0;
+    cl1_in[1][7] = 0.0;
+    cl1_in[2][7] = 0.0;
+    cl1_in[3][7] = 0.0;
+    cl1_in[4][7] = 0.0;
+    cl1_in[5][7] = 0.0;
+    cl1_in[6][7] = 0.0;
+    cl1_in[7][7] = 0.0;
+    cl1_in[8][7] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl1_c = 0; cl1_c < 6; ++cl1_c) {
+    for (int cl1_c = 0; cl1_c < MG_PADDED(6); ++cl1_c) {
         const double dqdd_g2_b1 = cl1_in[0][cl1_c];
         const double dqdd_g2_b2 = cl1_in[1][cl1_c];
         const double dqdd_g2_b3 = cl1_in[2][cl1_c];
@@ -24473,7 +24537,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[313] = -dqdd_c26_x18_7;
     dqdd_dqd[314] = -dqdd_c27_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl2_in[9][6], cl2_out[18][6];
+    double cl2_in[9][8], cl2_out[18][8];
     cl2_in[0][0] = Pq10_x*Ra3_00 + Pq10_y*Ra3_10 + Pq10_z*s4;
     cl2_in[1][0] = Pq10_x*s5 + Pq10_y*c5;
     cl2_in[2][0] = Pq10_x*Ra3_02 + Pq10_y*Ra3_12 + Pq10_z*c4;
@@ -24528,8 +24592,26 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl2_in[6][5] = Gqd12_a - Gqd12_y*p7_z + Gqd12_z*p7_y;
     cl2_in[7][5] = Gqd12_b*R10_11 - Gqd12_c*R10_12 + Gqd12_x*S11_x + Gqd12_y*S11_y + Gqd12_z*S11_z;
     cl2_in[8][5] = R10_11*uS12_b - R10_12*uS12_c + 2.0*Sd11_b*wS12_b + 2.0*Sd11_c*wS12_c + 2.0*Sd12_a*wS12_a + 2.0*Sd12_x*wS12_x + 2.0*Sd12_y*wS12_y + 2.0*Sd12_z*wS12_z;
+    cl2_in[0][6] = 0.0;
+    cl2_in[1][6] = 0.0;
+    cl2_in[2][6] = 0.0;
+    cl2_in[3][6] = 0.0;
+    cl2_in[4][6] = 0.0;
+    cl2_in[5][6] = 0.0;
+    cl2_in[6][6] = 0.0;
+    cl2_in[7][6] = 0.0;
+    cl2_in[8][6] = 0.0;
+    cl2_in[0][7] = 0.0;
+    cl2_in[1][7] = 0.0;
+    cl2_in[2][7] = 0.0;
+    cl2_in[3][7] = 0.0;
+    cl2_in[4][7] = 0.0;
+    cl2_in[5][7] = 0.0;
+    cl2_in[6][7] = 0.0;
+    cl2_in[7][7] = 0.0;
+    cl2_in[8][7] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl2_c = 0; cl2_c < 6; ++cl2_c) {
+    for (int cl2_c = 0; cl2_c < MG_PADDED(6); ++cl2_c) {
         const double dqdd_g3_b1 = cl2_in[0][cl2_c];
         const double dqdd_g3_b2 = cl2_in[1][cl2_c];
         const double dqdd_g3_b3 = cl2_in[2][cl2_c];
@@ -24902,7 +24984,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[316] = -dqdd_c29_x18_7;
     dqdd_dqd[317] = -dqdd_c30_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl3_in[9][6], cl3_out[18][6];
+    double cl3_in[9][8], cl3_out[18][8];
     cl3_in[0][0] = Pq13_x*Ra3_00 + Pq13_y*Ra3_10 + Pq13_z*s4;
     cl3_in[1][0] = Pq13_x*s5 + Pq13_y*c5;
     cl3_in[2][0] = Pq13_x*Ra3_02 + Pq13_y*Ra3_12 + Pq13_z*c4;
@@ -24957,8 +25039,26 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl3_in[6][5] = Gqd15_a + Gqd15_y*p7_z - Gqd15_z*p7_y;
     cl3_in[7][5] = Gqd15_b*R13_11 - Gqd15_c*R13_12 + Gqd15_x*S14_x + Gqd15_y*S14_y + Gqd15_z*S14_z;
     cl3_in[8][5] = R13_11*uS15_b - R13_12*uS15_c + 2.0*Sd14_b*wS15_b + 2.0*Sd14_c*wS15_c + 2.0*Sd15_a*wS15_a + 2.0*Sd15_x*wS15_x + 2.0*Sd15_y*wS15_y + 2.0*Sd15_z*wS15_z;
+    cl3_in[0][6] = 0.0;
+    cl3_in[1][6] = 0.0;
+    cl3_in[2][6] = 0.0;
+    cl3_in[3][6] = 0.0;
+    cl3_in[4][6] = 0.0;
+    cl3_in[5][6] = 0.0;
+    cl3_in[6][6] = 0.0;
+    cl3_in[7][6] = 0.0;
+    cl3_in[8][6] = 0.0;
+    cl3_in[0][7] = 0.0;
+    cl3_in[1][7] = 0.0;
+    cl3_in[2][7] = 0.0;
+    cl3_in[3][7] = 0.0;
+    cl3_in[4][7] = 0.0;
+    cl3_in[5][7] = 0.0;
+    cl3_in[6][7] = 0.0;
+    cl3_in[7][7] = 0.0;
+    cl3_in[8][7] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl3_c = 0; cl3_c < 6; ++cl3_c) {
+    for (int cl3_c = 0; cl3_c < MG_PADDED(6); ++cl3_c) {
         const double dqdd_g4_b1 = cl3_in[0][cl3_c];
         const double dqdd_g4_b2 = cl3_in[1][cl3_c];
         const double dqdd_g4_b3 = cl3_in[2][cl3_c];
@@ -25331,7 +25431,7 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[319] = -dqdd_c32_x18_7;
     dqdd_dqd[320] = -dqdd_c33_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl4_in[9][6], cl4_out[18][6];
+    double cl4_in[9][8], cl4_out[18][8];
     cl4_in[0][0] = Pq16_x*Ra3_00 + Pq16_y*Ra3_10 + Pq16_z*s4;
     cl4_in[1][0] = Pq16_x*s5 + Pq16_y*c5;
     cl4_in[2][0] = Pq16_x*Ra3_02 + Pq16_y*Ra3_12 + Pq16_z*c4;
@@ -25386,8 +25486,26 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     cl4_in[6][5] = Gqd18_a - Gqd18_y*p7_z + Gqd18_z*p7_y;
     cl4_in[7][5] = Gqd18_b*R16_11 - Gqd18_c*R16_12 + Gqd18_x*S17_x + Gqd18_y*S17_y + Gqd18_z*S17_z;
     cl4_in[8][5] = R16_11*uS18_b - R16_12*uS18_c + 2.0*Sd17_b*wS18_b + 2.0*Sd17_c*wS18_c + 2.0*Sd18_a*wS18_a + 2.0*Sd18_x*wS18_x + 2.0*Sd18_y*wS18_y + 2.0*Sd18_z*wS18_z;
+    cl4_in[0][6] = 0.0;
+    cl4_in[1][6] = 0.0;
+    cl4_in[2][6] = 0.0;
+    cl4_in[3][6] = 0.0;
+    cl4_in[4][6] = 0.0;
+    cl4_in[5][6] = 0.0;
+    cl4_in[6][6] = 0.0;
+    cl4_in[7][6] = 0.0;
+    cl4_in[8][6] = 0.0;
+    cl4_in[0][7] = 0.0;
+    cl4_in[1][7] = 0.0;
+    cl4_in[2][7] = 0.0;
+    cl4_in[3][7] = 0.0;
+    cl4_in[4][7] = 0.0;
+    cl4_in[5][7] = 0.0;
+    cl4_in[6][7] = 0.0;
+    cl4_in[7][7] = 0.0;
+    cl4_in[8][7] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl4_c = 0; cl4_c < 6; ++cl4_c) {
+    for (int cl4_c = 0; cl4_c < MG_PADDED(6); ++cl4_c) {
         const double dqdd_g5_b1 = cl4_in[0][cl4_c];
         const double dqdd_g5_b2 = cl4_in[1][cl4_c];
         const double dqdd_g5_b3 = cl4_in[2][cl4_c];

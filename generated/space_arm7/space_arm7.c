@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -287,7 +297,7 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double q11 = q[10];
     const double q12 = q[11];
     const double q13 = q[12];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -298,8 +308,10 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = q13;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(10); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -850,7 +862,7 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double q10 = q[9];
     const double q11 = q[10];
     const double q12 = q[11];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -861,10 +873,12 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = 0.0;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(9); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 9; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     R[4] = s4;
@@ -2859,7 +2873,7 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double qd11 = qd[10];
     const double qd12 = qd[11];
     const double qd13 = qd[12];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -2870,10 +2884,12 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = 0.0;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(9); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 9; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -3702,7 +3718,7 @@ int mechgen_space_arm7_mass_matrix(const double *restrict q, const double *restr
     const double q11 = q[10];
     const double q12 = q[11];
     const double p_m_payload = p[0];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -3713,10 +3729,12 @@ int mechgen_space_arm7_mass_matrix(const double *restrict q, const double *restr
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = 0.0;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(9); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 9; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s4 = sc_s[0];
     const double c4 = sc_c[0];
@@ -4885,7 +4903,7 @@ int mechgen_space_arm7_bias(const double *restrict q, const double *restrict qd,
     const double Q12 = Q[11];
     const double Q13 = Q[12];
     const double p_m_payload = p[0];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -4896,8 +4914,10 @@ int mechgen_space_arm7_bias(const double *restrict q, const double *restrict qd,
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = q13;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(10); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -5565,7 +5585,7 @@ int mechgen_space_arm7_inverse_dynamics(const double *restrict q, const double *
     const double qdd12 = qdd[11];
     const double qdd13 = qdd[12];
     const double p_m_payload = p[0];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -5576,8 +5596,10 @@ int mechgen_space_arm7_inverse_dynamics(const double *restrict q, const double *
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = q13;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(10); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -6244,7 +6266,7 @@ int mechgen_space_arm7_forward_dynamics(const double *restrict q, const double *
     const double Q12 = Q[11];
     const double Q13 = Q[12];
     const double p_m_payload = p[0];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -6255,8 +6277,10 @@ int mechgen_space_arm7_forward_dynamics(const double *restrict q, const double *
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = q13;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(10); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -8392,7 +8416,7 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double qd12 = qd[11];
     const double qd13 = qd[12];
     const double p_m_payload = p[0];
-    double sc_x[10], sc_s[10], sc_c[10];
+    double sc_x[12], sc_s[12], sc_c[12];
     sc_x[0] = q4;
     sc_x[1] = q5;
     sc_x[2] = q6;
@@ -8403,8 +8427,10 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     sc_x[7] = q11;
     sc_x[8] = q12;
     sc_x[9] = q13;
+    sc_x[10] = 0.0;
+    sc_x[11] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 10; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(10); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 10; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);

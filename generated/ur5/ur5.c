@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -280,15 +290,17 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -698,17 +710,19 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1512,17 +1526,19 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -2043,17 +2059,19 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -2438,17 +2456,19 @@ int mechgen_ur5_bias(const double *restrict q, const double *restrict qd, const 
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -2825,17 +2845,19 @@ int mechgen_ur5_inverse_dynamics(const double *restrict q, const double *restric
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -3213,17 +3235,19 @@ int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restric
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -3956,15 +3980,17 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -4300,17 +4326,19 @@ int mechgen_ur5_inverse_dynamics_derivatives(const double *restrict q, const dou
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -5599,17 +5627,19 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -6460,7 +6490,7 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     cl0_in[4][11] = 0.0;
     cl0_in[5][11] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 12; ++cl0_c) {
+    for (int cl0_c = 0; cl0_c < MG_PADDED(11); ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
         const double dqdd_g1_b3 = cl0_in[2][cl0_c];
@@ -6686,17 +6716,19 @@ int mechgen_ur5_regressor(const double *restrict q, const double *restrict qd, c
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -8350,17 +8382,19 @@ int mechgen_ur5_base_regressor(const double *restrict q, const double *restrict 
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -9645,17 +9679,19 @@ int mechgen_ur5_base_inverse_dynamics(const double *restrict q, const double *re
     const double beta34 = beta[33];
     const double beta35 = beta[34];
     const double beta36 = beta[35];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];

@@ -16,6 +16,16 @@
  * inline them into a large kernel by itself, and a call does not vectorise). */
 #include <string.h>
 
+/* The vector loops of a single-state kernel (gathered sines and cosines, column loops) have
+ * arrays padded with zeros to a multiple of 4 and run to MG_PADDED(n): n rounded up to the
+ * doubles of one vector register, so that GCC's -O2 vectoriser needs no scalar epilogue. */
+#if defined(__AVX__)
+#define MG_LANES 4
+#else
+#define MG_LANES 2
+#endif
+#define MG_PADDED(n) (((n) + MG_LANES - 1) / MG_LANES * MG_LANES)
+
 #ifndef MG_TRIG_BOUND
 #define MG_TRIG_BOUND 1.6e6
 #endif
@@ -280,15 +290,17 @@ int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restric
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -658,17 +670,19 @@ int mechgen_ur5_arm_jacobians(const double *restrict q, double *restrict T, doub
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     R[19] = s1;
@@ -1450,17 +1464,19 @@ int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s1 = sc_s[0];
     const double c1 = sc_c[0];
@@ -1954,7 +1970,7 @@ int mechgen_ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
     sc_x[2] = q4;
     sc_x[3] = q5;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 4; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(4); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -2301,17 +2317,19 @@ int mechgen_ur5_arm_bias(const double *restrict q, const double *restrict qd, co
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -2680,17 +2698,19 @@ int mechgen_ur5_arm_inverse_dynamics(const double *restrict q, const double *res
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -3058,17 +3078,19 @@ int mechgen_ur5_arm_forward_dynamics(const double *restrict q, const double *res
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -3770,15 +3792,17 @@ int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q1;
     sc_x[1] = q2;
     sc_x[2] = q3;
     sc_x[3] = q4;
     sc_x[4] = q5;
     sc_x[5] = q6;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(6); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
@@ -4080,17 +4104,19 @@ int mechgen_ur5_arm_inverse_dynamics_derivatives(const double *restrict q, const
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -5437,17 +5463,19 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double sc_x[6], sc_s[6], sc_c[6];
+    double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = q2;
     sc_x[1] = q3;
     sc_x[2] = q4;
     sc_x[3] = q5;
     sc_x[4] = q6;
     sc_x[5] = 0.0;
+    sc_x[6] = 0.0;
+    sc_x[7] = 0.0;
     #pragma omp simd
-    for (int sc_i = 0; sc_i < 6; ++sc_i)
+    for (int sc_i = 0; sc_i < MG_PADDED(5); ++sc_i)
         mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
-    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+    for (int sc_i = 0; sc_i < 5; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
         if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
     const double s2 = sc_s[0];
     const double c2 = sc_c[0];
@@ -6345,7 +6373,7 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     cl0_in[4][11] = 0.0;
     cl0_in[5][11] = 0.0;
     #pragma omp simd   /* columns in vector lanes */
-    for (int cl0_c = 0; cl0_c < 12; ++cl0_c) {
+    for (int cl0_c = 0; cl0_c < MG_PADDED(11); ++cl0_c) {
         const double dqdd_g1_b1 = cl0_in[0][cl0_c];
         const double dqdd_g1_b2 = cl0_in[1][cl0_c];
         const double dqdd_g1_b3 = cl0_in[2][cl0_c];

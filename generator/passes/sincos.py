@@ -59,11 +59,13 @@ def pair_sincos(body: list[dict]) -> list[dict]:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-LANES = 2
-"""The gathered arrays are padded with zeros to a multiple of this: with the baseline x86-64
-build's 2 doubles per SSE2 register, GCC's -O2 vectoriser (the "very cheap" cost model, which
-takes no loop needing a scalar epilogue) then vectorises the loop. Padding further (to 4) cost
-ur5's forward kinematics 10 ns per call (measured, docs/sincos.md)."""
+LANES = 4
+"""The gathered arrays are padded with zeros to a multiple of this, and the loop runs to
+``MG_PADDED(count)`` (templates/c/sincos.c.j2): ``count`` rounded up to the target's doubles
+per vector, 4 with AVX, 2 otherwise. So GCC's -O2 vectoriser (the "very cheap" cost model,
+which takes no loop needing a scalar epilogue) vectorises it on either target, and an SSE2
+build computes no more padding than 2 lanes need (running to 4 there cost ur5's forward
+kinematics 10 ns per call, docs/sincos.md)."""
 
 
 def identifiers(text: str) -> set[str]:
@@ -125,10 +127,13 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     statements before it, on the result of another sine or cosine. The statements its argument
     needs move up, in their order, ahead of one entry
 
-        {"assign": True, "gather": {"prefix": P, "size": N, "args": [x0, ..., 0.0, ...]}, ...}
+        {"assign": True, "gather": {"prefix": P, "size": N, "count": n,
+                                    "args": [x0, ..., 0.0, ...]}, ...}
 
     (the template declares ``P x[N], P s[N], P c[N]``, fills ``P x``, runs the ``omp simd``
-    loop of ``mg_sincos_poly`` and then ``mg_sincos`` again for every lane out of its range:
+    loop of ``mg_sincos_poly`` over the first ``MG_PADDED(n)`` lanes (n arguments rounded up to
+    the target's vector width, <= N) and then ``mg_sincos`` again for every argument out of
+    its range:
     the same bits as ``mg_sincos``), followed by the reads ``s1 = P s[i]``, ``c1 = P c[i]``.
     The rest keeps its order; entries after the first column loop are not gathered (they may
     read its targets). ``taken``: the kernel's other names (ports). With fewer than two
@@ -167,7 +172,7 @@ def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
     size = -(-len(args) // LANES) * LANES
     padded = args + ["0.0"] * (size - len(args))
     gather = {"assign": True, "sincos": None, "target": None, "expr": None,
-              "gather": {"prefix": prefix, "size": size, "args": padded}}
+              "gather": {"prefix": prefix, "size": size, "count": len(args), "args": padded}}
     reads = [{"assign": True, "sincos": None, "gather": None, "target": name,
               "expr": f"{prefix}{part}[{lane}]"}
              for lane, i in enumerate(gathered)
