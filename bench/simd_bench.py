@@ -71,7 +71,8 @@ def build_flags(build: str) -> list[str]:
     ``x86-64-v3``, an AVX2 CPU). A suffix ``/W`` (``x86-64-v3/8``) forces W lanes per block
     (``-DMG_SIMD_WIDTH=W``) instead of the target's own choice (templates/c/simd_width.c.j2)."""
     target, _, width = build.partition("/")
-    flags = [f for f in cbuild.cflags(simd=True) if f != "-march=native"]
+    flags = [f for f in cbuild.cflags(simd=True)
+             if f != "-march=native" and f not in cbuild.ISA_FLAGS]   # the target is chosen here
     if width:
         flags.append(f"-DMG_SIMD_WIDTH={int(width)}")
     if target == "portable":
