@@ -60,6 +60,9 @@ encoding (no register copies of SSE2's two-operand form, fewer spills) and 4-wid
 the gathered sines and cosines. Measured with the race's harness (-O2, the runtime's flags,
 single state in a compiled loop): solo12 with the body twist, forward dynamics 765 -> 551 ns,
 mass matrix 135 -> 106 ns; ur5 forward kinematics 5-10 % (docs/algorithms.md section 3)."""
+DRIVER_FLAGS = ["-O2", "-std=c99", "-fno-fast-math", "-ffp-contract=off"]
+"""The hand-written C drivers' flags (the docking simulation, the linkage assembly loop), given
+with :func:`isa_flags`: no fast-math, no contraction, as the kernels they call."""
 ISA_ENV = "MECHGEN_AVX2"
 """``MECHGEN_AVX2=0`` builds for the compiler's baseline target even on an AVX2 CPU; ``1``
 gives :data:`ISA_FLAGS` whenever the compiler takes them (a cross build for an AVX2 target);

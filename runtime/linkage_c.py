@@ -17,12 +17,11 @@ from types import ModuleType
 import numpy as np
 
 from mechgen.runtime.backends import entry
-from mechgen.runtime.cbuild import build_driver, isa_flags
+from mechgen.runtime.cbuild import DRIVER_FLAGS, build_driver, isa_flags
 from mechgen.runtime.mechanism import Mechanism
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 SOURCES = ("linkage_assemble.h", "linkage_assemble.c")
-FLAGS = ["-O2", "-std=c99", "-fno-fast-math", "-ffp-contract=off"]
 MAX_N = 256                      # LK_MAX_N of the header
 
 CDEF = """
@@ -44,7 +43,7 @@ int64_t lk_assemble_batch(const lk_assembly *a, lk_newton_step step, lk_newton_s
 def driver() -> ModuleType:
     """The compiled loop's cffi module, built now or taken from the cache."""
     texts = {name: (CSRC / name).read_text() for name in SOURCES}
-    return build_driver("linkage", CDEF, "linkage_assemble.h", texts, FLAGS + isa_flags())
+    return build_driver("linkage", CDEF, "linkage_assemble.h", texts, DRIVER_FLAGS + isa_flags())
 
 
 def available(mech: Mechanism) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechgen.runtime.cbuild import build_driver, isa_flags
+from mechgen.runtime.cbuild import DRIVER_FLAGS, build_driver, isa_flags
 from mechgen.runtime.mechanism import Mechanism, load as load_mechanism
 from mechgen.runtime.docking.scenario import Scenario, ScenarioError, case_variables
 
@@ -115,7 +115,7 @@ def build(mech: Mechanism, iface: Mechanism):
             sources[path.name] = path.read_text()
     sources["dk_bind.h"] = bind
     return build_driver("docking", CDEF, "docking_sim.h", sources,
-                        ["-O2", "-std=c99", "-fno-fast-math", "-ffp-contract=off", *isa_flags()])
+                        DRIVER_FLAGS + isa_flags())
 
 
 # --- numpy frames (the same conventions as the C driver) ------------------------------------
