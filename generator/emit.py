@@ -32,6 +32,7 @@ from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name, 
                                           header_guard)
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
 from mechgen.generator.ir import Assign, ColumnLoop, reads
+from mechgen.generator.passes.loops import unroll_loops
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
@@ -216,13 +217,23 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     }
     if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
         context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
-        context["simd"] = simd_plan(context)
+        context["simd"] = simd_plan(_batch_context(k, context, printer, where))
         taken = {"status", *(p["name"] for p in context["inputs"] + context["outputs"]),
                  *(e for p in context["inputs"] for e in p["elements"])}
         context["body"] = gather_sincos(context["body"], taken)    # one loop of sines, cosines
         context["body"], context["stores_last"] = place_stores(context["body"],
                                                                context["outputs"])
     return context
+
+
+def _batch_context(k, context: dict, printer, where: str) -> dict:
+    """The context the _batch twin's SIMD blocks are planned from: the kernel's own, or, when
+    its loops ask for it (a platform's loops over its legs, ``ColumnLoop.batch_unrolled``),
+    that of its unrolled form (passes/loops.py: the same operations, bit for bit)."""
+    loops = [st for st in k.body if isinstance(st, ColumnLoop)]
+    if not loops or not all(st.batch_unrolled for st in loops):
+        return context
+    return {**context, "body": pair_sincos(_body(unroll_loops(k), printer, where))}
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

@@ -55,6 +55,9 @@ class ColumnLoop:
     results: tuple[sp.Symbol, ...]
     columns: tuple[tuple[sp.Expr, ...], ...]
     targets: tuple[tuple[sp.Symbol, ...], ...]
+    # the _batch twin's SIMD blocks (generator/simd.py) are planned from the unrolled form
+    # (a loop over a platform's legs); otherwise a kernel with a loop keeps the plain batch
+    batch_unrolled: bool = False
 
     @property
     def inputs(self) -> tuple[sp.Expr, ...]:

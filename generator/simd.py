@@ -158,7 +158,8 @@ def simd_plan(k: dict) -> dict:
     the vector loops read (copied into the block); ``blocks`` False when the block buffers
     would exceed :data:`STACK_BYTES` (the batch then stays the plain loop). A kernel with a
     column loop gets no blocks either: its batch is the single-state kernel state after state
-    (the loop itself is vectorised across its columns).
+    (the loop itself is vectorised across its columns); a platform's loops over its legs ask
+    for blocks planned from their unrolled form instead (``generator.emit._batch_context``).
     """
     if any(b.get("loop") for b in k["body"]):
         return {"prefix": free_prefix({p["name"] for p in (*k["inputs"], *k["outputs"])}),

@@ -397,7 +397,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1651 adds, 2045 muls, 31 divs, 12 sqrt, 18 trig, 24 other (3781 total)
+ *   ops: 1753 adds, 2254 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4116 total)
  */
 int mechgen_gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1208 adds, 1543 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2824 total)
+ *   ops: 1222 adds, 1649 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2944 total)
  */
 int mechgen_gough_stewart_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1917 adds, 2378 muls, 31 divs, 12 sqrt, 18 trig, 24 other (4380 total)
+ *   ops: 2062 adds, 2674 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4845 total)
  */
 int mechgen_gough_stewart_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5151 adds, 6355 muls, 31 divs, 12 sqrt, 18 trig, 24 other (11591 total)
+ *   ops: 5295 adds, 6908 muls, 31 divs, 12 sqrt, 18 trig, 60 other (12324 total)
  */
 int mechgen_gough_stewart_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -534,7 +534,7 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3256 adds, 4644 muls, 49 divs, 18 sqrt, 30 trig (7997 total)
+ *   ops: 3331 adds, 4884 muls, 55 divs, 18 sqrt, 30 trig (8318 total)
  */
 int mechgen_hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -602,7 +602,7 @@ int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2549 adds, 3756 muls, 49 divs, 18 sqrt, 12 trig (6384 total)
+ *   ops: 2572 adds, 3905 muls, 55 divs, 18 sqrt, 12 trig (6562 total)
  */
 int mechgen_hexapod_rsu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -803,7 +803,7 @@ int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3688 adds, 5208 muls, 49 divs, 18 sqrt, 30 trig (8993 total)
+ *   ops: 3844 adds, 5574 muls, 55 divs, 18 sqrt, 30 trig (9521 total)
  */
 int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -884,7 +884,7 @@ int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 9556 adds, 13233 muls, 49 divs, 18 sqrt, 30 trig (22886 total)
+ *   ops: 9969 adds, 14392 muls, 55 divs, 18 sqrt, 30 trig (24464 total)
  */
 int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -438,7 +438,7 @@ int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2553 adds, 3410 muls, 43 divs, 18 sqrt, 24 trig (6048 total)
+ *   ops: 2601 adds, 3651 muls, 43 divs, 18 sqrt, 24 trig (6337 total)
  */
 int mechgen_hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -494,7 +494,7 @@ int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1984 adds, 2722 muls, 43 divs, 18 sqrt, 6 trig (4773 total)
+ *   ops: 1996 adds, 2849 muls, 43 divs, 18 sqrt, 6 trig (4912 total)
  */
 int mechgen_hexapod_spu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -659,7 +659,7 @@ int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2837 adds, 3791 muls, 43 divs, 18 sqrt, 24 trig (6713 total)
+ *   ops: 2934 adds, 4121 muls, 43 divs, 18 sqrt, 24 trig (7140 total)
  */
 int mechgen_hexapod_spu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -728,7 +728,7 @@ int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7115 adds, 9274 muls, 43 divs, 18 sqrt, 24 trig (16474 total)
+ *   ops: 7221 adds, 9830 muls, 43 divs, 18 sqrt, 24 trig (17136 total)
  */
 int mechgen_hexapod_spu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

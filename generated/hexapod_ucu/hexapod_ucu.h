@@ -447,7 +447,7 @@ int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2565 adds, 3422 muls, 43 divs, 18 sqrt, 24 trig (6072 total)
+ *   ops: 2613 adds, 3663 muls, 43 divs, 18 sqrt, 24 trig (6361 total)
  */
 int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -504,7 +504,7 @@ int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1990 adds, 2722 muls, 43 divs, 18 sqrt, 6 trig (4779 total)
+ *   ops: 2002 adds, 2849 muls, 43 divs, 18 sqrt, 6 trig (4918 total)
  */
 int mechgen_hexapod_ucu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -670,7 +670,7 @@ int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2855 adds, 3815 muls, 43 divs, 18 sqrt, 24 trig (6755 total)
+ *   ops: 2952 adds, 4145 muls, 43 divs, 18 sqrt, 24 trig (7182 total)
  */
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -740,7 +740,7 @@ int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7133 adds, 9298 muls, 43 divs, 18 sqrt, 24 trig (16516 total)
+ *   ops: 7239 adds, 9854 muls, 43 divs, 18 sqrt, 24 trig (17178 total)
  */
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -484,7 +484,7 @@ int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2125 adds, 2967 muls, 31 divs, 12 sqrt, 24 trig (5159 total)
+ *   ops: 2185 adds, 3156 muls, 37 divs, 12 sqrt, 24 trig (5414 total)
  */
 int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -546,7 +546,7 @@ int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1574 adds, 2307 muls, 31 divs, 12 sqrt, 12 trig (3936 total)
+ *   ops: 1594 adds, 2429 muls, 37 divs, 12 sqrt, 12 trig (4084 total)
  */
 int mechgen_hunt_rus_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -729,7 +729,7 @@ int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2509 adds, 3459 muls, 31 divs, 12 sqrt, 24 trig (6035 total)
+ *   ops: 2650 adds, 3774 muls, 37 divs, 12 sqrt, 24 trig (6497 total)
  */
 int mechgen_hunt_rus_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -804,7 +804,7 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7045 adds, 9534 muls, 31 divs, 12 sqrt, 24 trig (16646 total)
+ *   ops: 7455 adds, 10654 muls, 37 divs, 12 sqrt, 24 trig (18182 total)
  */
 int mechgen_hunt_rus_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

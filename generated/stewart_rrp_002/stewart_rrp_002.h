@@ -397,7 +397,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1500 adds, 1817 muls, 31 divs, 12 sqrt, 18 trig (3378 total)
+ *   ops: 1611 adds, 2064 muls, 31 divs, 12 sqrt, 18 trig (3736 total)
  */
 int mechgen_stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1122 adds, 1426 muls, 31 divs, 12 sqrt, 6 trig (2597 total)
+ *   ops: 1167 adds, 1530 muls, 31 divs, 12 sqrt, 6 trig (2746 total)
  */
 int mechgen_stewart_rrp_002_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1766 adds, 2151 muls, 31 divs, 12 sqrt, 18 trig (3978 total)
+ *   ops: 1920 adds, 2467 muls, 31 divs, 12 sqrt, 18 trig (4448 total)
  */
 int mechgen_stewart_rrp_002_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 4820 adds, 6012 muls, 31 divs, 12 sqrt, 18 trig (10893 total)
+ *   ops: 4959 adds, 6418 muls, 31 divs, 12 sqrt, 18 trig (11438 total)
  */
 int mechgen_stewart_rrp_002_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

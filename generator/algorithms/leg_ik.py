@@ -67,6 +67,8 @@ def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float,
     if length is None:
         L = rec.bind(sp.sqrt(Lxz2 + m * m), f"{name}_L")
         inv_L = rec.bind(1 / L, f"{name}_inv_L")
+    elif not sp.sympify(length).is_Number:   # a per-leg constant of a leg loop
+        L, inv_L = length, 1 / length
     else:                           # 1/b: one IEEE division, correctly rounded
         L, inv_L = sp.Float(float(length)), sp.Float(1.0 / float(length))
     r1 = Rotation(rec.bind(l * inv_Lxz, f"{name}_c1"), rec.bind(-n * inv_Lxz, f"{name}_s1"))

@@ -212,14 +212,19 @@ def mechanism_wide(fn):
 class PlatformBuild:
     """The stages of one step, each computed once on first use (names as in the paper)."""
 
+    # a build on generator.families.parallel.leg_loop.symbolic_legs: the platform with numbers
+    # (statuses, messages) and the values of the legs' constant symbols (pivots at home)
+    numeric: Platform | None = None
+    constants: dict = {}
+
     def __init__(self, pf: Platform, ins: tuple[Port, ...]) -> None:
         self.pf = pf
         self.inp = {p.name: list(p.elements) for p in ins}
         names = {str(s) for p in ins for s in p.elements} | OUTPUT_NAMES | set(PORT_DOCS)
         names |= {f"A_{leg.name}" for leg in pf.legs}
-        self.rec = Recorder(reserved=names)
-        self.rec.sample = self._home_sample(ins)
-        self.statuses = status_table(pf)
+        self.rec = Recorder(reserved=names | {str(s) for s in self.constants})
+        self.rec.sample = self._home_sample(ins) | {s: float(v) for s, v in self.constants.items()}
+        self.statuses = status_table(self.numeric or pf)
         self.leg_index = -1                     # the leg per_leg is at
 
     def flag(self, j: int, reason: int) -> leg_ik.Flag:
@@ -741,14 +746,16 @@ def _reduction_forms(kernel: Callable[..., Kernel]) -> tuple[Callable[[Platform]
     """``kernel`` once per reduction: the classic one of section 1.6 (H_k formed, u in frames 0
     and C), in C's frame (section 1.6.1, frame_c.py), in frame 0 (section 1.6.2, frame_0.py);
     :func:`choice` keeps the one with the fewest operations."""
+    from mechgen.generator.families.parallel.leg_loop import with_leg_loops
+
     def classic(pf: Platform) -> Kernel:
-        return kernel(pf)
+        return with_leg_loops(kernel, pf, PlatformBuild)
 
     def frame_c(pf: Platform) -> Kernel:
-        return kernel(pf, _frame_c_build())
+        return with_leg_loops(kernel, pf, _frame_c_build())
 
     def frame_0(pf: Platform) -> Kernel:
-        return kernel(pf, _frame_0_build())
+        return with_leg_loops(kernel, pf, _frame_0_build())
 
     for form in (classic, frame_c, frame_0):
         form.__name__ = form.__qualname__ = f"{kernel.__name__.lstrip('_')}_{form.__name__}"

@@ -1,0 +1,121 @@
+"""A platform's legs as loops over the legs (generator/families/parallel/leg_loop.py).
+
+The generated kernels themselves are checked against the numpy and Lagrange references by the
+platform tests, and their SIMD batches (planned from the unrolled loops) against them bit for
+bit by tests/test_simd_batch.py; here: which numbers become per-leg symbols, that the loop form
+computes what the straight-line kernel computes, and that legs that are not one computation
+keep the straight-line kernel.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from mechgen.generator.families.parallel import kernels as pk
+from mechgen.generator.families.parallel import leg_loop
+from mechgen.generator.families.parallel.frame_c import FrameCBuild
+from mechgen.generator.frontend import load
+from mechgen.generator.ir import Assign, Check, ColumnLoop
+from mechgen.generator.passes.loops import unroll_loops
+
+SPECS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
+
+
+def _platform(name: str):
+    return load(SPECS / f"{name}.toml")
+
+
+def _run(k, state: dict) -> tuple[int, list[float]]:
+    """The kernel evaluated statement by statement in 30-digit arithmetic: (status, outputs)."""
+    env = {s: sp.Float(v, 30) for s, v in state.items()}
+    for st in k.body:
+        value = sp.sympify(st.expr).xreplace(env).evalf(30)
+        value = value if value.is_real else sp.nan      # sqrt of a negative: C's NaN
+        if isinstance(st, Check):
+            if value is sp.nan or not value > 0:
+                return st.status, []
+        else:
+            env[st.target] = value if value is sp.nan else sp.Float(value, 30)
+    return 0, [float(sp.sympify(e).xreplace(env).evalf(30)) for p in k.outputs
+               for e in p.elements]
+
+
+def _state(k, pf, rng: random.Random) -> dict:
+    out = {}
+    for p in k.inputs:
+        for i, s in enumerate(p.elements):
+            if p.name == "x":
+                out[s] = pf.home[i] + rng.uniform(-1, 1) * (0.01 if i < 3 else 0.03)
+            elif p.name == "p":
+                out[s] = pf.defaults.get(s.name[2:], 1.0)
+            else:
+                out[s] = rng.uniform(-0.5, 0.5)
+    return out
+
+
+def test_symbolic_legs_keep_the_numbers_every_leg_shares():
+    pf = _platform("hunt_rus_docking")
+    symbolic, values = leg_loop.symbolic_legs(pf)
+    for k, (leg, sym) in enumerate(zip(pf.legs, symbolic.legs)):
+        for j, (a, b) in enumerate(zip(leg.chain.joints, sym.chain.joints)):
+            for r in range(3):
+                for c in range(3):
+                    same = all(other.chain.joints[j].gamma[r][c] == a.gamma[r][c]
+                               for other in pf.legs)
+                    entry = b.gamma[r][c]
+                    if same:
+                        assert entry == a.gamma[r][c]
+                    else:
+                        assert entry.name.startswith(f"{leg.name}_kc")
+                        assert values[entry] == a.gamma[r][c]
+    assert values and all(v.is_Number for v in values.values())
+
+
+def test_legs_of_different_types_refuse_the_leg_loop():
+    rus, pus = _platform("hunt_rus_docking"), _platform("hexapod_pus")
+    mixed = replace(rus, legs=rus.legs[:5] + [replace(pus.legs[5], name="leg6")])
+    with pytest.raises(leg_loop.LegLoopError, match="one type"):
+        leg_loop.symbolic_legs(mixed)
+
+
+@pytest.mark.parametrize("name", ["hunt_rus_docking", "gough_stewart_docking"])
+def test_step_accel_in_leg_loops_equals_the_straight_line_kernel(name):
+    pf = _platform(name)
+    looped = leg_loop.with_leg_loops(pk._step_accel, pf, FrameCBuild)
+    straight = pk._step_accel(pf, FrameCBuild)
+    loops = [st for st in looped.body if isinstance(st, ColumnLoop)]
+    assert loops and all(len(st.columns) == len(pf.legs) for st in loops)
+    assert not any(isinstance(st, ColumnLoop) for st in straight.body)
+    unrolled = unroll_loops(looped)
+    rng = random.Random(5)
+    for _ in range(2):
+        state = _state(straight, pf, rng)
+        s0, out0 = _run(straight, state)
+        s1, out1 = _run(unrolled, state)
+        assert s0 == s1 == 0
+        scale = max(abs(v) for v in out0)
+        assert max(abs(a - b) for a, b in zip(out0, out1)) <= 1e-13 * scale
+
+
+def test_the_first_failing_leg_check_is_the_straight_kernels():
+    pf = _platform("hunt_rus_docking")
+    looped = unroll_loops(leg_loop.with_leg_loops(pk._step_accel, pf, FrameCBuild))
+    straight = pk._step_accel(pf, FrameCBuild)
+    far = _state(straight, pf, random.Random(1))
+    z = [s for p in straight.inputs if p.name == "x" for s in p.elements][2]
+    far[z] = pf.home[2] + 5.0                 # every leg out of reach: leg 1's check first
+    s0, _ = _run(straight, far)
+    s1, _ = _run(looped, far)
+    assert s0 != 0 and s0 == s1
+
+
+def test_legs_with_other_pivots_keep_the_straight_line_kernel():
+    pf = _platform("hexapod_pus")     # legs 3 and 6 pivot their closure matrix otherwise
+    k = leg_loop.with_leg_loops(pk._step_accel, pf, FrameCBuild)
+    assert not any(isinstance(st, ColumnLoop) for st in k.body)
+    assert any(isinstance(st, Assign) and st.target.name.startswith("leg3_") for st in k.body)
