@@ -40,6 +40,7 @@ from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, symbol
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.families.parallel.platform import Leg, Platform
+from mechgen.generator.scalar import counting_dense
 
 _LEG = re.compile(r"leg(\d+)")
 _LEG_NAME = re.compile(r"leg(\d+)_")
@@ -393,7 +394,8 @@ def with_leg_loops(build: Callable[..., Kernel], pf: Platform, build_type: type)
         symbolic, values = symbolic_legs(pf)
         symbolic_type = type("Symbolic" + build_type.__name__, (build_type,),
                              {"numeric": pf, "constants": values})
-        k = build(symbolic, symbolic_type)
+        with counting_dense():      # the dense count is the straight build's, counted once
+            k = build(symbolic, symbolic_type)
         k = replace(k, inputs=straight.inputs)
         return leg_loops(k, values, len(pf.legs))
     except (LegLoopError, TypeError):
