@@ -39,7 +39,7 @@ import sympy as sp
 from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, symbol
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
-from mechgen.generator.families.parallel.platform import Leg, Platform
+from mechgen.generator.families.parallel.platform import Platform
 from mechgen.generator.scalar import counting_dense
 
 _LEG = re.compile(r"leg(\d+)")
@@ -223,10 +223,11 @@ def _body(name: str, slots: list, columns: list[list], body: list[Assign],
     prefixed ``name``: the loop's (slots, columns, body, results)."""
     constant = {s for i, s in enumerate(slots) if all(sp.sympify(c[i]).is_Number for c in columns)}
     kept = []
+    index = {s: i for i, s in enumerate(slots)}
     for st in body:
         fs = st.expr.free_symbols
         if fs and fs <= constant and st.target not in results:
-            index = {s: i for i, s in enumerate(slots)}
+            index[st.target] = len(slots)
             slots.append(st.target)
             constant.add(st.target)
             for c in columns:
