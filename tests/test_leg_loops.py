@@ -10,6 +10,7 @@ keep the straight-line kernel.
 from __future__ import annotations
 
 import random
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,9 +20,12 @@ import sympy as sp
 from mechgen.generator.families.parallel import kernels as pk
 from mechgen.generator.families.parallel import leg_loop
 from mechgen.generator.families.parallel.frame_c import FrameCBuild
+from mechgen.generator.families.parallel.spec import platform_from_dict
 from mechgen.generator.frontend import load
+from mechgen.generator.algorithms.sparse_lu import SparseLU
 from mechgen.generator.ir import Assign, Check, ColumnLoop
 from mechgen.generator.passes.loops import unroll_loops
+from mechgen.generator.scalar import Recorder
 
 SPECS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
 
@@ -83,7 +87,7 @@ def test_legs_of_different_types_refuse_the_leg_loop():
         leg_loop.symbolic_legs(mixed)
 
 
-@pytest.mark.parametrize("name", ["hunt_rus_docking", "gough_stewart_docking"])
+@pytest.mark.parametrize("name", ["hunt_rus_docking", "gough_stewart_docking", "hexapod_pus"])
 def test_step_accel_in_leg_loops_equals_the_straight_line_kernel(name):
     pf = _platform(name)
     looped = leg_loop.with_leg_loops(pk._step_accel, pf, FrameCBuild)
@@ -115,7 +119,21 @@ def test_the_first_failing_leg_check_is_the_straight_kernels():
 
 
 def test_legs_with_other_pivots_keep_the_straight_line_kernel():
-    pf = _platform("hexapod_pus")     # legs 3 and 6 pivot their closure matrix otherwise
+    data = tomllib.loads((SPECS / "hexapod_pus.toml").read_text())
+    x, y, z = data["legs"][2]["base"]
+    data["legs"][2]["base"] = [0.9 * x, 0.9 * y, z]   # leg 3's rail closer in: another pivot order
+    pf = platform_from_dict(data, "hexapod_pus (leg 3 moved)")
     k = leg_loop.with_leg_loops(pk._step_accel, pf, FrameCBuild)
     assert not any(isinstance(st, ColumnLoop) for st in k.body)
     assert any(isinstance(st, Assign) and st.target.name.startswith("leg3_") for st in k.body)
+
+
+def test_pivots_of_equal_size_up_to_rounding_are_chosen_by_position():
+    """Two candidate pivots of one length (the rod's) at home differ by rounding only; the
+    order must not depend on that rounding, or like legs pivot differently (hexapod_pus)."""
+    a, b, c = sp.symbols("a b c")
+    for noise in (1e-15, -1e-15):
+        rec = Recorder()
+        rec.sample = {a: 0.7785, b: 0.7785 * (1 + noise), c: 0.5}
+        lu = SparseLU(rec, [[0, a, 0], [b, 0, c], [0, 0, c]], "lu", [1.0] * 3, 1, "M")
+        assert (lu.steps[0].row, lu.steps[0].col) == (1, 0)      # b: the first column

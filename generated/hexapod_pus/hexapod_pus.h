@@ -493,7 +493,7 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1937 adds, 2571 muls, 25 divs, 12 sqrt, 18 trig (4563 total)
+ *   ops: 2041 adds, 2766 muls, 31 divs, 12 sqrt, 18 trig (4868 total)
  */
 int mechgen_hexapod_pus_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -556,7 +556,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1385 adds, 1893 muls, 25 divs, 12 sqrt, 6 trig (3321 total)
+ *   ops: 1432 adds, 2015 muls, 31 divs, 12 sqrt, 6 trig (3496 total)
  */
 int mechgen_hexapod_pus_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -742,7 +742,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2404 adds, 3152 muls, 25 divs, 12 sqrt, 18 trig (5611 total)
+ *   ops: 2662 adds, 3540 muls, 31 divs, 12 sqrt, 18 trig (6263 total)
  */
 int mechgen_hexapod_pus_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -818,7 +818,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 6867 adds, 8879 muls, 25 divs, 12 sqrt, 18 trig (15801 total)
+ *   ops: 7371 adds, 10120 muls, 31 divs, 12 sqrt, 18 trig (17552 total)
  */
 int mechgen_hexapod_pus_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -2016,16 +2016,16 @@ def velocity_constraints(x, p, H):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -2247,16 +2247,16 @@ def velocity_constraints(x, p, H):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -2343,44 +2343,44 @@ def velocity_constraints(x, p, H):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -2469,44 +2469,44 @@ def velocity_constraints(x, p, H):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     H[0] = leg1_H1_1
@@ -3480,18 +3480,18 @@ def leg_rates(x, u, p, q, qd):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -3723,18 +3723,18 @@ def leg_rates(x, u, p, q, qd):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -3821,44 +3821,44 @@ def leg_rates(x, u, p, q, qd):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -3947,44 +3947,44 @@ def leg_rates(x, u, p, q, qd):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -4824,16 +4824,16 @@ def acceleration_terms(x, u, p, h):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -5058,16 +5058,16 @@ def acceleration_terms(x, u, p, h):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -5154,44 +5154,44 @@ def acceleration_terms(x, u, p, h):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -5280,44 +5280,44 @@ def acceleration_terms(x, u, p, h):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -5615,9 +5615,9 @@ def acceleration_terms(x, u, p, h):
     leg3_c4 = leg3_e2_x*leg3_epsd4_z - leg3_e2_z*leg3_epsd3_x - leg3_n_R_dot_x*leg3_omega_rel_x - leg3_n_R_dot_y*leg3_omega_rel_y - leg3_n_R_dot_z*leg3_omega_rel_z
     leg3_h_e2 = -leg3_c1*leg3_lu_f21 + leg3_c2
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
-    leg3_h_e3_2 = -leg3_h_e2*leg3_lu_f33 + leg3_h_e3
-    leg3_h2 = leg3_h_e3_2*leg3_lu_inv4
-    leg3_h3 = leg3_lu_inv3*(-leg3_TL2_y*leg3_h2 + leg3_h_e2)
+    leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
+    leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 - leg3_Cd4_3*leg3_h3 + leg3_c4)
     cse82 = 0.5416442641567144*oo_C_W_00
@@ -5699,9 +5699,9 @@ def acceleration_terms(x, u, p, h):
     leg6_c4 = leg6_e2_x*leg6_epsd4_z - leg6_e2_z*leg6_epsd3_x - leg6_n_R_dot_x*leg6_omega_rel_x - leg6_n_R_dot_y*leg6_omega_rel_y - leg6_n_R_dot_z*leg6_omega_rel_z
     leg6_h_e2 = -leg6_c1*leg6_lu_f21 + leg6_c2
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
-    leg6_h_e3_2 = -leg6_h_e2*leg6_lu_f33 + leg6_h_e3
-    leg6_h2 = leg6_h_e3_2*leg6_lu_inv4
-    leg6_h3 = leg6_lu_inv3*(-leg6_TL2_y*leg6_h2 + leg6_h_e2)
+    leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
+    leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_h1 - leg6_Cd4_2*leg6_h2 - leg6_Cd4_3*leg6_h3 + leg6_c4)
     h[0] = leg1_h1
@@ -6416,13 +6416,13 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 24
         return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_x
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
         return 392
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
@@ -6569,13 +6569,13 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 24
         return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_x
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
         return 692
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
@@ -7851,7 +7851,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -7860,10 +7860,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -7872,7 +7872,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -8154,7 +8154,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -8163,10 +8163,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -8175,7 +8175,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -8262,44 +8262,44 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -8388,44 +8388,44 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -9776,20 +9776,20 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -10034,20 +10034,20 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -10134,44 +10134,44 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -10260,44 +10260,44 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -10593,9 +10593,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_c4 = leg3_e2_x*leg3_epsd4_z - leg3_e2_z*leg3_epsd3_x - leg3_n_R_dot_x*leg3_omega_rel_x - leg3_n_R_dot_y*leg3_omega_rel_y - leg3_n_R_dot_z*leg3_omega_rel_z
     leg3_h_e2 = -leg3_c1*leg3_lu_f21 + leg3_c2
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
-    leg3_h_e3_2 = -leg3_h_e2*leg3_lu_f33 + leg3_h_e3
-    leg3_h2 = leg3_h_e3_2*leg3_lu_inv4
-    leg3_h3 = leg3_lu_inv3*(-leg3_TL2_y*leg3_h2 + leg3_h_e2)
+    leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
+    leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 - leg3_Cd4_3*leg3_h3 + leg3_c4)
     cse88 = 0.5416442641567144*oo_C_W_00
@@ -10677,9 +10677,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_c4 = leg6_e2_x*leg6_epsd4_z - leg6_e2_z*leg6_epsd3_x - leg6_n_R_dot_x*leg6_omega_rel_x - leg6_n_R_dot_y*leg6_omega_rel_y - leg6_n_R_dot_z*leg6_omega_rel_z
     leg6_h_e2 = -leg6_c1*leg6_lu_f21 + leg6_c2
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
-    leg6_h_e3_2 = -leg6_h_e2*leg6_lu_f33 + leg6_h_e3
-    leg6_h2 = leg6_h_e3_2*leg6_lu_inv4
-    leg6_h3 = leg6_lu_inv3*(-leg6_TL2_y*leg6_h2 + leg6_h_e2)
+    leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
+    leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_h1 - leg6_Cd4_2*leg6_h2 - leg6_Cd4_3*leg6_h3 + leg6_c4)
     leg1_cp3_x = (0.75)*leg1_u_c2
@@ -14872,18 +14872,18 @@ def energy(x, u, g, p, T, V):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -15115,18 +15115,18 @@ def energy(x, u, g, p, T, V):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -15213,44 +15213,44 @@ def energy(x, u, g, p, T, V):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -15339,44 +15339,44 @@ def energy(x, u, g, p, T, V):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -16456,16 +16456,16 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -16690,16 +16690,16 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -16786,44 +16786,44 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -16912,44 +16912,44 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
@@ -17245,9 +17245,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_c4 = leg3_e2_x*leg3_epsd4_z - leg3_e2_z*leg3_epsd3_x - leg3_n_R_dot_x*leg3_omega_rel_x - leg3_n_R_dot_y*leg3_omega_rel_y - leg3_n_R_dot_z*leg3_omega_rel_z
     leg3_h_e2 = -leg3_c1*leg3_lu_f21 + leg3_c2
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
-    leg3_h_e3_2 = -leg3_h_e2*leg3_lu_f33 + leg3_h_e3
-    leg3_h2 = leg3_h_e3_2*leg3_lu_inv4
-    leg3_h3 = leg3_lu_inv3*(-leg3_TL2_y*leg3_h2 + leg3_h_e2)
+    leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
+    leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 - leg3_Cd4_3*leg3_h3 + leg3_c4)
     cse88 = 0.5416442641567144*oo_C_W_00
@@ -17329,9 +17329,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_c4 = leg6_e2_x*leg6_epsd4_z - leg6_e2_z*leg6_epsd3_x - leg6_n_R_dot_x*leg6_omega_rel_x - leg6_n_R_dot_y*leg6_omega_rel_y - leg6_n_R_dot_z*leg6_omega_rel_z
     leg6_h_e2 = -leg6_c1*leg6_lu_f21 + leg6_c2
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
-    leg6_h_e3_2 = -leg6_h_e2*leg6_lu_f33 + leg6_h_e3
-    leg6_h2 = leg6_h_e3_2*leg6_lu_inv4
-    leg6_h3 = leg6_lu_inv3*(-leg6_TL2_y*leg6_h2 + leg6_h_e2)
+    leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
+    leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_h1 - leg6_Cd4_2*leg6_h2 - leg6_Cd4_3*leg6_h3 + leg6_c4)
     leg1_cp3_x = (0.75)*leg1_u_c2
@@ -23817,20 +23817,20 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_lu_inv2 = 1.0/leg3_TL1_x
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv2
     leg3_lu_f31 = leg3_TL1_z*leg3_lu_inv2
-    if not (leg3_TL3_y*leg3_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 392
-    leg3_lu_inv3 = 1.0/leg3_TL3_y
-    leg3_lu_f33 = leg3_TL3_z*leg3_lu_inv3
-    leg3_lu_u32 = -leg3_TL2_y*leg3_lu_f33 + leg3_TL2_z
-    if not (leg3_lu_u32*leg3_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    leg3_lu_inv3 = 1.0/leg3_TL2_z
+    leg3_lu_f22 = leg3_TL2_y*leg3_lu_inv3
+    leg3_lu_u23 = leg3_TL3_y - leg3_TL3_z*leg3_lu_f22
+    if not (leg3_lu_u23*leg3_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 392
-    leg3_lu_inv4 = 1.0/leg3_lu_u32
+    leg3_lu_inv4 = 1.0/leg3_lu_u23
     leg4_B2_10 = -leg4_roll_c*leg4_u_s2
     leg4_B2_11 = leg4_roll_c*leg4_u_c2
     leg4_B2_20 = leg4_roll_s*leg4_u_s2
@@ -24072,20 +24072,20 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_lu_inv2 = 1.0/leg6_TL1_x
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv2
     leg6_lu_f31 = leg6_TL1_z*leg6_lu_inv2
-    if not (leg6_TL3_y*leg6_TL3_y - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 692
-    leg6_lu_inv3 = 1.0/leg6_TL3_y
-    leg6_lu_f33 = leg6_TL3_z*leg6_lu_inv3
-    leg6_lu_u32 = -leg6_TL2_y*leg6_lu_f33 + leg6_TL2_z
-    if not (leg6_lu_u32*leg6_lu_u32 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    leg6_lu_inv3 = 1.0/leg6_TL2_z
+    leg6_lu_f22 = leg6_TL2_y*leg6_lu_inv3
+    leg6_lu_u23 = leg6_TL3_y - leg6_TL3_z*leg6_lu_f22
+    if not (leg6_lu_u23*leg6_lu_u23 - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 692
-    leg6_lu_inv4 = 1.0/leg6_lu_u32
+    leg6_lu_inv4 = 1.0/leg6_lu_u23
     leg1_H1__e2 = -leg1_B0_0_x*leg1_lu_f21 + leg1_B0_1_x
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
@@ -24172,44 +24172,44 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H6_4 = leg2_lu_inv1*(-leg2_Cd4_1*leg2_H6_1 - leg2_Cd4_2*leg2_H6_2 - leg2_Cd4_3*leg2_H6_3 + leg2_Ci4_z)
     leg3_H1__e2 = -leg3_B0_0_x*leg3_lu_f21 + leg3_B0_1_x
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
-    leg3_H1__e3_2 = -leg3_H1__e2*leg3_lu_f33 + leg3_H1__e3
-    leg3_H1_2 = leg3_H1__e3_2*leg3_lu_inv4
-    leg3_H1_3 = leg3_lu_inv3*(-leg3_H1_2*leg3_TL2_y + leg3_H1__e2)
+    leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
+    leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H1_1 - leg3_Cd4_2*leg3_H1_2 - leg3_Cd4_3*leg3_H1_3)
     leg3_H2__e2 = -leg3_B0_0_y*leg3_lu_f21 + leg3_B0_1_y
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
-    leg3_H2__e3_2 = -leg3_H2__e2*leg3_lu_f33 + leg3_H2__e3
-    leg3_H2_2 = leg3_H2__e3_2*leg3_lu_inv4
-    leg3_H2_3 = leg3_lu_inv3*(-leg3_H2_2*leg3_TL2_y + leg3_H2__e2)
+    leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
+    leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H2_1 - leg3_Cd4_2*leg3_H2_2 - leg3_Cd4_3*leg3_H2_3)
     leg3_H3__e2 = -leg3_B0_0_z*leg3_lu_f21 + leg3_B0_1_z
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
-    leg3_H3__e3_2 = -leg3_H3__e2*leg3_lu_f33 + leg3_H3__e3
-    leg3_H3_2 = leg3_H3__e3_2*leg3_lu_inv4
-    leg3_H3_3 = leg3_lu_inv3*(-leg3_H3_2*leg3_TL2_y + leg3_H3__e2)
+    leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
+    leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H3_1 - leg3_Cd4_2*leg3_H3_2 - leg3_Cd4_3*leg3_H3_3)
     leg3_H4__e2 = -leg3_Ci1_x*leg3_lu_f21 + leg3_Ci2_x
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
-    leg3_H4__e3_2 = -leg3_H4__e2*leg3_lu_f33 + leg3_H4__e3
-    leg3_H4_2 = leg3_H4__e3_2*leg3_lu_inv4
-    leg3_H4_3 = leg3_lu_inv3*(-leg3_H4_2*leg3_TL2_y + leg3_H4__e2)
+    leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
+    leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H4_1 - leg3_Cd4_2*leg3_H4_2 - leg3_Cd4_3*leg3_H4_3 + leg3_Ci4_x)
     leg3_H5__e2 = -leg3_Ci1_y*leg3_lu_f21 + leg3_Ci2_y
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
-    leg3_H5__e3_2 = -leg3_H5__e2*leg3_lu_f33 + leg3_H5__e3
-    leg3_H5_2 = leg3_H5__e3_2*leg3_lu_inv4
-    leg3_H5_3 = leg3_lu_inv3*(-leg3_H5_2*leg3_TL2_y + leg3_H5__e2)
+    leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
+    leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H5_1 - leg3_Cd4_2*leg3_H5_2 - leg3_Cd4_3*leg3_H5_3 + leg3_Ci4_y)
     leg3_H6__e2 = -leg3_Ci1_z*leg3_lu_f21 + leg3_Ci2_z
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
-    leg3_H6__e3_2 = -leg3_H6__e2*leg3_lu_f33 + leg3_H6__e3
-    leg3_H6_2 = leg3_H6__e3_2*leg3_lu_inv4
-    leg3_H6_3 = leg3_lu_inv3*(-leg3_H6_2*leg3_TL2_y + leg3_H6__e2)
+    leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
+    leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4 = leg3_lu_inv1*(-leg3_Cd4_1*leg3_H6_1 - leg3_Cd4_2*leg3_H6_2 - leg3_Cd4_3*leg3_H6_3 + leg3_Ci4_z)
     leg4_H1__e2 = -leg4_B0_0_x*leg4_lu_f21 + leg4_B0_1_x
@@ -24298,44 +24298,44 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H6_4 = leg5_lu_inv1*(-leg5_Cd4_1*leg5_H6_1 - leg5_Cd4_2*leg5_H6_2 - leg5_Cd4_3*leg5_H6_3 + leg5_Ci4_z)
     leg6_H1__e2 = -leg6_B0_0_x*leg6_lu_f21 + leg6_B0_1_x
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
-    leg6_H1__e3_2 = -leg6_H1__e2*leg6_lu_f33 + leg6_H1__e3
-    leg6_H1_2 = leg6_H1__e3_2*leg6_lu_inv4
-    leg6_H1_3 = leg6_lu_inv3*(-leg6_H1_2*leg6_TL2_y + leg6_H1__e2)
+    leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
+    leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H1_1 - leg6_Cd4_2*leg6_H1_2 - leg6_Cd4_3*leg6_H1_3)
     leg6_H2__e2 = -leg6_B0_0_y*leg6_lu_f21 + leg6_B0_1_y
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
-    leg6_H2__e3_2 = -leg6_H2__e2*leg6_lu_f33 + leg6_H2__e3
-    leg6_H2_2 = leg6_H2__e3_2*leg6_lu_inv4
-    leg6_H2_3 = leg6_lu_inv3*(-leg6_H2_2*leg6_TL2_y + leg6_H2__e2)
+    leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
+    leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H2_1 - leg6_Cd4_2*leg6_H2_2 - leg6_Cd4_3*leg6_H2_3)
     leg6_H3__e2 = -leg6_B0_0_z*leg6_lu_f21 + leg6_B0_1_z
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
-    leg6_H3__e3_2 = -leg6_H3__e2*leg6_lu_f33 + leg6_H3__e3
-    leg6_H3_2 = leg6_H3__e3_2*leg6_lu_inv4
-    leg6_H3_3 = leg6_lu_inv3*(-leg6_H3_2*leg6_TL2_y + leg6_H3__e2)
+    leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
+    leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H3_1 - leg6_Cd4_2*leg6_H3_2 - leg6_Cd4_3*leg6_H3_3)
     leg6_H4__e2 = -leg6_Ci1_x*leg6_lu_f21 + leg6_Ci2_x
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
-    leg6_H4__e3_2 = -leg6_H4__e2*leg6_lu_f33 + leg6_H4__e3
-    leg6_H4_2 = leg6_H4__e3_2*leg6_lu_inv4
-    leg6_H4_3 = leg6_lu_inv3*(-leg6_H4_2*leg6_TL2_y + leg6_H4__e2)
+    leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
+    leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H4_1 - leg6_Cd4_2*leg6_H4_2 - leg6_Cd4_3*leg6_H4_3 + leg6_Ci4_x)
     leg6_H5__e2 = -leg6_Ci1_y*leg6_lu_f21 + leg6_Ci2_y
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
-    leg6_H5__e3_2 = -leg6_H5__e2*leg6_lu_f33 + leg6_H5__e3
-    leg6_H5_2 = leg6_H5__e3_2*leg6_lu_inv4
-    leg6_H5_3 = leg6_lu_inv3*(-leg6_H5_2*leg6_TL2_y + leg6_H5__e2)
+    leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
+    leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H5_1 - leg6_Cd4_2*leg6_H5_2 - leg6_Cd4_3*leg6_H5_3 + leg6_Ci4_y)
     leg6_H6__e2 = -leg6_Ci1_z*leg6_lu_f21 + leg6_Ci2_z
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
-    leg6_H6__e3_2 = -leg6_H6__e2*leg6_lu_f33 + leg6_H6__e3
-    leg6_H6_2 = leg6_H6__e3_2*leg6_lu_inv4
-    leg6_H6_3 = leg6_lu_inv3*(-leg6_H6_2*leg6_TL2_y + leg6_H6__e2)
+    leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
+    leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4 = leg6_lu_inv1*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 - leg6_Cd4_3*leg6_H6_3 + leg6_Ci4_z)
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z

@@ -88,19 +88,24 @@ class SparseLU:
 
 def _markowitz(A: list[list[sp.Expr]], rows: list[int], cols: list[int],
                rec: Recorder) -> tuple[int, int]:
-    """Fewest fill-in first; then numeric entries; then the largest at the sample state."""
+    """Fewest fill-in first; then numeric entries; then the largest at the sample state, where
+    sizes equal to 1e-9 (relative) count as equal (a tie of two entries of one length, broken by
+    rounding, would order the pivots of like legs differently); then the first column and row."""
     nz_row = {i: sum(1 for j in cols if A[i][j] != 0) for i in rows}
     nz_col = {j: sum(1 for i in rows if A[i][j] != 0) for j in cols}
-    best = None
+    cands = []
     for j in cols:
         for i in rows:
             if A[i][j] == 0:
                 continue
             v = rec.value(A[i][j])
-            size = -abs(v) if v is not None and v == v else 0.0
-            key = ((nz_row[i] - 1) * (nz_col[j] - 1), 0 if A[i][j].is_number else 1, size, j, i)
-            if best is None or key < best[0]:
-                best = (key, i, j)
-    if best is None:
+            size = abs(v) if v is not None and v == v else 0.0
+            cands.append(((nz_row[i] - 1) * (nz_col[j] - 1), 0 if A[i][j].is_number else 1,
+                          size, j, i))
+    if not cands:
         raise ValueError("structurally singular matrix")
-    return best[1], best[2]
+    cost = min(c[:2] for c in cands)
+    cands = [c for c in cands if c[:2] == cost]
+    largest = max(c[2] for c in cands)
+    j, i = min(c[3:] for c in cands if c[2] >= largest * (1 - 1e-9))
+    return i, j
