@@ -122,19 +122,31 @@ def _loop(loop: ColumnLoop, printer, where: str) -> dict:
     """A column loop for the templates: ``slots`` and ``results`` (names), ``columns`` (the
     printed values of the slots, one list per column), ``targets`` (one list per column),
     ``body`` (assignments), ``size`` (columns padded to :data:`LOOP_LANES`), ``count`` (the
-    columns). The template
-    names its arrays with ``prefix`` (filled in by :func:`_loop_prefixes`)."""
+    columns). For C, the slots split in two: ``constant_rows`` (a slot that is a number in
+    every column: one row of the values, padded with zeros, a ``static const`` array written
+    once at load time) and ``variable_slots`` / ``variable_columns`` (the rest, stored at every
+    call). The template names its arrays with ``prefix`` (filled in by :func:`_loop_prefixes`)."""
     name = lambda s, what: _identifier(s, f"{where}: column loop {what}")
-    return {"slots": [name(s, "slot") for s in loop.slots],
+    slots = [name(s, "slot") for s in loop.slots]
+    columns = [[_code(printer, e, f"{where}: column loop value") for e in col]
+               for col in loop.columns]
+    size = -(-len(loop.columns) // LOOP_LANES) * LOOP_LANES
+    constant = [all(sp.sympify(col[i]).is_Number for col in loop.columns)
+                for i in range(len(slots))]
+    padding = ["0.0"] * (size - len(columns))
+    return {"slots": slots,
             "results": [name(s, "result") for s in loop.results],
-            "columns": [[_code(printer, e, f"{where}: column loop value") for e in col]
-                        for col in loop.columns],
+            "columns": columns,
+            "constant_rows": [{"slot": s, "values": [col[i] for col in columns] + padding}
+                              for i, s in enumerate(slots) if constant[i]],
+            "variable_slots": [s for i, s in enumerate(slots) if not constant[i]],
+            "variable_columns": [[v for i, v in enumerate(col) if not constant[i]]
+                                 for col in columns],
             "targets": [[name(t, "target") for t in col] for col in loop.targets],
             "body": [{"target": name(st.target, "assignment"),
                       "expr": _code(printer, st.expr, f"{where}: {st.target}")}
                      for st in loop.body],
-            "size": -(-len(loop.columns) // LOOP_LANES) * LOOP_LANES,
-            "count": len(loop.columns), "prefix": None}
+            "size": size, "count": len(loop.columns), "prefix": None}
 
 
 def _loop_prefixes(body: list[dict], taken: set[str]) -> None:

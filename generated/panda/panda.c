@@ -8030,7 +8030,8 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double dqdd_c1_x7_6 = -L7_6*dqdd_c1_x6_5 + dqdd_c1_x7_5;
     dqdd_dq[42] = -dqdd_c1_x7_6;
     /* column loop: 13 columns, vectorised across them */
-    double cl0_in[7][16], cl0_out[7][16];
+    double cl0_in[7][16];
+    double cl0_out[7][16];
     cl0_in[0][0] = -Pq2_a*s2 - Pq2_b*c2;
     cl0_in[1][0] = Ic2_J02*alpha1_b - Ic2_J12*alpha1_a + Ic2_J22*Sdd2_c - Ic2_h_x*g_c_x - Ic2_h_y*g_c_y - V1_a*uS2_b + V1_b*uS2_a;
     cl0_in[2][0] = -Ic3_J01*alpha1_b + Ic3_J11*alpha1_a - Ic3_J12*Sdd2_c - Ic3_h_z*g_c_y + Idc3_J11*V1_a + V1_b*uS3_a;

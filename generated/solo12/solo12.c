@@ -23490,7 +23490,8 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     const double Ainv_18_18 = Ainv_U18_1*Ainv_V18_1 + Ainv_U18_16*Ainv_V18_16 + Ainv_U18_2*Ainv_V18_2 + Ainv_U18_3*Ainv_V18_3 + Ainv_U18_4*Ainv_V18_4 + Ainv_U18_5*Ainv_V18_5 + Ainv_U18_6*Ainv_V18_6 - Ainv_V18_17*L18_17 + invD18;
     dqdd_dQ[323] = Ainv_18_18;
     /* column loop: 6 columns, vectorised across them */
-    double cl0_in[18][8], cl0_out[18][8];
+    double cl0_in[18][8];
+    double cl0_out[18][8];
     cl0_in[0][0] = Pq4_x*Ra3_00 + Pq4_y*Ra3_10 + Pq4_z*s4;
     cl0_in[1][0] = Pq4_x*s5 + Pq4_y*c5;
     cl0_in[2][0] = Pq4_x*Ra3_02 + Pq4_y*Ra3_12 + Pq4_z*c4;
@@ -24090,7 +24091,8 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[310] = -dqdd_c23_x18_8;
     dqdd_dqd[311] = -dqdd_c24_x18_8;
     /* column loop: 6 columns, vectorised across them */
-    double cl1_in[9][8], cl1_out[18][8];
+    double cl1_in[9][8];
+    double cl1_out[18][8];
     cl1_in[0][0] = Pq7_x*Ra3_00 + Pq7_y*Ra3_10 + Pq7_z*s4;
     cl1_in[1][0] = Pq7_x*s5 + Pq7_y*c5;
     cl1_in[2][0] = Pq7_x*Ra3_02 + Pq7_y*Ra3_12 + Pq7_z*c4;
@@ -24537,7 +24539,8 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[313] = -dqdd_c26_x18_7;
     dqdd_dqd[314] = -dqdd_c27_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl2_in[9][8], cl2_out[18][8];
+    double cl2_in[9][8];
+    double cl2_out[18][8];
     cl2_in[0][0] = Pq10_x*Ra3_00 + Pq10_y*Ra3_10 + Pq10_z*s4;
     cl2_in[1][0] = Pq10_x*s5 + Pq10_y*c5;
     cl2_in[2][0] = Pq10_x*Ra3_02 + Pq10_y*Ra3_12 + Pq10_z*c4;
@@ -24984,7 +24987,8 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[316] = -dqdd_c29_x18_7;
     dqdd_dqd[317] = -dqdd_c30_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl3_in[9][8], cl3_out[18][8];
+    double cl3_in[9][8];
+    double cl3_out[18][8];
     cl3_in[0][0] = Pq13_x*Ra3_00 + Pq13_y*Ra3_10 + Pq13_z*s4;
     cl3_in[1][0] = Pq13_x*s5 + Pq13_y*c5;
     cl3_in[2][0] = Pq13_x*Ra3_02 + Pq13_y*Ra3_12 + Pq13_z*c4;
@@ -25431,7 +25435,8 @@ int mechgen_solo12_forward_dynamics_derivatives(const double *restrict q, const 
     dqdd_dqd[319] = -dqdd_c32_x18_7;
     dqdd_dqd[320] = -dqdd_c33_x18_7;
     /* column loop: 6 columns, vectorised across them */
-    double cl4_in[9][8], cl4_out[18][8];
+    double cl4_in[9][8];
+    double cl4_out[18][8];
     cl4_in[0][0] = Pq16_x*Ra3_00 + Pq16_y*Ra3_10 + Pq16_z*s4;
     cl4_in[1][0] = Pq16_x*s5 + Pq16_y*c5;
     cl4_in[2][0] = Pq16_x*Ra3_02 + Pq16_y*Ra3_12 + Pq16_z*c4;

@@ -6416,7 +6416,8 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     const double Ainv_6_6 = Ainv_U6_1*Ainv_V6_1 + Ainv_U6_2*Ainv_V6_2 + Ainv_U6_3*Ainv_V6_3 + Ainv_U6_4*Ainv_V6_4 - Ainv_V6_5*L6_5 + invD6;
     dqdd_dQ[35] = Ainv_6_6;
     /* column loop: 11 columns, vectorised across them */
-    double cl0_in[6][12], cl0_out[6][12];
+    double cl0_in[6][12];
+    double cl0_out[6][12];
     cl0_in[0][0] = Pq2_c;
     cl0_in[1][0] = -Ic2_J01*qdd1 + Ic2_J11*Sdd2_b - 9.81*Ic2_h_z - qd1*uS2_a;
     cl0_in[2][0] = Sdd2_b*wS3_b - qd1*uS3_a - qdd1*wS3_a - 9.81*wS3_x;
