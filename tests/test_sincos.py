@@ -1,4 +1,4 @@
-"""The generated C's own sine and cosine (templates/c/sincos.c.j2, docs/sincos.md).
+"""The generated C's own sine, cosine and atan2 (templates/c/sincos.c.j2, docs/sincos.md).
 
 Checked against mpmath at 200 bits (faithful rounding: < 1 ulp), against special values, against
 the identities sin^2 + cos^2 = 1 and the parity of sin and cos, and the vectorised build against
@@ -19,7 +19,7 @@ import sympy as sp
 
 from mechgen.generator.backends.c import CPrinter
 from mechgen.generator.passes.sincos import pair_sincos, whole_call
-from tests.trig_driver import max_ulp_error, run, trig_library
+from tests.trig_driver import max_ulp_error, run, run_atan2, trig_library
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND = 1.6e6                   # MG_TRIG_BOUND of the prelude
@@ -143,3 +143,59 @@ def test_generated_c_calls_libm_sin_and_cos_only_in_the_fallback():
         assert len(calls) == 2, f"{c_file.name}: libm sin/cos outside mg_sincos's fallback"
         if "mg_sincos(" in text:
             assert "static inline MG_ALWAYS_INLINE void mg_sincos(" in text
+
+
+def _atan2_pairs(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-circle points (the leg angles' arguments), pairs of any magnitude and sign, and
+    pairs next to the four interval bounds of the reduction (|y|/|x| = 7/16 ... 39/16)."""
+    t = rng.uniform(-4, 4, n)
+    ys = [np.sin(t), rng.normal(size=n) * 10.0 ** rng.integers(-30, 30, n)]
+    xs = [np.cos(t), rng.normal(size=n) * 10.0 ** rng.integers(-30, 30, n)]
+    for r in (7 / 16, 11 / 16, 19 / 16, 39 / 16):
+        x = rng.uniform(0.1, 2.0, n // 4) * rng.choice([-1.0, 1.0], n // 4)
+        ys.append(np.abs(x) * r * (1 + rng.uniform(-1e-9, 1e-9, n // 4))
+                  * rng.choice([-1.0, 1.0], n // 4))
+        xs.append(x)
+    return np.concatenate(ys), np.concatenate(xs)
+
+
+def test_atan2_is_within_one_and_a_half_ulp_of_mpmath(scalar):
+    """fdlibm's atan polynomial after a branch-free reduction (one quotient of |y| and |x|):
+    measured 1.35 ulp at worst on 260,000 pairs (glibc's atan2 0.52)."""
+    rng = np.random.default_rng(7)
+    y, x = _atan2_pairs(rng, SAMPLE // 2)
+    got = run_atan2(scalar, y, x)
+    worst = 0.0
+    with mpmath.workprec(200):
+        for a, b, g in zip(y.tolist(), x.tolist(), got.tolist()):
+            exact = mpmath.atan2(a, b)
+            _, e = mpmath.frexp(exact)
+            ulp = mpmath.ldexp(1, max(int(e) - 53, -1074))
+            worst = max(worst, float(abs(mpmath.mpf(g) - exact) / ulp))
+    assert worst < 1.5
+
+
+def test_atan2_special_values_are_c99s(scalar):
+    """Signed zeros, infinities, NaN and the extremes of the double range as the C library's
+    atan2 (C99 Annex F), bit for bit where the exact result is a constant."""
+    v = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1.7976931348623157e308,
+         -1.7976931348623157e308, 1e-300, 1e300]
+    y, x = (a.ravel() for a in np.meshgrid(v, v))
+    got, libm = run_atan2(scalar, y, x), run_atan2(scalar, y, x, "libm")
+    assert np.array_equal(np.isnan(got), np.isnan(libm))
+    ok = ~np.isnan(libm)
+    assert np.array_equal(np.signbit(got[ok]), np.signbit(libm[ok]))
+    assert np.max(np.abs(got[ok] - libm[ok]) / np.maximum(np.spacing(np.abs(libm[ok])),
+                                                          5e-324)) <= 2.0
+    special = ok & ((y == 0) | (x == 0) | np.isinf(y) | np.isinf(x))
+    np.testing.assert_array_equal(got[special], libm[special])
+
+
+def test_vectorised_atan2_gives_the_scalar_bits(scalar, vectorised):
+    rng = np.random.default_rng(12)
+    y, x = _atan2_pairs(rng, 10_000)
+    y = np.concatenate([y, [0.0, -0.0, np.inf, np.nan, 1.0]])
+    x = np.concatenate([x, [-0.0, -1.0, -np.inf, 1.0, 0.0]])
+    want = run_atan2(scalar, y, x).view(np.uint64)
+    for routine in ("simd", "mg"):
+        np.testing.assert_array_equal(run_atan2(vectorised, y, x, routine).view(np.uint64), want)

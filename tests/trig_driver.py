@@ -29,6 +29,9 @@ void libm_sincos_array(const double *x, double *s, double *c, int64_t n);
 double mg_sincos_sum(const double *x, int64_t n, int64_t reps);
 double mg_sincos_poly_sum(const double *x, int64_t n, int64_t reps);
 double libm_sincos_sum(const double *x, int64_t n, int64_t reps);
+void mg_atan2_array(const double *y, const double *x, double *out, int64_t n);
+void mg_atan2_simd_array(const double *y, const double *x, double *out, int64_t n);
+void libm_atan2_array(const double *y, const double *x, double *out, int64_t n);
 """
 
 LOOPS = r"""
@@ -90,6 +93,22 @@ double libm_sincos_sum(const double *x, int64_t n, int64_t reps)
         for (int64_t i = 0; i < n; ++i) acc += sin(x[i]) + cos(x[i]);
     return acc;
 }
+
+void mg_atan2_array(const double *y, const double *x, double *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; ++i) out[i] = mg_atan2(y[i], x[i]);
+}
+
+void mg_atan2_simd_array(const double *y, const double *x, double *out, int64_t n)
+{
+    #pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = mg_atan2(y[i], x[i]);
+}
+
+void libm_atan2_array(const double *y, const double *x, double *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; ++i) out[i] = atan2(y[i], x[i]);
+}
 """
 
 
@@ -125,6 +144,17 @@ def run(module, x: np.ndarray, routine: str = "mg") -> tuple[np.ndarray, np.ndar
         fn = lib.mg_sincos_array if routine == "mg" else lib.libm_sincos_array
         fn(_ptr(ffi, x), _ptr(ffi, s), _ptr(ffi, c), x.size)
     return s, c
+
+
+def run_atan2(module, y: np.ndarray, x: np.ndarray, routine: str = "mg") -> np.ndarray:
+    """atan2(y_i, x_i) by ``routine``: "mg" (mg_atan2, one call per element), "simd" (the same
+    under #pragma omp simd) or "libm"."""
+    y, x = (np.ascontiguousarray(a, dtype=float) for a in np.broadcast_arrays(y, x))
+    out = np.empty_like(x)
+    fn = {"mg": module.lib.mg_atan2_array, "simd": module.lib.mg_atan2_simd_array,
+          "libm": module.lib.libm_atan2_array}[routine]
+    fn(_ptr(module.ffi, y), _ptr(module.ffi, x), _ptr(module.ffi, out), x.size)
+    return out
 
 
 def max_ulp_error(x: np.ndarray, got: np.ndarray, exact_fn) -> float:

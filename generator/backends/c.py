@@ -21,8 +21,10 @@ KEYWORDS = frozenset({
     "union", "unsigned", "void", "volatile", "while",
 })
 TRIG_NAMES = ("mg_sincos", "mg_sincos_poly", "mg_sin", "mg_cos", "mg_sin_poly", "mg_cos_poly",
-              "mg_trig_out_of_range", "MG_TRIG_BOUND", "MG_ALWAYS_INLINE")
-"""The project's sin and cos, defined once per C file (templates/c/sincos.c.j2, docs/sincos.md)."""
+              "mg_trig_out_of_range", "MG_TRIG_BOUND", "MG_ALWAYS_INLINE", "mg_atan2",
+              "mg_bits_select", "mg_bits_mask")
+"""The project's sin, cos and atan2, defined once per C file (templates/c/sincos.c.j2,
+docs/sincos.md)."""
 # what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
 # Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
 # loop index, the integer types of the signatures
@@ -63,6 +65,10 @@ class CPrinter(ScalarLines, C99CodePrinter):
     def _print_cos(self, e) -> str:
         """cos(x) as the project's ``mg_cos(x)``."""
         return f"mg_cos({self._print(e.args[0])})"
+
+    def _print_atan2(self, e) -> str:
+        """atan2(y, x) as the project's ``mg_atan2(y, x)`` (branch-free: it vectorises)."""
+        return f"mg_atan2({self._print(e.args[0])}, {self._print(e.args[1])})"
 
 
 class CBackend(Backend):
