@@ -7689,13 +7689,13 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
     cl0_out = []
-    for (L1_F_L, L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9,) in (
-        (F_leg1, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
-        (F_leg2, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
-        (F_leg3, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
-        (F_leg4, 0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
-        (F_leg5, 0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
-        (F_leg6, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
+    for (L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9,) in (
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
     ):
         L1_r0_x = L1_kc1*alpha_C_00 + L1_kc2*alpha_C_10
         L1_r0_y = L1_kc1*s_psi_z + L1_kc2*alpha_C_11
@@ -7723,7 +7723,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_crank_inv_rho2 = 1.0/L1_crank_rho2
         L1_crank_c = L1_crank_inv_rho2*(L1_crank_K*L1_d_x + L1_crank_w*L1_s0_z)
         L1_crank_s = L1_crank_inv_rho2*(-L1_crank_K*L1_s0_z + L1_crank_w*L1_d_x)
-        L1_q1 = math.atan2(L1_crank_s, L1_crank_c)
         L1_t4 = L1_crank_c*L1_d_x - 0.25
         L1_e_c_x = -L1_crank_s*L1_s0_z + L1_t4
         L1_e_c_y = -L1_crank_c*L1_s0_z - L1_crank_s*L1_d_x
@@ -7740,10 +7739,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_u_c2 = L1_cse8*L1_u_Lxz
         L1_t6 = L1_d_z*L1_kc14 + L1_e_c_x*L1_kc12
         L1_u_s2 = L1_cse8*(L1_e_c_y*L1_kc13 + L1_t6)
-        L1_q2 = math.atan2(L1_u_s1, L1_u_c1)
-        L1_q3 = math.atan2(L1_u_s2, L1_u_c2)
-        L1_check1_4 = L1_q1 + 1.2
-        L1_check1_5 = 1.2 - L1_q1
         L1_beta1_00 = L1_crank_c*L1_kc5
         L1_beta1_01 = L1_crank_c*L1_kc6
         L1_beta1_10 = -L1_crank_s*L1_kc5
@@ -7781,10 +7776,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_TL1_z = L1_B1_02*L1_rho1_y - L1_B1_12*L1_rho1_x
         L1_TL2_z = -L1_kc0*L1_u_c2
         L1_cse10 = -1.0000000000000001e-20*L1_cse4
-        L1_check1_6 = L1_TL2_z*L1_TL2_z + L1_cse10
+        L1_check1_4 = L1_TL2_z*L1_TL2_z + L1_cse10
         L1_lu_inv1 = 1.0/L1_TL2_z
         L1_lu_inv2 = L1_cse8
-        L1_check1_7 = L1_TL1_x*L1_TL1_x + L1_cse10
+        L1_check1_5 = L1_TL1_x*L1_TL1_x + L1_cse10
         L1_lu_inv3 = 1.0/L1_TL1_x
         L1_cp3_x = (0.75)*L1_u_c2
         L1_cse11 = (0.75)*L1_u_s2
@@ -7835,8 +7830,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_qd2 = L1_W3_2*L1_p_z + L1_t19
         L1_t20 = L1_W1_3*L1_p_x + L1_W2_3*L1_p_y
         L1_qd3 = L1_W3_3*L1_p_z + L1_t20
-        L1_t21 = L1_F_L - L1_q1*p_k_crank
-        L1_Qa1 = -L1_qd1*p_c_crank + L1_t21
         L1_a1_J_x = -L1_kc5*g_x - L1_kc6*g_y
         L1_a1_J_z = -L1_kc7*g_x - L1_kc8*g_y
         L1_a1_x = L1_a1_J_x*L1_crank_c + L1_crank_s*g_z
@@ -7850,12 +7843,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_epsd2_z = L1_omega_p2_x*L1_qd2
         L1_cse12 = 0.25*L1_oo1_zz
         L1_cse13 = L1_a1_x - L1_cse12
-        L1_t22 = L1_a1_J_z*L1_beta2_02 + L1_a1_y*L1_beta2_01
-        L1_a2_x = L1_beta2_00*L1_cse13 + L1_t22
-        L1_t23 = L1_a1_J_z*L1_kc14 + L1_a1_y*L1_kc13
-        L1_a2_y = L1_cse13*L1_kc12 + L1_t23
-        L1_t24 = L1_a1_J_z*L1_beta2_22 + L1_a1_y*L1_beta2_21
-        L1_a2_z = L1_beta2_20*L1_cse13 + L1_t24
+        L1_t21 = L1_a1_J_z*L1_beta2_02 + L1_a1_y*L1_beta2_01
+        L1_a2_x = L1_beta2_00*L1_cse13 + L1_t21
+        L1_t22 = L1_a1_J_z*L1_kc14 + L1_a1_y*L1_kc13
+        L1_a2_y = L1_cse13*L1_kc12 + L1_t22
+        L1_t23 = L1_a1_J_z*L1_beta2_22 + L1_a1_y*L1_beta2_21
+        L1_a2_z = L1_beta2_20*L1_cse13 + L1_t23
         L1_omega_p3_x = L1_omega2_y*L1_u_s2 + L1_omega_p2_x*L1_u_c2
         L1_omega_p3_y = L1_omega2_y*L1_u_c2 - L1_omega_p2_x*L1_u_s2
         L1_omega3_z = L1_omega_p2_z + L1_qd3
@@ -7869,26 +7862,25 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_oo3_xz = L1_omega3_z*L1_omega_p3_x
         L1_oo3_W_00 = -L1_oo3_yy - L1_oo3_zz
         L1_F3_x = (2.5)*L1_a3_x + (0.75)*L1_oo3_W_00
-        L1_t25 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
-        L1_F3_y = (2.5)*L1_a3_y + L1_t25
-        L1_t26 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
-        L1_F3_z = (2.5)*L1_a2_z + L1_t26
+        L1_t24 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
+        L1_F3_y = (2.5)*L1_a3_y + L1_t24
+        L1_t25 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
+        L1_F3_z = (2.5)*L1_a2_z + L1_t25
         L1_N3_x = (0.001)*L1_epsd3_x
-        L1_t27 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
-        L1_N3_y = (0.305)*L1_epsd3_y + L1_t27
-        L1_t28 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
-        L1_N3_z = (0.305)*L1_epsd2_z + L1_t28
+        L1_t26 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
+        L1_N3_y = (0.305)*L1_epsd3_y + L1_t26
+        L1_t27 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
+        L1_N3_z = (0.305)*L1_epsd2_z + L1_t27
         L1_F_c3_x = L1_F3_x*L1_u_c2 - L1_F3_y*L1_u_s2
         L1_F_c3_y = L1_F3_x*L1_u_s2 + L1_F3_y*L1_u_c2
         L1_N2_x = L1_N3_x*L1_u_c2 - L1_N3_y*L1_u_s2
         L1_N2_y = L1_N3_x*L1_u_s2 + L1_N3_y*L1_u_c2
-        L1_t29 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
-        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t29
-        L1_t30 = 0.25*L1_F_c2_y + (0.36)*L1_a1_y
-        L1_t31 = L1_N2_x*L1_beta2_02 + L1_t30
-        L1_t32 = L1_N2_y*L1_kc14 + L1_t31
-        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t32
-        L1_b1 = -L1_N1_z + L1_Qa1
+        L1_t28 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
+        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t28
+        L1_t29 = 0.25*L1_F_c2_y + (0.36)*L1_a1_y
+        L1_t30 = L1_N2_x*L1_beta2_02 + L1_t29
+        L1_t31 = L1_N2_y*L1_kc14 + L1_t30
+        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t31
         L1_a2_x_2 = -L1_beta2_00*L1_cse12
         L1_a2_y_2 = -L1_cse12*L1_kc12
         L1_a2_z_2 = -L1_cse9*L1_oo1_zz
@@ -7897,47 +7889,47 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_cse14 = -L1_w_x_r_y*omega_0_z + L1_w_x_r_z*omega_0_y
         L1_cse15 = L1_w_x_r_x*omega_0_z - L1_w_x_r_z*omega_0_x
         L1_cse16 = -L1_w_x_r_x*omega_0_y + L1_w_x_r_y*omega_0_x
-        L1_t33 = L1_B0_0_x*L1_cse14 + L1_B0_0_y*L1_cse15
-        L1_cC_x = L1_B0_0_z*L1_cse16 + L1_t33
-        L1_t34 = L1_B0_1_x*L1_cse14 + L1_B0_1_y*L1_cse15
-        L1_cC_y = L1_B0_1_z*L1_cse16 + L1_t34
-        L1_t35 = L1_B0_2_x*L1_cse14 + L1_B0_2_y*L1_cse15
-        L1_cC_z = L1_B0_2_z*L1_cse16 + L1_t35
-        L1_t36 = -L1_a3_x_2 + L1_cC_x
-        L1_c1 = -L1_kc0*L1_oo3_W_00 + L1_t36
-        L1_t37 = -L1_a3_y_2 + L1_cC_y
-        L1_t38 = -L1_epsd2_z*L1_kc0 + L1_t37
-        L1_c2 = -L1_kc0*L1_oo3_xy + L1_t38
-        L1_t39 = -L1_a2_z_2 + L1_cC_z
-        L1_t40 = L1_epsd3_y*L1_kc0 + L1_t39
-        L1_c3 = -L1_kc0*L1_oo3_xz + L1_t40
+        L1_t32 = L1_B0_0_x*L1_cse14 + L1_B0_0_y*L1_cse15
+        L1_cC_x = L1_B0_0_z*L1_cse16 + L1_t32
+        L1_t33 = L1_B0_1_x*L1_cse14 + L1_B0_1_y*L1_cse15
+        L1_cC_y = L1_B0_1_z*L1_cse16 + L1_t33
+        L1_t34 = L1_B0_2_x*L1_cse14 + L1_B0_2_y*L1_cse15
+        L1_cC_z = L1_B0_2_z*L1_cse16 + L1_t34
+        L1_t35 = -L1_a3_x_2 + L1_cC_x
+        L1_c1 = -L1_kc0*L1_oo3_W_00 + L1_t35
+        L1_t36 = -L1_a3_y_2 + L1_cC_y
+        L1_t37 = -L1_epsd2_z*L1_kc0 + L1_t36
+        L1_c2 = -L1_kc0*L1_oo3_xy + L1_t37
+        L1_t38 = -L1_a2_z_2 + L1_cC_z
+        L1_t39 = L1_epsd3_y*L1_kc0 + L1_t38
+        L1_c3 = -L1_kc0*L1_oo3_xz + L1_t39
         L1_h1 = L1_c1*L1_lu_inv3
         L1_h3 = L1_lu_inv2*(-L1_TL1_y*L1_h1 + L1_c2)
         L1_h2 = L1_lu_inv1*(-L1_TL1_z*L1_h1 + L1_c3)
-        L1_t41 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
-        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t41
-        L1_t42 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
-        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t42
-        L1_t43 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
-        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t43
+        L1_t40 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
+        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t40
+        L1_t41 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
+        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t41
+        L1_t42 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
+        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t42
         L1_AW21 = L1_IJ3_11*L1_W1_2 + L1_Nm2_1_z*L1_W1_1
         L1_AW22 = L1_IJ3_11*L1_W2_2 + L1_Nm2_1_z*L1_W2_1
         L1_AW23 = L1_IJ3_11*L1_W3_2 + L1_Nm2_1_z*L1_W3_1
         L1_AW31 = L1_Nm3_1_z*L1_W1_1 + (0.305)*L1_W1_3
         L1_AW32 = L1_Nm3_1_z*L1_W2_1 + (0.305)*L1_W2_3
         L1_AW33 = L1_Nm3_1_z*L1_W3_1 + (0.305)*L1_W3_3
-        L1_t44 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
-        L1_K11 = L1_AW31*L1_W1_3 + L1_t44
-        L1_t45 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
-        L1_K12 = L1_AW32*L1_W1_3 + L1_t45
-        L1_t46 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
-        L1_K13 = L1_AW33*L1_W1_3 + L1_t46
-        L1_t47 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
-        L1_K22 = L1_AW32*L1_W2_3 + L1_t47
-        L1_t48 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
-        L1_K23 = L1_AW33*L1_W2_3 + L1_t48
-        L1_t49 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
-        L1_K33 = L1_AW33*L1_W3_3 + L1_t49
+        L1_t43 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
+        L1_K11 = L1_AW31*L1_W1_3 + L1_t43
+        L1_t44 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
+        L1_K12 = L1_AW32*L1_W1_3 + L1_t44
+        L1_t45 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
+        L1_K13 = L1_AW33*L1_W1_3 + L1_t45
+        L1_t46 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
+        L1_K22 = L1_AW32*L1_W2_3 + L1_t46
+        L1_t47 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
+        L1_K23 = L1_AW33*L1_W2_3 + L1_t47
+        L1_t48 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
+        L1_K33 = L1_AW33*L1_W3_3 + L1_t48
         L1_cse17 = L1_K12*L1_r0_z
         L1_cse18 = L1_K13*L1_r0_y
         L1_KS_00 = L1_cse17 - L1_cse18
@@ -7950,30 +7942,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         L1_KS_20 = L1_K23*L1_r0_z - L1_K33*L1_r0_y
         L1_KS_21 = -L1_K13*L1_r0_z + L1_K33*L1_r0_x
         L1_KS_22 = L1_cse18 + L1_cse19
-        L1_t50 = -L1_Ic1_22*L1_h1 + L1_b1
-        L1_t51 = -L1_Nm2_1_z*L1_h2 + L1_t50
-        L1_r1 = -L1_Nm3_1_z*L1_h3 + L1_t51
-        L1_t52 = -L1_IJ3_11*L1_h2 - L1_N2_y
-        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t52
-        L1_t53 = -L1_N3_z - 0.305*L1_h3
-        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t53
+        L1_t49 = -L1_IJ3_11*L1_h2 - L1_N2_y
+        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t49
+        L1_t50 = -L1_N3_z - 0.305*L1_h3
+        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t50
         L1_y_z3 = L1_lu_inv1*L1_r2
         L1_y_z2 = L1_lu_inv2*L1_r3
-        L1_t54 = -L1_TL1_y*L1_y_z2 + L1_r1
-        L1_y_z1 = L1_lu_inv3*(-L1_TL1_z*L1_y_z3 + L1_t54)
-        L1_t55 = L1_B0_0_x*L1_y_z1 + L1_B0_1_x*L1_y_z2
-        L1_fc_x = L1_B0_2_x*L1_y_z3 + L1_t55
-        L1_t56 = L1_B0_0_y*L1_y_z1 + L1_B0_1_y*L1_y_z2
-        L1_fc_y = L1_B0_2_y*L1_y_z3 + L1_t56
-        L1_t57 = L1_B0_0_z*L1_y_z1 + L1_B0_1_z*L1_y_z2
-        L1_fc_z = L1_B0_2_z*L1_y_z3 + L1_t57
-        cl0_out.append((L1_r0_x, L1_r0_y, L1_r0_z, L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_q1, L1_check1_3, L1_u_c2, L1_u_s2, L1_q2, L1_q3, L1_check1_4, L1_check1_5, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_B0_0_x, L1_B0_0_y, L1_B0_0_z, L1_B0_2_x, L1_B0_2_y, L1_B0_2_z, L1_B0_1_x, L1_B0_1_y, L1_B0_1_z, L1_TL1_y, L1_TL1_z, L1_check1_6, L1_lu_inv1, L1_lu_inv2, L1_check1_7, L1_lu_inv3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_a1_J_z, L1_a1_x, L1_a1_y, L1_oo1_zz, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N2_y, L1_b1, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_fc_x, L1_fc_y, L1_fc_z,))
-    leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_q1, leg1_check1_3, leg1_u_c2, leg1_u_s2, leg1_q2, leg1_q3, leg1_check1_4, leg1_check1_5, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_TL1_y, leg1_TL1_z, leg1_check1_6, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_7, leg1_lu_inv3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_a1_J_z, leg1_a1_x, leg1_a1_y, leg1_oo1_zz, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N2_y, leg1_b1, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl0_out[0]
-    leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_q1, leg2_check1_3, leg2_u_c2, leg2_u_s2, leg2_q2, leg2_q3, leg2_check1_4, leg2_check1_5, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_TL1_y, leg2_TL1_z, leg2_check1_6, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_7, leg2_lu_inv3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_a1_J_z, leg2_a1_x, leg2_a1_y, leg2_oo1_zz, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N2_y, leg2_b1, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl0_out[1]
-    leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_q1, leg3_check1_3, leg3_u_c2, leg3_u_s2, leg3_q2, leg3_q3, leg3_check1_4, leg3_check1_5, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_TL1_y, leg3_TL1_z, leg3_check1_6, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_7, leg3_lu_inv3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_a1_J_z, leg3_a1_x, leg3_a1_y, leg3_oo1_zz, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N2_y, leg3_b1, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl0_out[2]
-    leg4_r0_x, leg4_r0_y, leg4_r0_z, leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_q1, leg4_check1_3, leg4_u_c2, leg4_u_s2, leg4_q2, leg4_q3, leg4_check1_4, leg4_check1_5, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_TL1_y, leg4_TL1_z, leg4_check1_6, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_7, leg4_lu_inv3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_a1_J_z, leg4_a1_x, leg4_a1_y, leg4_oo1_zz, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N2_y, leg4_b1, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl0_out[3]
-    leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_q1, leg5_check1_3, leg5_u_c2, leg5_u_s2, leg5_q2, leg5_q3, leg5_check1_4, leg5_check1_5, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_TL1_y, leg5_TL1_z, leg5_check1_6, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_7, leg5_lu_inv3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_a1_J_z, leg5_a1_x, leg5_a1_y, leg5_oo1_zz, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N2_y, leg5_b1, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl0_out[4]
-    leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_q1, leg6_check1_3, leg6_u_c2, leg6_u_s2, leg6_q2, leg6_q3, leg6_check1_4, leg6_check1_5, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_TL1_y, leg6_TL1_z, leg6_check1_6, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_7, leg6_lu_inv3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_a1_J_z, leg6_a1_x, leg6_a1_y, leg6_oo1_zz, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N2_y, leg6_b1, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl0_out[5]
+        cl0_out.append((L1_r0_x, L1_r0_y, L1_r0_z, L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_check1_3, L1_u_c1, L1_u_s1, L1_u_c2, L1_u_s2, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_B0_0_x, L1_B0_0_y, L1_B0_0_z, L1_B0_2_x, L1_B0_2_y, L1_B0_2_z, L1_B0_1_x, L1_B0_1_y, L1_B0_1_z, L1_TL1_y, L1_TL1_z, L1_check1_4, L1_lu_inv1, L1_lu_inv2, L1_check1_5, L1_lu_inv3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_a1_J_z, L1_a1_x, L1_a1_y, L1_oo1_zz, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N2_y, L1_N1_z, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_y_z3, L1_y_z2,))
+    leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_check1_3, leg1_u_c1, leg1_u_s1, leg1_u_c2, leg1_u_s2, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_TL1_y, leg1_TL1_z, leg1_check1_4, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_5, leg1_lu_inv3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_a1_J_z, leg1_a1_x, leg1_a1_y, leg1_oo1_zz, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N2_y, leg1_N1_z, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_y_z3, leg1_y_z2, = cl0_out[0]
+    leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_check1_3, leg2_u_c1, leg2_u_s1, leg2_u_c2, leg2_u_s2, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_TL1_y, leg2_TL1_z, leg2_check1_4, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_5, leg2_lu_inv3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_a1_J_z, leg2_a1_x, leg2_a1_y, leg2_oo1_zz, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N2_y, leg2_N1_z, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_y_z3, leg2_y_z2, = cl0_out[1]
+    leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_check1_3, leg3_u_c1, leg3_u_s1, leg3_u_c2, leg3_u_s2, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_TL1_y, leg3_TL1_z, leg3_check1_4, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_5, leg3_lu_inv3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_a1_J_z, leg3_a1_x, leg3_a1_y, leg3_oo1_zz, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N2_y, leg3_N1_z, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_y_z3, leg3_y_z2, = cl0_out[2]
+    leg4_r0_x, leg4_r0_y, leg4_r0_z, leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_check1_3, leg4_u_c1, leg4_u_s1, leg4_u_c2, leg4_u_s2, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_TL1_y, leg4_TL1_z, leg4_check1_4, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_5, leg4_lu_inv3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_a1_J_z, leg4_a1_x, leg4_a1_y, leg4_oo1_zz, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N2_y, leg4_N1_z, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_y_z3, leg4_y_z2, = cl0_out[3]
+    leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_check1_3, leg5_u_c1, leg5_u_s1, leg5_u_c2, leg5_u_s2, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_TL1_y, leg5_TL1_z, leg5_check1_4, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_5, leg5_lu_inv3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_a1_J_z, leg5_a1_x, leg5_a1_y, leg5_oo1_zz, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N2_y, leg5_N1_z, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_y_z3, leg5_y_z2, = cl0_out[4]
+    leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_check1_3, leg6_u_c1, leg6_u_s1, leg6_u_c2, leg6_u_s2, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_TL1_y, leg6_TL1_z, leg6_check1_4, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_5, leg6_lu_inv3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_a1_J_z, leg6_a1_x, leg6_a1_y, leg6_oo1_zz, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N2_y, leg6_N1_z, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_y_z3, leg6_y_z2, = cl0_out[5]
     if not (leg1_check1_1 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8007,7 +7988,118 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 122
-    if not (leg1_check1_4 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
+    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
+    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
+    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
+    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
+    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
+    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
+    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
+    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
+    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
+    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
+    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
+    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
+    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
+    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
+    Ac_star44 = I_C0_00 + leg1_KS_10*leg1_r0_z - leg1_KS_20*leg1_r0_y + leg2_KS_10*leg2_r0_z - leg2_KS_20*leg2_r0_y + leg3_KS_10*leg3_r0_z - leg3_KS_20*leg3_r0_y + leg4_KS_10*leg4_r0_z - leg4_KS_20*leg4_r0_y + leg5_KS_10*leg5_r0_z - leg5_KS_20*leg5_r0_y + leg6_KS_10*leg6_r0_z - leg6_KS_20*leg6_r0_y
+    Ac_star45 = I_C0_01 + leg1_KS_11*leg1_r0_z - leg1_KS_21*leg1_r0_y + leg2_KS_11*leg2_r0_z - leg2_KS_21*leg2_r0_y + leg3_KS_11*leg3_r0_z - leg3_KS_21*leg3_r0_y + leg4_KS_11*leg4_r0_z - leg4_KS_21*leg4_r0_y + leg5_KS_11*leg5_r0_z - leg5_KS_21*leg5_r0_y + leg6_KS_11*leg6_r0_z - leg6_KS_21*leg6_r0_y
+    Ac_star46 = I_C0_02 + leg1_KS_12*leg1_r0_z - leg1_KS_22*leg1_r0_y + leg2_KS_12*leg2_r0_z - leg2_KS_22*leg2_r0_y + leg3_KS_12*leg3_r0_z - leg3_KS_22*leg3_r0_y + leg4_KS_12*leg4_r0_z - leg4_KS_22*leg4_r0_y + leg5_KS_12*leg5_r0_z - leg5_KS_22*leg5_r0_y + leg6_KS_12*leg6_r0_z - leg6_KS_22*leg6_r0_y
+    Ac_star55 = I_C0_11 - leg1_KS_01*leg1_r0_z + leg1_KS_21*leg1_r0_x - leg2_KS_01*leg2_r0_z + leg2_KS_21*leg2_r0_x - leg3_KS_01*leg3_r0_z + leg3_KS_21*leg3_r0_x - leg4_KS_01*leg4_r0_z + leg4_KS_21*leg4_r0_x - leg5_KS_01*leg5_r0_z + leg5_KS_21*leg5_r0_x - leg6_KS_01*leg6_r0_z + leg6_KS_21*leg6_r0_x
+    Ac_star56 = I_C0_12 - leg1_KS_02*leg1_r0_z + leg1_KS_22*leg1_r0_x - leg2_KS_02*leg2_r0_z + leg2_KS_22*leg2_r0_x - leg3_KS_02*leg3_r0_z + leg3_KS_22*leg3_r0_x - leg4_KS_02*leg4_r0_z + leg4_KS_22*leg4_r0_x - leg5_KS_02*leg5_r0_z + leg5_KS_22*leg5_r0_x - leg6_KS_02*leg6_r0_z + leg6_KS_22*leg6_r0_x
+    Ac_star66 = I_C0_22 + leg1_KS_02*leg1_r0_y - leg1_KS_12*leg1_r0_x + leg2_KS_02*leg2_r0_y - leg2_KS_12*leg2_r0_x + leg3_KS_02*leg3_r0_y - leg3_KS_12*leg3_r0_x + leg4_KS_02*leg4_r0_y - leg4_KS_12*leg4_r0_x + leg5_KS_02*leg5_r0_y - leg5_KS_12*leg5_r0_x + leg6_KS_02*leg6_r0_y - leg6_KS_12*leg6_r0_x
+    invD1 = 1.0/Ac_star11
+    L2_1 = Ac_star12*invD1
+    L3_1 = Ac_star13*invD1
+    L4_1 = Ac_star14*invD1
+    L5_1 = Ac_star15*invD1
+    L6_1 = Ac_star16*invD1
+    D2 = -Ac_star12*L2_1 + Ac_star22
+    invD2 = 1.0/D2
+    LD3_2 = -Ac_star12*L3_1 + Ac_star23
+    L3_2 = LD3_2*invD2
+    LD4_2 = -Ac_star12*L4_1 + Ac_star24
+    L4_2 = LD4_2*invD2
+    LD5_2 = -Ac_star12*L5_1 + Ac_star25
+    L5_2 = LD5_2*invD2
+    LD6_2 = -Ac_star12*L6_1 + Ac_star26
+    L6_2 = LD6_2*invD2
+    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
+    invD3 = 1.0/D3
+    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
+    L4_3 = LD4_3*invD3
+    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
+    L5_3 = LD5_3*invD3
+    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
+    L6_3 = LD6_3*invD3
+    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
+    invD4 = 1.0/D4
+    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
+    L5_4 = LD5_4*invD4
+    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
+    L6_4 = LD6_4*invD4
+    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
+    invD5 = 1.0/D5
+    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
+    L6_5 = LD6_5*invD5
+    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
+    invD6 = 1.0/D6
+    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
+    # column loop: 6 columns
+    cl1_out = []
+    for (L1x_crank_c, L1x_crank_s, L1x_u_c1, L1x_u_c2, L1x_u_s1, L1x_u_s2,) in (
+        (leg1_crank_c, leg1_crank_s, leg1_u_c1, leg1_u_c2, leg1_u_s1, leg1_u_s2,),
+        (leg2_crank_c, leg2_crank_s, leg2_u_c1, leg2_u_c2, leg2_u_s1, leg2_u_s2,),
+        (leg3_crank_c, leg3_crank_s, leg3_u_c1, leg3_u_c2, leg3_u_s1, leg3_u_s2,),
+        (leg4_crank_c, leg4_crank_s, leg4_u_c1, leg4_u_c2, leg4_u_s1, leg4_u_s2,),
+        (leg5_crank_c, leg5_crank_s, leg5_u_c1, leg5_u_c2, leg5_u_s1, leg5_u_s2,),
+        (leg6_crank_c, leg6_crank_s, leg6_u_c1, leg6_u_c2, leg6_u_s1, leg6_u_s2,),
+    ):
+        L1x_q1 = math.atan2(L1x_crank_s, L1x_crank_c)
+        L1x_q2 = math.atan2(L1x_u_s1, L1x_u_c1)
+        L1x_q3 = math.atan2(L1x_u_s2, L1x_u_c2)
+        cl1_out.append((L1x_q1, L1x_q2, L1x_q3,))
+    leg1_q1, leg1_q2, leg1_q3, = cl1_out[0]
+    leg2_q1, leg2_q2, leg2_q3, = cl1_out[1]
+    leg3_q1, leg3_q2, leg3_q3, = cl1_out[2]
+    leg4_q1, leg4_q2, leg4_q3, = cl1_out[3]
+    leg5_q1, leg5_q2, leg5_q3, = cl1_out[4]
+    leg6_q1, leg6_q2, leg6_q3, = cl1_out[5]
+    # column loop: 6 columns
+    cl2_out = []
+    for (L2_F_L, L2_B0_0_x, L2_B0_0_y, L2_B0_0_z, L2_B0_1_x, L2_B0_1_y, L2_B0_1_z, L2_B0_2_x, L2_B0_2_y, L2_B0_2_z, L2_Ic1_22, L2_N1_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_TL1_y, L2_TL1_z, L2_h1, L2_h2, L2_h3, L2_lu_inv3, L2_q1, L2_qd1, L2_y_z2, L2_y_z3,) in (
+        (F_leg1, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_Ic1_22, leg1_N1_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_h1, leg1_h2, leg1_h3, leg1_lu_inv3, leg1_q1, leg1_qd1, leg1_y_z2, leg1_y_z3,),
+        (F_leg2, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_Ic1_22, leg2_N1_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_h1, leg2_h2, leg2_h3, leg2_lu_inv3, leg2_q1, leg2_qd1, leg2_y_z2, leg2_y_z3,),
+        (F_leg3, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_Ic1_22, leg3_N1_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_h1, leg3_h2, leg3_h3, leg3_lu_inv3, leg3_q1, leg3_qd1, leg3_y_z2, leg3_y_z3,),
+        (F_leg4, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_Ic1_22, leg4_N1_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_TL1_y, leg4_TL1_z, leg4_h1, leg4_h2, leg4_h3, leg4_lu_inv3, leg4_q1, leg4_qd1, leg4_y_z2, leg4_y_z3,),
+        (F_leg5, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_Ic1_22, leg5_N1_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_h1, leg5_h2, leg5_h3, leg5_lu_inv3, leg5_q1, leg5_qd1, leg5_y_z2, leg5_y_z3,),
+        (F_leg6, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_Ic1_22, leg6_N1_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_h1, leg6_h2, leg6_h3, leg6_lu_inv3, leg6_q1, leg6_qd1, leg6_y_z2, leg6_y_z3,),
+    ):
+        L2_check2_1 = L2_q1 + 1.2
+        L2_check2_2 = 1.2 - L2_q1
+        L2_t1 = L2_F_L - L2_q1*p_k_crank
+        L2_Qa1 = -L2_qd1*p_c_crank + L2_t1
+        L2_b1 = -L2_N1_z + L2_Qa1
+        L2_t2 = -L2_Ic1_22*L2_h1 + L2_b1
+        L2_t3 = -L2_Nm2_1_z*L2_h2 + L2_t2
+        L2_r1 = -L2_Nm3_1_z*L2_h3 + L2_t3
+        L2_t4 = -L2_TL1_y*L2_y_z2 + L2_r1
+        L2_y_z1 = L2_lu_inv3*(-L2_TL1_z*L2_y_z3 + L2_t4)
+        L2_t5 = L2_B0_0_x*L2_y_z1 + L2_B0_1_x*L2_y_z2
+        L2_fc_x = L2_B0_2_x*L2_y_z3 + L2_t5
+        L2_t6 = L2_B0_0_y*L2_y_z1 + L2_B0_1_y*L2_y_z2
+        L2_fc_y = L2_B0_2_y*L2_y_z3 + L2_t6
+        L2_t7 = L2_B0_0_z*L2_y_z1 + L2_B0_1_z*L2_y_z2
+        L2_fc_z = L2_B0_2_z*L2_y_z3 + L2_t7
+        cl2_out.append((L2_check2_1, L2_check2_2, L2_b1, L2_fc_x, L2_fc_y, L2_fc_z,))
+    leg1_check2_1, leg1_check2_2, leg1_b1, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl2_out[0]
+    leg2_check2_1, leg2_check2_2, leg2_b1, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl2_out[1]
+    leg3_check2_1, leg3_check2_2, leg3_b1, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl2_out[2]
+    leg4_check2_1, leg4_check2_2, leg4_b1, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl2_out[3]
+    leg5_check2_1, leg5_check2_2, leg5_b1, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl2_out[4]
+    leg6_check2_1, leg6_check2_2, leg6_b1, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl2_out[5]
+    if not (leg1_check2_1 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8018,7 +8110,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 103
-    if not (leg1_check1_5 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg1_check2_2 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8062,7 +8154,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 222
-    if not (leg2_check1_4 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg2_check2_1 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8073,7 +8165,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 203
-    if not (leg2_check1_5 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg2_check2_2 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8117,7 +8209,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 322
-    if not (leg3_check1_4 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg3_check2_1 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8128,7 +8220,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 303
-    if not (leg3_check1_5 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg3_check2_2 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8172,7 +8264,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 422
-    if not (leg4_check1_4 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg4_check2_1 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8183,7 +8275,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 403
-    if not (leg4_check1_5 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg4_check2_2 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8227,7 +8319,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 522
-    if not (leg5_check1_4 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg5_check2_1 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8238,7 +8330,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 503
-    if not (leg5_check1_5 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg5_check2_2 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8282,7 +8374,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 622
-    if not (leg6_check1_4 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg6_check2_1 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8293,7 +8385,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 603
-    if not (leg6_check1_5 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg6_check2_2 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8304,7 +8396,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 604
-    if not (leg1_check1_6 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
+    if not (leg1_check1_4 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8315,7 +8407,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 192
-    if not (leg1_check1_7 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_check1_5 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8326,7 +8418,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 192
-    if not (leg2_check1_6 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
+    if not (leg2_check1_4 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8337,7 +8429,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 292
-    if not (leg2_check1_7 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_check1_5 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8348,7 +8440,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 292
-    if not (leg3_check1_6 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
+    if not (leg3_check1_4 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8359,7 +8451,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 392
-    if not (leg3_check1_7 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_check1_5 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8370,7 +8462,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 392
-    if not (leg4_check1_6 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
+    if not (leg4_check1_4 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8381,7 +8473,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 492
-    if not (leg4_check1_7 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_check1_5 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8392,7 +8484,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 492
-    if not (leg5_check1_6 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
+    if not (leg5_check1_4 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8403,7 +8495,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 592
-    if not (leg5_check1_7 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_check1_5 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8414,7 +8506,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 592
-    if not (leg6_check1_6 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
+    if not (leg6_check1_4 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8425,7 +8517,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 692
-    if not (leg6_check1_7 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_check1_5 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8436,33 +8528,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 692
-    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
-    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
-    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
-    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
-    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
-    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
-    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
-    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
-    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
-    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
-    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
-    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
-    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
-    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
-    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
-    Ac_star44 = I_C0_00 + leg1_KS_10*leg1_r0_z - leg1_KS_20*leg1_r0_y + leg2_KS_10*leg2_r0_z - leg2_KS_20*leg2_r0_y + leg3_KS_10*leg3_r0_z - leg3_KS_20*leg3_r0_y + leg4_KS_10*leg4_r0_z - leg4_KS_20*leg4_r0_y + leg5_KS_10*leg5_r0_z - leg5_KS_20*leg5_r0_y + leg6_KS_10*leg6_r0_z - leg6_KS_20*leg6_r0_y
-    Ac_star45 = I_C0_01 + leg1_KS_11*leg1_r0_z - leg1_KS_21*leg1_r0_y + leg2_KS_11*leg2_r0_z - leg2_KS_21*leg2_r0_y + leg3_KS_11*leg3_r0_z - leg3_KS_21*leg3_r0_y + leg4_KS_11*leg4_r0_z - leg4_KS_21*leg4_r0_y + leg5_KS_11*leg5_r0_z - leg5_KS_21*leg5_r0_y + leg6_KS_11*leg6_r0_z - leg6_KS_21*leg6_r0_y
-    Ac_star46 = I_C0_02 + leg1_KS_12*leg1_r0_z - leg1_KS_22*leg1_r0_y + leg2_KS_12*leg2_r0_z - leg2_KS_22*leg2_r0_y + leg3_KS_12*leg3_r0_z - leg3_KS_22*leg3_r0_y + leg4_KS_12*leg4_r0_z - leg4_KS_22*leg4_r0_y + leg5_KS_12*leg5_r0_z - leg5_KS_22*leg5_r0_y + leg6_KS_12*leg6_r0_z - leg6_KS_22*leg6_r0_y
-    Ac_star55 = I_C0_11 - leg1_KS_01*leg1_r0_z + leg1_KS_21*leg1_r0_x - leg2_KS_01*leg2_r0_z + leg2_KS_21*leg2_r0_x - leg3_KS_01*leg3_r0_z + leg3_KS_21*leg3_r0_x - leg4_KS_01*leg4_r0_z + leg4_KS_21*leg4_r0_x - leg5_KS_01*leg5_r0_z + leg5_KS_21*leg5_r0_x - leg6_KS_01*leg6_r0_z + leg6_KS_21*leg6_r0_x
-    Ac_star56 = I_C0_12 - leg1_KS_02*leg1_r0_z + leg1_KS_22*leg1_r0_x - leg2_KS_02*leg2_r0_z + leg2_KS_22*leg2_r0_x - leg3_KS_02*leg3_r0_z + leg3_KS_22*leg3_r0_x - leg4_KS_02*leg4_r0_z + leg4_KS_22*leg4_r0_x - leg5_KS_02*leg5_r0_z + leg5_KS_22*leg5_r0_x - leg6_KS_02*leg6_r0_z + leg6_KS_22*leg6_r0_x
-    Ac_star66 = I_C0_22 + leg1_KS_02*leg1_r0_y - leg1_KS_12*leg1_r0_x + leg2_KS_02*leg2_r0_y - leg2_KS_12*leg2_r0_x + leg3_KS_02*leg3_r0_y - leg3_KS_12*leg3_r0_x + leg4_KS_02*leg4_r0_y - leg4_KS_12*leg4_r0_x + leg5_KS_02*leg5_r0_y - leg5_KS_12*leg5_r0_x + leg6_KS_02*leg6_r0_y - leg6_KS_12*leg6_r0_x
-    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + s_C_f_x
-    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + s_C_f_y
-    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + s_C_f_z
-    bc_star4 = -leg1_fc_y*leg1_r0_z + leg1_fc_z*leg1_r0_y - leg2_fc_y*leg2_r0_z + leg2_fc_z*leg2_r0_y - leg3_fc_y*leg3_r0_z + leg3_fc_z*leg3_r0_y - leg4_fc_y*leg4_r0_z + leg4_fc_z*leg4_r0_y - leg5_fc_y*leg5_r0_z + leg5_fc_z*leg5_r0_y - leg6_fc_y*leg6_r0_z + leg6_fc_z*leg6_r0_y + s0_C_m_x
-    bc_star5 = leg1_fc_x*leg1_r0_z - leg1_fc_z*leg1_r0_x + leg2_fc_x*leg2_r0_z - leg2_fc_z*leg2_r0_x + leg3_fc_x*leg3_r0_z - leg3_fc_z*leg3_r0_x + leg4_fc_x*leg4_r0_z - leg4_fc_z*leg4_r0_x + leg5_fc_x*leg5_r0_z - leg5_fc_z*leg5_r0_x + leg6_fc_x*leg6_r0_z - leg6_fc_z*leg6_r0_x + s0_C_m_y
-    bc_star6 = -leg1_fc_x*leg1_r0_y + leg1_fc_y*leg1_r0_x - leg2_fc_x*leg2_r0_y + leg2_fc_y*leg2_r0_x - leg3_fc_x*leg3_r0_y + leg3_fc_y*leg3_r0_x - leg4_fc_x*leg4_r0_y + leg4_fc_y*leg4_r0_x - leg5_fc_x*leg5_r0_y + leg5_fc_y*leg5_r0_x - leg6_fc_x*leg6_r0_y + leg6_fc_y*leg6_r0_x + s0_C_m_z
     if not (0.9999999999999*Ac_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8474,13 +8539,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD1 = 1.0/Ac_star11
-    L2_1 = Ac_star12*invD1
-    L3_1 = Ac_star13*invD1
-    L4_1 = Ac_star14*invD1
-    L5_1 = Ac_star15*invD1
-    L6_1 = Ac_star16*invD1
-    D2 = -Ac_star12*L2_1 + Ac_star22
     if not (-1e-13*Ac_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8492,16 +8550,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD2 = 1.0/D2
-    LD3_2 = -Ac_star12*L3_1 + Ac_star23
-    L3_2 = LD3_2*invD2
-    LD4_2 = -Ac_star12*L4_1 + Ac_star24
-    L4_2 = LD4_2*invD2
-    LD5_2 = -Ac_star12*L5_1 + Ac_star25
-    L5_2 = LD5_2*invD2
-    LD6_2 = -Ac_star12*L6_1 + Ac_star26
-    L6_2 = LD6_2*invD2
-    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
     if not (-1e-13*Ac_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8513,14 +8561,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD3 = 1.0/D3
-    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
-    L4_3 = LD4_3*invD3
-    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
-    L5_3 = LD5_3*invD3
-    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
-    L6_3 = LD6_3*invD3
-    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
     if not (-1e-13*Ac_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8532,12 +8572,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD4 = 1.0/D4
-    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
-    L5_4 = LD5_4*invD4
-    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
-    L6_4 = LD6_4*invD4
-    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
     if not (-1e-13*Ac_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8549,10 +8583,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD5 = 1.0/D5
-    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
-    L6_5 = LD6_5*invD5
-    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
     if not (-1e-13*Ac_star66 + D6 > 0.0):  # pivot D6 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8564,18 +8594,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD6 = 1.0/D6
-    y2 = -L2_1*bc_star1 + bc_star2
-    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
-    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
-    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
-    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
-    yc6 = invD6*y6
-    yc5 = -L6_5*yc6 + invD5*y5
-    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
-    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
-    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
-    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
     if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8587,13 +8605,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 4
+    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + s_C_f_x
+    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + s_C_f_y
+    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + s_C_f_z
+    bc_star4 = -leg1_fc_y*leg1_r0_z + leg1_fc_z*leg1_r0_y - leg2_fc_y*leg2_r0_z + leg2_fc_z*leg2_r0_y - leg3_fc_y*leg3_r0_z + leg3_fc_z*leg3_r0_y - leg4_fc_y*leg4_r0_z + leg4_fc_z*leg4_r0_y - leg5_fc_y*leg5_r0_z + leg5_fc_z*leg5_r0_y - leg6_fc_y*leg6_r0_z + leg6_fc_z*leg6_r0_y + s0_C_m_x
+    bc_star5 = leg1_fc_x*leg1_r0_z - leg1_fc_z*leg1_r0_x + leg2_fc_x*leg2_r0_z - leg2_fc_z*leg2_r0_x + leg3_fc_x*leg3_r0_z - leg3_fc_z*leg3_r0_x + leg4_fc_x*leg4_r0_z - leg4_fc_z*leg4_r0_x + leg5_fc_x*leg5_r0_z - leg5_fc_z*leg5_r0_x + leg6_fc_x*leg6_r0_z - leg6_fc_z*leg6_r0_x + s0_C_m_y
+    bc_star6 = -leg1_fc_x*leg1_r0_y + leg1_fc_y*leg1_r0_x - leg2_fc_x*leg2_r0_y + leg2_fc_y*leg2_r0_x - leg3_fc_x*leg3_r0_y + leg3_fc_y*leg3_r0_x - leg4_fc_x*leg4_r0_y + leg4_fc_y*leg4_r0_x - leg5_fc_x*leg5_r0_y + leg5_fc_y*leg5_r0_x - leg6_fc_x*leg6_r0_y + leg6_fc_y*leg6_r0_x + s0_C_m_z
+    y2 = -L2_1*bc_star1 + bc_star2
+    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
+    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
+    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
+    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
+    yc6 = invD6*y6
+    yc5 = -L6_5*yc6 + invD5*y5
+    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
+    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
+    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
+    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
     udot4 = alpha_C_00*yc4 + alpha_C_02*yc6 + s_psi_z*yc5
     udot5 = alpha_C_10*yc4 + alpha_C_11*yc5 + alpha_C_12*yc6
     udot6 = alpha_C_20*yc4 + alpha_C_21*yc5 + alpha_C_22*yc6
-    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
     # column loop: 6 columns
-    cl1_out = []
-    for (L2_B0_0_x, L2_B0_0_y, L2_B0_0_z, L2_B0_1_x, L2_B0_1_y, L2_B0_1_z, L2_B0_2_x, L2_B0_2_y, L2_B0_2_z, L2_IJ3_11, L2_Ic1_22, L2_N2_y, L2_N3_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_TL1_y, L2_TL1_z, L2_W1_1, L2_W1_2, L2_W1_3, L2_W2_1, L2_W2_2, L2_W2_3, L2_W3_1, L2_W3_2, L2_W3_3, L2_a1_J_z, L2_a1_x, L2_a1_y, L2_b1, L2_beta1_00, L2_beta1_01, L2_beta1_10, L2_beta1_11, L2_beta2_00, L2_beta2_01, L2_beta2_02, L2_beta2_20, L2_beta2_21, L2_beta2_22, L2_crank_c, L2_crank_s, L2_h1, L2_h2, L2_h3, L2_kc0, L2_kc12, L2_kc13, L2_kc14, L2_kc7, L2_kc8, L2_lu_inv1, L2_lu_inv2, L2_lu_inv3, L2_omega_p2_x, L2_omega_p2_z, L2_omega_p3_x, L2_omega_p3_y, L2_oo1_zz, L2_oo3_W_00, L2_oo3_xy, L2_oo3_xz, L2_qd2, L2_qd3, L2_r0_x, L2_r0_y, L2_r0_z, L2_u_c2, L2_u_s2,) in (
+    cl3_out = []
+    for (L3_B0_0_x, L3_B0_0_y, L3_B0_0_z, L3_B0_1_x, L3_B0_1_y, L3_B0_1_z, L3_B0_2_x, L3_B0_2_y, L3_B0_2_z, L3_IJ3_11, L3_Ic1_22, L3_N2_y, L3_N3_z, L3_Nm2_1_z, L3_Nm3_1_z, L3_TL1_y, L3_TL1_z, L3_W1_1, L3_W1_2, L3_W1_3, L3_W2_1, L3_W2_2, L3_W2_3, L3_W3_1, L3_W3_2, L3_W3_3, L3_a1_J_z, L3_a1_x, L3_a1_y, L3_b1, L3_beta1_00, L3_beta1_01, L3_beta1_10, L3_beta1_11, L3_beta2_00, L3_beta2_01, L3_beta2_02, L3_beta2_20, L3_beta2_21, L3_beta2_22, L3_crank_c, L3_crank_s, L3_h1, L3_h2, L3_h3, L3_kc0, L3_kc12, L3_kc13, L3_kc14, L3_kc7, L3_kc8, L3_lu_inv1, L3_lu_inv2, L3_lu_inv3, L3_omega_p2_x, L3_omega_p2_z, L3_omega_p3_x, L3_omega_p3_y, L3_oo1_zz, L3_oo3_W_00, L3_oo3_xy, L3_oo3_xz, L3_qd2, L3_qd3, L3_r0_x, L3_r0_y, L3_r0_z, L3_u_c2, L3_u_s2,) in (
         (leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_IJ3_11, leg1_Ic1_22, leg1_N2_y, leg1_N3_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_a1_J_z, leg1_a1_x, leg1_a1_y, leg1_b1, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_crank_c, leg1_crank_s, leg1_h1, leg1_h2, leg1_h3, 0.809160465315115, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, 0.34202014332566866, 0.9396926207859084, leg1_lu_inv1, leg1_lu_inv2, leg1_lu_inv3, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo1_zz, leg1_oo3_W_00, leg1_oo3_xy, leg1_oo3_xz, leg1_qd2, leg1_qd3, leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_u_c2, leg1_u_s2,),
         (leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_IJ3_11, leg2_Ic1_22, leg2_N2_y, leg2_N3_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_a1_J_z, leg2_a1_x, leg2_a1_y, leg2_b1, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_crank_c, leg2_crank_s, leg2_h1, leg2_h2, leg2_h3, 0.809160465315115, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.34202014332566866, 0.9396926207859084, leg2_lu_inv1, leg2_lu_inv2, leg2_lu_inv3, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo1_zz, leg2_oo3_W_00, leg2_oo3_xy, leg2_oo3_xz, leg2_qd2, leg2_qd3, leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_u_c2, leg2_u_s2,),
         (leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_IJ3_11, leg3_Ic1_22, leg3_N2_y, leg3_N3_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_a1_J_z, leg3_a1_x, leg3_a1_y, leg3_b1, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_crank_c, leg3_crank_s, leg3_h1, leg3_h2, leg3_h3, 0.8091604653151149, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.984807753012208, -0.17364817766693036, leg3_lu_inv1, leg3_lu_inv2, leg3_lu_inv3, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo1_zz, leg3_oo3_W_00, leg3_oo3_xy, leg3_oo3_xz, leg3_qd2, leg3_qd3, leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_u_c2, leg3_u_s2,),
@@ -8601,109 +8635,109 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         (leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_IJ3_11, leg5_Ic1_22, leg5_N2_y, leg5_N3_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_a1_J_z, leg5_a1_x, leg5_a1_y, leg5_b1, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_crank_c, leg5_crank_s, leg5_h1, leg5_h2, leg5_h3, 0.809160465315115, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, 0.6427876096865394, -0.766044443118978, leg5_lu_inv1, leg5_lu_inv2, leg5_lu_inv3, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo1_zz, leg5_oo3_W_00, leg5_oo3_xy, leg5_oo3_xz, leg5_qd2, leg5_qd3, leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_u_c2, leg5_u_s2,),
         (leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_IJ3_11, leg6_Ic1_22, leg6_N2_y, leg6_N3_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_a1_J_z, leg6_a1_x, leg6_a1_y, leg6_b1, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_crank_c, leg6_crank_s, leg6_h1, leg6_h2, leg6_h3, 0.8091604653151149, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, 0.984807753012208, -0.17364817766693036, leg6_lu_inv1, leg6_lu_inv2, leg6_lu_inv3, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo1_zz, leg6_oo3_W_00, leg6_oo3_xy, leg6_oo3_xz, leg6_qd2, leg6_qd3, leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_u_c2, leg6_u_s2,),
     ):
-        L2_t1 = L2_r0_z*yc5 + yc1
-        L2_a_p_x = -L2_r0_y*yc6 + L2_t1
-        L2_t2 = L2_r0_x*yc6 + yc2
-        L2_a_p_y = -L2_r0_z*yc4 + L2_t2
-        L2_t3 = L2_r0_y*yc4 + yc3
-        L2_a_p_z = -L2_r0_x*yc5 + L2_t3
-        L2_t4 = L2_W1_1*L2_a_p_x + L2_h1
-        L2_t5 = L2_W2_1*L2_a_p_y + L2_t4
-        L2_qdd1 = L2_W3_1*L2_a_p_z + L2_t5
-        L2_t6 = L2_W1_2*L2_a_p_x + L2_h2
-        L2_t7 = L2_W2_2*L2_a_p_y + L2_t6
-        L2_qdd2 = L2_W3_2*L2_a_p_z + L2_t7
-        L2_t8 = L2_W1_3*L2_a_p_x + L2_h3
-        L2_t9 = L2_W2_3*L2_a_p_y + L2_t8
-        L2_qdd3 = L2_W3_3*L2_a_p_z + L2_t9
-        L2_t10 = L2_Ic1_22*L2_qdd1 - L2_b1
-        L2_t11 = L2_Nm2_1_z*L2_qdd2 + L2_t10
-        L2_Aqdd_b1 = L2_Nm3_1_z*L2_qdd3 + L2_t11
-        L2_t12 = L2_IJ3_11*L2_qdd2 + L2_N2_y
-        L2_Aqdd_b2 = L2_Nm2_1_z*L2_qdd1 + L2_t12
-        L2_t13 = L2_N3_z + (0.305)*L2_qdd3
-        L2_Aqdd_b3 = L2_Nm3_1_z*L2_qdd1 + L2_t13
-        L2_lambda_z3 = L2_Aqdd_b2*L2_lu_inv1
-        L2_lambda_z2 = L2_Aqdd_b3*L2_lu_inv2
-        L2_t14 = L2_Aqdd_b1 - L2_TL1_y*L2_lambda_z2
-        L2_lambda_z1 = L2_lu_inv3*(-L2_TL1_z*L2_lambda_z3 + L2_t14)
-        L2_t15 = -L2_B0_0_x*L2_lambda_z1 - L2_B0_1_x*L2_lambda_z2
-        L2_F_on_C_x = -L2_B0_2_x*L2_lambda_z3 + L2_t15
-        L2_t16 = -L2_B0_0_y*L2_lambda_z1 - L2_B0_1_y*L2_lambda_z2
-        L2_F_on_C_y = -L2_B0_2_y*L2_lambda_z3 + L2_t16
-        L2_t17 = -L2_B0_0_z*L2_lambda_z1 - L2_B0_1_z*L2_lambda_z2
-        L2_F_on_C_z = -L2_B0_2_z*L2_lambda_z3 + L2_t17
-        L2_epsd2_x_2 = L2_beta2_02*L2_qdd1 - L2_omega_p2_z*L2_qd2
-        L2_epsd2_y = L2_kc14*L2_qdd1 + L2_qdd2
-        L2_epsd2_z_2 = L2_beta2_22*L2_qdd1 + L2_omega_p2_x*L2_qd2
-        L2_cse0 = L2_a1_x - 0.25*L2_oo1_zz
-        L2_cse1 = L2_a1_y + 0.25*L2_qdd1
-        L2_t18 = L2_a1_J_z*L2_beta2_02 + L2_beta2_00*L2_cse0
-        L2_a2_x_3 = L2_beta2_01*L2_cse1 + L2_t18
-        L2_t19 = L2_a1_J_z*L2_kc14 + L2_cse0*L2_kc12
-        L2_a2_y_3 = L2_cse1*L2_kc13 + L2_t19
-        L2_t20 = L2_a1_J_z*L2_beta2_22 + L2_beta2_20*L2_cse0
-        L2_a2_z_3 = L2_beta2_21*L2_cse1 + L2_t20
-        L2_t21 = L2_epsd2_x_2*L2_u_c2 + L2_epsd2_y*L2_u_s2
-        L2_epsd3_x_2 = L2_omega_p3_y*L2_qd3 + L2_t21
-        L2_t22 = -L2_epsd2_x_2*L2_u_s2 + L2_epsd2_y*L2_u_c2
-        L2_epsd3_y_2 = -L2_omega_p3_x*L2_qd3 + L2_t22
-        L2_epsd3_z = L2_epsd2_z_2 + L2_qdd3
-        L2_a3_x_3 = L2_a2_x_3*L2_u_c2 + L2_a2_y_3*L2_u_s2
-        L2_a3_y_3 = -L2_a2_x_3*L2_u_s2 + L2_a2_y_3*L2_u_c2
-        L2_t23 = -L2_lambda_z1 + (0.75)*L2_oo3_W_00
-        L2_F3_x_2 = (2.5)*L2_a3_x_3 + L2_t23
-        L2_t24 = (0.75)*L2_epsd3_z - L2_lambda_z2
-        L2_t25 = (0.75)*L2_oo3_xy + L2_t24
-        L2_F3_y_2 = (2.5)*L2_a3_y_3 + L2_t25
-        L2_t26 = -0.75*L2_epsd3_y_2 - L2_lambda_z3
-        L2_t27 = (0.75)*L2_oo3_xz + L2_t26
-        L2_F3_z_2 = (2.5)*L2_a2_z_3 + L2_t27
-        L2_N3_x_2 = (0.001)*L2_epsd3_x_2
-        L2_t28 = -0.75*L2_a2_z_3 - 0.304*L2_oo3_xz
-        L2_t29 = (0.305)*L2_epsd3_y_2 + L2_t28
-        L2_N3_y_2 = L2_kc0*L2_lambda_z3 + L2_t29
-        L2_t30 = (0.75)*L2_a3_y_3 + (0.304)*L2_oo3_xy
-        L2_t31 = (0.305)*L2_epsd3_z + L2_t30
-        L2_N3_z_2 = -L2_kc0*L2_lambda_z2 + L2_t31
-        L2_F_c3_x_2 = L2_F3_x_2*L2_u_c2 - L2_F3_y_2*L2_u_s2
-        L2_F_c3_y_2 = L2_F3_x_2*L2_u_s2 + L2_F3_y_2*L2_u_c2
-        L2_N2_x_2 = L2_N3_x_2*L2_u_c2 - L2_N3_y_2*L2_u_s2
-        L2_N2_y_2 = L2_N3_x_2*L2_u_s2 + L2_N3_y_2*L2_u_c2
-        L2_t32 = L2_F3_z_2*L2_beta2_20 + L2_F_c3_x_2*L2_beta2_00
-        L2_F_c2_x_2 = L2_F_c3_y_2*L2_kc12 + L2_t32
-        L2_t33 = L2_F3_z_2*L2_beta2_21 + L2_F_c3_x_2*L2_beta2_01
-        L2_F_c2_y_2 = L2_F_c3_y_2*L2_kc13 + L2_t33
-        L2_t34 = L2_F3_z_2*L2_beta2_22 + L2_F_c3_x_2*L2_beta2_02
-        L2_F_c2_z_2 = L2_F_c3_y_2*L2_kc14 + L2_t34
-        L2_t35 = L2_F_c2_x_2 + 3.0*L2_a1_x
-        L2_F1_x_2 = -0.36*L2_oo1_zz + L2_t35
-        L2_t36 = L2_F_c2_y_2 + 3.0*L2_a1_y
-        L2_F1_y_2 = (0.36)*L2_qdd1 + L2_t36
-        L2_F1_z_2 = L2_F_c2_z_2 + 3.0*L2_a1_J_z
-        L2_t37 = L2_N2_x_2*L2_beta2_00 + L2_N2_y_2*L2_kc12
-        L2_N1_x_2 = L2_N3_z_2*L2_beta2_20 + L2_t37
-        L2_t38 = -0.25*L2_F_c2_z_2 - 0.36*L2_a1_J_z
-        L2_t39 = L2_N2_x_2*L2_beta2_01 + L2_t38
-        L2_t40 = L2_N2_y_2*L2_kc13 + L2_t39
-        L2_N1_y_2 = L2_N3_z_2*L2_beta2_21 + L2_t40
-        L2_t41 = (0.36)*L2_a1_y + (0.0632)*L2_qdd1
-        L2_t42 = 0.25*L2_F_c2_y_2 + L2_t41
-        L2_t43 = L2_N2_x_2*L2_beta2_02 + L2_t42
-        L2_t44 = L2_N2_y_2*L2_kc14 + L2_t43
-        L2_N1_z_2 = L2_N3_z_2*L2_beta2_22 + L2_t44
-        L2_t45 = L2_F1_x_2*L2_beta1_00 + L2_F1_y_2*L2_beta1_10
-        L2_F_base_x = L2_F1_z_2*L2_kc7 + L2_t45
-        L2_t46 = L2_F1_x_2*L2_beta1_01 + L2_F1_y_2*L2_beta1_11
-        L2_F_base_y = L2_F1_z_2*L2_kc8 + L2_t46
-        L2_F_base_z = -L2_F1_x_2*L2_crank_s - L2_F1_y_2*L2_crank_c
-        cl1_out.append((L2_qdd1, L2_qdd2, L2_qdd3, L2_F_on_C_x, L2_F_on_C_y, L2_F_on_C_z, L2_N1_x_2, L2_N1_y_2, L2_N1_z_2, L2_F_base_x, L2_F_base_y, L2_F_base_z,))
-    leg1_qdd1, leg1_qdd2, leg1_qdd3, leg1_F_on_C_x, leg1_F_on_C_y, leg1_F_on_C_z, leg1_N1_x_2, leg1_N1_y_2, leg1_N1_z_2, leg1_F_base_x, leg1_F_base_y, leg1_F_base_z, = cl1_out[0]
-    leg2_qdd1, leg2_qdd2, leg2_qdd3, leg2_F_on_C_x, leg2_F_on_C_y, leg2_F_on_C_z, leg2_N1_x_2, leg2_N1_y_2, leg2_N1_z_2, leg2_F_base_x, leg2_F_base_y, leg2_F_base_z, = cl1_out[1]
-    leg3_qdd1, leg3_qdd2, leg3_qdd3, leg3_F_on_C_x, leg3_F_on_C_y, leg3_F_on_C_z, leg3_N1_x_2, leg3_N1_y_2, leg3_N1_z_2, leg3_F_base_x, leg3_F_base_y, leg3_F_base_z, = cl1_out[2]
-    leg4_qdd1, leg4_qdd2, leg4_qdd3, leg4_F_on_C_x, leg4_F_on_C_y, leg4_F_on_C_z, leg4_N1_x_2, leg4_N1_y_2, leg4_N1_z_2, leg4_F_base_x, leg4_F_base_y, leg4_F_base_z, = cl1_out[3]
-    leg5_qdd1, leg5_qdd2, leg5_qdd3, leg5_F_on_C_x, leg5_F_on_C_y, leg5_F_on_C_z, leg5_N1_x_2, leg5_N1_y_2, leg5_N1_z_2, leg5_F_base_x, leg5_F_base_y, leg5_F_base_z, = cl1_out[4]
-    leg6_qdd1, leg6_qdd2, leg6_qdd3, leg6_F_on_C_x, leg6_F_on_C_y, leg6_F_on_C_z, leg6_N1_x_2, leg6_N1_y_2, leg6_N1_z_2, leg6_F_base_x, leg6_F_base_y, leg6_F_base_z, = cl1_out[5]
+        L3_t1 = L3_r0_z*yc5 + yc1
+        L3_a_p_x = -L3_r0_y*yc6 + L3_t1
+        L3_t2 = L3_r0_x*yc6 + yc2
+        L3_a_p_y = -L3_r0_z*yc4 + L3_t2
+        L3_t3 = L3_r0_y*yc4 + yc3
+        L3_a_p_z = -L3_r0_x*yc5 + L3_t3
+        L3_t4 = L3_W1_1*L3_a_p_x + L3_h1
+        L3_t5 = L3_W2_1*L3_a_p_y + L3_t4
+        L3_qdd1 = L3_W3_1*L3_a_p_z + L3_t5
+        L3_t6 = L3_W1_2*L3_a_p_x + L3_h2
+        L3_t7 = L3_W2_2*L3_a_p_y + L3_t6
+        L3_qdd2 = L3_W3_2*L3_a_p_z + L3_t7
+        L3_t8 = L3_W1_3*L3_a_p_x + L3_h3
+        L3_t9 = L3_W2_3*L3_a_p_y + L3_t8
+        L3_qdd3 = L3_W3_3*L3_a_p_z + L3_t9
+        L3_t10 = L3_Ic1_22*L3_qdd1 - L3_b1
+        L3_t11 = L3_Nm2_1_z*L3_qdd2 + L3_t10
+        L3_Aqdd_b1 = L3_Nm3_1_z*L3_qdd3 + L3_t11
+        L3_t12 = L3_IJ3_11*L3_qdd2 + L3_N2_y
+        L3_Aqdd_b2 = L3_Nm2_1_z*L3_qdd1 + L3_t12
+        L3_t13 = L3_N3_z + (0.305)*L3_qdd3
+        L3_Aqdd_b3 = L3_Nm3_1_z*L3_qdd1 + L3_t13
+        L3_lambda_z3 = L3_Aqdd_b2*L3_lu_inv1
+        L3_lambda_z2 = L3_Aqdd_b3*L3_lu_inv2
+        L3_t14 = L3_Aqdd_b1 - L3_TL1_y*L3_lambda_z2
+        L3_lambda_z1 = L3_lu_inv3*(-L3_TL1_z*L3_lambda_z3 + L3_t14)
+        L3_t15 = -L3_B0_0_x*L3_lambda_z1 - L3_B0_1_x*L3_lambda_z2
+        L3_F_on_C_x = -L3_B0_2_x*L3_lambda_z3 + L3_t15
+        L3_t16 = -L3_B0_0_y*L3_lambda_z1 - L3_B0_1_y*L3_lambda_z2
+        L3_F_on_C_y = -L3_B0_2_y*L3_lambda_z3 + L3_t16
+        L3_t17 = -L3_B0_0_z*L3_lambda_z1 - L3_B0_1_z*L3_lambda_z2
+        L3_F_on_C_z = -L3_B0_2_z*L3_lambda_z3 + L3_t17
+        L3_epsd2_x_2 = L3_beta2_02*L3_qdd1 - L3_omega_p2_z*L3_qd2
+        L3_epsd2_y = L3_kc14*L3_qdd1 + L3_qdd2
+        L3_epsd2_z_2 = L3_beta2_22*L3_qdd1 + L3_omega_p2_x*L3_qd2
+        L3_cse0 = L3_a1_x - 0.25*L3_oo1_zz
+        L3_cse1 = L3_a1_y + 0.25*L3_qdd1
+        L3_t18 = L3_a1_J_z*L3_beta2_02 + L3_beta2_00*L3_cse0
+        L3_a2_x_3 = L3_beta2_01*L3_cse1 + L3_t18
+        L3_t19 = L3_a1_J_z*L3_kc14 + L3_cse0*L3_kc12
+        L3_a2_y_3 = L3_cse1*L3_kc13 + L3_t19
+        L3_t20 = L3_a1_J_z*L3_beta2_22 + L3_beta2_20*L3_cse0
+        L3_a2_z_3 = L3_beta2_21*L3_cse1 + L3_t20
+        L3_t21 = L3_epsd2_x_2*L3_u_c2 + L3_epsd2_y*L3_u_s2
+        L3_epsd3_x_2 = L3_omega_p3_y*L3_qd3 + L3_t21
+        L3_t22 = -L3_epsd2_x_2*L3_u_s2 + L3_epsd2_y*L3_u_c2
+        L3_epsd3_y_2 = -L3_omega_p3_x*L3_qd3 + L3_t22
+        L3_epsd3_z = L3_epsd2_z_2 + L3_qdd3
+        L3_a3_x_3 = L3_a2_x_3*L3_u_c2 + L3_a2_y_3*L3_u_s2
+        L3_a3_y_3 = -L3_a2_x_3*L3_u_s2 + L3_a2_y_3*L3_u_c2
+        L3_t23 = -L3_lambda_z1 + (0.75)*L3_oo3_W_00
+        L3_F3_x_2 = (2.5)*L3_a3_x_3 + L3_t23
+        L3_t24 = (0.75)*L3_epsd3_z - L3_lambda_z2
+        L3_t25 = (0.75)*L3_oo3_xy + L3_t24
+        L3_F3_y_2 = (2.5)*L3_a3_y_3 + L3_t25
+        L3_t26 = -0.75*L3_epsd3_y_2 - L3_lambda_z3
+        L3_t27 = (0.75)*L3_oo3_xz + L3_t26
+        L3_F3_z_2 = (2.5)*L3_a2_z_3 + L3_t27
+        L3_N3_x_2 = (0.001)*L3_epsd3_x_2
+        L3_t28 = -0.75*L3_a2_z_3 - 0.304*L3_oo3_xz
+        L3_t29 = (0.305)*L3_epsd3_y_2 + L3_t28
+        L3_N3_y_2 = L3_kc0*L3_lambda_z3 + L3_t29
+        L3_t30 = (0.75)*L3_a3_y_3 + (0.304)*L3_oo3_xy
+        L3_t31 = (0.305)*L3_epsd3_z + L3_t30
+        L3_N3_z_2 = -L3_kc0*L3_lambda_z2 + L3_t31
+        L3_F_c3_x_2 = L3_F3_x_2*L3_u_c2 - L3_F3_y_2*L3_u_s2
+        L3_F_c3_y_2 = L3_F3_x_2*L3_u_s2 + L3_F3_y_2*L3_u_c2
+        L3_N2_x_2 = L3_N3_x_2*L3_u_c2 - L3_N3_y_2*L3_u_s2
+        L3_N2_y_2 = L3_N3_x_2*L3_u_s2 + L3_N3_y_2*L3_u_c2
+        L3_t32 = L3_F3_z_2*L3_beta2_20 + L3_F_c3_x_2*L3_beta2_00
+        L3_F_c2_x_2 = L3_F_c3_y_2*L3_kc12 + L3_t32
+        L3_t33 = L3_F3_z_2*L3_beta2_21 + L3_F_c3_x_2*L3_beta2_01
+        L3_F_c2_y_2 = L3_F_c3_y_2*L3_kc13 + L3_t33
+        L3_t34 = L3_F3_z_2*L3_beta2_22 + L3_F_c3_x_2*L3_beta2_02
+        L3_F_c2_z_2 = L3_F_c3_y_2*L3_kc14 + L3_t34
+        L3_t35 = L3_F_c2_x_2 + 3.0*L3_a1_x
+        L3_F1_x_2 = -0.36*L3_oo1_zz + L3_t35
+        L3_t36 = L3_F_c2_y_2 + 3.0*L3_a1_y
+        L3_F1_y_2 = (0.36)*L3_qdd1 + L3_t36
+        L3_F1_z_2 = L3_F_c2_z_2 + 3.0*L3_a1_J_z
+        L3_t37 = L3_N2_x_2*L3_beta2_00 + L3_N2_y_2*L3_kc12
+        L3_N1_x_2 = L3_N3_z_2*L3_beta2_20 + L3_t37
+        L3_t38 = -0.25*L3_F_c2_z_2 - 0.36*L3_a1_J_z
+        L3_t39 = L3_N2_x_2*L3_beta2_01 + L3_t38
+        L3_t40 = L3_N2_y_2*L3_kc13 + L3_t39
+        L3_N1_y_2 = L3_N3_z_2*L3_beta2_21 + L3_t40
+        L3_t41 = (0.36)*L3_a1_y + (0.0632)*L3_qdd1
+        L3_t42 = 0.25*L3_F_c2_y_2 + L3_t41
+        L3_t43 = L3_N2_x_2*L3_beta2_02 + L3_t42
+        L3_t44 = L3_N2_y_2*L3_kc14 + L3_t43
+        L3_N1_z_2 = L3_N3_z_2*L3_beta2_22 + L3_t44
+        L3_t45 = L3_F1_x_2*L3_beta1_00 + L3_F1_y_2*L3_beta1_10
+        L3_F_base_x = L3_F1_z_2*L3_kc7 + L3_t45
+        L3_t46 = L3_F1_x_2*L3_beta1_01 + L3_F1_y_2*L3_beta1_11
+        L3_F_base_y = L3_F1_z_2*L3_kc8 + L3_t46
+        L3_F_base_z = -L3_F1_x_2*L3_crank_s - L3_F1_y_2*L3_crank_c
+        cl3_out.append((L3_qdd1, L3_qdd2, L3_qdd3, L3_F_on_C_x, L3_F_on_C_y, L3_F_on_C_z, L3_N1_x_2, L3_N1_y_2, L3_N1_z_2, L3_F_base_x, L3_F_base_y, L3_F_base_z,))
+    leg1_qdd1, leg1_qdd2, leg1_qdd3, leg1_F_on_C_x, leg1_F_on_C_y, leg1_F_on_C_z, leg1_N1_x_2, leg1_N1_y_2, leg1_N1_z_2, leg1_F_base_x, leg1_F_base_y, leg1_F_base_z, = cl3_out[0]
+    leg2_qdd1, leg2_qdd2, leg2_qdd3, leg2_F_on_C_x, leg2_F_on_C_y, leg2_F_on_C_z, leg2_N1_x_2, leg2_N1_y_2, leg2_N1_z_2, leg2_F_base_x, leg2_F_base_y, leg2_F_base_z, = cl3_out[1]
+    leg3_qdd1, leg3_qdd2, leg3_qdd3, leg3_F_on_C_x, leg3_F_on_C_y, leg3_F_on_C_z, leg3_N1_x_2, leg3_N1_y_2, leg3_N1_z_2, leg3_F_base_x, leg3_F_base_y, leg3_F_base_z, = cl3_out[2]
+    leg4_qdd1, leg4_qdd2, leg4_qdd3, leg4_F_on_C_x, leg4_F_on_C_y, leg4_F_on_C_z, leg4_N1_x_2, leg4_N1_y_2, leg4_N1_z_2, leg4_F_base_x, leg4_F_base_y, leg4_F_base_z, = cl3_out[3]
+    leg5_qdd1, leg5_qdd2, leg5_qdd3, leg5_F_on_C_x, leg5_F_on_C_y, leg5_F_on_C_z, leg5_N1_x_2, leg5_N1_y_2, leg5_N1_z_2, leg5_F_base_x, leg5_F_base_y, leg5_F_base_z, = cl3_out[4]
+    leg6_qdd1, leg6_qdd2, leg6_qdd3, leg6_F_on_C_x, leg6_F_on_C_y, leg6_F_on_C_z, leg6_N1_x_2, leg6_N1_y_2, leg6_N1_z_2, leg6_F_base_x, leg6_F_base_y, leg6_F_base_z, = cl3_out[5]
     base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
     base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
@@ -8931,13 +8965,13 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
     cl0_out = []
-    for (L1_F_L, L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9, L1_lu_inv2,) in (
-        (F_leg1, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 1.23584881227553,),
-        (F_leg2, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 1.23584881227553,),
-        (F_leg3, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172, 1.23584881227553,),
-        (F_leg4, 0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173, 1.23584881227553,),
-        (F_leg5, 0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173, 1.23584881227553,),
-        (F_leg6, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172, 1.23584881227553,),
+    for (L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9, L1_lu_inv2,) in (
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 1.23584881227553,),
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 1.23584881227553,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172, 1.23584881227553,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173, 1.23584881227553,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173, 1.23584881227553,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172, 1.23584881227553,),
     ):
         L1_t1 = L1_kc1*alpha_C_00 + x_C
         L1_s0_x = L1_kc2*alpha_C_10 + L1_t1
@@ -8965,7 +8999,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_crank_inv_rho2 = 1.0/L1_crank_rho2
         L1_crank_c = L1_crank_inv_rho2*(L1_crank_K*L1_d_x + L1_crank_w*L1_s0_z)
         L1_crank_s = L1_crank_inv_rho2*(-L1_crank_K*L1_s0_z + L1_crank_w*L1_d_x)
-        L1_q1 = math.atan2(L1_crank_s, L1_crank_c)
         L1_t7 = L1_crank_c*L1_d_x - 0.25
         L1_e_c_x = -L1_crank_s*L1_s0_z + L1_t7
         L1_e_c_y = -L1_crank_c*L1_s0_z - L1_crank_s*L1_d_x
@@ -8982,8 +9015,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_u_c2 = L1_cse8*L1_u_Lxz
         L1_t9 = L1_d_z*L1_kc14 + L1_e_c_x*L1_kc12
         L1_u_s2 = L1_cse8*(L1_e_c_y*L1_kc13 + L1_t9)
-        L1_check1_4 = L1_q1 + 1.2
-        L1_check1_5 = 1.2 - L1_q1
         L1_beta1_00 = L1_crank_c*L1_kc5
         L1_beta1_01 = L1_crank_c*L1_kc6
         L1_beta1_10 = -L1_crank_s*L1_kc5
@@ -9033,9 +9064,9 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_R_Cn_1_y = L1_R_Cn_0_x*L1_R_Cn_2_z - L1_R_Cn_0_z*L1_R_Cn_2_x
         L1_R_Cn_1_z = -L1_R_Cn_0_x*L1_R_Cn_2_y + L1_R_Cn_0_y*L1_R_Cn_2_x
         L1_cse10 = -1.0000000000000001e-20*L1_cse4
-        L1_check1_6 = L1_TL2_z*L1_TL2_z + L1_cse10
+        L1_check1_4 = L1_TL2_z*L1_TL2_z + L1_cse10
         L1_lu_inv1 = 1.0/L1_TL2_z
-        L1_check1_7 = L1_TL1_x*L1_TL1_x + L1_cse10
+        L1_check1_5 = L1_TL1_x*L1_TL1_x + L1_cse10
         L1_lu_inv3 = 1.0/L1_TL1_x
         L1_W1_1 = L1_R_Cn_0_x*L1_lu_inv3
         L1_W1_3 = L1_lu_inv2*(L1_R_Cn_1_x - L1_TL1_y*L1_W1_1)
@@ -9084,8 +9115,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_qd2 = L1_W3_2*L1_p_z + L1_t29
         L1_t30 = L1_W1_3*L1_p_x + L1_W2_3*L1_p_y
         L1_qd3 = L1_W3_3*L1_p_z + L1_t30
-        L1_t31 = L1_F_L - L1_q1*p_k_crank
-        L1_Qa1 = -L1_qd1*p_c_crank + L1_t31
         L1_a1_J_x = -L1_kc5*g_x - L1_kc6*g_y
         L1_a1_J_z = -L1_kc7*g_x - L1_kc8*g_y
         L1_a1_x = L1_a1_J_x*L1_crank_c + L1_crank_s*g_z
@@ -9099,12 +9128,12 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_epsd2_z = L1_omega_p2_x*L1_qd2
         L1_cse12 = 0.25*L1_oo1_zz
         L1_cse13 = L1_a1_x - L1_cse12
-        L1_t32 = L1_a1_J_z*L1_beta2_02 + L1_a1_y*L1_beta2_01
-        L1_a2_x = L1_beta2_00*L1_cse13 + L1_t32
-        L1_t33 = L1_a1_J_z*L1_kc14 + L1_a1_y*L1_kc13
-        L1_a2_y = L1_cse13*L1_kc12 + L1_t33
-        L1_t34 = L1_a1_J_z*L1_beta2_22 + L1_a1_y*L1_beta2_21
-        L1_a2_z = L1_beta2_20*L1_cse13 + L1_t34
+        L1_t31 = L1_a1_J_z*L1_beta2_02 + L1_a1_y*L1_beta2_01
+        L1_a2_x = L1_beta2_00*L1_cse13 + L1_t31
+        L1_t32 = L1_a1_J_z*L1_kc14 + L1_a1_y*L1_kc13
+        L1_a2_y = L1_cse13*L1_kc12 + L1_t32
+        L1_t33 = L1_a1_J_z*L1_beta2_22 + L1_a1_y*L1_beta2_21
+        L1_a2_z = L1_beta2_20*L1_cse13 + L1_t33
         L1_omega_p3_x = L1_omega2_y*L1_u_s2 + L1_omega_p2_x*L1_u_c2
         L1_omega_p3_y = L1_omega2_y*L1_u_c2 - L1_omega_p2_x*L1_u_s2
         L1_omega3_z = L1_omega_p2_z + L1_qd3
@@ -9118,26 +9147,25 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_oo3_xz = L1_omega3_z*L1_omega_p3_x
         L1_oo3_W_00 = -L1_oo3_yy - L1_oo3_zz
         L1_F3_x = (2.5)*L1_a3_x + (0.75)*L1_oo3_W_00
-        L1_t35 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
-        L1_F3_y = (2.5)*L1_a3_y + L1_t35
-        L1_t36 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
-        L1_F3_z = (2.5)*L1_a2_z + L1_t36
+        L1_t34 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
+        L1_F3_y = (2.5)*L1_a3_y + L1_t34
+        L1_t35 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
+        L1_F3_z = (2.5)*L1_a2_z + L1_t35
         L1_N3_x = (0.001)*L1_epsd3_x
-        L1_t37 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
-        L1_N3_y = (0.305)*L1_epsd3_y + L1_t37
-        L1_t38 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
-        L1_N3_z = (0.305)*L1_epsd2_z + L1_t38
+        L1_t36 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
+        L1_N3_y = (0.305)*L1_epsd3_y + L1_t36
+        L1_t37 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
+        L1_N3_z = (0.305)*L1_epsd2_z + L1_t37
         L1_F_c3_x = L1_F3_x*L1_u_c2 - L1_F3_y*L1_u_s2
         L1_F_c3_y = L1_F3_x*L1_u_s2 + L1_F3_y*L1_u_c2
         L1_N2_x = L1_N3_x*L1_u_c2 - L1_N3_y*L1_u_s2
         L1_N2_y = L1_N3_x*L1_u_s2 + L1_N3_y*L1_u_c2
-        L1_t39 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
-        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t39
-        L1_t40 = 0.25*L1_F_c2_y + (0.36)*L1_a1_y
-        L1_t41 = L1_N2_x*L1_beta2_02 + L1_t40
-        L1_t42 = L1_N2_y*L1_kc14 + L1_t41
-        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t42
-        L1_b1 = -L1_N1_z + L1_Qa1
+        L1_t38 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
+        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t38
+        L1_t39 = 0.25*L1_F_c2_y + (0.36)*L1_a1_y
+        L1_t40 = L1_N2_x*L1_beta2_02 + L1_t39
+        L1_t41 = L1_N2_y*L1_kc14 + L1_t40
+        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t41
         L1_a2_x_2 = -L1_beta2_00*L1_cse12
         L1_a2_y_2 = -L1_cse12*L1_kc12
         L1_a2_z_2 = -L1_cse9*L1_oo1_zz
@@ -9146,47 +9174,47 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_cse14 = L1_kc1*oo_C_W_00 + L1_kc2*oo_C_xy
         L1_cse15 = L1_kc1*oo_C_xy + L1_kc2*oo_C_W_11
         L1_cse16 = L1_kc1*oo_C_xz + L1_kc2*oo_C_yz
-        L1_t43 = L1_R_Cn_0_x*L1_cse14 + L1_R_Cn_0_y*L1_cse15
-        L1_cC_x = L1_R_Cn_0_z*L1_cse16 + L1_t43
-        L1_t44 = L1_R_Cn_1_x*L1_cse14 + L1_R_Cn_1_y*L1_cse15
-        L1_cC_y = L1_R_Cn_1_z*L1_cse16 + L1_t44
-        L1_t45 = L1_R_Cn_2_x*L1_cse14 + L1_R_Cn_2_y*L1_cse15
-        L1_cC_z = L1_R_Cn_2_z*L1_cse16 + L1_t45
-        L1_t46 = -L1_a3_x_2 + L1_cC_x
-        L1_c1 = -L1_kc0*L1_oo3_W_00 + L1_t46
-        L1_t47 = -L1_a3_y_2 + L1_cC_y
-        L1_t48 = -L1_epsd2_z*L1_kc0 + L1_t47
-        L1_c2 = -L1_kc0*L1_oo3_xy + L1_t48
-        L1_t49 = -L1_a2_z_2 + L1_cC_z
-        L1_t50 = L1_epsd3_y*L1_kc0 + L1_t49
-        L1_c3 = -L1_kc0*L1_oo3_xz + L1_t50
+        L1_t42 = L1_R_Cn_0_x*L1_cse14 + L1_R_Cn_0_y*L1_cse15
+        L1_cC_x = L1_R_Cn_0_z*L1_cse16 + L1_t42
+        L1_t43 = L1_R_Cn_1_x*L1_cse14 + L1_R_Cn_1_y*L1_cse15
+        L1_cC_y = L1_R_Cn_1_z*L1_cse16 + L1_t43
+        L1_t44 = L1_R_Cn_2_x*L1_cse14 + L1_R_Cn_2_y*L1_cse15
+        L1_cC_z = L1_R_Cn_2_z*L1_cse16 + L1_t44
+        L1_t45 = -L1_a3_x_2 + L1_cC_x
+        L1_c1 = -L1_kc0*L1_oo3_W_00 + L1_t45
+        L1_t46 = -L1_a3_y_2 + L1_cC_y
+        L1_t47 = -L1_epsd2_z*L1_kc0 + L1_t46
+        L1_c2 = -L1_kc0*L1_oo3_xy + L1_t47
+        L1_t48 = -L1_a2_z_2 + L1_cC_z
+        L1_t49 = L1_epsd3_y*L1_kc0 + L1_t48
+        L1_c3 = -L1_kc0*L1_oo3_xz + L1_t49
         L1_h1 = L1_c1*L1_lu_inv3
         L1_h3 = L1_lu_inv2*(-L1_TL1_y*L1_h1 + L1_c2)
         L1_h2 = L1_lu_inv1*(-L1_TL1_z*L1_h1 + L1_c3)
-        L1_t51 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
-        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t51
-        L1_t52 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
-        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t52
-        L1_t53 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
-        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t53
+        L1_t50 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
+        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t50
+        L1_t51 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
+        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t51
+        L1_t52 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
+        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t52
         L1_AW21 = L1_IJ3_11*L1_W1_2 + L1_Nm2_1_z*L1_W1_1
         L1_AW22 = L1_IJ3_11*L1_W2_2 + L1_Nm2_1_z*L1_W2_1
         L1_AW23 = L1_IJ3_11*L1_W3_2 + L1_Nm2_1_z*L1_W3_1
         L1_AW31 = L1_Nm3_1_z*L1_W1_1 + (0.305)*L1_W1_3
         L1_AW32 = L1_Nm3_1_z*L1_W2_1 + (0.305)*L1_W2_3
         L1_AW33 = L1_Nm3_1_z*L1_W3_1 + (0.305)*L1_W3_3
-        L1_t54 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
-        L1_K11 = L1_AW31*L1_W1_3 + L1_t54
-        L1_t55 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
-        L1_K12 = L1_AW32*L1_W1_3 + L1_t55
-        L1_t56 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
-        L1_K13 = L1_AW33*L1_W1_3 + L1_t56
-        L1_t57 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
-        L1_K22 = L1_AW32*L1_W2_3 + L1_t57
-        L1_t58 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
-        L1_K23 = L1_AW33*L1_W2_3 + L1_t58
-        L1_t59 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
-        L1_K33 = L1_AW33*L1_W3_3 + L1_t59
+        L1_t53 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
+        L1_K11 = L1_AW31*L1_W1_3 + L1_t53
+        L1_t54 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
+        L1_K12 = L1_AW32*L1_W1_3 + L1_t54
+        L1_t55 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
+        L1_K13 = L1_AW33*L1_W1_3 + L1_t55
+        L1_t56 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
+        L1_K22 = L1_AW32*L1_W2_3 + L1_t56
+        L1_t57 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
+        L1_K23 = L1_AW33*L1_W2_3 + L1_t57
+        L1_t58 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
+        L1_K33 = L1_AW33*L1_W3_3 + L1_t58
         L1_cse17 = L1_K13*L1_kc2
         L1_KS_00 = -L1_cse17
         L1_KS_01 = L1_K13*L1_kc1
@@ -9198,30 +9226,19 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         L1_KS_20 = -L1_K33*L1_kc2
         L1_KS_21 = L1_K33*L1_kc1
         L1_KS_22 = L1_cse17 - L1_cse18
-        L1_t60 = -L1_Ic1_22*L1_h1 + L1_b1
-        L1_t61 = -L1_Nm2_1_z*L1_h2 + L1_t60
-        L1_r1 = -L1_Nm3_1_z*L1_h3 + L1_t61
-        L1_t62 = -L1_IJ3_11*L1_h2 - L1_N2_y
-        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t62
-        L1_t63 = -L1_N3_z - 0.305*L1_h3
-        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t63
+        L1_t59 = -L1_IJ3_11*L1_h2 - L1_N2_y
+        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t59
+        L1_t60 = -L1_N3_z - 0.305*L1_h3
+        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t60
         L1_y_z3 = L1_lu_inv1*L1_r2
         L1_y_z2 = L1_lu_inv2*L1_r3
-        L1_t64 = -L1_TL1_y*L1_y_z2 + L1_r1
-        L1_y_z1 = L1_lu_inv3*(-L1_TL1_z*L1_y_z3 + L1_t64)
-        L1_t65 = L1_R_Cn_0_x*L1_y_z1 + L1_R_Cn_1_x*L1_y_z2
-        L1_fc_x = L1_R_Cn_2_x*L1_y_z3 + L1_t65
-        L1_t66 = L1_R_Cn_0_y*L1_y_z1 + L1_R_Cn_1_y*L1_y_z2
-        L1_fc_y = L1_R_Cn_2_y*L1_y_z3 + L1_t66
-        L1_t67 = L1_R_Cn_0_z*L1_y_z1 + L1_R_Cn_1_z*L1_y_z2
-        L1_fc_z = L1_R_Cn_2_z*L1_y_z3 + L1_t67
-        cl0_out.append((L1_check1_1, L1_check1_2, L1_check1_3, L1_check1_4, L1_check1_5, L1_check1_6, L1_check1_7, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_fc_x, L1_fc_y, L1_fc_z,))
-    leg1_check1_1, leg1_check1_2, leg1_check1_3, leg1_check1_4, leg1_check1_5, leg1_check1_6, leg1_check1_7, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl0_out[0]
-    leg2_check1_1, leg2_check1_2, leg2_check1_3, leg2_check1_4, leg2_check1_5, leg2_check1_6, leg2_check1_7, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl0_out[1]
-    leg3_check1_1, leg3_check1_2, leg3_check1_3, leg3_check1_4, leg3_check1_5, leg3_check1_6, leg3_check1_7, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl0_out[2]
-    leg4_check1_1, leg4_check1_2, leg4_check1_3, leg4_check1_4, leg4_check1_5, leg4_check1_6, leg4_check1_7, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl0_out[3]
-    leg5_check1_1, leg5_check1_2, leg5_check1_3, leg5_check1_4, leg5_check1_5, leg5_check1_6, leg5_check1_7, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl0_out[4]
-    leg6_check1_1, leg6_check1_2, leg6_check1_3, leg6_check1_4, leg6_check1_5, leg6_check1_6, leg6_check1_7, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl0_out[5]
+        cl0_out.append((L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_check1_3, L1_TL1_y, L1_TL1_z, L1_R_Cn_0_x, L1_R_Cn_0_y, L1_R_Cn_0_z, L1_R_Cn_2_x, L1_R_Cn_2_y, L1_R_Cn_2_z, L1_R_Cn_1_x, L1_R_Cn_1_y, L1_R_Cn_1_z, L1_check1_4, L1_check1_5, L1_lu_inv3, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_qd1, L1_N1_z, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_y_z3, L1_y_z2,))
+    leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_check1_3, leg1_TL1_y, leg1_TL1_z, leg1_R_Cn_0_x, leg1_R_Cn_0_y, leg1_R_Cn_0_z, leg1_R_Cn_2_x, leg1_R_Cn_2_y, leg1_R_Cn_2_z, leg1_R_Cn_1_x, leg1_R_Cn_1_y, leg1_R_Cn_1_z, leg1_check1_4, leg1_check1_5, leg1_lu_inv3, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_qd1, leg1_N1_z, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_y_z3, leg1_y_z2, = cl0_out[0]
+    leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_check1_3, leg2_TL1_y, leg2_TL1_z, leg2_R_Cn_0_x, leg2_R_Cn_0_y, leg2_R_Cn_0_z, leg2_R_Cn_2_x, leg2_R_Cn_2_y, leg2_R_Cn_2_z, leg2_R_Cn_1_x, leg2_R_Cn_1_y, leg2_R_Cn_1_z, leg2_check1_4, leg2_check1_5, leg2_lu_inv3, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_qd1, leg2_N1_z, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_y_z3, leg2_y_z2, = cl0_out[1]
+    leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_check1_3, leg3_TL1_y, leg3_TL1_z, leg3_R_Cn_0_x, leg3_R_Cn_0_y, leg3_R_Cn_0_z, leg3_R_Cn_2_x, leg3_R_Cn_2_y, leg3_R_Cn_2_z, leg3_R_Cn_1_x, leg3_R_Cn_1_y, leg3_R_Cn_1_z, leg3_check1_4, leg3_check1_5, leg3_lu_inv3, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_qd1, leg3_N1_z, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_y_z3, leg3_y_z2, = cl0_out[2]
+    leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_check1_3, leg4_TL1_y, leg4_TL1_z, leg4_R_Cn_0_x, leg4_R_Cn_0_y, leg4_R_Cn_0_z, leg4_R_Cn_2_x, leg4_R_Cn_2_y, leg4_R_Cn_2_z, leg4_R_Cn_1_x, leg4_R_Cn_1_y, leg4_R_Cn_1_z, leg4_check1_4, leg4_check1_5, leg4_lu_inv3, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_qd1, leg4_N1_z, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_y_z3, leg4_y_z2, = cl0_out[3]
+    leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_check1_3, leg5_TL1_y, leg5_TL1_z, leg5_R_Cn_0_x, leg5_R_Cn_0_y, leg5_R_Cn_0_z, leg5_R_Cn_2_x, leg5_R_Cn_2_y, leg5_R_Cn_2_z, leg5_R_Cn_1_x, leg5_R_Cn_1_y, leg5_R_Cn_1_z, leg5_check1_4, leg5_check1_5, leg5_lu_inv3, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_qd1, leg5_N1_z, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_y_z3, leg5_y_z2, = cl0_out[4]
+    leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_check1_3, leg6_TL1_y, leg6_TL1_z, leg6_R_Cn_0_x, leg6_R_Cn_0_y, leg6_R_Cn_0_z, leg6_R_Cn_2_x, leg6_R_Cn_2_y, leg6_R_Cn_2_z, leg6_R_Cn_1_x, leg6_R_Cn_1_y, leg6_R_Cn_1_z, leg6_check1_4, leg6_check1_5, leg6_lu_inv3, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_qd1, leg6_N1_z, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_y_z3, leg6_y_z2, = cl0_out[5]
     if not (leg1_check1_1 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         qdd[:] = [NAN] * 18
@@ -9234,162 +9251,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         xdot[:] = [NAN] * 12
         qdd[:] = [NAN] * 18
         return 122
-    if not (leg1_check1_4 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 103
-    if not (leg1_check1_5 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 104
-    if not (leg2_check1_1 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 201
-    if not (leg2_check1_2 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 202
-    if not (leg2_check1_3 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 222
-    if not (leg2_check1_4 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 203
-    if not (leg2_check1_5 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 204
-    if not (leg3_check1_1 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 301
-    if not (leg3_check1_2 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 302
-    if not (leg3_check1_3 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 322
-    if not (leg3_check1_4 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 303
-    if not (leg3_check1_5 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 304
-    if not (leg4_check1_1 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 401
-    if not (leg4_check1_2 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 402
-    if not (leg4_check1_3 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 422
-    if not (leg4_check1_4 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 403
-    if not (leg4_check1_5 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 404
-    if not (leg5_check1_1 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 501
-    if not (leg5_check1_2 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 502
-    if not (leg5_check1_3 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 522
-    if not (leg5_check1_4 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 503
-    if not (leg5_check1_5 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 504
-    if not (leg6_check1_1 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 601
-    if not (leg6_check1_2 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 602
-    if not (leg6_check1_3 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 622
-    if not (leg6_check1_4 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 603
-    if not (leg6_check1_5 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 604
-    if not (leg1_check1_6 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 192
-    if not (leg1_check1_7 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 192
-    if not (leg2_check1_6 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 292
-    if not (leg2_check1_7 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 292
-    if not (leg3_check1_6 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 392
-    if not (leg3_check1_7 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 392
-    if not (leg4_check1_6 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 492
-    if not (leg4_check1_7 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 492
-    if not (leg5_check1_6 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 592
-    if not (leg5_check1_7 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 592
-    if not (leg6_check1_6 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 692
-    if not (leg6_check1_7 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 692
     Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
     Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
     Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
@@ -9411,16 +9272,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     Ac_star55 = 0.3535331853275967*leg1_KS_21 + 0.3535331853275967*leg2_KS_21 + 0.18811107882911782*leg3_KS_21 - 0.5416442641567144*leg4_KS_21 - 0.5416442641567144*leg5_KS_21 + 0.18811107882911782*leg6_KS_21 + 20.0
     Ac_star56 = 0.3535331853275967*leg1_KS_22 + 0.3535331853275967*leg2_KS_22 + 0.18811107882911782*leg3_KS_22 - 0.5416442641567144*leg4_KS_22 - 0.5416442641567144*leg5_KS_22 + 0.18811107882911782*leg6_KS_22
     Ac_star66 = -0.4213244437154379*leg1_KS_02 - 0.3535331853275967*leg1_KS_12 + 0.4213244437154379*leg2_KS_02 - 0.3535331853275967*leg2_KS_12 + 0.5168309414322497*leg3_KS_02 - 0.18811107882911782*leg3_KS_12 + 0.0955064977168117*leg4_KS_02 + 0.5416442641567144*leg4_KS_12 - 0.0955064977168117*leg5_KS_02 + 0.5416442641567144*leg5_KS_12 - 0.5168309414322497*leg6_KS_02 - 0.18811107882911782*leg6_KS_12 + 38.0
-    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + sc_C_f_x
-    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + sc_C_f_y
-    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + sc_C_f_z
-    bc_star4 = -0.4213244437154379*leg1_fc_z + 0.4213244437154379*leg2_fc_z + 0.5168309414322497*leg3_fc_z + 0.0955064977168117*leg4_fc_z - 0.0955064977168117*leg5_fc_z - 0.5168309414322497*leg6_fc_z + s_C_m_x
-    bc_star5 = -0.3535331853275967*leg1_fc_z - 0.3535331853275967*leg2_fc_z - 0.18811107882911782*leg3_fc_z + 0.5416442641567144*leg4_fc_z + 0.5416442641567144*leg5_fc_z - 0.18811107882911782*leg6_fc_z + s_C_m_y
-    bc_star6 = 0.4213244437154379*leg1_fc_x + 0.3535331853275967*leg1_fc_y - 0.4213244437154379*leg2_fc_x + 0.3535331853275967*leg2_fc_y - 0.5168309414322497*leg3_fc_x + 0.18811107882911782*leg3_fc_y - 0.0955064977168117*leg4_fc_x - 0.5416442641567144*leg4_fc_y + 0.0955064977168117*leg5_fc_x - 0.5416442641567144*leg5_fc_y + 0.5168309414322497*leg6_fc_x + 0.18811107882911782*leg6_fc_y + mE_z
-    if not (0.9999999999999*Ac_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 3
     invD1 = 1.0/Ac_star11
     L2_1 = Ac_star12*invD1
     L3_1 = Ac_star13*invD1
@@ -9428,10 +9279,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     L5_1 = Ac_star15*invD1
     L6_1 = Ac_star16*invD1
     D2 = -Ac_star12*L2_1 + Ac_star22
-    if not (-1e-13*Ac_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 3
     invD2 = 1.0/D2
     LD3_2 = -Ac_star12*L3_1 + Ac_star23
     L3_2 = LD3_2*invD2
@@ -9442,10 +9289,6 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     LD6_2 = -Ac_star12*L6_1 + Ac_star26
     L6_2 = LD6_2*invD2
     D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
-    if not (-1e-13*Ac_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 3
     invD3 = 1.0/D3
     LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
     L4_3 = LD4_3*invD3
@@ -9454,29 +9297,258 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
     L6_3 = LD6_3*invD3
     D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
-    if not (-1e-13*Ac_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 3
     invD4 = 1.0/D4
     LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
     L5_4 = LD5_4*invD4
     LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
     L6_4 = LD6_4*invD4
     D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
-    if not (-1e-13*Ac_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 3
     invD5 = 1.0/D5
     LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
     L6_5 = LD6_5*invD5
     D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
+    invD6 = 1.0/D6
+    # column loop: 6 columns
+    cl1_out = []
+    for (L1x_crank_c, L1x_crank_s,) in (
+        (leg1_crank_c, leg1_crank_s,),
+        (leg2_crank_c, leg2_crank_s,),
+        (leg3_crank_c, leg3_crank_s,),
+        (leg4_crank_c, leg4_crank_s,),
+        (leg5_crank_c, leg5_crank_s,),
+        (leg6_crank_c, leg6_crank_s,),
+    ):
+        L1x_q1 = math.atan2(L1x_crank_s, L1x_crank_c)
+        cl1_out.append((L1x_q1,))
+    leg1_q1, = cl1_out[0]
+    leg2_q1, = cl1_out[1]
+    leg3_q1, = cl1_out[2]
+    leg4_q1, = cl1_out[3]
+    leg5_q1, = cl1_out[4]
+    leg6_q1, = cl1_out[5]
+    # column loop: 6 columns
+    cl2_out = []
+    for (L2_F_L, L2_Ic1_22, L2_N1_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_R_Cn_0_x, L2_R_Cn_0_y, L2_R_Cn_0_z, L2_R_Cn_1_x, L2_R_Cn_1_y, L2_R_Cn_1_z, L2_R_Cn_2_x, L2_R_Cn_2_y, L2_R_Cn_2_z, L2_TL1_y, L2_TL1_z, L2_h1, L2_h2, L2_h3, L2_lu_inv3, L2_q1, L2_qd1, L2_y_z2, L2_y_z3,) in (
+        (F_leg1, leg1_Ic1_22, leg1_N1_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_R_Cn_0_x, leg1_R_Cn_0_y, leg1_R_Cn_0_z, leg1_R_Cn_1_x, leg1_R_Cn_1_y, leg1_R_Cn_1_z, leg1_R_Cn_2_x, leg1_R_Cn_2_y, leg1_R_Cn_2_z, leg1_TL1_y, leg1_TL1_z, leg1_h1, leg1_h2, leg1_h3, leg1_lu_inv3, leg1_q1, leg1_qd1, leg1_y_z2, leg1_y_z3,),
+        (F_leg2, leg2_Ic1_22, leg2_N1_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_R_Cn_0_x, leg2_R_Cn_0_y, leg2_R_Cn_0_z, leg2_R_Cn_1_x, leg2_R_Cn_1_y, leg2_R_Cn_1_z, leg2_R_Cn_2_x, leg2_R_Cn_2_y, leg2_R_Cn_2_z, leg2_TL1_y, leg2_TL1_z, leg2_h1, leg2_h2, leg2_h3, leg2_lu_inv3, leg2_q1, leg2_qd1, leg2_y_z2, leg2_y_z3,),
+        (F_leg3, leg3_Ic1_22, leg3_N1_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_R_Cn_0_x, leg3_R_Cn_0_y, leg3_R_Cn_0_z, leg3_R_Cn_1_x, leg3_R_Cn_1_y, leg3_R_Cn_1_z, leg3_R_Cn_2_x, leg3_R_Cn_2_y, leg3_R_Cn_2_z, leg3_TL1_y, leg3_TL1_z, leg3_h1, leg3_h2, leg3_h3, leg3_lu_inv3, leg3_q1, leg3_qd1, leg3_y_z2, leg3_y_z3,),
+        (F_leg4, leg4_Ic1_22, leg4_N1_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_R_Cn_0_x, leg4_R_Cn_0_y, leg4_R_Cn_0_z, leg4_R_Cn_1_x, leg4_R_Cn_1_y, leg4_R_Cn_1_z, leg4_R_Cn_2_x, leg4_R_Cn_2_y, leg4_R_Cn_2_z, leg4_TL1_y, leg4_TL1_z, leg4_h1, leg4_h2, leg4_h3, leg4_lu_inv3, leg4_q1, leg4_qd1, leg4_y_z2, leg4_y_z3,),
+        (F_leg5, leg5_Ic1_22, leg5_N1_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_R_Cn_0_x, leg5_R_Cn_0_y, leg5_R_Cn_0_z, leg5_R_Cn_1_x, leg5_R_Cn_1_y, leg5_R_Cn_1_z, leg5_R_Cn_2_x, leg5_R_Cn_2_y, leg5_R_Cn_2_z, leg5_TL1_y, leg5_TL1_z, leg5_h1, leg5_h2, leg5_h3, leg5_lu_inv3, leg5_q1, leg5_qd1, leg5_y_z2, leg5_y_z3,),
+        (F_leg6, leg6_Ic1_22, leg6_N1_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_R_Cn_0_x, leg6_R_Cn_0_y, leg6_R_Cn_0_z, leg6_R_Cn_1_x, leg6_R_Cn_1_y, leg6_R_Cn_1_z, leg6_R_Cn_2_x, leg6_R_Cn_2_y, leg6_R_Cn_2_z, leg6_TL1_y, leg6_TL1_z, leg6_h1, leg6_h2, leg6_h3, leg6_lu_inv3, leg6_q1, leg6_qd1, leg6_y_z2, leg6_y_z3,),
+    ):
+        L2_check2_1 = L2_q1 + 1.2
+        L2_check2_2 = 1.2 - L2_q1
+        L2_t1 = L2_F_L - L2_q1*p_k_crank
+        L2_Qa1 = -L2_qd1*p_c_crank + L2_t1
+        L2_b1 = -L2_N1_z + L2_Qa1
+        L2_t2 = -L2_Ic1_22*L2_h1 + L2_b1
+        L2_t3 = -L2_Nm2_1_z*L2_h2 + L2_t2
+        L2_r1 = -L2_Nm3_1_z*L2_h3 + L2_t3
+        L2_t4 = -L2_TL1_y*L2_y_z2 + L2_r1
+        L2_y_z1 = L2_lu_inv3*(-L2_TL1_z*L2_y_z3 + L2_t4)
+        L2_t5 = L2_R_Cn_0_x*L2_y_z1 + L2_R_Cn_1_x*L2_y_z2
+        L2_fc_x = L2_R_Cn_2_x*L2_y_z3 + L2_t5
+        L2_t6 = L2_R_Cn_0_y*L2_y_z1 + L2_R_Cn_1_y*L2_y_z2
+        L2_fc_y = L2_R_Cn_2_y*L2_y_z3 + L2_t6
+        L2_t7 = L2_R_Cn_0_z*L2_y_z1 + L2_R_Cn_1_z*L2_y_z2
+        L2_fc_z = L2_R_Cn_2_z*L2_y_z3 + L2_t7
+        cl2_out.append((L2_check2_1, L2_check2_2, L2_fc_x, L2_fc_y, L2_fc_z,))
+    leg1_check2_1, leg1_check2_2, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl2_out[0]
+    leg2_check2_1, leg2_check2_2, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl2_out[1]
+    leg3_check2_1, leg3_check2_2, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl2_out[2]
+    leg4_check2_1, leg4_check2_2, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl2_out[3]
+    leg5_check2_1, leg5_check2_2, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl2_out[4]
+    leg6_check2_1, leg6_check2_2, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl2_out[5]
+    if not (leg1_check2_1 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 103
+    if not (leg1_check2_2 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 104
+    if not (leg2_check1_1 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 201
+    if not (leg2_check1_2 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 202
+    if not (leg2_check1_3 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 222
+    if not (leg2_check2_1 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 203
+    if not (leg2_check2_2 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 204
+    if not (leg3_check1_1 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 301
+    if not (leg3_check1_2 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 302
+    if not (leg3_check1_3 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 322
+    if not (leg3_check2_1 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 303
+    if not (leg3_check2_2 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 304
+    if not (leg4_check1_1 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 401
+    if not (leg4_check1_2 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 402
+    if not (leg4_check1_3 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 422
+    if not (leg4_check2_1 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 403
+    if not (leg4_check2_2 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 404
+    if not (leg5_check1_1 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 501
+    if not (leg5_check1_2 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 502
+    if not (leg5_check1_3 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 522
+    if not (leg5_check2_1 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 503
+    if not (leg5_check2_2 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 504
+    if not (leg6_check1_1 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 601
+    if not (leg6_check1_2 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 602
+    if not (leg6_check1_3 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 622
+    if not (leg6_check2_1 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 603
+    if not (leg6_check2_2 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 604
+    if not (leg1_check1_4 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 192
+    if not (leg1_check1_5 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 192
+    if not (leg2_check1_4 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 292
+    if not (leg2_check1_5 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 292
+    if not (leg3_check1_4 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 392
+    if not (leg3_check1_5 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 392
+    if not (leg4_check1_4 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 492
+    if not (leg4_check1_5 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 492
+    if not (leg5_check1_4 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 592
+    if not (leg5_check1_5 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 592
+    if not (leg6_check1_4 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 692
+    if not (leg6_check1_5 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 692
+    if not (0.9999999999999*Ac_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    if not (-1e-13*Ac_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    if not (-1e-13*Ac_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    if not (-1e-13*Ac_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    if not (-1e-13*Ac_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
     if not (-1e-13*Ac_star66 + D6 > 0.0):  # pivot D6 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         qdd[:] = [NAN] * 18
         return 3
-    invD6 = 1.0/D6
+    if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 4
+    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + sc_C_f_x
+    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + sc_C_f_y
+    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + sc_C_f_z
+    bc_star4 = -0.4213244437154379*leg1_fc_z + 0.4213244437154379*leg2_fc_z + 0.5168309414322497*leg3_fc_z + 0.0955064977168117*leg4_fc_z - 0.0955064977168117*leg5_fc_z - 0.5168309414322497*leg6_fc_z + s_C_m_x
+    bc_star5 = -0.3535331853275967*leg1_fc_z - 0.3535331853275967*leg2_fc_z - 0.18811107882911782*leg3_fc_z + 0.5416442641567144*leg4_fc_z + 0.5416442641567144*leg5_fc_z - 0.18811107882911782*leg6_fc_z + s_C_m_y
+    bc_star6 = 0.4213244437154379*leg1_fc_x + 0.3535331853275967*leg1_fc_y - 0.4213244437154379*leg2_fc_x + 0.3535331853275967*leg2_fc_y - 0.5168309414322497*leg3_fc_x + 0.18811107882911782*leg3_fc_y - 0.0955064977168117*leg4_fc_x - 0.5416442641567144*leg4_fc_y + 0.0955064977168117*leg5_fc_x - 0.5416442641567144*leg5_fc_y + 0.5168309414322497*leg6_fc_x + 0.18811107882911782*leg6_fc_y + mE_z
     y2 = -L2_1*bc_star1 + bc_star2
     y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
     y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
@@ -9488,16 +9560,12 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
     yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
     yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
-    if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
-        xdot[:] = [NAN] * 12
-        qdd[:] = [NAN] * 18
-        return 4
     udot1 = alpha_C_00*yc1 + alpha_C_10*yc2 + alpha_C_20*yc3
     udot2 = alpha_C_11*yc2 + alpha_C_21*yc3 + s_psi_z*yc1
     udot3 = alpha_C_02*yc1 + alpha_C_12*yc2 + alpha_C_22*yc3
     # column loop: 6 columns
-    cl1_out = []
-    for (L2_W1_1, L2_W1_2, L2_W1_3, L2_W2_1, L2_W2_2, L2_W2_3, L2_W3_1, L2_W3_2, L2_W3_3, L2_h1, L2_h2, L2_h3, L2_kc1, L2_kc2,) in (
+    cl3_out = []
+    for (L3_W1_1, L3_W1_2, L3_W1_3, L3_W2_1, L3_W2_2, L3_W2_3, L3_W3_1, L3_W3_2, L3_W3_3, L3_h1, L3_h2, L3_h3, L3_kc1, L3_kc2,) in (
         (leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_h1, leg1_h2, leg1_h3, 0.3535331853275967, -0.4213244437154379,),
         (leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_h1, leg2_h2, leg2_h3, 0.3535331853275967, 0.4213244437154379,),
         (leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_h1, leg3_h2, leg3_h3, 0.18811107882911782, 0.5168309414322497,),
@@ -9505,26 +9573,26 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
         (leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_h1, leg5_h2, leg5_h3, -0.5416442641567144, -0.0955064977168117,),
         (leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_h1, leg6_h2, leg6_h3, 0.18811107882911782, -0.5168309414322497,),
     ):
-        L2_a_p_x = -L2_kc2*yc6 + yc1
-        L2_a_p_y = L2_kc1*yc6 + yc2
-        L2_t1 = L2_kc2*yc4 + yc3
-        L2_a_p_z = -L2_kc1*yc5 + L2_t1
-        L2_t2 = L2_W1_1*L2_a_p_x + L2_h1
-        L2_t3 = L2_W2_1*L2_a_p_y + L2_t2
-        L2_qdd1 = L2_W3_1*L2_a_p_z + L2_t3
-        L2_t4 = L2_W1_2*L2_a_p_x + L2_h2
-        L2_t5 = L2_W2_2*L2_a_p_y + L2_t4
-        L2_qdd2 = L2_W3_2*L2_a_p_z + L2_t5
-        L2_t6 = L2_W1_3*L2_a_p_x + L2_h3
-        L2_t7 = L2_W2_3*L2_a_p_y + L2_t6
-        L2_qdd3 = L2_W3_3*L2_a_p_z + L2_t7
-        cl1_out.append((L2_qdd1, L2_qdd2, L2_qdd3,))
-    leg1_qdd1, leg1_qdd2, leg1_qdd3, = cl1_out[0]
-    leg2_qdd1, leg2_qdd2, leg2_qdd3, = cl1_out[1]
-    leg3_qdd1, leg3_qdd2, leg3_qdd3, = cl1_out[2]
-    leg4_qdd1, leg4_qdd2, leg4_qdd3, = cl1_out[3]
-    leg5_qdd1, leg5_qdd2, leg5_qdd3, = cl1_out[4]
-    leg6_qdd1, leg6_qdd2, leg6_qdd3, = cl1_out[5]
+        L3_a_p_x = -L3_kc2*yc6 + yc1
+        L3_a_p_y = L3_kc1*yc6 + yc2
+        L3_t1 = L3_kc2*yc4 + yc3
+        L3_a_p_z = -L3_kc1*yc5 + L3_t1
+        L3_t2 = L3_W1_1*L3_a_p_x + L3_h1
+        L3_t3 = L3_W2_1*L3_a_p_y + L3_t2
+        L3_qdd1 = L3_W3_1*L3_a_p_z + L3_t3
+        L3_t4 = L3_W1_2*L3_a_p_x + L3_h2
+        L3_t5 = L3_W2_2*L3_a_p_y + L3_t4
+        L3_qdd2 = L3_W3_2*L3_a_p_z + L3_t5
+        L3_t6 = L3_W1_3*L3_a_p_x + L3_h3
+        L3_t7 = L3_W2_3*L3_a_p_y + L3_t6
+        L3_qdd3 = L3_W3_3*L3_a_p_z + L3_t7
+        cl3_out.append((L3_qdd1, L3_qdd2, L3_qdd3,))
+    leg1_qdd1, leg1_qdd2, leg1_qdd3, = cl3_out[0]
+    leg2_qdd1, leg2_qdd2, leg2_qdd3, = cl3_out[1]
+    leg3_qdd1, leg3_qdd2, leg3_qdd3, = cl3_out[2]
+    leg4_qdd1, leg4_qdd2, leg4_qdd3, = cl3_out[3]
+    leg5_qdd1, leg5_qdd2, leg5_qdd3, = cl3_out[4]
+    leg6_qdd1, leg6_qdd2, leg6_qdd3, = cl3_out[5]
     xdot[0] = v_x
     xdot[1] = v_y
     xdot[2] = v_z
@@ -12535,13 +12603,13 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
     cl0_out = []
-    for (L1_F_L, L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9,) in (
-        (F_leg1, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
-        (F_leg2, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
-        (F_leg3, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
-        (F_leg4, 0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
-        (F_leg5, 0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
-        (F_leg6, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
+    for (L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9,) in (
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172,),
     ):
         L1_r0_x = L1_kc1*alpha_C_00 + L1_kc2*alpha_C_10
         L1_r0_y = L1_kc1*s_psi_z + L1_kc2*alpha_C_11
@@ -12569,7 +12637,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_crank_inv_rho2 = 1.0/L1_crank_rho2
         L1_crank_c = L1_crank_inv_rho2*(L1_crank_K*L1_d_x + L1_crank_w*L1_s0_z)
         L1_crank_s = L1_crank_inv_rho2*(-L1_crank_K*L1_s0_z + L1_crank_w*L1_d_x)
-        L1_q1 = math.atan2(L1_crank_s, L1_crank_c)
         L1_t4 = L1_crank_c*L1_d_x - 0.25
         L1_e_c_x = -L1_crank_s*L1_s0_z + L1_t4
         L1_e_c_y = -L1_crank_c*L1_s0_z - L1_crank_s*L1_d_x
@@ -12586,10 +12653,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_u_c2 = L1_cse8*L1_u_Lxz
         L1_t6 = L1_d_z*L1_kc14 + L1_e_c_x*L1_kc12
         L1_u_s2 = L1_cse8*(L1_e_c_y*L1_kc13 + L1_t6)
-        L1_q2 = math.atan2(L1_u_s1, L1_u_c1)
-        L1_q3 = math.atan2(L1_u_s2, L1_u_c2)
-        L1_check1_4 = L1_q1 + 1.2
-        L1_check1_5 = 1.2 - L1_q1
         L1_beta1_00 = L1_crank_c*L1_kc5
         L1_beta1_01 = L1_crank_c*L1_kc6
         L1_beta1_10 = -L1_crank_s*L1_kc5
@@ -12627,10 +12690,10 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_TL1_z = L1_B1_02*L1_rho1_y - L1_B1_12*L1_rho1_x
         L1_TL2_z = -L1_kc0*L1_u_c2
         L1_cse10 = -1.0000000000000001e-20*L1_cse4
-        L1_check1_6 = L1_TL2_z*L1_TL2_z + L1_cse10
+        L1_check1_4 = L1_TL2_z*L1_TL2_z + L1_cse10
         L1_lu_inv1 = 1.0/L1_TL2_z
         L1_lu_inv2 = L1_cse8
-        L1_check1_7 = L1_TL1_x*L1_TL1_x + L1_cse10
+        L1_check1_5 = L1_TL1_x*L1_TL1_x + L1_cse10
         L1_lu_inv3 = 1.0/L1_TL1_x
         L1_cp3_x = (0.75)*L1_u_c2
         L1_cse11 = (0.75)*L1_u_s2
@@ -12681,8 +12744,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_qd2 = L1_W3_2*L1_p_z + L1_t19
         L1_t20 = L1_W1_3*L1_p_x + L1_W2_3*L1_p_y
         L1_qd3 = L1_W3_3*L1_p_z + L1_t20
-        L1_t21 = L1_F_L - L1_q1*p_k_crank
-        L1_Qa1 = -L1_qd1*p_c_crank + L1_t21
         L1_oo0_xx = Omega_x*Omega_x
         L1_oo0_yy = Omega_y*Omega_y
         L1_oo0_zz = Omega_z*Omega_z
@@ -12692,16 +12753,16 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_oo0_W_00 = -L1_oo0_yy - L1_oo0_zz
         L1_oo0_W_11 = -L1_oo0_xx - L1_oo0_zz
         L1_oo0_W_22 = -L1_oo0_xx - L1_oo0_yy
-        L1_t22 = L1_kc3*L1_oo0_W_00 - g_x
-        L1_t23 = L1_kc4*L1_oo0_xy + L1_t22
-        L1_a1_par_x = -L1_kc4*Omega_dot_z + L1_t23
-        L1_t24 = L1_kc3*L1_oo0_xy - g_y
-        L1_t25 = L1_kc3*Omega_dot_z + L1_t24
-        L1_a1_par_y = L1_kc4*L1_oo0_W_11 + L1_t25
-        L1_t26 = L1_kc3*L1_oo0_xz - g_z
-        L1_t27 = L1_kc4*L1_oo0_yz + L1_t26
-        L1_t28 = L1_kc4*Omega_dot_x + L1_t27
-        L1_a1_par_z = -L1_kc3*Omega_dot_y + L1_t28
+        L1_t21 = L1_kc3*L1_oo0_W_00 - g_x
+        L1_t22 = L1_kc4*L1_oo0_xy + L1_t21
+        L1_a1_par_x = -L1_kc4*Omega_dot_z + L1_t22
+        L1_t23 = L1_kc3*L1_oo0_xy - g_y
+        L1_t24 = L1_kc3*Omega_dot_z + L1_t23
+        L1_a1_par_y = L1_kc4*L1_oo0_W_11 + L1_t24
+        L1_t25 = L1_kc3*L1_oo0_xz - g_z
+        L1_t26 = L1_kc4*L1_oo0_yz + L1_t25
+        L1_t27 = L1_kc4*Omega_dot_x + L1_t26
+        L1_a1_par_z = -L1_kc3*Omega_dot_y + L1_t27
         L1_a1_J_x = L1_a1_par_x*L1_kc5 + L1_a1_par_y*L1_kc6
         L1_a1_J_z = L1_a1_par_x*L1_kc7 + L1_a1_par_y*L1_kc8
         L1_omega_p1_J_x = L1_kc5*Omega_x + L1_kc6*Omega_y
@@ -12711,10 +12772,10 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_epsd1_J_x = L1_kc5*Omega_dot_x + L1_kc6*Omega_dot_y
         L1_epsd1_J_z = L1_kc7*Omega_dot_x + L1_kc8*Omega_dot_y
         L1_omega1_z = L1_omega_p1_J_z + L1_qd1
-        L1_t29 = L1_crank_c*L1_epsd1_J_x + L1_omega_p1_y*L1_qd1
-        L1_epsd1_x = -L1_crank_s*Omega_dot_z + L1_t29
-        L1_t30 = -L1_crank_c*Omega_dot_z - L1_crank_s*L1_epsd1_J_x
-        L1_epsd1_y = -L1_omega_p1_x*L1_qd1 + L1_t30
+        L1_t28 = L1_crank_c*L1_epsd1_J_x + L1_omega_p1_y*L1_qd1
+        L1_epsd1_x = -L1_crank_s*Omega_dot_z + L1_t28
+        L1_t29 = -L1_crank_c*Omega_dot_z - L1_crank_s*L1_epsd1_J_x
+        L1_epsd1_y = -L1_omega_p1_x*L1_qd1 + L1_t29
         L1_a1_x = L1_a1_J_x*L1_crank_c - L1_a1_par_z*L1_crank_s
         L1_a1_y = -L1_a1_J_x*L1_crank_s - L1_a1_par_z*L1_crank_c
         L1_oo1_yy = L1_omega_p1_y*L1_omega_p1_y
@@ -12722,39 +12783,39 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_oo1_xy = L1_omega_p1_x*L1_omega_p1_y
         L1_oo1_xz = L1_omega1_z*L1_omega_p1_x
         L1_oo1_W_00 = -L1_oo1_yy - L1_oo1_zz
-        L1_t31 = L1_beta2_00*L1_omega_p1_x + L1_beta2_01*L1_omega_p1_y
-        L1_omega_p2_x = L1_beta2_02*L1_omega1_z + L1_t31
-        L1_t32 = L1_kc12*L1_omega_p1_x + L1_kc13*L1_omega_p1_y
-        L1_omega_p2_y = L1_kc14*L1_omega1_z + L1_t32
-        L1_t33 = L1_beta2_20*L1_omega_p1_x + L1_beta2_21*L1_omega_p1_y
-        L1_omega_p2_z = L1_beta2_22*L1_omega1_z + L1_t33
+        L1_t30 = L1_beta2_00*L1_omega_p1_x + L1_beta2_01*L1_omega_p1_y
+        L1_omega_p2_x = L1_beta2_02*L1_omega1_z + L1_t30
+        L1_t31 = L1_kc12*L1_omega_p1_x + L1_kc13*L1_omega_p1_y
+        L1_omega_p2_y = L1_kc14*L1_omega1_z + L1_t31
+        L1_t32 = L1_beta2_20*L1_omega_p1_x + L1_beta2_21*L1_omega_p1_y
+        L1_omega_p2_z = L1_beta2_22*L1_omega1_z + L1_t32
         L1_omega2_y = L1_omega_p2_y + L1_qd2
-        L1_t34 = L1_beta2_00*L1_epsd1_x + L1_beta2_01*L1_epsd1_y
-        L1_t35 = L1_beta2_02*L1_epsd1_J_z + L1_t34
-        L1_epsd2_x = -L1_omega_p2_z*L1_qd2 + L1_t35
-        L1_t36 = L1_epsd1_J_z*L1_kc14 + L1_epsd1_x*L1_kc12
-        L1_epsd2_y = L1_epsd1_y*L1_kc13 + L1_t36
-        L1_t37 = L1_beta2_20*L1_epsd1_x + L1_beta2_21*L1_epsd1_y
-        L1_t38 = L1_beta2_22*L1_epsd1_J_z + L1_t37
-        L1_epsd2_z = L1_omega_p2_x*L1_qd2 + L1_t38
+        L1_t33 = L1_beta2_00*L1_epsd1_x + L1_beta2_01*L1_epsd1_y
+        L1_t34 = L1_beta2_02*L1_epsd1_J_z + L1_t33
+        L1_epsd2_x = -L1_omega_p2_z*L1_qd2 + L1_t34
+        L1_t35 = L1_epsd1_J_z*L1_kc14 + L1_epsd1_x*L1_kc12
+        L1_epsd2_y = L1_epsd1_y*L1_kc13 + L1_t35
+        L1_t36 = L1_beta2_20*L1_epsd1_x + L1_beta2_21*L1_epsd1_y
+        L1_t37 = L1_beta2_22*L1_epsd1_J_z + L1_t36
+        L1_epsd2_z = L1_omega_p2_x*L1_qd2 + L1_t37
         L1_cse12 = L1_a1_x + 0.25*L1_oo1_W_00
-        L1_t39 = L1_a1_y + 0.25*L1_epsd1_J_z
-        L1_cse13 = 0.25*L1_oo1_xy + L1_t39
-        L1_t40 = L1_a1_J_z + 0.25*L1_oo1_xz
-        L1_cse14 = -0.25*L1_epsd1_y + L1_t40
-        L1_t41 = L1_beta2_00*L1_cse12 + L1_beta2_01*L1_cse13
-        L1_a2_x = L1_beta2_02*L1_cse14 + L1_t41
-        L1_t42 = L1_cse12*L1_kc12 + L1_cse13*L1_kc13
-        L1_a2_y = L1_cse14*L1_kc14 + L1_t42
-        L1_t43 = L1_beta2_20*L1_cse12 + L1_beta2_21*L1_cse13
-        L1_a2_z = L1_beta2_22*L1_cse14 + L1_t43
+        L1_t38 = L1_a1_y + 0.25*L1_epsd1_J_z
+        L1_cse13 = 0.25*L1_oo1_xy + L1_t38
+        L1_t39 = L1_a1_J_z + 0.25*L1_oo1_xz
+        L1_cse14 = -0.25*L1_epsd1_y + L1_t39
+        L1_t40 = L1_beta2_00*L1_cse12 + L1_beta2_01*L1_cse13
+        L1_a2_x = L1_beta2_02*L1_cse14 + L1_t40
+        L1_t41 = L1_cse12*L1_kc12 + L1_cse13*L1_kc13
+        L1_a2_y = L1_cse14*L1_kc14 + L1_t41
+        L1_t42 = L1_beta2_20*L1_cse12 + L1_beta2_21*L1_cse13
+        L1_a2_z = L1_beta2_22*L1_cse14 + L1_t42
         L1_omega_p3_x = L1_omega2_y*L1_u_s2 + L1_omega_p2_x*L1_u_c2
         L1_omega_p3_y = L1_omega2_y*L1_u_c2 - L1_omega_p2_x*L1_u_s2
         L1_omega3_z = L1_omega_p2_z + L1_qd3
-        L1_t44 = L1_epsd2_x*L1_u_c2 + L1_epsd2_y*L1_u_s2
-        L1_epsd3_x = L1_omega_p3_y*L1_qd3 + L1_t44
-        L1_t45 = -L1_epsd2_x*L1_u_s2 + L1_epsd2_y*L1_u_c2
-        L1_epsd3_y = -L1_omega_p3_x*L1_qd3 + L1_t45
+        L1_t43 = L1_epsd2_x*L1_u_c2 + L1_epsd2_y*L1_u_s2
+        L1_epsd3_x = L1_omega_p3_y*L1_qd3 + L1_t43
+        L1_t44 = -L1_epsd2_x*L1_u_s2 + L1_epsd2_y*L1_u_c2
+        L1_epsd3_y = -L1_omega_p3_x*L1_qd3 + L1_t44
         L1_a3_x = L1_a2_x*L1_u_c2 + L1_a2_y*L1_u_s2
         L1_a3_y = -L1_a2_x*L1_u_s2 + L1_a2_y*L1_u_c2
         L1_oo3_yy = L1_omega_p3_y*L1_omega_p3_y
@@ -12763,28 +12824,27 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_oo3_xz = L1_omega3_z*L1_omega_p3_x
         L1_oo3_W_00 = -L1_oo3_yy - L1_oo3_zz
         L1_F3_x = (2.5)*L1_a3_x + (0.75)*L1_oo3_W_00
-        L1_t46 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
-        L1_F3_y = (2.5)*L1_a3_y + L1_t46
-        L1_t47 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
-        L1_F3_z = (2.5)*L1_a2_z + L1_t47
+        L1_t45 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
+        L1_F3_y = (2.5)*L1_a3_y + L1_t45
+        L1_t46 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
+        L1_F3_z = (2.5)*L1_a2_z + L1_t46
         L1_N3_x = (0.001)*L1_epsd3_x
-        L1_t48 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
-        L1_N3_y = (0.305)*L1_epsd3_y + L1_t48
-        L1_t49 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
-        L1_N3_z = (0.305)*L1_epsd2_z + L1_t49
+        L1_t47 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
+        L1_N3_y = (0.305)*L1_epsd3_y + L1_t47
+        L1_t48 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
+        L1_N3_z = (0.305)*L1_epsd2_z + L1_t48
         L1_F_c3_x = L1_F3_x*L1_u_c2 - L1_F3_y*L1_u_s2
         L1_F_c3_y = L1_F3_x*L1_u_s2 + L1_F3_y*L1_u_c2
         L1_N2_x = L1_N3_x*L1_u_c2 - L1_N3_y*L1_u_s2
         L1_N2_y = L1_N3_x*L1_u_s2 + L1_N3_y*L1_u_c2
-        L1_t50 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
-        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t50
-        L1_t51 = (0.36)*L1_a1_y + (0.0632)*L1_epsd1_J_z
-        L1_t52 = (0.0612)*L1_oo1_xy + L1_t51
-        L1_t53 = 0.25*L1_F_c2_y + L1_t52
-        L1_t54 = L1_N2_x*L1_beta2_02 + L1_t53
-        L1_t55 = L1_N2_y*L1_kc14 + L1_t54
-        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t55
-        L1_b1 = -L1_N1_z + L1_Qa1
+        L1_t49 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
+        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t49
+        L1_t50 = (0.36)*L1_a1_y + (0.0632)*L1_epsd1_J_z
+        L1_t51 = (0.0612)*L1_oo1_xy + L1_t50
+        L1_t52 = 0.25*L1_F_c2_y + L1_t51
+        L1_t53 = L1_N2_x*L1_beta2_02 + L1_t52
+        L1_t54 = L1_N2_y*L1_kc14 + L1_t53
+        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t54
         L1_oo1_zz_2 = L1_qd1*L1_qd1
         L1_omega_p2_x_2 = L1_beta2_02*L1_qd1
         L1_omega_p2_y_2 = L1_kc14*L1_qd1
@@ -12810,47 +12870,47 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_cse16 = -L1_w_x_r_y*omega_0_z + L1_w_x_r_z*omega_0_y
         L1_cse17 = L1_w_x_r_x*omega_0_z - L1_w_x_r_z*omega_0_x
         L1_cse18 = -L1_w_x_r_x*omega_0_y + L1_w_x_r_y*omega_0_x
-        L1_t56 = L1_B0_0_x*L1_cse16 + L1_B0_0_y*L1_cse17
-        L1_cC_x = L1_B0_0_z*L1_cse18 + L1_t56
-        L1_t57 = L1_B0_1_x*L1_cse16 + L1_B0_1_y*L1_cse17
-        L1_cC_y = L1_B0_1_z*L1_cse18 + L1_t57
-        L1_t58 = L1_B0_2_x*L1_cse16 + L1_B0_2_y*L1_cse17
-        L1_cC_z = L1_B0_2_z*L1_cse18 + L1_t58
-        L1_t59 = -L1_a3_x_2 + L1_cC_x
-        L1_c1 = -L1_kc0*L1_oo3_W_00_2 + L1_t59
-        L1_t60 = -L1_a3_y_2 + L1_cC_y
-        L1_t61 = -L1_epsd2_z_2*L1_kc0 + L1_t60
-        L1_c2 = -L1_kc0*L1_oo3_xy_2 + L1_t61
-        L1_t62 = -L1_a2_z_2 + L1_cC_z
-        L1_t63 = L1_epsd3_y_2*L1_kc0 + L1_t62
-        L1_c3 = -L1_kc0*L1_oo3_xz_2 + L1_t63
+        L1_t55 = L1_B0_0_x*L1_cse16 + L1_B0_0_y*L1_cse17
+        L1_cC_x = L1_B0_0_z*L1_cse18 + L1_t55
+        L1_t56 = L1_B0_1_x*L1_cse16 + L1_B0_1_y*L1_cse17
+        L1_cC_y = L1_B0_1_z*L1_cse18 + L1_t56
+        L1_t57 = L1_B0_2_x*L1_cse16 + L1_B0_2_y*L1_cse17
+        L1_cC_z = L1_B0_2_z*L1_cse18 + L1_t57
+        L1_t58 = -L1_a3_x_2 + L1_cC_x
+        L1_c1 = -L1_kc0*L1_oo3_W_00_2 + L1_t58
+        L1_t59 = -L1_a3_y_2 + L1_cC_y
+        L1_t60 = -L1_epsd2_z_2*L1_kc0 + L1_t59
+        L1_c2 = -L1_kc0*L1_oo3_xy_2 + L1_t60
+        L1_t61 = -L1_a2_z_2 + L1_cC_z
+        L1_t62 = L1_epsd3_y_2*L1_kc0 + L1_t61
+        L1_c3 = -L1_kc0*L1_oo3_xz_2 + L1_t62
         L1_h1 = L1_c1*L1_lu_inv3
         L1_h3 = L1_lu_inv2*(-L1_TL1_y*L1_h1 + L1_c2)
         L1_h2 = L1_lu_inv1*(-L1_TL1_z*L1_h1 + L1_c3)
-        L1_t64 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
-        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t64
-        L1_t65 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
-        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t65
-        L1_t66 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
-        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t66
+        L1_t63 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
+        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t63
+        L1_t64 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
+        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t64
+        L1_t65 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
+        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t65
         L1_AW21 = L1_IJ3_11*L1_W1_2 + L1_Nm2_1_z*L1_W1_1
         L1_AW22 = L1_IJ3_11*L1_W2_2 + L1_Nm2_1_z*L1_W2_1
         L1_AW23 = L1_IJ3_11*L1_W3_2 + L1_Nm2_1_z*L1_W3_1
         L1_AW31 = L1_Nm3_1_z*L1_W1_1 + (0.305)*L1_W1_3
         L1_AW32 = L1_Nm3_1_z*L1_W2_1 + (0.305)*L1_W2_3
         L1_AW33 = L1_Nm3_1_z*L1_W3_1 + (0.305)*L1_W3_3
-        L1_t67 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
-        L1_K11 = L1_AW31*L1_W1_3 + L1_t67
-        L1_t68 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
-        L1_K12 = L1_AW32*L1_W1_3 + L1_t68
-        L1_t69 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
-        L1_K13 = L1_AW33*L1_W1_3 + L1_t69
-        L1_t70 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
-        L1_K22 = L1_AW32*L1_W2_3 + L1_t70
-        L1_t71 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
-        L1_K23 = L1_AW33*L1_W2_3 + L1_t71
-        L1_t72 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
-        L1_K33 = L1_AW33*L1_W3_3 + L1_t72
+        L1_t66 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
+        L1_K11 = L1_AW31*L1_W1_3 + L1_t66
+        L1_t67 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
+        L1_K12 = L1_AW32*L1_W1_3 + L1_t67
+        L1_t68 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
+        L1_K13 = L1_AW33*L1_W1_3 + L1_t68
+        L1_t69 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
+        L1_K22 = L1_AW32*L1_W2_3 + L1_t69
+        L1_t70 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
+        L1_K23 = L1_AW33*L1_W2_3 + L1_t70
+        L1_t71 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
+        L1_K33 = L1_AW33*L1_W3_3 + L1_t71
         L1_cse19 = L1_K12*L1_r0_z
         L1_cse20 = L1_K13*L1_r0_y
         L1_KS_00 = L1_cse19 - L1_cse20
@@ -12863,30 +12923,19 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         L1_KS_20 = L1_K23*L1_r0_z - L1_K33*L1_r0_y
         L1_KS_21 = -L1_K13*L1_r0_z + L1_K33*L1_r0_x
         L1_KS_22 = L1_cse20 + L1_cse21
-        L1_t73 = -L1_Ic1_22*L1_h1 + L1_b1
-        L1_t74 = -L1_Nm2_1_z*L1_h2 + L1_t73
-        L1_r1 = -L1_Nm3_1_z*L1_h3 + L1_t74
-        L1_t75 = -L1_IJ3_11*L1_h2 - L1_N2_y
-        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t75
-        L1_t76 = -L1_N3_z - 0.305*L1_h3
-        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t76
+        L1_t72 = -L1_IJ3_11*L1_h2 - L1_N2_y
+        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t72
+        L1_t73 = -L1_N3_z - 0.305*L1_h3
+        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t73
         L1_y_z3 = L1_lu_inv1*L1_r2
         L1_y_z2 = L1_lu_inv2*L1_r3
-        L1_t77 = -L1_TL1_y*L1_y_z2 + L1_r1
-        L1_y_z1 = L1_lu_inv3*(-L1_TL1_z*L1_y_z3 + L1_t77)
-        L1_t78 = L1_B0_0_x*L1_y_z1 + L1_B0_1_x*L1_y_z2
-        L1_fc_x = L1_B0_2_x*L1_y_z3 + L1_t78
-        L1_t79 = L1_B0_0_y*L1_y_z1 + L1_B0_1_y*L1_y_z2
-        L1_fc_y = L1_B0_2_y*L1_y_z3 + L1_t79
-        L1_t80 = L1_B0_0_z*L1_y_z1 + L1_B0_1_z*L1_y_z2
-        L1_fc_z = L1_B0_2_z*L1_y_z3 + L1_t80
-        cl0_out.append((L1_r0_x, L1_r0_y, L1_r0_z, L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_q1, L1_check1_3, L1_u_c2, L1_u_s2, L1_q2, L1_q3, L1_check1_4, L1_check1_5, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_B0_0_x, L1_B0_0_y, L1_B0_0_z, L1_B0_2_x, L1_B0_2_y, L1_B0_2_z, L1_B0_1_x, L1_B0_1_y, L1_B0_1_z, L1_TL1_y, L1_TL1_z, L1_check1_6, L1_lu_inv1, L1_lu_inv2, L1_check1_7, L1_lu_inv3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_oo0_xy, L1_oo0_xz, L1_oo0_yz, L1_oo0_W_00, L1_oo0_W_11, L1_oo0_W_22, L1_a1_J_z, L1_epsd1_J_z, L1_epsd1_x, L1_epsd1_y, L1_a1_x, L1_a1_y, L1_oo1_xy, L1_oo1_xz, L1_oo1_W_00, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N2_y, L1_b1, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_fc_x, L1_fc_y, L1_fc_z,))
-    leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_q1, leg1_check1_3, leg1_u_c2, leg1_u_s2, leg1_q2, leg1_q3, leg1_check1_4, leg1_check1_5, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_TL1_y, leg1_TL1_z, leg1_check1_6, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_7, leg1_lu_inv3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_oo0_xy, leg1_oo0_xz, leg1_oo0_yz, leg1_oo0_W_00, leg1_oo0_W_11, leg1_oo0_W_22, leg1_a1_J_z, leg1_epsd1_J_z, leg1_epsd1_x, leg1_epsd1_y, leg1_a1_x, leg1_a1_y, leg1_oo1_xy, leg1_oo1_xz, leg1_oo1_W_00, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N2_y, leg1_b1, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl0_out[0]
-    leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_q1, leg2_check1_3, leg2_u_c2, leg2_u_s2, leg2_q2, leg2_q3, leg2_check1_4, leg2_check1_5, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_TL1_y, leg2_TL1_z, leg2_check1_6, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_7, leg2_lu_inv3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_oo0_xy, leg2_oo0_xz, leg2_oo0_yz, leg2_oo0_W_00, leg2_oo0_W_11, leg2_oo0_W_22, leg2_a1_J_z, leg2_epsd1_J_z, leg2_epsd1_x, leg2_epsd1_y, leg2_a1_x, leg2_a1_y, leg2_oo1_xy, leg2_oo1_xz, leg2_oo1_W_00, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N2_y, leg2_b1, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl0_out[1]
-    leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_q1, leg3_check1_3, leg3_u_c2, leg3_u_s2, leg3_q2, leg3_q3, leg3_check1_4, leg3_check1_5, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_TL1_y, leg3_TL1_z, leg3_check1_6, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_7, leg3_lu_inv3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_oo0_xy, leg3_oo0_xz, leg3_oo0_yz, leg3_oo0_W_00, leg3_oo0_W_11, leg3_oo0_W_22, leg3_a1_J_z, leg3_epsd1_J_z, leg3_epsd1_x, leg3_epsd1_y, leg3_a1_x, leg3_a1_y, leg3_oo1_xy, leg3_oo1_xz, leg3_oo1_W_00, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N2_y, leg3_b1, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl0_out[2]
-    leg4_r0_x, leg4_r0_y, leg4_r0_z, leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_q1, leg4_check1_3, leg4_u_c2, leg4_u_s2, leg4_q2, leg4_q3, leg4_check1_4, leg4_check1_5, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_TL1_y, leg4_TL1_z, leg4_check1_6, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_7, leg4_lu_inv3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_oo0_xy, leg4_oo0_xz, leg4_oo0_yz, leg4_oo0_W_00, leg4_oo0_W_11, leg4_oo0_W_22, leg4_a1_J_z, leg4_epsd1_J_z, leg4_epsd1_x, leg4_epsd1_y, leg4_a1_x, leg4_a1_y, leg4_oo1_xy, leg4_oo1_xz, leg4_oo1_W_00, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N2_y, leg4_b1, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl0_out[3]
-    leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_q1, leg5_check1_3, leg5_u_c2, leg5_u_s2, leg5_q2, leg5_q3, leg5_check1_4, leg5_check1_5, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_TL1_y, leg5_TL1_z, leg5_check1_6, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_7, leg5_lu_inv3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_oo0_xy, leg5_oo0_xz, leg5_oo0_yz, leg5_oo0_W_00, leg5_oo0_W_11, leg5_oo0_W_22, leg5_a1_J_z, leg5_epsd1_J_z, leg5_epsd1_x, leg5_epsd1_y, leg5_a1_x, leg5_a1_y, leg5_oo1_xy, leg5_oo1_xz, leg5_oo1_W_00, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N2_y, leg5_b1, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl0_out[4]
-    leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_q1, leg6_check1_3, leg6_u_c2, leg6_u_s2, leg6_q2, leg6_q3, leg6_check1_4, leg6_check1_5, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_TL1_y, leg6_TL1_z, leg6_check1_6, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_7, leg6_lu_inv3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_oo0_xy, leg6_oo0_xz, leg6_oo0_yz, leg6_oo0_W_00, leg6_oo0_W_11, leg6_oo0_W_22, leg6_a1_J_z, leg6_epsd1_J_z, leg6_epsd1_x, leg6_epsd1_y, leg6_a1_x, leg6_a1_y, leg6_oo1_xy, leg6_oo1_xz, leg6_oo1_W_00, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N2_y, leg6_b1, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl0_out[5]
+        cl0_out.append((L1_r0_x, L1_r0_y, L1_r0_z, L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_check1_3, L1_u_c1, L1_u_s1, L1_u_c2, L1_u_s2, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_B0_0_x, L1_B0_0_y, L1_B0_0_z, L1_B0_2_x, L1_B0_2_y, L1_B0_2_z, L1_B0_1_x, L1_B0_1_y, L1_B0_1_z, L1_TL1_y, L1_TL1_z, L1_check1_4, L1_lu_inv1, L1_lu_inv2, L1_check1_5, L1_lu_inv3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_oo0_xy, L1_oo0_xz, L1_oo0_yz, L1_oo0_W_00, L1_oo0_W_11, L1_oo0_W_22, L1_a1_J_z, L1_epsd1_J_z, L1_epsd1_x, L1_epsd1_y, L1_a1_x, L1_a1_y, L1_oo1_xy, L1_oo1_xz, L1_oo1_W_00, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N2_y, L1_N1_z, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_y_z3, L1_y_z2,))
+    leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_check1_3, leg1_u_c1, leg1_u_s1, leg1_u_c2, leg1_u_s2, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_TL1_y, leg1_TL1_z, leg1_check1_4, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_5, leg1_lu_inv3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_oo0_xy, leg1_oo0_xz, leg1_oo0_yz, leg1_oo0_W_00, leg1_oo0_W_11, leg1_oo0_W_22, leg1_a1_J_z, leg1_epsd1_J_z, leg1_epsd1_x, leg1_epsd1_y, leg1_a1_x, leg1_a1_y, leg1_oo1_xy, leg1_oo1_xz, leg1_oo1_W_00, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N2_y, leg1_N1_z, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_y_z3, leg1_y_z2, = cl0_out[0]
+    leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_check1_3, leg2_u_c1, leg2_u_s1, leg2_u_c2, leg2_u_s2, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_TL1_y, leg2_TL1_z, leg2_check1_4, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_5, leg2_lu_inv3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_oo0_xy, leg2_oo0_xz, leg2_oo0_yz, leg2_oo0_W_00, leg2_oo0_W_11, leg2_oo0_W_22, leg2_a1_J_z, leg2_epsd1_J_z, leg2_epsd1_x, leg2_epsd1_y, leg2_a1_x, leg2_a1_y, leg2_oo1_xy, leg2_oo1_xz, leg2_oo1_W_00, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N2_y, leg2_N1_z, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_y_z3, leg2_y_z2, = cl0_out[1]
+    leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_check1_3, leg3_u_c1, leg3_u_s1, leg3_u_c2, leg3_u_s2, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_TL1_y, leg3_TL1_z, leg3_check1_4, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_5, leg3_lu_inv3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_oo0_xy, leg3_oo0_xz, leg3_oo0_yz, leg3_oo0_W_00, leg3_oo0_W_11, leg3_oo0_W_22, leg3_a1_J_z, leg3_epsd1_J_z, leg3_epsd1_x, leg3_epsd1_y, leg3_a1_x, leg3_a1_y, leg3_oo1_xy, leg3_oo1_xz, leg3_oo1_W_00, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N2_y, leg3_N1_z, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_y_z3, leg3_y_z2, = cl0_out[2]
+    leg4_r0_x, leg4_r0_y, leg4_r0_z, leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_check1_3, leg4_u_c1, leg4_u_s1, leg4_u_c2, leg4_u_s2, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_TL1_y, leg4_TL1_z, leg4_check1_4, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_5, leg4_lu_inv3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_oo0_xy, leg4_oo0_xz, leg4_oo0_yz, leg4_oo0_W_00, leg4_oo0_W_11, leg4_oo0_W_22, leg4_a1_J_z, leg4_epsd1_J_z, leg4_epsd1_x, leg4_epsd1_y, leg4_a1_x, leg4_a1_y, leg4_oo1_xy, leg4_oo1_xz, leg4_oo1_W_00, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N2_y, leg4_N1_z, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_y_z3, leg4_y_z2, = cl0_out[3]
+    leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_check1_3, leg5_u_c1, leg5_u_s1, leg5_u_c2, leg5_u_s2, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_TL1_y, leg5_TL1_z, leg5_check1_4, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_5, leg5_lu_inv3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_oo0_xy, leg5_oo0_xz, leg5_oo0_yz, leg5_oo0_W_00, leg5_oo0_W_11, leg5_oo0_W_22, leg5_a1_J_z, leg5_epsd1_J_z, leg5_epsd1_x, leg5_epsd1_y, leg5_a1_x, leg5_a1_y, leg5_oo1_xy, leg5_oo1_xz, leg5_oo1_W_00, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N2_y, leg5_N1_z, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_y_z3, leg5_y_z2, = cl0_out[4]
+    leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_check1_3, leg6_u_c1, leg6_u_s1, leg6_u_c2, leg6_u_s2, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_TL1_y, leg6_TL1_z, leg6_check1_4, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_5, leg6_lu_inv3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_oo0_xy, leg6_oo0_xz, leg6_oo0_yz, leg6_oo0_W_00, leg6_oo0_W_11, leg6_oo0_W_22, leg6_a1_J_z, leg6_epsd1_J_z, leg6_epsd1_x, leg6_epsd1_y, leg6_a1_x, leg6_a1_y, leg6_oo1_xy, leg6_oo1_xz, leg6_oo1_W_00, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N2_y, leg6_N1_z, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_y_z3, leg6_y_z2, = cl0_out[5]
     if not (leg1_check1_1 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -12920,7 +12969,123 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 122
-    if not (leg1_check1_4 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    cse5 = 2.0*Omega_z
+    cse6 = 2.0*v_z
+    s_C_f_x = fE_x + g_x*p_m_ring - p_m_ring*(Omega_dot_y*z_C - Omega_dot_z*y_C + Omega_y*cse6 - cse5*v_y + leg1_oo0_W_00*x_C + leg1_oo0_xy*y_C + leg1_oo0_xz*z_C)
+    s_C_f_y = fE_y + g_y*p_m_ring - p_m_ring*(-Omega_dot_x*z_C + Omega_dot_z*x_C - Omega_x*cse6 + cse5*v_x + leg1_oo0_W_11*y_C + leg1_oo0_xy*x_C + leg1_oo0_yz*z_C)
+    s_C_f_z = fE_z + g_z*p_m_ring - p_m_ring*(Omega_dot_x*y_C - Omega_dot_y*x_C + 2.0*Omega_x*v_y - 2.0*Omega_y*v_x + leg1_oo0_W_22*z_C + leg1_oo0_xz*x_C + leg1_oo0_yz*y_C)
+    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
+    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
+    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
+    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
+    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
+    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
+    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
+    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
+    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
+    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
+    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
+    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
+    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
+    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
+    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
+    Ac_star44 = I_C0_00 + leg1_KS_10*leg1_r0_z - leg1_KS_20*leg1_r0_y + leg2_KS_10*leg2_r0_z - leg2_KS_20*leg2_r0_y + leg3_KS_10*leg3_r0_z - leg3_KS_20*leg3_r0_y + leg4_KS_10*leg4_r0_z - leg4_KS_20*leg4_r0_y + leg5_KS_10*leg5_r0_z - leg5_KS_20*leg5_r0_y + leg6_KS_10*leg6_r0_z - leg6_KS_20*leg6_r0_y
+    Ac_star45 = I_C0_01 + leg1_KS_11*leg1_r0_z - leg1_KS_21*leg1_r0_y + leg2_KS_11*leg2_r0_z - leg2_KS_21*leg2_r0_y + leg3_KS_11*leg3_r0_z - leg3_KS_21*leg3_r0_y + leg4_KS_11*leg4_r0_z - leg4_KS_21*leg4_r0_y + leg5_KS_11*leg5_r0_z - leg5_KS_21*leg5_r0_y + leg6_KS_11*leg6_r0_z - leg6_KS_21*leg6_r0_y
+    Ac_star46 = I_C0_02 + leg1_KS_12*leg1_r0_z - leg1_KS_22*leg1_r0_y + leg2_KS_12*leg2_r0_z - leg2_KS_22*leg2_r0_y + leg3_KS_12*leg3_r0_z - leg3_KS_22*leg3_r0_y + leg4_KS_12*leg4_r0_z - leg4_KS_22*leg4_r0_y + leg5_KS_12*leg5_r0_z - leg5_KS_22*leg5_r0_y + leg6_KS_12*leg6_r0_z - leg6_KS_22*leg6_r0_y
+    Ac_star55 = I_C0_11 - leg1_KS_01*leg1_r0_z + leg1_KS_21*leg1_r0_x - leg2_KS_01*leg2_r0_z + leg2_KS_21*leg2_r0_x - leg3_KS_01*leg3_r0_z + leg3_KS_21*leg3_r0_x - leg4_KS_01*leg4_r0_z + leg4_KS_21*leg4_r0_x - leg5_KS_01*leg5_r0_z + leg5_KS_21*leg5_r0_x - leg6_KS_01*leg6_r0_z + leg6_KS_21*leg6_r0_x
+    Ac_star56 = I_C0_12 - leg1_KS_02*leg1_r0_z + leg1_KS_22*leg1_r0_x - leg2_KS_02*leg2_r0_z + leg2_KS_22*leg2_r0_x - leg3_KS_02*leg3_r0_z + leg3_KS_22*leg3_r0_x - leg4_KS_02*leg4_r0_z + leg4_KS_22*leg4_r0_x - leg5_KS_02*leg5_r0_z + leg5_KS_22*leg5_r0_x - leg6_KS_02*leg6_r0_z + leg6_KS_22*leg6_r0_x
+    Ac_star66 = I_C0_22 + leg1_KS_02*leg1_r0_y - leg1_KS_12*leg1_r0_x + leg2_KS_02*leg2_r0_y - leg2_KS_12*leg2_r0_x + leg3_KS_02*leg3_r0_y - leg3_KS_12*leg3_r0_x + leg4_KS_02*leg4_r0_y - leg4_KS_12*leg4_r0_x + leg5_KS_02*leg5_r0_y - leg5_KS_12*leg5_r0_x + leg6_KS_02*leg6_r0_y - leg6_KS_12*leg6_r0_x
+    invD1 = 1.0/Ac_star11
+    L2_1 = Ac_star12*invD1
+    L3_1 = Ac_star13*invD1
+    L4_1 = Ac_star14*invD1
+    L5_1 = Ac_star15*invD1
+    L6_1 = Ac_star16*invD1
+    D2 = -Ac_star12*L2_1 + Ac_star22
+    invD2 = 1.0/D2
+    LD3_2 = -Ac_star12*L3_1 + Ac_star23
+    L3_2 = LD3_2*invD2
+    LD4_2 = -Ac_star12*L4_1 + Ac_star24
+    L4_2 = LD4_2*invD2
+    LD5_2 = -Ac_star12*L5_1 + Ac_star25
+    L5_2 = LD5_2*invD2
+    LD6_2 = -Ac_star12*L6_1 + Ac_star26
+    L6_2 = LD6_2*invD2
+    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
+    invD3 = 1.0/D3
+    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
+    L4_3 = LD4_3*invD3
+    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
+    L5_3 = LD5_3*invD3
+    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
+    L6_3 = LD6_3*invD3
+    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
+    invD4 = 1.0/D4
+    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
+    L5_4 = LD5_4*invD4
+    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
+    L6_4 = LD6_4*invD4
+    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
+    invD5 = 1.0/D5
+    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
+    L6_5 = LD6_5*invD5
+    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
+    invD6 = 1.0/D6
+    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
+    # column loop: 6 columns
+    cl1_out = []
+    for (L1x_crank_c, L1x_crank_s, L1x_u_c1, L1x_u_c2, L1x_u_s1, L1x_u_s2,) in (
+        (leg1_crank_c, leg1_crank_s, leg1_u_c1, leg1_u_c2, leg1_u_s1, leg1_u_s2,),
+        (leg2_crank_c, leg2_crank_s, leg2_u_c1, leg2_u_c2, leg2_u_s1, leg2_u_s2,),
+        (leg3_crank_c, leg3_crank_s, leg3_u_c1, leg3_u_c2, leg3_u_s1, leg3_u_s2,),
+        (leg4_crank_c, leg4_crank_s, leg4_u_c1, leg4_u_c2, leg4_u_s1, leg4_u_s2,),
+        (leg5_crank_c, leg5_crank_s, leg5_u_c1, leg5_u_c2, leg5_u_s1, leg5_u_s2,),
+        (leg6_crank_c, leg6_crank_s, leg6_u_c1, leg6_u_c2, leg6_u_s1, leg6_u_s2,),
+    ):
+        L1x_q1 = math.atan2(L1x_crank_s, L1x_crank_c)
+        L1x_q2 = math.atan2(L1x_u_s1, L1x_u_c1)
+        L1x_q3 = math.atan2(L1x_u_s2, L1x_u_c2)
+        cl1_out.append((L1x_q1, L1x_q2, L1x_q3,))
+    leg1_q1, leg1_q2, leg1_q3, = cl1_out[0]
+    leg2_q1, leg2_q2, leg2_q3, = cl1_out[1]
+    leg3_q1, leg3_q2, leg3_q3, = cl1_out[2]
+    leg4_q1, leg4_q2, leg4_q3, = cl1_out[3]
+    leg5_q1, leg5_q2, leg5_q3, = cl1_out[4]
+    leg6_q1, leg6_q2, leg6_q3, = cl1_out[5]
+    # column loop: 6 columns
+    cl2_out = []
+    for (L2_F_L, L2_B0_0_x, L2_B0_0_y, L2_B0_0_z, L2_B0_1_x, L2_B0_1_y, L2_B0_1_z, L2_B0_2_x, L2_B0_2_y, L2_B0_2_z, L2_Ic1_22, L2_N1_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_TL1_y, L2_TL1_z, L2_h1, L2_h2, L2_h3, L2_lu_inv3, L2_q1, L2_qd1, L2_y_z2, L2_y_z3,) in (
+        (F_leg1, leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_Ic1_22, leg1_N1_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_h1, leg1_h2, leg1_h3, leg1_lu_inv3, leg1_q1, leg1_qd1, leg1_y_z2, leg1_y_z3,),
+        (F_leg2, leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_Ic1_22, leg2_N1_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_h1, leg2_h2, leg2_h3, leg2_lu_inv3, leg2_q1, leg2_qd1, leg2_y_z2, leg2_y_z3,),
+        (F_leg3, leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_Ic1_22, leg3_N1_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_h1, leg3_h2, leg3_h3, leg3_lu_inv3, leg3_q1, leg3_qd1, leg3_y_z2, leg3_y_z3,),
+        (F_leg4, leg4_B0_0_x, leg4_B0_0_y, leg4_B0_0_z, leg4_B0_1_x, leg4_B0_1_y, leg4_B0_1_z, leg4_B0_2_x, leg4_B0_2_y, leg4_B0_2_z, leg4_Ic1_22, leg4_N1_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_TL1_y, leg4_TL1_z, leg4_h1, leg4_h2, leg4_h3, leg4_lu_inv3, leg4_q1, leg4_qd1, leg4_y_z2, leg4_y_z3,),
+        (F_leg5, leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_Ic1_22, leg5_N1_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_h1, leg5_h2, leg5_h3, leg5_lu_inv3, leg5_q1, leg5_qd1, leg5_y_z2, leg5_y_z3,),
+        (F_leg6, leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_Ic1_22, leg6_N1_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_h1, leg6_h2, leg6_h3, leg6_lu_inv3, leg6_q1, leg6_qd1, leg6_y_z2, leg6_y_z3,),
+    ):
+        L2_check2_1 = L2_q1 + 1.2
+        L2_check2_2 = 1.2 - L2_q1
+        L2_t1 = L2_F_L - L2_q1*p_k_crank
+        L2_Qa1 = -L2_qd1*p_c_crank + L2_t1
+        L2_b1 = -L2_N1_z + L2_Qa1
+        L2_t2 = -L2_Ic1_22*L2_h1 + L2_b1
+        L2_t3 = -L2_Nm2_1_z*L2_h2 + L2_t2
+        L2_r1 = -L2_Nm3_1_z*L2_h3 + L2_t3
+        L2_t4 = -L2_TL1_y*L2_y_z2 + L2_r1
+        L2_y_z1 = L2_lu_inv3*(-L2_TL1_z*L2_y_z3 + L2_t4)
+        L2_t5 = L2_B0_0_x*L2_y_z1 + L2_B0_1_x*L2_y_z2
+        L2_fc_x = L2_B0_2_x*L2_y_z3 + L2_t5
+        L2_t6 = L2_B0_0_y*L2_y_z1 + L2_B0_1_y*L2_y_z2
+        L2_fc_y = L2_B0_2_y*L2_y_z3 + L2_t6
+        L2_t7 = L2_B0_0_z*L2_y_z1 + L2_B0_1_z*L2_y_z2
+        L2_fc_z = L2_B0_2_z*L2_y_z3 + L2_t7
+        cl2_out.append((L2_check2_1, L2_check2_2, L2_b1, L2_fc_x, L2_fc_y, L2_fc_z,))
+    leg1_check2_1, leg1_check2_2, leg1_b1, leg1_fc_x, leg1_fc_y, leg1_fc_z, = cl2_out[0]
+    leg2_check2_1, leg2_check2_2, leg2_b1, leg2_fc_x, leg2_fc_y, leg2_fc_z, = cl2_out[1]
+    leg3_check2_1, leg3_check2_2, leg3_b1, leg3_fc_x, leg3_fc_y, leg3_fc_z, = cl2_out[2]
+    leg4_check2_1, leg4_check2_2, leg4_b1, leg4_fc_x, leg4_fc_y, leg4_fc_z, = cl2_out[3]
+    leg5_check2_1, leg5_check2_2, leg5_b1, leg5_fc_x, leg5_fc_y, leg5_fc_z, = cl2_out[4]
+    leg6_check2_1, leg6_check2_2, leg6_b1, leg6_fc_x, leg6_fc_y, leg6_fc_z, = cl2_out[5]
+    if not (leg1_check2_1 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -12931,7 +13096,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 103
-    if not (leg1_check1_5 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg1_check2_2 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -12975,7 +13140,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 222
-    if not (leg2_check1_4 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg2_check2_1 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -12986,7 +13151,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 203
-    if not (leg2_check1_5 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg2_check2_2 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13030,7 +13195,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 322
-    if not (leg3_check1_4 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg3_check2_1 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13041,7 +13206,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 303
-    if not (leg3_check1_5 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg3_check2_2 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13085,7 +13250,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 422
-    if not (leg4_check1_4 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg4_check2_1 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13096,7 +13261,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 403
-    if not (leg4_check1_5 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg4_check2_2 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13140,7 +13305,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 522
-    if not (leg5_check1_4 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg5_check2_1 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13151,7 +13316,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 503
-    if not (leg5_check1_5 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg5_check2_2 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13195,7 +13360,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 622
-    if not (leg6_check1_4 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg6_check2_1 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13206,7 +13371,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 603
-    if not (leg6_check1_5 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg6_check2_2 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13217,7 +13382,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 604
-    if not (leg1_check1_6 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
+    if not (leg1_check1_4 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13228,7 +13393,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 192
-    if not (leg1_check1_7 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_check1_5 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13239,7 +13404,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 192
-    if not (leg2_check1_6 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
+    if not (leg2_check1_4 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13250,7 +13415,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 292
-    if not (leg2_check1_7 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_check1_5 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13261,7 +13426,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 292
-    if not (leg3_check1_6 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
+    if not (leg3_check1_4 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13272,7 +13437,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 392
-    if not (leg3_check1_7 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_check1_5 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13283,7 +13448,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 392
-    if not (leg4_check1_6 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
+    if not (leg4_check1_4 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13294,7 +13459,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 492
-    if not (leg4_check1_7 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_check1_5 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13305,7 +13470,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 492
-    if not (leg5_check1_6 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
+    if not (leg5_check1_4 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13316,7 +13481,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 592
-    if not (leg5_check1_7 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_check1_5 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13327,7 +13492,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 592
-    if not (leg6_check1_6 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
+    if not (leg6_check1_4 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13338,7 +13503,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 692
-    if not (leg6_check1_7 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_check1_5 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -13349,38 +13514,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 692
-    cse5 = 2.0*Omega_z
-    cse6 = 2.0*v_z
-    s_C_f_x = fE_x + g_x*p_m_ring - p_m_ring*(Omega_dot_y*z_C - Omega_dot_z*y_C + Omega_y*cse6 - cse5*v_y + leg1_oo0_W_00*x_C + leg1_oo0_xy*y_C + leg1_oo0_xz*z_C)
-    s_C_f_y = fE_y + g_y*p_m_ring - p_m_ring*(-Omega_dot_x*z_C + Omega_dot_z*x_C - Omega_x*cse6 + cse5*v_x + leg1_oo0_W_11*y_C + leg1_oo0_xy*x_C + leg1_oo0_yz*z_C)
-    s_C_f_z = fE_z + g_z*p_m_ring - p_m_ring*(Omega_dot_x*y_C - Omega_dot_y*x_C + 2.0*Omega_x*v_y - 2.0*Omega_y*v_x + leg1_oo0_W_22*z_C + leg1_oo0_xz*x_C + leg1_oo0_yz*y_C)
-    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
-    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
-    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
-    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
-    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
-    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
-    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
-    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
-    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
-    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
-    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
-    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
-    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
-    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
-    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
-    Ac_star44 = I_C0_00 + leg1_KS_10*leg1_r0_z - leg1_KS_20*leg1_r0_y + leg2_KS_10*leg2_r0_z - leg2_KS_20*leg2_r0_y + leg3_KS_10*leg3_r0_z - leg3_KS_20*leg3_r0_y + leg4_KS_10*leg4_r0_z - leg4_KS_20*leg4_r0_y + leg5_KS_10*leg5_r0_z - leg5_KS_20*leg5_r0_y + leg6_KS_10*leg6_r0_z - leg6_KS_20*leg6_r0_y
-    Ac_star45 = I_C0_01 + leg1_KS_11*leg1_r0_z - leg1_KS_21*leg1_r0_y + leg2_KS_11*leg2_r0_z - leg2_KS_21*leg2_r0_y + leg3_KS_11*leg3_r0_z - leg3_KS_21*leg3_r0_y + leg4_KS_11*leg4_r0_z - leg4_KS_21*leg4_r0_y + leg5_KS_11*leg5_r0_z - leg5_KS_21*leg5_r0_y + leg6_KS_11*leg6_r0_z - leg6_KS_21*leg6_r0_y
-    Ac_star46 = I_C0_02 + leg1_KS_12*leg1_r0_z - leg1_KS_22*leg1_r0_y + leg2_KS_12*leg2_r0_z - leg2_KS_22*leg2_r0_y + leg3_KS_12*leg3_r0_z - leg3_KS_22*leg3_r0_y + leg4_KS_12*leg4_r0_z - leg4_KS_22*leg4_r0_y + leg5_KS_12*leg5_r0_z - leg5_KS_22*leg5_r0_y + leg6_KS_12*leg6_r0_z - leg6_KS_22*leg6_r0_y
-    Ac_star55 = I_C0_11 - leg1_KS_01*leg1_r0_z + leg1_KS_21*leg1_r0_x - leg2_KS_01*leg2_r0_z + leg2_KS_21*leg2_r0_x - leg3_KS_01*leg3_r0_z + leg3_KS_21*leg3_r0_x - leg4_KS_01*leg4_r0_z + leg4_KS_21*leg4_r0_x - leg5_KS_01*leg5_r0_z + leg5_KS_21*leg5_r0_x - leg6_KS_01*leg6_r0_z + leg6_KS_21*leg6_r0_x
-    Ac_star56 = I_C0_12 - leg1_KS_02*leg1_r0_z + leg1_KS_22*leg1_r0_x - leg2_KS_02*leg2_r0_z + leg2_KS_22*leg2_r0_x - leg3_KS_02*leg3_r0_z + leg3_KS_22*leg3_r0_x - leg4_KS_02*leg4_r0_z + leg4_KS_22*leg4_r0_x - leg5_KS_02*leg5_r0_z + leg5_KS_22*leg5_r0_x - leg6_KS_02*leg6_r0_z + leg6_KS_22*leg6_r0_x
-    Ac_star66 = I_C0_22 + leg1_KS_02*leg1_r0_y - leg1_KS_12*leg1_r0_x + leg2_KS_02*leg2_r0_y - leg2_KS_12*leg2_r0_x + leg3_KS_02*leg3_r0_y - leg3_KS_12*leg3_r0_x + leg4_KS_02*leg4_r0_y - leg4_KS_12*leg4_r0_x + leg5_KS_02*leg5_r0_y - leg5_KS_12*leg5_r0_x + leg6_KS_02*leg6_r0_y - leg6_KS_12*leg6_r0_x
-    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + s_C_f_x
-    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + s_C_f_y
-    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + s_C_f_z
-    bc_star4 = -leg1_fc_y*leg1_r0_z + leg1_fc_z*leg1_r0_y - leg2_fc_y*leg2_r0_z + leg2_fc_z*leg2_r0_y - leg3_fc_y*leg3_r0_z + leg3_fc_z*leg3_r0_y - leg4_fc_y*leg4_r0_z + leg4_fc_z*leg4_r0_y - leg5_fc_y*leg5_r0_z + leg5_fc_z*leg5_r0_y - leg6_fc_y*leg6_r0_z + leg6_fc_z*leg6_r0_y + s0_C_m_x
-    bc_star5 = leg1_fc_x*leg1_r0_z - leg1_fc_z*leg1_r0_x + leg2_fc_x*leg2_r0_z - leg2_fc_z*leg2_r0_x + leg3_fc_x*leg3_r0_z - leg3_fc_z*leg3_r0_x + leg4_fc_x*leg4_r0_z - leg4_fc_z*leg4_r0_x + leg5_fc_x*leg5_r0_z - leg5_fc_z*leg5_r0_x + leg6_fc_x*leg6_r0_z - leg6_fc_z*leg6_r0_x + s0_C_m_y
-    bc_star6 = -leg1_fc_x*leg1_r0_y + leg1_fc_y*leg1_r0_x - leg2_fc_x*leg2_r0_y + leg2_fc_y*leg2_r0_x - leg3_fc_x*leg3_r0_y + leg3_fc_y*leg3_r0_x - leg4_fc_x*leg4_r0_y + leg4_fc_y*leg4_r0_x - leg5_fc_x*leg5_r0_y + leg5_fc_y*leg5_r0_x - leg6_fc_x*leg6_r0_y + leg6_fc_y*leg6_r0_x + s0_C_m_z
     if not (0.9999999999999*Ac_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13392,13 +13525,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD1 = 1.0/Ac_star11
-    L2_1 = Ac_star12*invD1
-    L3_1 = Ac_star13*invD1
-    L4_1 = Ac_star14*invD1
-    L5_1 = Ac_star15*invD1
-    L6_1 = Ac_star16*invD1
-    D2 = -Ac_star12*L2_1 + Ac_star22
     if not (-1e-13*Ac_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13410,16 +13536,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD2 = 1.0/D2
-    LD3_2 = -Ac_star12*L3_1 + Ac_star23
-    L3_2 = LD3_2*invD2
-    LD4_2 = -Ac_star12*L4_1 + Ac_star24
-    L4_2 = LD4_2*invD2
-    LD5_2 = -Ac_star12*L5_1 + Ac_star25
-    L5_2 = LD5_2*invD2
-    LD6_2 = -Ac_star12*L6_1 + Ac_star26
-    L6_2 = LD6_2*invD2
-    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
     if not (-1e-13*Ac_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13431,14 +13547,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD3 = 1.0/D3
-    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
-    L4_3 = LD4_3*invD3
-    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
-    L5_3 = LD5_3*invD3
-    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
-    L6_3 = LD6_3*invD3
-    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
     if not (-1e-13*Ac_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13450,12 +13558,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD4 = 1.0/D4
-    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
-    L5_4 = LD5_4*invD4
-    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
-    L6_4 = LD6_4*invD4
-    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
     if not (-1e-13*Ac_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13467,10 +13569,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD5 = 1.0/D5
-    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
-    L6_5 = LD6_5*invD5
-    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
     if not (-1e-13*Ac_star66 + D6 > 0.0):  # pivot D6 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13482,18 +13580,6 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 3
-    invD6 = 1.0/D6
-    y2 = -L2_1*bc_star1 + bc_star2
-    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
-    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
-    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
-    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
-    yc6 = invD6*y6
-    yc5 = -L6_5*yc6 + invD5*y5
-    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
-    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
-    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
-    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
     if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -13505,13 +13591,29 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
         return 4
+    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + s_C_f_x
+    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + s_C_f_y
+    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + s_C_f_z
+    bc_star4 = -leg1_fc_y*leg1_r0_z + leg1_fc_z*leg1_r0_y - leg2_fc_y*leg2_r0_z + leg2_fc_z*leg2_r0_y - leg3_fc_y*leg3_r0_z + leg3_fc_z*leg3_r0_y - leg4_fc_y*leg4_r0_z + leg4_fc_z*leg4_r0_y - leg5_fc_y*leg5_r0_z + leg5_fc_z*leg5_r0_y - leg6_fc_y*leg6_r0_z + leg6_fc_z*leg6_r0_y + s0_C_m_x
+    bc_star5 = leg1_fc_x*leg1_r0_z - leg1_fc_z*leg1_r0_x + leg2_fc_x*leg2_r0_z - leg2_fc_z*leg2_r0_x + leg3_fc_x*leg3_r0_z - leg3_fc_z*leg3_r0_x + leg4_fc_x*leg4_r0_z - leg4_fc_z*leg4_r0_x + leg5_fc_x*leg5_r0_z - leg5_fc_z*leg5_r0_x + leg6_fc_x*leg6_r0_z - leg6_fc_z*leg6_r0_x + s0_C_m_y
+    bc_star6 = -leg1_fc_x*leg1_r0_y + leg1_fc_y*leg1_r0_x - leg2_fc_x*leg2_r0_y + leg2_fc_y*leg2_r0_x - leg3_fc_x*leg3_r0_y + leg3_fc_y*leg3_r0_x - leg4_fc_x*leg4_r0_y + leg4_fc_y*leg4_r0_x - leg5_fc_x*leg5_r0_y + leg5_fc_y*leg5_r0_x - leg6_fc_x*leg6_r0_y + leg6_fc_y*leg6_r0_x + s0_C_m_z
+    y2 = -L2_1*bc_star1 + bc_star2
+    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
+    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
+    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
+    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
+    yc6 = invD6*y6
+    yc5 = -L6_5*yc6 + invD5*y5
+    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
+    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
+    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
+    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
     udot4 = alpha_C_00*yc4 + alpha_C_02*yc6 + s_psi_z*yc5
     udot5 = alpha_C_10*yc4 + alpha_C_11*yc5 + alpha_C_12*yc6
     udot6 = alpha_C_20*yc4 + alpha_C_21*yc5 + alpha_C_22*yc6
-    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
     # column loop: 6 columns
-    cl1_out = []
-    for (L2_B0_0_x, L2_B0_0_y, L2_B0_0_z, L2_B0_1_x, L2_B0_1_y, L2_B0_1_z, L2_B0_2_x, L2_B0_2_y, L2_B0_2_z, L2_IJ3_11, L2_Ic1_22, L2_N2_y, L2_N3_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_TL1_y, L2_TL1_z, L2_W1_1, L2_W1_2, L2_W1_3, L2_W2_1, L2_W2_2, L2_W2_3, L2_W3_1, L2_W3_2, L2_W3_3, L2_a1_J_z, L2_a1_x, L2_a1_y, L2_b1, L2_beta1_00, L2_beta1_01, L2_beta1_10, L2_beta1_11, L2_beta2_00, L2_beta2_01, L2_beta2_02, L2_beta2_20, L2_beta2_21, L2_beta2_22, L2_crank_c, L2_crank_s, L2_epsd1_J_z, L2_epsd1_x, L2_epsd1_y, L2_h1, L2_h2, L2_h3, L2_kc0, L2_kc12, L2_kc13, L2_kc14, L2_kc7, L2_kc8, L2_lu_inv1, L2_lu_inv2, L2_lu_inv3, L2_omega_p2_x, L2_omega_p2_z, L2_omega_p3_x, L2_omega_p3_y, L2_oo1_W_00, L2_oo1_xy, L2_oo1_xz, L2_oo3_W_00, L2_oo3_xy, L2_oo3_xz, L2_qd2, L2_qd3, L2_r0_x, L2_r0_y, L2_r0_z, L2_u_c2, L2_u_s2,) in (
+    cl3_out = []
+    for (L3_B0_0_x, L3_B0_0_y, L3_B0_0_z, L3_B0_1_x, L3_B0_1_y, L3_B0_1_z, L3_B0_2_x, L3_B0_2_y, L3_B0_2_z, L3_IJ3_11, L3_Ic1_22, L3_N2_y, L3_N3_z, L3_Nm2_1_z, L3_Nm3_1_z, L3_TL1_y, L3_TL1_z, L3_W1_1, L3_W1_2, L3_W1_3, L3_W2_1, L3_W2_2, L3_W2_3, L3_W3_1, L3_W3_2, L3_W3_3, L3_a1_J_z, L3_a1_x, L3_a1_y, L3_b1, L3_beta1_00, L3_beta1_01, L3_beta1_10, L3_beta1_11, L3_beta2_00, L3_beta2_01, L3_beta2_02, L3_beta2_20, L3_beta2_21, L3_beta2_22, L3_crank_c, L3_crank_s, L3_epsd1_J_z, L3_epsd1_x, L3_epsd1_y, L3_h1, L3_h2, L3_h3, L3_kc0, L3_kc12, L3_kc13, L3_kc14, L3_kc7, L3_kc8, L3_lu_inv1, L3_lu_inv2, L3_lu_inv3, L3_omega_p2_x, L3_omega_p2_z, L3_omega_p3_x, L3_omega_p3_y, L3_oo1_W_00, L3_oo1_xy, L3_oo1_xz, L3_oo3_W_00, L3_oo3_xy, L3_oo3_xz, L3_qd2, L3_qd3, L3_r0_x, L3_r0_y, L3_r0_z, L3_u_c2, L3_u_s2,) in (
         (leg1_B0_0_x, leg1_B0_0_y, leg1_B0_0_z, leg1_B0_1_x, leg1_B0_1_y, leg1_B0_1_z, leg1_B0_2_x, leg1_B0_2_y, leg1_B0_2_z, leg1_IJ3_11, leg1_Ic1_22, leg1_N2_y, leg1_N3_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_a1_J_z, leg1_a1_x, leg1_a1_y, leg1_b1, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_crank_c, leg1_crank_s, leg1_epsd1_J_z, leg1_epsd1_x, leg1_epsd1_y, leg1_h1, leg1_h2, leg1_h3, 0.809160465315115, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, 0.34202014332566866, 0.9396926207859084, leg1_lu_inv1, leg1_lu_inv2, leg1_lu_inv3, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo1_W_00, leg1_oo1_xy, leg1_oo1_xz, leg1_oo3_W_00, leg1_oo3_xy, leg1_oo3_xz, leg1_qd2, leg1_qd3, leg1_r0_x, leg1_r0_y, leg1_r0_z, leg1_u_c2, leg1_u_s2,),
         (leg2_B0_0_x, leg2_B0_0_y, leg2_B0_0_z, leg2_B0_1_x, leg2_B0_1_y, leg2_B0_1_z, leg2_B0_2_x, leg2_B0_2_y, leg2_B0_2_z, leg2_IJ3_11, leg2_Ic1_22, leg2_N2_y, leg2_N3_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_a1_J_z, leg2_a1_x, leg2_a1_y, leg2_b1, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_crank_c, leg2_crank_s, leg2_epsd1_J_z, leg2_epsd1_x, leg2_epsd1_y, leg2_h1, leg2_h2, leg2_h3, 0.809160465315115, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.34202014332566866, 0.9396926207859084, leg2_lu_inv1, leg2_lu_inv2, leg2_lu_inv3, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo1_W_00, leg2_oo1_xy, leg2_oo1_xz, leg2_oo3_W_00, leg2_oo3_xy, leg2_oo3_xz, leg2_qd2, leg2_qd3, leg2_r0_x, leg2_r0_y, leg2_r0_z, leg2_u_c2, leg2_u_s2,),
         (leg3_B0_0_x, leg3_B0_0_y, leg3_B0_0_z, leg3_B0_1_x, leg3_B0_1_y, leg3_B0_1_z, leg3_B0_2_x, leg3_B0_2_y, leg3_B0_2_z, leg3_IJ3_11, leg3_Ic1_22, leg3_N2_y, leg3_N3_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_a1_J_z, leg3_a1_x, leg3_a1_y, leg3_b1, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_crank_c, leg3_crank_s, leg3_epsd1_J_z, leg3_epsd1_x, leg3_epsd1_y, leg3_h1, leg3_h2, leg3_h3, 0.8091604653151149, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.984807753012208, -0.17364817766693036, leg3_lu_inv1, leg3_lu_inv2, leg3_lu_inv3, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo1_W_00, leg3_oo1_xy, leg3_oo1_xz, leg3_oo3_W_00, leg3_oo3_xy, leg3_oo3_xz, leg3_qd2, leg3_qd3, leg3_r0_x, leg3_r0_y, leg3_r0_z, leg3_u_c2, leg3_u_s2,),
@@ -13519,126 +13621,126 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
         (leg5_B0_0_x, leg5_B0_0_y, leg5_B0_0_z, leg5_B0_1_x, leg5_B0_1_y, leg5_B0_1_z, leg5_B0_2_x, leg5_B0_2_y, leg5_B0_2_z, leg5_IJ3_11, leg5_Ic1_22, leg5_N2_y, leg5_N3_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_a1_J_z, leg5_a1_x, leg5_a1_y, leg5_b1, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_crank_c, leg5_crank_s, leg5_epsd1_J_z, leg5_epsd1_x, leg5_epsd1_y, leg5_h1, leg5_h2, leg5_h3, 0.809160465315115, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, 0.6427876096865394, -0.766044443118978, leg5_lu_inv1, leg5_lu_inv2, leg5_lu_inv3, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo1_W_00, leg5_oo1_xy, leg5_oo1_xz, leg5_oo3_W_00, leg5_oo3_xy, leg5_oo3_xz, leg5_qd2, leg5_qd3, leg5_r0_x, leg5_r0_y, leg5_r0_z, leg5_u_c2, leg5_u_s2,),
         (leg6_B0_0_x, leg6_B0_0_y, leg6_B0_0_z, leg6_B0_1_x, leg6_B0_1_y, leg6_B0_1_z, leg6_B0_2_x, leg6_B0_2_y, leg6_B0_2_z, leg6_IJ3_11, leg6_Ic1_22, leg6_N2_y, leg6_N3_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_a1_J_z, leg6_a1_x, leg6_a1_y, leg6_b1, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_crank_c, leg6_crank_s, leg6_epsd1_J_z, leg6_epsd1_x, leg6_epsd1_y, leg6_h1, leg6_h2, leg6_h3, 0.8091604653151149, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, 0.984807753012208, -0.17364817766693036, leg6_lu_inv1, leg6_lu_inv2, leg6_lu_inv3, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo1_W_00, leg6_oo1_xy, leg6_oo1_xz, leg6_oo3_W_00, leg6_oo3_xy, leg6_oo3_xz, leg6_qd2, leg6_qd3, leg6_r0_x, leg6_r0_y, leg6_r0_z, leg6_u_c2, leg6_u_s2,),
     ):
-        L2_t1 = L2_r0_z*yc5 + yc1
-        L2_a_p_x = -L2_r0_y*yc6 + L2_t1
-        L2_t2 = L2_r0_x*yc6 + yc2
-        L2_a_p_y = -L2_r0_z*yc4 + L2_t2
-        L2_t3 = L2_r0_y*yc4 + yc3
-        L2_a_p_z = -L2_r0_x*yc5 + L2_t3
-        L2_t4 = L2_W1_1*L2_a_p_x + L2_h1
-        L2_t5 = L2_W2_1*L2_a_p_y + L2_t4
-        L2_qdd1 = L2_W3_1*L2_a_p_z + L2_t5
-        L2_t6 = L2_W1_2*L2_a_p_x + L2_h2
-        L2_t7 = L2_W2_2*L2_a_p_y + L2_t6
-        L2_qdd2 = L2_W3_2*L2_a_p_z + L2_t7
-        L2_t8 = L2_W1_3*L2_a_p_x + L2_h3
-        L2_t9 = L2_W2_3*L2_a_p_y + L2_t8
-        L2_qdd3 = L2_W3_3*L2_a_p_z + L2_t9
-        L2_t10 = L2_Ic1_22*L2_qdd1 - L2_b1
-        L2_t11 = L2_Nm2_1_z*L2_qdd2 + L2_t10
-        L2_Aqdd_b1 = L2_Nm3_1_z*L2_qdd3 + L2_t11
-        L2_t12 = L2_IJ3_11*L2_qdd2 + L2_N2_y
-        L2_Aqdd_b2 = L2_Nm2_1_z*L2_qdd1 + L2_t12
-        L2_t13 = L2_N3_z + (0.305)*L2_qdd3
-        L2_Aqdd_b3 = L2_Nm3_1_z*L2_qdd1 + L2_t13
-        L2_lambda_z3 = L2_Aqdd_b2*L2_lu_inv1
-        L2_lambda_z2 = L2_Aqdd_b3*L2_lu_inv2
-        L2_t14 = L2_Aqdd_b1 - L2_TL1_y*L2_lambda_z2
-        L2_lambda_z1 = L2_lu_inv3*(-L2_TL1_z*L2_lambda_z3 + L2_t14)
-        L2_t15 = -L2_B0_0_x*L2_lambda_z1 - L2_B0_1_x*L2_lambda_z2
-        L2_F_on_C_x = -L2_B0_2_x*L2_lambda_z3 + L2_t15
-        L2_t16 = -L2_B0_0_y*L2_lambda_z1 - L2_B0_1_y*L2_lambda_z2
-        L2_F_on_C_y = -L2_B0_2_y*L2_lambda_z3 + L2_t16
-        L2_t17 = -L2_B0_0_z*L2_lambda_z1 - L2_B0_1_z*L2_lambda_z2
-        L2_F_on_C_z = -L2_B0_2_z*L2_lambda_z3 + L2_t17
-        L2_epsd1_z = L2_epsd1_J_z + L2_qdd1
-        L2_t18 = L2_beta2_00*L2_epsd1_x + L2_beta2_01*L2_epsd1_y
-        L2_t19 = L2_beta2_02*L2_epsd1_z + L2_t18
-        L2_epsd2_x_3 = -L2_omega_p2_z*L2_qd2 + L2_t19
-        L2_t20 = L2_epsd1_x*L2_kc12 + L2_qdd2
-        L2_t21 = L2_epsd1_y*L2_kc13 + L2_t20
-        L2_epsd2_y_2 = L2_epsd1_z*L2_kc14 + L2_t21
-        L2_t22 = L2_beta2_20*L2_epsd1_x + L2_beta2_21*L2_epsd1_y
-        L2_t23 = L2_beta2_22*L2_epsd1_z + L2_t22
-        L2_epsd2_z_3 = L2_omega_p2_x*L2_qd2 + L2_t23
-        L2_cse0 = L2_a1_x + 0.25*L2_oo1_W_00
-        L2_t24 = L2_a1_y + 0.25*L2_epsd1_z
-        L2_cse1 = 0.25*L2_oo1_xy + L2_t24
-        L2_t25 = L2_a1_J_z + 0.25*L2_oo1_xz
-        L2_cse2 = -0.25*L2_epsd1_y + L2_t25
-        L2_t26 = L2_beta2_00*L2_cse0 + L2_beta2_01*L2_cse1
-        L2_a2_x_3 = L2_beta2_02*L2_cse2 + L2_t26
-        L2_t27 = L2_cse0*L2_kc12 + L2_cse1*L2_kc13
-        L2_a2_y_3 = L2_cse2*L2_kc14 + L2_t27
-        L2_t28 = L2_beta2_20*L2_cse0 + L2_beta2_21*L2_cse1
-        L2_a2_z_3 = L2_beta2_22*L2_cse2 + L2_t28
-        L2_t29 = L2_epsd2_x_3*L2_u_c2 + L2_epsd2_y_2*L2_u_s2
-        L2_epsd3_x_3 = L2_omega_p3_y*L2_qd3 + L2_t29
-        L2_t30 = -L2_epsd2_x_3*L2_u_s2 + L2_epsd2_y_2*L2_u_c2
-        L2_epsd3_y_3 = -L2_omega_p3_x*L2_qd3 + L2_t30
-        L2_epsd3_z = L2_epsd2_z_3 + L2_qdd3
-        L2_a3_x_3 = L2_a2_x_3*L2_u_c2 + L2_a2_y_3*L2_u_s2
-        L2_a3_y_3 = -L2_a2_x_3*L2_u_s2 + L2_a2_y_3*L2_u_c2
-        L2_t31 = -L2_lambda_z1 + (0.75)*L2_oo3_W_00
-        L2_F3_x_2 = (2.5)*L2_a3_x_3 + L2_t31
-        L2_t32 = (0.75)*L2_epsd3_z - L2_lambda_z2
-        L2_t33 = (0.75)*L2_oo3_xy + L2_t32
-        L2_F3_y_2 = (2.5)*L2_a3_y_3 + L2_t33
-        L2_t34 = -0.75*L2_epsd3_y_3 - L2_lambda_z3
-        L2_t35 = (0.75)*L2_oo3_xz + L2_t34
-        L2_F3_z_2 = (2.5)*L2_a2_z_3 + L2_t35
-        L2_N3_x_2 = (0.001)*L2_epsd3_x_3
-        L2_t36 = -0.75*L2_a2_z_3 - 0.304*L2_oo3_xz
-        L2_t37 = (0.305)*L2_epsd3_y_3 + L2_t36
-        L2_N3_y_2 = L2_kc0*L2_lambda_z3 + L2_t37
-        L2_t38 = (0.75)*L2_a3_y_3 + (0.304)*L2_oo3_xy
-        L2_t39 = (0.305)*L2_epsd3_z + L2_t38
-        L2_N3_z_2 = -L2_kc0*L2_lambda_z2 + L2_t39
-        L2_F_c3_x_2 = L2_F3_x_2*L2_u_c2 - L2_F3_y_2*L2_u_s2
-        L2_F_c3_y_2 = L2_F3_x_2*L2_u_s2 + L2_F3_y_2*L2_u_c2
-        L2_N2_x_2 = L2_N3_x_2*L2_u_c2 - L2_N3_y_2*L2_u_s2
-        L2_N2_y_2 = L2_N3_x_2*L2_u_s2 + L2_N3_y_2*L2_u_c2
-        L2_t40 = L2_F3_z_2*L2_beta2_20 + L2_F_c3_x_2*L2_beta2_00
-        L2_F_c2_x_2 = L2_F_c3_y_2*L2_kc12 + L2_t40
-        L2_t41 = L2_F3_z_2*L2_beta2_21 + L2_F_c3_x_2*L2_beta2_01
-        L2_F_c2_y_2 = L2_F_c3_y_2*L2_kc13 + L2_t41
-        L2_t42 = L2_F3_z_2*L2_beta2_22 + L2_F_c3_x_2*L2_beta2_02
-        L2_F_c2_z_2 = L2_F_c3_y_2*L2_kc14 + L2_t42
-        L2_t43 = L2_F_c2_x_2 + 3.0*L2_a1_x
-        L2_F1_x_2 = (0.36)*L2_oo1_W_00 + L2_t43
-        L2_t44 = L2_F_c2_y_2 + 3.0*L2_a1_y
-        L2_t45 = (0.36)*L2_epsd1_z + L2_t44
-        L2_F1_y_2 = (0.36)*L2_oo1_xy + L2_t45
-        L2_t46 = L2_F_c2_z_2 + 3.0*L2_a1_J_z
-        L2_t47 = -0.36*L2_epsd1_y + L2_t46
-        L2_F1_z_2 = (0.36)*L2_oo1_xz + L2_t47
-        L2_t48 = L2_N2_x_2*L2_beta2_00 + (0.002)*L2_epsd1_x
-        L2_t49 = L2_N2_y_2*L2_kc12 + L2_t48
-        L2_N1_x_2 = L2_N3_z_2*L2_beta2_20 + L2_t49
-        L2_t50 = -0.36*L2_a1_J_z - 0.0612*L2_oo1_xz
-        L2_t51 = (0.0632)*L2_epsd1_y + L2_t50
-        L2_t52 = -0.25*L2_F_c2_z_2 + L2_t51
-        L2_t53 = L2_N2_x_2*L2_beta2_01 + L2_t52
-        L2_t54 = L2_N2_y_2*L2_kc13 + L2_t53
-        L2_N1_y_2 = L2_N3_z_2*L2_beta2_21 + L2_t54
-        L2_t55 = (0.36)*L2_a1_y + (0.0632)*L2_epsd1_z
-        L2_t56 = (0.0612)*L2_oo1_xy + L2_t55
-        L2_t57 = 0.25*L2_F_c2_y_2 + L2_t56
-        L2_t58 = L2_N2_x_2*L2_beta2_02 + L2_t57
-        L2_t59 = L2_N2_y_2*L2_kc14 + L2_t58
-        L2_N1_z_2 = L2_N3_z_2*L2_beta2_22 + L2_t59
-        L2_t60 = L2_F1_x_2*L2_beta1_00 + L2_F1_y_2*L2_beta1_10
-        L2_F_base_x = L2_F1_z_2*L2_kc7 + L2_t60
-        L2_t61 = L2_F1_x_2*L2_beta1_01 + L2_F1_y_2*L2_beta1_11
-        L2_F_base_y = L2_F1_z_2*L2_kc8 + L2_t61
-        L2_F_base_z = -L2_F1_x_2*L2_crank_s - L2_F1_y_2*L2_crank_c
-        cl1_out.append((L2_qdd1, L2_qdd2, L2_qdd3, L2_F_on_C_x, L2_F_on_C_y, L2_F_on_C_z, L2_N1_x_2, L2_N1_y_2, L2_N1_z_2, L2_F_base_x, L2_F_base_y, L2_F_base_z,))
-    leg1_qdd1, leg1_qdd2, leg1_qdd3, leg1_F_on_C_x, leg1_F_on_C_y, leg1_F_on_C_z, leg1_N1_x_2, leg1_N1_y_2, leg1_N1_z_2, leg1_F_base_x, leg1_F_base_y, leg1_F_base_z, = cl1_out[0]
-    leg2_qdd1, leg2_qdd2, leg2_qdd3, leg2_F_on_C_x, leg2_F_on_C_y, leg2_F_on_C_z, leg2_N1_x_2, leg2_N1_y_2, leg2_N1_z_2, leg2_F_base_x, leg2_F_base_y, leg2_F_base_z, = cl1_out[1]
-    leg3_qdd1, leg3_qdd2, leg3_qdd3, leg3_F_on_C_x, leg3_F_on_C_y, leg3_F_on_C_z, leg3_N1_x_2, leg3_N1_y_2, leg3_N1_z_2, leg3_F_base_x, leg3_F_base_y, leg3_F_base_z, = cl1_out[2]
-    leg4_qdd1, leg4_qdd2, leg4_qdd3, leg4_F_on_C_x, leg4_F_on_C_y, leg4_F_on_C_z, leg4_N1_x_2, leg4_N1_y_2, leg4_N1_z_2, leg4_F_base_x, leg4_F_base_y, leg4_F_base_z, = cl1_out[3]
-    leg5_qdd1, leg5_qdd2, leg5_qdd3, leg5_F_on_C_x, leg5_F_on_C_y, leg5_F_on_C_z, leg5_N1_x_2, leg5_N1_y_2, leg5_N1_z_2, leg5_F_base_x, leg5_F_base_y, leg5_F_base_z, = cl1_out[4]
-    leg6_qdd1, leg6_qdd2, leg6_qdd3, leg6_F_on_C_x, leg6_F_on_C_y, leg6_F_on_C_z, leg6_N1_x_2, leg6_N1_y_2, leg6_N1_z_2, leg6_F_base_x, leg6_F_base_y, leg6_F_base_z, = cl1_out[5]
+        L3_t1 = L3_r0_z*yc5 + yc1
+        L3_a_p_x = -L3_r0_y*yc6 + L3_t1
+        L3_t2 = L3_r0_x*yc6 + yc2
+        L3_a_p_y = -L3_r0_z*yc4 + L3_t2
+        L3_t3 = L3_r0_y*yc4 + yc3
+        L3_a_p_z = -L3_r0_x*yc5 + L3_t3
+        L3_t4 = L3_W1_1*L3_a_p_x + L3_h1
+        L3_t5 = L3_W2_1*L3_a_p_y + L3_t4
+        L3_qdd1 = L3_W3_1*L3_a_p_z + L3_t5
+        L3_t6 = L3_W1_2*L3_a_p_x + L3_h2
+        L3_t7 = L3_W2_2*L3_a_p_y + L3_t6
+        L3_qdd2 = L3_W3_2*L3_a_p_z + L3_t7
+        L3_t8 = L3_W1_3*L3_a_p_x + L3_h3
+        L3_t9 = L3_W2_3*L3_a_p_y + L3_t8
+        L3_qdd3 = L3_W3_3*L3_a_p_z + L3_t9
+        L3_t10 = L3_Ic1_22*L3_qdd1 - L3_b1
+        L3_t11 = L3_Nm2_1_z*L3_qdd2 + L3_t10
+        L3_Aqdd_b1 = L3_Nm3_1_z*L3_qdd3 + L3_t11
+        L3_t12 = L3_IJ3_11*L3_qdd2 + L3_N2_y
+        L3_Aqdd_b2 = L3_Nm2_1_z*L3_qdd1 + L3_t12
+        L3_t13 = L3_N3_z + (0.305)*L3_qdd3
+        L3_Aqdd_b3 = L3_Nm3_1_z*L3_qdd1 + L3_t13
+        L3_lambda_z3 = L3_Aqdd_b2*L3_lu_inv1
+        L3_lambda_z2 = L3_Aqdd_b3*L3_lu_inv2
+        L3_t14 = L3_Aqdd_b1 - L3_TL1_y*L3_lambda_z2
+        L3_lambda_z1 = L3_lu_inv3*(-L3_TL1_z*L3_lambda_z3 + L3_t14)
+        L3_t15 = -L3_B0_0_x*L3_lambda_z1 - L3_B0_1_x*L3_lambda_z2
+        L3_F_on_C_x = -L3_B0_2_x*L3_lambda_z3 + L3_t15
+        L3_t16 = -L3_B0_0_y*L3_lambda_z1 - L3_B0_1_y*L3_lambda_z2
+        L3_F_on_C_y = -L3_B0_2_y*L3_lambda_z3 + L3_t16
+        L3_t17 = -L3_B0_0_z*L3_lambda_z1 - L3_B0_1_z*L3_lambda_z2
+        L3_F_on_C_z = -L3_B0_2_z*L3_lambda_z3 + L3_t17
+        L3_epsd1_z = L3_epsd1_J_z + L3_qdd1
+        L3_t18 = L3_beta2_00*L3_epsd1_x + L3_beta2_01*L3_epsd1_y
+        L3_t19 = L3_beta2_02*L3_epsd1_z + L3_t18
+        L3_epsd2_x_3 = -L3_omega_p2_z*L3_qd2 + L3_t19
+        L3_t20 = L3_epsd1_x*L3_kc12 + L3_qdd2
+        L3_t21 = L3_epsd1_y*L3_kc13 + L3_t20
+        L3_epsd2_y_2 = L3_epsd1_z*L3_kc14 + L3_t21
+        L3_t22 = L3_beta2_20*L3_epsd1_x + L3_beta2_21*L3_epsd1_y
+        L3_t23 = L3_beta2_22*L3_epsd1_z + L3_t22
+        L3_epsd2_z_3 = L3_omega_p2_x*L3_qd2 + L3_t23
+        L3_cse0 = L3_a1_x + 0.25*L3_oo1_W_00
+        L3_t24 = L3_a1_y + 0.25*L3_epsd1_z
+        L3_cse1 = 0.25*L3_oo1_xy + L3_t24
+        L3_t25 = L3_a1_J_z + 0.25*L3_oo1_xz
+        L3_cse2 = -0.25*L3_epsd1_y + L3_t25
+        L3_t26 = L3_beta2_00*L3_cse0 + L3_beta2_01*L3_cse1
+        L3_a2_x_3 = L3_beta2_02*L3_cse2 + L3_t26
+        L3_t27 = L3_cse0*L3_kc12 + L3_cse1*L3_kc13
+        L3_a2_y_3 = L3_cse2*L3_kc14 + L3_t27
+        L3_t28 = L3_beta2_20*L3_cse0 + L3_beta2_21*L3_cse1
+        L3_a2_z_3 = L3_beta2_22*L3_cse2 + L3_t28
+        L3_t29 = L3_epsd2_x_3*L3_u_c2 + L3_epsd2_y_2*L3_u_s2
+        L3_epsd3_x_3 = L3_omega_p3_y*L3_qd3 + L3_t29
+        L3_t30 = -L3_epsd2_x_3*L3_u_s2 + L3_epsd2_y_2*L3_u_c2
+        L3_epsd3_y_3 = -L3_omega_p3_x*L3_qd3 + L3_t30
+        L3_epsd3_z = L3_epsd2_z_3 + L3_qdd3
+        L3_a3_x_3 = L3_a2_x_3*L3_u_c2 + L3_a2_y_3*L3_u_s2
+        L3_a3_y_3 = -L3_a2_x_3*L3_u_s2 + L3_a2_y_3*L3_u_c2
+        L3_t31 = -L3_lambda_z1 + (0.75)*L3_oo3_W_00
+        L3_F3_x_2 = (2.5)*L3_a3_x_3 + L3_t31
+        L3_t32 = (0.75)*L3_epsd3_z - L3_lambda_z2
+        L3_t33 = (0.75)*L3_oo3_xy + L3_t32
+        L3_F3_y_2 = (2.5)*L3_a3_y_3 + L3_t33
+        L3_t34 = -0.75*L3_epsd3_y_3 - L3_lambda_z3
+        L3_t35 = (0.75)*L3_oo3_xz + L3_t34
+        L3_F3_z_2 = (2.5)*L3_a2_z_3 + L3_t35
+        L3_N3_x_2 = (0.001)*L3_epsd3_x_3
+        L3_t36 = -0.75*L3_a2_z_3 - 0.304*L3_oo3_xz
+        L3_t37 = (0.305)*L3_epsd3_y_3 + L3_t36
+        L3_N3_y_2 = L3_kc0*L3_lambda_z3 + L3_t37
+        L3_t38 = (0.75)*L3_a3_y_3 + (0.304)*L3_oo3_xy
+        L3_t39 = (0.305)*L3_epsd3_z + L3_t38
+        L3_N3_z_2 = -L3_kc0*L3_lambda_z2 + L3_t39
+        L3_F_c3_x_2 = L3_F3_x_2*L3_u_c2 - L3_F3_y_2*L3_u_s2
+        L3_F_c3_y_2 = L3_F3_x_2*L3_u_s2 + L3_F3_y_2*L3_u_c2
+        L3_N2_x_2 = L3_N3_x_2*L3_u_c2 - L3_N3_y_2*L3_u_s2
+        L3_N2_y_2 = L3_N3_x_2*L3_u_s2 + L3_N3_y_2*L3_u_c2
+        L3_t40 = L3_F3_z_2*L3_beta2_20 + L3_F_c3_x_2*L3_beta2_00
+        L3_F_c2_x_2 = L3_F_c3_y_2*L3_kc12 + L3_t40
+        L3_t41 = L3_F3_z_2*L3_beta2_21 + L3_F_c3_x_2*L3_beta2_01
+        L3_F_c2_y_2 = L3_F_c3_y_2*L3_kc13 + L3_t41
+        L3_t42 = L3_F3_z_2*L3_beta2_22 + L3_F_c3_x_2*L3_beta2_02
+        L3_F_c2_z_2 = L3_F_c3_y_2*L3_kc14 + L3_t42
+        L3_t43 = L3_F_c2_x_2 + 3.0*L3_a1_x
+        L3_F1_x_2 = (0.36)*L3_oo1_W_00 + L3_t43
+        L3_t44 = L3_F_c2_y_2 + 3.0*L3_a1_y
+        L3_t45 = (0.36)*L3_epsd1_z + L3_t44
+        L3_F1_y_2 = (0.36)*L3_oo1_xy + L3_t45
+        L3_t46 = L3_F_c2_z_2 + 3.0*L3_a1_J_z
+        L3_t47 = -0.36*L3_epsd1_y + L3_t46
+        L3_F1_z_2 = (0.36)*L3_oo1_xz + L3_t47
+        L3_t48 = L3_N2_x_2*L3_beta2_00 + (0.002)*L3_epsd1_x
+        L3_t49 = L3_N2_y_2*L3_kc12 + L3_t48
+        L3_N1_x_2 = L3_N3_z_2*L3_beta2_20 + L3_t49
+        L3_t50 = -0.36*L3_a1_J_z - 0.0612*L3_oo1_xz
+        L3_t51 = (0.0632)*L3_epsd1_y + L3_t50
+        L3_t52 = -0.25*L3_F_c2_z_2 + L3_t51
+        L3_t53 = L3_N2_x_2*L3_beta2_01 + L3_t52
+        L3_t54 = L3_N2_y_2*L3_kc13 + L3_t53
+        L3_N1_y_2 = L3_N3_z_2*L3_beta2_21 + L3_t54
+        L3_t55 = (0.36)*L3_a1_y + (0.0632)*L3_epsd1_z
+        L3_t56 = (0.0612)*L3_oo1_xy + L3_t55
+        L3_t57 = 0.25*L3_F_c2_y_2 + L3_t56
+        L3_t58 = L3_N2_x_2*L3_beta2_02 + L3_t57
+        L3_t59 = L3_N2_y_2*L3_kc14 + L3_t58
+        L3_N1_z_2 = L3_N3_z_2*L3_beta2_22 + L3_t59
+        L3_t60 = L3_F1_x_2*L3_beta1_00 + L3_F1_y_2*L3_beta1_10
+        L3_F_base_x = L3_F1_z_2*L3_kc7 + L3_t60
+        L3_t61 = L3_F1_x_2*L3_beta1_01 + L3_F1_y_2*L3_beta1_11
+        L3_F_base_y = L3_F1_z_2*L3_kc8 + L3_t61
+        L3_F_base_z = -L3_F1_x_2*L3_crank_s - L3_F1_y_2*L3_crank_c
+        cl3_out.append((L3_qdd1, L3_qdd2, L3_qdd3, L3_F_on_C_x, L3_F_on_C_y, L3_F_on_C_z, L3_N1_x_2, L3_N1_y_2, L3_N1_z_2, L3_F_base_x, L3_F_base_y, L3_F_base_z,))
+    leg1_qdd1, leg1_qdd2, leg1_qdd3, leg1_F_on_C_x, leg1_F_on_C_y, leg1_F_on_C_z, leg1_N1_x_2, leg1_N1_y_2, leg1_N1_z_2, leg1_F_base_x, leg1_F_base_y, leg1_F_base_z, = cl3_out[0]
+    leg2_qdd1, leg2_qdd2, leg2_qdd3, leg2_F_on_C_x, leg2_F_on_C_y, leg2_F_on_C_z, leg2_N1_x_2, leg2_N1_y_2, leg2_N1_z_2, leg2_F_base_x, leg2_F_base_y, leg2_F_base_z, = cl3_out[1]
+    leg3_qdd1, leg3_qdd2, leg3_qdd3, leg3_F_on_C_x, leg3_F_on_C_y, leg3_F_on_C_z, leg3_N1_x_2, leg3_N1_y_2, leg3_N1_z_2, leg3_F_base_x, leg3_F_base_y, leg3_F_base_z, = cl3_out[2]
+    leg4_qdd1, leg4_qdd2, leg4_qdd3, leg4_F_on_C_x, leg4_F_on_C_y, leg4_F_on_C_z, leg4_N1_x_2, leg4_N1_y_2, leg4_N1_z_2, leg4_F_base_x, leg4_F_base_y, leg4_F_base_z, = cl3_out[3]
+    leg5_qdd1, leg5_qdd2, leg5_qdd3, leg5_F_on_C_x, leg5_F_on_C_y, leg5_F_on_C_z, leg5_N1_x_2, leg5_N1_y_2, leg5_N1_z_2, leg5_F_base_x, leg5_F_base_y, leg5_F_base_z, = cl3_out[4]
+    leg6_qdd1, leg6_qdd2, leg6_qdd3, leg6_F_on_C_x, leg6_F_on_C_y, leg6_F_on_C_z, leg6_N1_x_2, leg6_N1_y_2, leg6_N1_z_2, leg6_F_base_x, leg6_F_base_y, leg6_F_base_z, = cl3_out[5]
     base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
     base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
@@ -13953,13 +14055,13 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
     cl0_out = []
-    for (L1_F_L, L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9, L1_a1_par_x_dOmega_dot_z, L1_a1_par_y_dOmega_dot_z, L1_a1_par_z_dOmega_dot_x, L1_a1_par_z_dOmega_dot_y, L1_a1_J_x_dg_x, L1_a1_J_x_dg_y, L1_a1_J_x_dOmega_dot_z, L1_epsd1_J_x_dOmega_dot_x, L1_epsd1_J_x_dOmega_dot_y,) in (
-        (F_leg1, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 0.273616114660535, 0.7517540966287268, -0.273616114660535, -0.7517540966287268, -0.9396926207859084, 0.34202014332566866, 2.168404344971009e-17, 0.9396926207859084, -0.34202014332566866,),
-        (F_leg2, 0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175, -0.273616114660535, 0.7517540966287268, 0.273616114660535, -0.7517540966287268, -0.9396926207859084, -0.34202014332566866, -2.168404344971009e-17, 0.9396926207859084, 0.34202014332566866,),
-        (F_leg3, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172, -0.7878462024097664, -0.1389185421335443, 0.7878462024097664, 0.1389185421335443, 0.17364817766693036, -0.984807753012208, -1.5178830414797062e-18, -0.17364817766693036, 0.984807753012208,),
-        (F_leg4, 0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173, -0.5142300877492315, -0.6128355544951825, 0.5142300877492315, 0.6128355544951825, 0.766044443118978, -0.6427876096865394, -1.1275702593849246e-17, -0.766044443118978, 0.6427876096865394,),
-        (F_leg5, 0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173, 0.5142300877492315, -0.6128355544951825, -0.5142300877492315, 0.6128355544951825, 0.766044443118978, 0.6427876096865394, 1.1275702593849246e-17, -0.766044443118978, -0.6427876096865394,),
-        (F_leg6, 0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172, 0.7878462024097664, -0.1389185421335443, -0.7878462024097664, 0.1389185421335443, 0.17364817766693036, 0.984807753012208, 1.5178830414797062e-18, -0.17364817766693036, -0.984807753012208,),
+    for (L1_kc0, L1_kc1, L1_kc10, L1_kc11, L1_kc12, L1_kc13, L1_kc14, L1_kc15, L1_kc16, L1_kc17, L1_kc2, L1_kc3, L1_kc4, L1_kc5, L1_kc6, L1_kc7, L1_kc8, L1_kc9, L1_a1_par_x_dOmega_dot_z, L1_a1_par_y_dOmega_dot_z, L1_a1_par_z_dOmega_dot_x, L1_a1_par_z_dOmega_dot_y, L1_a1_J_x_dg_x, L1_a1_J_x_dg_y, L1_a1_J_x_dOmega_dot_z, L1_epsd1_J_x_dOmega_dot_x, L1_epsd1_J_x_dOmega_dot_y,) in (
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, -0.33985842337577077, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, -0.4213244437154379, 0.7517540966287268, -0.273616114660535, 0.9396926207859084, -0.34202014332566866, 0.34202014332566866, 0.9396926207859084, -0.7089891962222175, 0.273616114660535, 0.7517540966287268, -0.273616114660535, -0.7517540966287268, -0.9396926207859084, 0.34202014332566866, 2.168404344971009e-17, 0.9396926207859084, -0.34202014332566866,),
+        (0.809160465315115, 0.3535331853275967, -0.6179244061377649, 0.33985842337577077, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890298, 0.809160465315115, 0.4213244437154379, 0.7517540966287268, 0.273616114660535, 0.9396926207859084, 0.34202014332566866, -0.34202014332566866, 0.9396926207859084, -0.7089891962222175, -0.273616114660535, 0.7517540966287268, 0.273616114660535, -0.7517540966287268, -0.9396926207859084, -0.34202014332566866, -2.168404344971009e-17, 0.9396926207859084, 0.34202014332566866,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, -0.33985842337577093, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, 0.5168309414322497, -0.1389185421335443, 0.7878462024097664, -0.17364817766693036, 0.984807753012208, -0.984807753012208, -0.17364817766693036, -0.7089891962222172, -0.7878462024097664, -0.1389185421335443, 0.7878462024097664, 0.1389185421335443, 0.17364817766693036, -0.984807753012208, -1.5178830414797062e-18, -0.17364817766693036, 0.984807753012208,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, 0.3398584233757707, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, 0.0955064977168117, -0.6128355544951825, 0.5142300877492315, -0.766044443118978, 0.6427876096865394, -0.6427876096865394, -0.766044443118978, -0.7089891962222173, -0.5142300877492315, -0.6128355544951825, 0.5142300877492315, 0.6128355544951825, 0.766044443118978, -0.6427876096865394, -1.1275702593849246e-17, -0.766044443118978, 0.6427876096865394,),
+        (0.809160465315115, -0.5416442641567144, -0.617924406137765, -0.3398584233757707, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.6570332533844182, 0.7538615946890297, 0.809160465315115, -0.0955064977168117, -0.6128355544951825, -0.5142300877492315, -0.766044443118978, -0.6427876096865394, 0.6427876096865394, -0.766044443118978, -0.7089891962222173, 0.5142300877492315, -0.6128355544951825, -0.5142300877492315, 0.6128355544951825, 0.766044443118978, 0.6427876096865394, 1.1275702593849246e-17, -0.766044443118978, -0.6427876096865394,),
+        (0.8091604653151149, 0.18811107882911782, -0.6179244061377651, 0.33985842337577093, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.6570332533844184, 0.7538615946890296, 0.8091604653151149, -0.5168309414322497, -0.1389185421335443, -0.7878462024097664, -0.17364817766693036, -0.984807753012208, 0.984807753012208, -0.17364817766693036, -0.7089891962222172, 0.7878462024097664, -0.1389185421335443, -0.7878462024097664, 0.1389185421335443, 0.17364817766693036, 0.984807753012208, 1.5178830414797062e-18, -0.17364817766693036, -0.984807753012208,),
     ):
         L1_t1 = L1_kc1*alpha_C_00 + x_C
         L1_s0_x = L1_kc2*alpha_C_10 + L1_t1
@@ -13987,7 +14089,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_crank_inv_rho2 = 1.0/L1_crank_rho2
         L1_crank_c = L1_crank_inv_rho2*(L1_crank_K*L1_d_x + L1_crank_w*L1_s0_z)
         L1_crank_s = L1_crank_inv_rho2*(-L1_crank_K*L1_s0_z + L1_crank_w*L1_d_x)
-        L1_q1 = math.atan2(L1_crank_s, L1_crank_c)
         L1_t7 = L1_crank_c*L1_d_x - 0.25
         L1_e_c_x = -L1_crank_s*L1_s0_z + L1_t7
         L1_e_c_y = -L1_crank_c*L1_s0_z - L1_crank_s*L1_d_x
@@ -14004,10 +14105,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_u_c2 = L1_cse8*L1_u_Lxz
         L1_t9 = L1_d_z*L1_kc14 + L1_e_c_x*L1_kc12
         L1_u_s2 = L1_cse8*(L1_e_c_y*L1_kc13 + L1_t9)
-        L1_q2 = math.atan2(L1_u_s1, L1_u_c1)
-        L1_q3 = math.atan2(L1_u_s2, L1_u_c2)
-        L1_check1_4 = L1_q1 + 1.2
-        L1_check1_5 = 1.2 - L1_q1
         L1_beta1_00 = L1_crank_c*L1_kc5
         L1_beta1_01 = L1_crank_c*L1_kc6
         L1_beta1_10 = -L1_crank_s*L1_kc5
@@ -14057,10 +14154,10 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_R_Cn_1_y = L1_R_Cn_0_x*L1_R_Cn_2_z - L1_R_Cn_0_z*L1_R_Cn_2_x
         L1_R_Cn_1_z = -L1_R_Cn_0_x*L1_R_Cn_2_y + L1_R_Cn_0_y*L1_R_Cn_2_x
         L1_cse10 = -1.0000000000000001e-20*L1_cse4
-        L1_check1_6 = L1_TL2_z*L1_TL2_z + L1_cse10
+        L1_check1_4 = L1_TL2_z*L1_TL2_z + L1_cse10
         L1_lu_inv1 = 1.0/L1_TL2_z
         L1_lu_inv2 = L1_cse8
-        L1_check1_7 = L1_TL1_x*L1_TL1_x + L1_cse10
+        L1_check1_5 = L1_TL1_x*L1_TL1_x + L1_cse10
         L1_lu_inv3 = 1.0/L1_TL1_x
         L1_W1_1 = L1_R_Cn_0_x*L1_lu_inv3
         L1_W1_3 = L1_lu_inv2*(L1_R_Cn_1_x - L1_TL1_y*L1_W1_1)
@@ -14109,18 +14206,16 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_Fm2_1_y = -L1_beta2_21*L1_cp3_x
         L1_t30 = 0.25*L1_Fm2_1_y + L1_IJ3_01*L1_beta2_02
         L1_Nm2_1_z = L1_IJ3_11*L1_kc14 + L1_t30
-        L1_t31 = L1_F_L - L1_q1*p_k_crank
-        L1_Qa1 = -L1_qd1*p_c_crank + L1_t31
-        L1_t32 = L1_kc3*oo_base_W_00 - g_x
-        L1_t33 = L1_kc4*oo_base_xy + L1_t32
-        L1_a1_par_x = -L1_kc4*Omega_dot_z + L1_t33
-        L1_t34 = L1_kc3*Omega_dot_z - g_y
-        L1_t35 = L1_kc3*oo_base_xy + L1_t34
-        L1_a1_par_y = L1_kc4*oo_base_W_11 + L1_t35
-        L1_t36 = L1_kc3*oo_base_xz - g_z
-        L1_t37 = L1_kc4*Omega_dot_x + L1_t36
-        L1_t38 = L1_kc4*oo_base_yz + L1_t37
-        L1_a1_par_z = -L1_kc3*Omega_dot_y + L1_t38
+        L1_t31 = L1_kc3*oo_base_W_00 - g_x
+        L1_t32 = L1_kc4*oo_base_xy + L1_t31
+        L1_a1_par_x = -L1_kc4*Omega_dot_z + L1_t32
+        L1_t33 = L1_kc3*Omega_dot_z - g_y
+        L1_t34 = L1_kc3*oo_base_xy + L1_t33
+        L1_a1_par_y = L1_kc4*oo_base_W_11 + L1_t34
+        L1_t35 = L1_kc3*oo_base_xz - g_z
+        L1_t36 = L1_kc4*Omega_dot_x + L1_t35
+        L1_t37 = L1_kc4*oo_base_yz + L1_t36
+        L1_a1_par_z = -L1_kc3*Omega_dot_y + L1_t37
         L1_a1_J_x = L1_a1_par_x*L1_kc5 + L1_a1_par_y*L1_kc6
         L1_a1_J_z = L1_a1_par_x*L1_kc7 + L1_a1_par_y*L1_kc8
         L1_a1_J_z_dg_x = -L1_kc7
@@ -14135,13 +14230,13 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_epsd1_J_z_dOmega_dot_x = L1_kc7
         L1_epsd1_J_z_dOmega_dot_y = L1_kc8
         L1_omega1_z = L1_omega_p1_J_z + L1_qd1
-        L1_t39 = L1_crank_c*L1_epsd1_J_x + L1_omega_p1_y*L1_qd1
-        L1_epsd1_x = -L1_crank_s*Omega_dot_z + L1_t39
+        L1_t38 = L1_crank_c*L1_epsd1_J_x + L1_omega_p1_y*L1_qd1
+        L1_epsd1_x = -L1_crank_s*Omega_dot_z + L1_t38
         L1_epsd1_x_dOmega_dot_x = L1_crank_c*L1_epsd1_J_x_dOmega_dot_x
         L1_epsd1_x_dOmega_dot_y = L1_crank_c*L1_epsd1_J_x_dOmega_dot_y
         L1_epsd1_x_dOmega_dot_z = -L1_crank_s
-        L1_t40 = -L1_crank_c*Omega_dot_z - L1_crank_s*L1_epsd1_J_x
-        L1_epsd1_y = -L1_omega_p1_x*L1_qd1 + L1_t40
+        L1_t39 = -L1_crank_c*Omega_dot_z - L1_crank_s*L1_epsd1_J_x
+        L1_epsd1_y = -L1_omega_p1_x*L1_qd1 + L1_t39
         L1_epsd1_y_dOmega_dot_x = -L1_crank_s*L1_epsd1_J_x_dOmega_dot_x
         L1_epsd1_y_dOmega_dot_y = -L1_crank_s*L1_epsd1_J_x_dOmega_dot_y
         L1_epsd1_y_dOmega_dot_z = -L1_crank_c
@@ -14164,105 +14259,105 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_oo1_xy = L1_omega_p1_x*L1_omega_p1_y
         L1_oo1_xz = L1_omega1_z*L1_omega_p1_x
         L1_oo1_W_00 = -L1_oo1_yy - L1_oo1_zz
-        L1_t41 = L1_beta2_00*L1_omega_p1_x + L1_beta2_01*L1_omega_p1_y
-        L1_omega_p2_x = L1_beta2_02*L1_omega1_z + L1_t41
-        L1_t42 = L1_kc12*L1_omega_p1_x + L1_kc13*L1_omega_p1_y
-        L1_omega_p2_y = L1_kc14*L1_omega1_z + L1_t42
-        L1_t43 = L1_beta2_20*L1_omega_p1_x + L1_beta2_21*L1_omega_p1_y
-        L1_omega_p2_z = L1_beta2_22*L1_omega1_z + L1_t43
+        L1_t40 = L1_beta2_00*L1_omega_p1_x + L1_beta2_01*L1_omega_p1_y
+        L1_omega_p2_x = L1_beta2_02*L1_omega1_z + L1_t40
+        L1_t41 = L1_kc12*L1_omega_p1_x + L1_kc13*L1_omega_p1_y
+        L1_omega_p2_y = L1_kc14*L1_omega1_z + L1_t41
+        L1_t42 = L1_beta2_20*L1_omega_p1_x + L1_beta2_21*L1_omega_p1_y
+        L1_omega_p2_z = L1_beta2_22*L1_omega1_z + L1_t42
         L1_omega2_y = L1_omega_p2_y + L1_qd2
-        L1_t44 = L1_beta2_00*L1_epsd1_x + L1_beta2_01*L1_epsd1_y
-        L1_t45 = L1_beta2_02*L1_epsd1_J_z + L1_t44
-        L1_epsd2_x = -L1_omega_p2_z*L1_qd2 + L1_t45
-        L1_t46 = L1_beta2_00*L1_epsd1_x_dOmega_dot_x + L1_beta2_01*L1_epsd1_y_dOmega_dot_x
-        L1_epsd2_x_dOmega_dot_x = L1_beta2_02*L1_epsd1_J_z_dOmega_dot_x + L1_t46
-        L1_t47 = L1_beta2_00*L1_epsd1_x_dOmega_dot_y + L1_beta2_01*L1_epsd1_y_dOmega_dot_y
-        L1_epsd2_x_dOmega_dot_y = L1_beta2_02*L1_epsd1_J_z_dOmega_dot_y + L1_t47
+        L1_t43 = L1_beta2_00*L1_epsd1_x + L1_beta2_01*L1_epsd1_y
+        L1_t44 = L1_beta2_02*L1_epsd1_J_z + L1_t43
+        L1_epsd2_x = -L1_omega_p2_z*L1_qd2 + L1_t44
+        L1_t45 = L1_beta2_00*L1_epsd1_x_dOmega_dot_x + L1_beta2_01*L1_epsd1_y_dOmega_dot_x
+        L1_epsd2_x_dOmega_dot_x = L1_beta2_02*L1_epsd1_J_z_dOmega_dot_x + L1_t45
+        L1_t46 = L1_beta2_00*L1_epsd1_x_dOmega_dot_y + L1_beta2_01*L1_epsd1_y_dOmega_dot_y
+        L1_epsd2_x_dOmega_dot_y = L1_beta2_02*L1_epsd1_J_z_dOmega_dot_y + L1_t46
         L1_epsd2_x_dOmega_dot_z = L1_beta2_00*L1_epsd1_x_dOmega_dot_z + L1_beta2_01*L1_epsd1_y_dOmega_dot_z
-        L1_t48 = L1_epsd1_J_z*L1_kc14 + L1_epsd1_x*L1_kc12
-        L1_epsd2_y = L1_epsd1_y*L1_kc13 + L1_t48
-        L1_t49 = L1_epsd1_J_z_dOmega_dot_x*L1_kc14 + L1_epsd1_x_dOmega_dot_x*L1_kc12
-        L1_epsd2_y_dOmega_dot_x = L1_epsd1_y_dOmega_dot_x*L1_kc13 + L1_t49
-        L1_t50 = L1_epsd1_J_z_dOmega_dot_y*L1_kc14 + L1_epsd1_x_dOmega_dot_y*L1_kc12
-        L1_epsd2_y_dOmega_dot_y = L1_epsd1_y_dOmega_dot_y*L1_kc13 + L1_t50
+        L1_t47 = L1_epsd1_J_z*L1_kc14 + L1_epsd1_x*L1_kc12
+        L1_epsd2_y = L1_epsd1_y*L1_kc13 + L1_t47
+        L1_t48 = L1_epsd1_J_z_dOmega_dot_x*L1_kc14 + L1_epsd1_x_dOmega_dot_x*L1_kc12
+        L1_epsd2_y_dOmega_dot_x = L1_epsd1_y_dOmega_dot_x*L1_kc13 + L1_t48
+        L1_t49 = L1_epsd1_J_z_dOmega_dot_y*L1_kc14 + L1_epsd1_x_dOmega_dot_y*L1_kc12
+        L1_epsd2_y_dOmega_dot_y = L1_epsd1_y_dOmega_dot_y*L1_kc13 + L1_t49
         L1_epsd2_y_dOmega_dot_z = L1_epsd1_x_dOmega_dot_z*L1_kc12 + L1_epsd1_y_dOmega_dot_z*L1_kc13
-        L1_t51 = L1_beta2_20*L1_epsd1_x + L1_beta2_21*L1_epsd1_y
-        L1_t52 = L1_beta2_22*L1_epsd1_J_z + L1_t51
-        L1_epsd2_z = L1_omega_p2_x*L1_qd2 + L1_t52
-        L1_t53 = L1_beta2_20*L1_epsd1_x_dOmega_dot_x + L1_beta2_21*L1_epsd1_y_dOmega_dot_x
-        L1_epsd2_z_dOmega_dot_x = L1_beta2_22*L1_epsd1_J_z_dOmega_dot_x + L1_t53
-        L1_t54 = L1_beta2_20*L1_epsd1_x_dOmega_dot_y + L1_beta2_21*L1_epsd1_y_dOmega_dot_y
-        L1_epsd2_z_dOmega_dot_y = L1_beta2_22*L1_epsd1_J_z_dOmega_dot_y + L1_t54
+        L1_t50 = L1_beta2_20*L1_epsd1_x + L1_beta2_21*L1_epsd1_y
+        L1_t51 = L1_beta2_22*L1_epsd1_J_z + L1_t50
+        L1_epsd2_z = L1_omega_p2_x*L1_qd2 + L1_t51
+        L1_t52 = L1_beta2_20*L1_epsd1_x_dOmega_dot_x + L1_beta2_21*L1_epsd1_y_dOmega_dot_x
+        L1_epsd2_z_dOmega_dot_x = L1_beta2_22*L1_epsd1_J_z_dOmega_dot_x + L1_t52
+        L1_t53 = L1_beta2_20*L1_epsd1_x_dOmega_dot_y + L1_beta2_21*L1_epsd1_y_dOmega_dot_y
+        L1_epsd2_z_dOmega_dot_y = L1_beta2_22*L1_epsd1_J_z_dOmega_dot_y + L1_t53
         L1_epsd2_z_dOmega_dot_z = L1_beta2_20*L1_epsd1_x_dOmega_dot_z + L1_beta2_21*L1_epsd1_y_dOmega_dot_z
         L1_cse12 = L1_a1_x + 0.25*L1_oo1_W_00
-        L1_t55 = L1_a1_y + 0.25*L1_epsd1_J_z
-        L1_cse13 = 0.25*L1_oo1_xy + L1_t55
-        L1_t56 = L1_a1_J_z + 0.25*L1_oo1_xz
-        L1_cse14 = -0.25*L1_epsd1_y + L1_t56
-        L1_t57 = L1_beta2_00*L1_cse12 + L1_beta2_01*L1_cse13
-        L1_a2_x = L1_beta2_02*L1_cse14 + L1_t57
-        L1_t58 = L1_a1_J_z_dg_x*L1_beta2_02 + L1_a1_x_dg_x*L1_beta2_00
-        L1_a2_x_dg_x = L1_a1_y_dg_x*L1_beta2_01 + L1_t58
-        L1_t59 = L1_a1_J_z_dg_y*L1_beta2_02 + L1_a1_x_dg_y*L1_beta2_00
-        L1_a2_x_dg_y = L1_a1_y_dg_y*L1_beta2_01 + L1_t59
+        L1_t54 = L1_a1_y + 0.25*L1_epsd1_J_z
+        L1_cse13 = 0.25*L1_oo1_xy + L1_t54
+        L1_t55 = L1_a1_J_z + 0.25*L1_oo1_xz
+        L1_cse14 = -0.25*L1_epsd1_y + L1_t55
+        L1_t56 = L1_beta2_00*L1_cse12 + L1_beta2_01*L1_cse13
+        L1_a2_x = L1_beta2_02*L1_cse14 + L1_t56
+        L1_t57 = L1_a1_J_z_dg_x*L1_beta2_02 + L1_a1_x_dg_x*L1_beta2_00
+        L1_a2_x_dg_x = L1_a1_y_dg_x*L1_beta2_01 + L1_t57
+        L1_t58 = L1_a1_J_z_dg_y*L1_beta2_02 + L1_a1_x_dg_y*L1_beta2_00
+        L1_a2_x_dg_y = L1_a1_y_dg_y*L1_beta2_01 + L1_t58
         L1_a2_x_dg_z = L1_a1_x_dg_z*L1_beta2_00 + L1_a1_y_dg_z*L1_beta2_01
         L1_cse15 = 0.25*L1_beta2_01
         L1_cse16 = 0.25*L1_beta2_02
-        L1_t60 = L1_a1_x_dOmega_dot_x*L1_beta2_00 + L1_a1_y_dOmega_dot_x*L1_beta2_01
-        L1_t61 = L1_cse15*L1_epsd1_J_z_dOmega_dot_x + L1_t60
-        L1_a2_x_dOmega_dot_x = -L1_cse16*L1_epsd1_y_dOmega_dot_x + L1_t61
-        L1_t62 = L1_a1_x_dOmega_dot_y*L1_beta2_00 + L1_a1_y_dOmega_dot_y*L1_beta2_01
-        L1_t63 = L1_cse15*L1_epsd1_J_z_dOmega_dot_y + L1_t62
-        L1_a2_x_dOmega_dot_y = -L1_cse16*L1_epsd1_y_dOmega_dot_y + L1_t63
-        L1_t64 = L1_a1_J_z_dOmega_dot_z*L1_beta2_02 + L1_a1_x_dOmega_dot_z*L1_beta2_00
-        L1_t65 = L1_a1_y_dOmega_dot_z*L1_beta2_01 + L1_t64
-        L1_a2_x_dOmega_dot_z = -L1_cse16*L1_epsd1_y_dOmega_dot_z + L1_t65
-        L1_t66 = L1_cse12*L1_kc12 + L1_cse13*L1_kc13
-        L1_a2_y = L1_cse14*L1_kc14 + L1_t66
-        L1_t67 = L1_a1_J_z_dg_x*L1_kc14 + L1_a1_x_dg_x*L1_kc12
-        L1_a2_y_dg_x = L1_a1_y_dg_x*L1_kc13 + L1_t67
-        L1_t68 = L1_a1_J_z_dg_y*L1_kc14 + L1_a1_x_dg_y*L1_kc12
-        L1_a2_y_dg_y = L1_a1_y_dg_y*L1_kc13 + L1_t68
+        L1_t59 = L1_a1_x_dOmega_dot_x*L1_beta2_00 + L1_a1_y_dOmega_dot_x*L1_beta2_01
+        L1_t60 = L1_cse15*L1_epsd1_J_z_dOmega_dot_x + L1_t59
+        L1_a2_x_dOmega_dot_x = -L1_cse16*L1_epsd1_y_dOmega_dot_x + L1_t60
+        L1_t61 = L1_a1_x_dOmega_dot_y*L1_beta2_00 + L1_a1_y_dOmega_dot_y*L1_beta2_01
+        L1_t62 = L1_cse15*L1_epsd1_J_z_dOmega_dot_y + L1_t61
+        L1_a2_x_dOmega_dot_y = -L1_cse16*L1_epsd1_y_dOmega_dot_y + L1_t62
+        L1_t63 = L1_a1_J_z_dOmega_dot_z*L1_beta2_02 + L1_a1_x_dOmega_dot_z*L1_beta2_00
+        L1_t64 = L1_a1_y_dOmega_dot_z*L1_beta2_01 + L1_t63
+        L1_a2_x_dOmega_dot_z = -L1_cse16*L1_epsd1_y_dOmega_dot_z + L1_t64
+        L1_t65 = L1_cse12*L1_kc12 + L1_cse13*L1_kc13
+        L1_a2_y = L1_cse14*L1_kc14 + L1_t65
+        L1_t66 = L1_a1_J_z_dg_x*L1_kc14 + L1_a1_x_dg_x*L1_kc12
+        L1_a2_y_dg_x = L1_a1_y_dg_x*L1_kc13 + L1_t66
+        L1_t67 = L1_a1_J_z_dg_y*L1_kc14 + L1_a1_x_dg_y*L1_kc12
+        L1_a2_y_dg_y = L1_a1_y_dg_y*L1_kc13 + L1_t67
         L1_a2_y_dg_z = L1_a1_x_dg_z*L1_kc12 + L1_a1_y_dg_z*L1_kc13
         L1_cse17 = 0.25*L1_kc13
         L1_cse18 = 0.25*L1_kc14
-        L1_t69 = L1_a1_x_dOmega_dot_x*L1_kc12 + L1_a1_y_dOmega_dot_x*L1_kc13
-        L1_t70 = L1_cse17*L1_epsd1_J_z_dOmega_dot_x + L1_t69
-        L1_a2_y_dOmega_dot_x = -L1_cse18*L1_epsd1_y_dOmega_dot_x + L1_t70
-        L1_t71 = L1_a1_x_dOmega_dot_y*L1_kc12 + L1_a1_y_dOmega_dot_y*L1_kc13
-        L1_t72 = L1_cse17*L1_epsd1_J_z_dOmega_dot_y + L1_t71
-        L1_a2_y_dOmega_dot_y = -L1_cse18*L1_epsd1_y_dOmega_dot_y + L1_t72
-        L1_t73 = L1_a1_J_z_dOmega_dot_z*L1_kc14 + L1_a1_x_dOmega_dot_z*L1_kc12
-        L1_t74 = L1_a1_y_dOmega_dot_z*L1_kc13 + L1_t73
-        L1_a2_y_dOmega_dot_z = -L1_cse18*L1_epsd1_y_dOmega_dot_z + L1_t74
-        L1_t75 = L1_beta2_20*L1_cse12 + L1_beta2_21*L1_cse13
-        L1_a2_z = L1_beta2_22*L1_cse14 + L1_t75
-        L1_t76 = L1_a1_J_z_dg_x*L1_beta2_22 + L1_a1_x_dg_x*L1_beta2_20
-        L1_a2_z_dg_x = L1_a1_y_dg_x*L1_beta2_21 + L1_t76
-        L1_t77 = L1_a1_J_z_dg_y*L1_beta2_22 + L1_a1_x_dg_y*L1_beta2_20
-        L1_a2_z_dg_y = L1_a1_y_dg_y*L1_beta2_21 + L1_t77
+        L1_t68 = L1_a1_x_dOmega_dot_x*L1_kc12 + L1_a1_y_dOmega_dot_x*L1_kc13
+        L1_t69 = L1_cse17*L1_epsd1_J_z_dOmega_dot_x + L1_t68
+        L1_a2_y_dOmega_dot_x = -L1_cse18*L1_epsd1_y_dOmega_dot_x + L1_t69
+        L1_t70 = L1_a1_x_dOmega_dot_y*L1_kc12 + L1_a1_y_dOmega_dot_y*L1_kc13
+        L1_t71 = L1_cse17*L1_epsd1_J_z_dOmega_dot_y + L1_t70
+        L1_a2_y_dOmega_dot_y = -L1_cse18*L1_epsd1_y_dOmega_dot_y + L1_t71
+        L1_t72 = L1_a1_J_z_dOmega_dot_z*L1_kc14 + L1_a1_x_dOmega_dot_z*L1_kc12
+        L1_t73 = L1_a1_y_dOmega_dot_z*L1_kc13 + L1_t72
+        L1_a2_y_dOmega_dot_z = -L1_cse18*L1_epsd1_y_dOmega_dot_z + L1_t73
+        L1_t74 = L1_beta2_20*L1_cse12 + L1_beta2_21*L1_cse13
+        L1_a2_z = L1_beta2_22*L1_cse14 + L1_t74
+        L1_t75 = L1_a1_J_z_dg_x*L1_beta2_22 + L1_a1_x_dg_x*L1_beta2_20
+        L1_a2_z_dg_x = L1_a1_y_dg_x*L1_beta2_21 + L1_t75
+        L1_t76 = L1_a1_J_z_dg_y*L1_beta2_22 + L1_a1_x_dg_y*L1_beta2_20
+        L1_a2_z_dg_y = L1_a1_y_dg_y*L1_beta2_21 + L1_t76
         L1_a2_z_dg_z = L1_a1_x_dg_z*L1_beta2_20 + L1_a1_y_dg_z*L1_beta2_21
         L1_cse19 = 0.25*L1_beta2_21
         L1_cse20 = 0.25*L1_beta2_22
-        L1_t78 = L1_a1_x_dOmega_dot_x*L1_beta2_20 + L1_a1_y_dOmega_dot_x*L1_beta2_21
-        L1_t79 = L1_cse19*L1_epsd1_J_z_dOmega_dot_x + L1_t78
-        L1_a2_z_dOmega_dot_x = -L1_cse20*L1_epsd1_y_dOmega_dot_x + L1_t79
-        L1_t80 = L1_a1_x_dOmega_dot_y*L1_beta2_20 + L1_a1_y_dOmega_dot_y*L1_beta2_21
-        L1_t81 = L1_cse19*L1_epsd1_J_z_dOmega_dot_y + L1_t80
-        L1_a2_z_dOmega_dot_y = -L1_cse20*L1_epsd1_y_dOmega_dot_y + L1_t81
-        L1_t82 = L1_a1_J_z_dOmega_dot_z*L1_beta2_22 + L1_a1_x_dOmega_dot_z*L1_beta2_20
-        L1_t83 = L1_a1_y_dOmega_dot_z*L1_beta2_21 + L1_t82
-        L1_a2_z_dOmega_dot_z = -L1_cse20*L1_epsd1_y_dOmega_dot_z + L1_t83
+        L1_t77 = L1_a1_x_dOmega_dot_x*L1_beta2_20 + L1_a1_y_dOmega_dot_x*L1_beta2_21
+        L1_t78 = L1_cse19*L1_epsd1_J_z_dOmega_dot_x + L1_t77
+        L1_a2_z_dOmega_dot_x = -L1_cse20*L1_epsd1_y_dOmega_dot_x + L1_t78
+        L1_t79 = L1_a1_x_dOmega_dot_y*L1_beta2_20 + L1_a1_y_dOmega_dot_y*L1_beta2_21
+        L1_t80 = L1_cse19*L1_epsd1_J_z_dOmega_dot_y + L1_t79
+        L1_a2_z_dOmega_dot_y = -L1_cse20*L1_epsd1_y_dOmega_dot_y + L1_t80
+        L1_t81 = L1_a1_J_z_dOmega_dot_z*L1_beta2_22 + L1_a1_x_dOmega_dot_z*L1_beta2_20
+        L1_t82 = L1_a1_y_dOmega_dot_z*L1_beta2_21 + L1_t81
+        L1_a2_z_dOmega_dot_z = -L1_cse20*L1_epsd1_y_dOmega_dot_z + L1_t82
         L1_omega_p3_x = L1_omega2_y*L1_u_s2 + L1_omega_p2_x*L1_u_c2
         L1_omega_p3_y = L1_omega2_y*L1_u_c2 - L1_omega_p2_x*L1_u_s2
         L1_omega3_z = L1_omega_p2_z + L1_qd3
-        L1_t84 = L1_epsd2_x*L1_u_c2 + L1_epsd2_y*L1_u_s2
-        L1_epsd3_x = L1_omega_p3_y*L1_qd3 + L1_t84
+        L1_t83 = L1_epsd2_x*L1_u_c2 + L1_epsd2_y*L1_u_s2
+        L1_epsd3_x = L1_omega_p3_y*L1_qd3 + L1_t83
         L1_epsd3_x_dOmega_dot_x = L1_epsd2_x_dOmega_dot_x*L1_u_c2 + L1_epsd2_y_dOmega_dot_x*L1_u_s2
         L1_epsd3_x_dOmega_dot_y = L1_epsd2_x_dOmega_dot_y*L1_u_c2 + L1_epsd2_y_dOmega_dot_y*L1_u_s2
         L1_epsd3_x_dOmega_dot_z = L1_epsd2_x_dOmega_dot_z*L1_u_c2 + L1_epsd2_y_dOmega_dot_z*L1_u_s2
-        L1_t85 = -L1_epsd2_x*L1_u_s2 + L1_epsd2_y*L1_u_c2
-        L1_epsd3_y = -L1_omega_p3_x*L1_qd3 + L1_t85
+        L1_t84 = -L1_epsd2_x*L1_u_s2 + L1_epsd2_y*L1_u_c2
+        L1_epsd3_y = -L1_omega_p3_x*L1_qd3 + L1_t84
         L1_epsd3_y_dOmega_dot_x = -L1_epsd2_x_dOmega_dot_x*L1_u_s2 + L1_epsd2_y_dOmega_dot_x*L1_u_c2
         L1_epsd3_y_dOmega_dot_y = -L1_epsd2_x_dOmega_dot_y*L1_u_s2 + L1_epsd2_y_dOmega_dot_y*L1_u_c2
         L1_epsd3_y_dOmega_dot_z = -L1_epsd2_x_dOmega_dot_z*L1_u_s2 + L1_epsd2_y_dOmega_dot_z*L1_u_c2
@@ -14292,16 +14387,16 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_F3_x_dOmega_dot_x = (2.5)*L1_a3_x_dOmega_dot_x
         L1_F3_x_dOmega_dot_y = (2.5)*L1_a3_x_dOmega_dot_y
         L1_F3_x_dOmega_dot_z = (2.5)*L1_a3_x_dOmega_dot_z
-        L1_t86 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
-        L1_F3_y = (2.5)*L1_a3_y + L1_t86
+        L1_t85 = (0.75)*L1_epsd2_z + (0.75)*L1_oo3_xy
+        L1_F3_y = (2.5)*L1_a3_y + L1_t85
         L1_F3_y_dg_x = (2.5)*L1_a3_y_dg_x
         L1_F3_y_dg_y = (2.5)*L1_a3_y_dg_y
         L1_F3_y_dg_z = (2.5)*L1_a3_y_dg_z
         L1_F3_y_dOmega_dot_x = (2.5)*L1_a3_y_dOmega_dot_x + (0.75)*L1_epsd2_z_dOmega_dot_x
         L1_F3_y_dOmega_dot_y = (2.5)*L1_a3_y_dOmega_dot_y + (0.75)*L1_epsd2_z_dOmega_dot_y
         L1_F3_y_dOmega_dot_z = (2.5)*L1_a3_y_dOmega_dot_z + (0.75)*L1_epsd2_z_dOmega_dot_z
-        L1_t87 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
-        L1_F3_z = (2.5)*L1_a2_z + L1_t87
+        L1_t86 = -0.75*L1_epsd3_y + (0.75)*L1_oo3_xz
+        L1_F3_z = (2.5)*L1_a2_z + L1_t86
         L1_F3_z_dg_x = (2.5)*L1_a2_z_dg_x
         L1_F3_z_dg_y = (2.5)*L1_a2_z_dg_y
         L1_F3_z_dg_z = (2.5)*L1_a2_z_dg_z
@@ -14312,16 +14407,16 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_N3_x_dOmega_dot_x = (0.001)*L1_epsd3_x_dOmega_dot_x
         L1_N3_x_dOmega_dot_y = (0.001)*L1_epsd3_x_dOmega_dot_y
         L1_N3_x_dOmega_dot_z = (0.001)*L1_epsd3_x_dOmega_dot_z
-        L1_t88 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
-        L1_N3_y = (0.305)*L1_epsd3_y + L1_t88
+        L1_t87 = -0.75*L1_a2_z - 0.304*L1_oo3_xz
+        L1_N3_y = (0.305)*L1_epsd3_y + L1_t87
         L1_N3_y_dg_x = -0.75*L1_a2_z_dg_x
         L1_N3_y_dg_y = -0.75*L1_a2_z_dg_y
         L1_N3_y_dg_z = -0.75*L1_a2_z_dg_z
         L1_N3_y_dOmega_dot_x = -0.75*L1_a2_z_dOmega_dot_x + (0.305)*L1_epsd3_y_dOmega_dot_x
         L1_N3_y_dOmega_dot_y = -0.75*L1_a2_z_dOmega_dot_y + (0.305)*L1_epsd3_y_dOmega_dot_y
         L1_N3_y_dOmega_dot_z = -0.75*L1_a2_z_dOmega_dot_z + (0.305)*L1_epsd3_y_dOmega_dot_z
-        L1_t89 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
-        L1_N3_z = (0.305)*L1_epsd2_z + L1_t89
+        L1_t88 = (0.75)*L1_a3_y + (0.304)*L1_oo3_xy
+        L1_N3_z = (0.305)*L1_epsd2_z + L1_t88
         L1_N3_z_dg_x = (0.75)*L1_a3_y_dg_x
         L1_N3_z_dg_y = (0.75)*L1_a3_y_dg_y
         L1_N3_z_dg_z = (0.75)*L1_a3_y_dg_z
@@ -14356,53 +14451,52 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_N2_y_dOmega_dot_x = L1_N3_x_dOmega_dot_x*L1_u_s2 + L1_N3_y_dOmega_dot_x*L1_u_c2
         L1_N2_y_dOmega_dot_y = L1_N3_x_dOmega_dot_y*L1_u_s2 + L1_N3_y_dOmega_dot_y*L1_u_c2
         L1_N2_y_dOmega_dot_z = L1_N3_x_dOmega_dot_z*L1_u_s2 + L1_N3_y_dOmega_dot_z*L1_u_c2
-        L1_t90 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
-        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t90
-        L1_t91 = L1_F3_z_dg_x*L1_beta2_21 + L1_F_c3_x_dg_x*L1_beta2_01
-        L1_F_c2_y_dg_x = L1_F_c3_y_dg_x*L1_kc13 + L1_t91
-        L1_t92 = L1_F3_z_dg_y*L1_beta2_21 + L1_F_c3_x_dg_y*L1_beta2_01
-        L1_F_c2_y_dg_y = L1_F_c3_y_dg_y*L1_kc13 + L1_t92
-        L1_t93 = L1_F3_z_dg_z*L1_beta2_21 + L1_F_c3_x_dg_z*L1_beta2_01
-        L1_F_c2_y_dg_z = L1_F_c3_y_dg_z*L1_kc13 + L1_t93
-        L1_t94 = L1_F3_z_dOmega_dot_x*L1_beta2_21 + L1_F_c3_x_dOmega_dot_x*L1_beta2_01
-        L1_F_c2_y_dOmega_dot_x = L1_F_c3_y_dOmega_dot_x*L1_kc13 + L1_t94
-        L1_t95 = L1_F3_z_dOmega_dot_y*L1_beta2_21 + L1_F_c3_x_dOmega_dot_y*L1_beta2_01
-        L1_F_c2_y_dOmega_dot_y = L1_F_c3_y_dOmega_dot_y*L1_kc13 + L1_t95
-        L1_t96 = L1_F3_z_dOmega_dot_z*L1_beta2_21 + L1_F_c3_x_dOmega_dot_z*L1_beta2_01
-        L1_F_c2_y_dOmega_dot_z = L1_F_c3_y_dOmega_dot_z*L1_kc13 + L1_t96
-        L1_t97 = (0.36)*L1_a1_y + (0.0632)*L1_epsd1_J_z
-        L1_t98 = (0.0612)*L1_oo1_xy + L1_t97
-        L1_t99 = 0.25*L1_F_c2_y + L1_t98
-        L1_t100 = L1_N2_x*L1_beta2_02 + L1_t99
-        L1_t101 = L1_N2_y*L1_kc14 + L1_t100
-        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t101
-        L1_t102 = 0.25*L1_F_c2_y_dg_x + (0.36)*L1_a1_y_dg_x
-        L1_t103 = L1_N2_x_dg_x*L1_beta2_02 + L1_t102
-        L1_t104 = L1_N2_y_dg_x*L1_kc14 + L1_t103
-        L1_N1_z_dg_x = L1_N3_z_dg_x*L1_beta2_22 + L1_t104
-        L1_t105 = 0.25*L1_F_c2_y_dg_y + (0.36)*L1_a1_y_dg_y
-        L1_t106 = L1_N2_x_dg_y*L1_beta2_02 + L1_t105
-        L1_t107 = L1_N2_y_dg_y*L1_kc14 + L1_t106
-        L1_N1_z_dg_y = L1_N3_z_dg_y*L1_beta2_22 + L1_t107
-        L1_t108 = 0.25*L1_F_c2_y_dg_z + (0.36)*L1_a1_y_dg_z
-        L1_t109 = L1_N2_x_dg_z*L1_beta2_02 + L1_t108
-        L1_t110 = L1_N2_y_dg_z*L1_kc14 + L1_t109
-        L1_N1_z_dg_z = L1_N3_z_dg_z*L1_beta2_22 + L1_t110
-        L1_t111 = (0.36)*L1_a1_y_dOmega_dot_x + (0.0632)*L1_epsd1_J_z_dOmega_dot_x
-        L1_t112 = 0.25*L1_F_c2_y_dOmega_dot_x + L1_t111
-        L1_t113 = L1_N2_x_dOmega_dot_x*L1_beta2_02 + L1_t112
-        L1_t114 = L1_N2_y_dOmega_dot_x*L1_kc14 + L1_t113
-        L1_N1_z_dOmega_dot_x = L1_N3_z_dOmega_dot_x*L1_beta2_22 + L1_t114
-        L1_t115 = (0.36)*L1_a1_y_dOmega_dot_y + (0.0632)*L1_epsd1_J_z_dOmega_dot_y
-        L1_t116 = 0.25*L1_F_c2_y_dOmega_dot_y + L1_t115
-        L1_t117 = L1_N2_x_dOmega_dot_y*L1_beta2_02 + L1_t116
-        L1_t118 = L1_N2_y_dOmega_dot_y*L1_kc14 + L1_t117
-        L1_N1_z_dOmega_dot_y = L1_N3_z_dOmega_dot_y*L1_beta2_22 + L1_t118
-        L1_t119 = 0.25*L1_F_c2_y_dOmega_dot_z + (0.36)*L1_a1_y_dOmega_dot_z
-        L1_t120 = L1_N2_x_dOmega_dot_z*L1_beta2_02 + L1_t119
-        L1_t121 = L1_N2_y_dOmega_dot_z*L1_kc14 + L1_t120
-        L1_N1_z_dOmega_dot_z = L1_N3_z_dOmega_dot_z*L1_beta2_22 + L1_t121
-        L1_b1 = -L1_N1_z + L1_Qa1
+        L1_t89 = L1_F3_z*L1_beta2_21 + L1_F_c3_x*L1_beta2_01
+        L1_F_c2_y = L1_F_c3_y*L1_kc13 + L1_t89
+        L1_t90 = L1_F3_z_dg_x*L1_beta2_21 + L1_F_c3_x_dg_x*L1_beta2_01
+        L1_F_c2_y_dg_x = L1_F_c3_y_dg_x*L1_kc13 + L1_t90
+        L1_t91 = L1_F3_z_dg_y*L1_beta2_21 + L1_F_c3_x_dg_y*L1_beta2_01
+        L1_F_c2_y_dg_y = L1_F_c3_y_dg_y*L1_kc13 + L1_t91
+        L1_t92 = L1_F3_z_dg_z*L1_beta2_21 + L1_F_c3_x_dg_z*L1_beta2_01
+        L1_F_c2_y_dg_z = L1_F_c3_y_dg_z*L1_kc13 + L1_t92
+        L1_t93 = L1_F3_z_dOmega_dot_x*L1_beta2_21 + L1_F_c3_x_dOmega_dot_x*L1_beta2_01
+        L1_F_c2_y_dOmega_dot_x = L1_F_c3_y_dOmega_dot_x*L1_kc13 + L1_t93
+        L1_t94 = L1_F3_z_dOmega_dot_y*L1_beta2_21 + L1_F_c3_x_dOmega_dot_y*L1_beta2_01
+        L1_F_c2_y_dOmega_dot_y = L1_F_c3_y_dOmega_dot_y*L1_kc13 + L1_t94
+        L1_t95 = L1_F3_z_dOmega_dot_z*L1_beta2_21 + L1_F_c3_x_dOmega_dot_z*L1_beta2_01
+        L1_F_c2_y_dOmega_dot_z = L1_F_c3_y_dOmega_dot_z*L1_kc13 + L1_t95
+        L1_t96 = (0.36)*L1_a1_y + (0.0632)*L1_epsd1_J_z
+        L1_t97 = (0.0612)*L1_oo1_xy + L1_t96
+        L1_t98 = 0.25*L1_F_c2_y + L1_t97
+        L1_t99 = L1_N2_x*L1_beta2_02 + L1_t98
+        L1_t100 = L1_N2_y*L1_kc14 + L1_t99
+        L1_N1_z = L1_N3_z*L1_beta2_22 + L1_t100
+        L1_t101 = 0.25*L1_F_c2_y_dg_x + (0.36)*L1_a1_y_dg_x
+        L1_t102 = L1_N2_x_dg_x*L1_beta2_02 + L1_t101
+        L1_t103 = L1_N2_y_dg_x*L1_kc14 + L1_t102
+        L1_N1_z_dg_x = L1_N3_z_dg_x*L1_beta2_22 + L1_t103
+        L1_t104 = 0.25*L1_F_c2_y_dg_y + (0.36)*L1_a1_y_dg_y
+        L1_t105 = L1_N2_x_dg_y*L1_beta2_02 + L1_t104
+        L1_t106 = L1_N2_y_dg_y*L1_kc14 + L1_t105
+        L1_N1_z_dg_y = L1_N3_z_dg_y*L1_beta2_22 + L1_t106
+        L1_t107 = 0.25*L1_F_c2_y_dg_z + (0.36)*L1_a1_y_dg_z
+        L1_t108 = L1_N2_x_dg_z*L1_beta2_02 + L1_t107
+        L1_t109 = L1_N2_y_dg_z*L1_kc14 + L1_t108
+        L1_N1_z_dg_z = L1_N3_z_dg_z*L1_beta2_22 + L1_t109
+        L1_t110 = (0.36)*L1_a1_y_dOmega_dot_x + (0.0632)*L1_epsd1_J_z_dOmega_dot_x
+        L1_t111 = 0.25*L1_F_c2_y_dOmega_dot_x + L1_t110
+        L1_t112 = L1_N2_x_dOmega_dot_x*L1_beta2_02 + L1_t111
+        L1_t113 = L1_N2_y_dOmega_dot_x*L1_kc14 + L1_t112
+        L1_N1_z_dOmega_dot_x = L1_N3_z_dOmega_dot_x*L1_beta2_22 + L1_t113
+        L1_t114 = (0.36)*L1_a1_y_dOmega_dot_y + (0.0632)*L1_epsd1_J_z_dOmega_dot_y
+        L1_t115 = 0.25*L1_F_c2_y_dOmega_dot_y + L1_t114
+        L1_t116 = L1_N2_x_dOmega_dot_y*L1_beta2_02 + L1_t115
+        L1_t117 = L1_N2_y_dOmega_dot_y*L1_kc14 + L1_t116
+        L1_N1_z_dOmega_dot_y = L1_N3_z_dOmega_dot_y*L1_beta2_22 + L1_t117
+        L1_t118 = 0.25*L1_F_c2_y_dOmega_dot_z + (0.36)*L1_a1_y_dOmega_dot_z
+        L1_t119 = L1_N2_x_dOmega_dot_z*L1_beta2_02 + L1_t118
+        L1_t120 = L1_N2_y_dOmega_dot_z*L1_kc14 + L1_t119
+        L1_N1_z_dOmega_dot_z = L1_N3_z_dOmega_dot_z*L1_beta2_22 + L1_t120
         L1_b1_dg_x = -L1_N1_z_dg_x
         L1_b1_dg_y = -L1_N1_z_dg_y
         L1_b1_dg_z = -L1_N1_z_dg_z
@@ -14434,47 +14528,47 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_cse22 = L1_kc1*oo_C_W_00 + L1_kc2*oo_C_xy
         L1_cse23 = L1_kc1*oo_C_xy + L1_kc2*oo_C_W_11
         L1_cse24 = L1_kc1*oo_C_xz + L1_kc2*oo_C_yz
-        L1_t122 = L1_R_Cn_0_x*L1_cse22 + L1_R_Cn_0_y*L1_cse23
-        L1_cC_x = L1_R_Cn_0_z*L1_cse24 + L1_t122
-        L1_t123 = L1_R_Cn_1_x*L1_cse22 + L1_R_Cn_1_y*L1_cse23
-        L1_cC_y = L1_R_Cn_1_z*L1_cse24 + L1_t123
-        L1_t124 = L1_R_Cn_2_x*L1_cse22 + L1_R_Cn_2_y*L1_cse23
-        L1_cC_z = L1_R_Cn_2_z*L1_cse24 + L1_t124
-        L1_t125 = -L1_a3_x_2 + L1_cC_x
-        L1_c1 = -L1_kc0*L1_oo3_W_00_2 + L1_t125
-        L1_t126 = -L1_a3_y_2 + L1_cC_y
-        L1_t127 = -L1_epsd2_z_2*L1_kc0 + L1_t126
-        L1_c2 = -L1_kc0*L1_oo3_xy_2 + L1_t127
-        L1_t128 = -L1_a2_z_2 + L1_cC_z
-        L1_t129 = L1_epsd3_y_2*L1_kc0 + L1_t128
-        L1_c3 = -L1_kc0*L1_oo3_xz_2 + L1_t129
+        L1_t121 = L1_R_Cn_0_x*L1_cse22 + L1_R_Cn_0_y*L1_cse23
+        L1_cC_x = L1_R_Cn_0_z*L1_cse24 + L1_t121
+        L1_t122 = L1_R_Cn_1_x*L1_cse22 + L1_R_Cn_1_y*L1_cse23
+        L1_cC_y = L1_R_Cn_1_z*L1_cse24 + L1_t122
+        L1_t123 = L1_R_Cn_2_x*L1_cse22 + L1_R_Cn_2_y*L1_cse23
+        L1_cC_z = L1_R_Cn_2_z*L1_cse24 + L1_t123
+        L1_t124 = -L1_a3_x_2 + L1_cC_x
+        L1_c1 = -L1_kc0*L1_oo3_W_00_2 + L1_t124
+        L1_t125 = -L1_a3_y_2 + L1_cC_y
+        L1_t126 = -L1_epsd2_z_2*L1_kc0 + L1_t125
+        L1_c2 = -L1_kc0*L1_oo3_xy_2 + L1_t126
+        L1_t127 = -L1_a2_z_2 + L1_cC_z
+        L1_t128 = L1_epsd3_y_2*L1_kc0 + L1_t127
+        L1_c3 = -L1_kc0*L1_oo3_xz_2 + L1_t128
         L1_h1 = L1_c1*L1_lu_inv3
         L1_h3 = L1_lu_inv2*(-L1_TL1_y*L1_h1 + L1_c2)
         L1_h2 = L1_lu_inv1*(-L1_TL1_z*L1_h1 + L1_c3)
-        L1_t130 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
-        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t130
-        L1_t131 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
-        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t131
-        L1_t132 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
-        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t132
+        L1_t129 = L1_Ic1_22*L1_W1_1 + L1_Nm2_1_z*L1_W1_2
+        L1_AW11 = L1_Nm3_1_z*L1_W1_3 + L1_t129
+        L1_t130 = L1_Ic1_22*L1_W2_1 + L1_Nm2_1_z*L1_W2_2
+        L1_AW12 = L1_Nm3_1_z*L1_W2_3 + L1_t130
+        L1_t131 = L1_Ic1_22*L1_W3_1 + L1_Nm2_1_z*L1_W3_2
+        L1_AW13 = L1_Nm3_1_z*L1_W3_3 + L1_t131
         L1_AW21 = L1_IJ3_11*L1_W1_2 + L1_Nm2_1_z*L1_W1_1
         L1_AW22 = L1_IJ3_11*L1_W2_2 + L1_Nm2_1_z*L1_W2_1
         L1_AW23 = L1_IJ3_11*L1_W3_2 + L1_Nm2_1_z*L1_W3_1
         L1_AW31 = L1_Nm3_1_z*L1_W1_1 + (0.305)*L1_W1_3
         L1_AW32 = L1_Nm3_1_z*L1_W2_1 + (0.305)*L1_W2_3
         L1_AW33 = L1_Nm3_1_z*L1_W3_1 + (0.305)*L1_W3_3
-        L1_t133 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
-        L1_K11 = L1_AW31*L1_W1_3 + L1_t133
-        L1_t134 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
-        L1_K12 = L1_AW32*L1_W1_3 + L1_t134
-        L1_t135 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
-        L1_K13 = L1_AW33*L1_W1_3 + L1_t135
-        L1_t136 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
-        L1_K22 = L1_AW32*L1_W2_3 + L1_t136
-        L1_t137 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
-        L1_K23 = L1_AW33*L1_W2_3 + L1_t137
-        L1_t138 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
-        L1_K33 = L1_AW33*L1_W3_3 + L1_t138
+        L1_t132 = L1_AW11*L1_W1_1 + L1_AW21*L1_W1_2
+        L1_K11 = L1_AW31*L1_W1_3 + L1_t132
+        L1_t133 = L1_AW12*L1_W1_1 + L1_AW22*L1_W1_2
+        L1_K12 = L1_AW32*L1_W1_3 + L1_t133
+        L1_t134 = L1_AW13*L1_W1_1 + L1_AW23*L1_W1_2
+        L1_K13 = L1_AW33*L1_W1_3 + L1_t134
+        L1_t135 = L1_AW12*L1_W2_1 + L1_AW22*L1_W2_2
+        L1_K22 = L1_AW32*L1_W2_3 + L1_t135
+        L1_t136 = L1_AW13*L1_W2_1 + L1_AW23*L1_W2_2
+        L1_K23 = L1_AW33*L1_W2_3 + L1_t136
+        L1_t137 = L1_AW13*L1_W3_1 + L1_AW23*L1_W3_2
+        L1_K33 = L1_AW33*L1_W3_3 + L1_t137
         L1_cse25 = L1_K13*L1_kc2
         L1_KS_00 = -L1_cse25
         L1_KS_01 = L1_K13*L1_kc1
@@ -14486,25 +14580,22 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_KS_20 = -L1_K33*L1_kc2
         L1_KS_21 = L1_K33*L1_kc1
         L1_KS_22 = L1_cse25 - L1_cse26
-        L1_t139 = -L1_Ic1_22*L1_h1 + L1_b1
-        L1_t140 = -L1_Nm2_1_z*L1_h2 + L1_t139
-        L1_r1 = -L1_Nm3_1_z*L1_h3 + L1_t140
         L1_r1_dg_x = L1_b1_dg_x
         L1_r1_dg_y = L1_b1_dg_y
         L1_r1_dg_z = L1_b1_dg_z
         L1_r1_dOmega_dot_x = L1_b1_dOmega_dot_x
         L1_r1_dOmega_dot_y = L1_b1_dOmega_dot_y
         L1_r1_dOmega_dot_z = L1_b1_dOmega_dot_z
-        L1_t141 = -L1_IJ3_11*L1_h2 - L1_N2_y
-        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t141
+        L1_t138 = -L1_IJ3_11*L1_h2 - L1_N2_y
+        L1_r2 = -L1_Nm2_1_z*L1_h1 + L1_t138
         L1_r2_dg_x = -L1_N2_y_dg_x
         L1_r2_dg_y = -L1_N2_y_dg_y
         L1_r2_dg_z = -L1_N2_y_dg_z
         L1_r2_dOmega_dot_x = -L1_N2_y_dOmega_dot_x
         L1_r2_dOmega_dot_y = -L1_N2_y_dOmega_dot_y
         L1_r2_dOmega_dot_z = -L1_N2_y_dOmega_dot_z
-        L1_t142 = -L1_N3_z - 0.305*L1_h3
-        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t142
+        L1_t139 = -L1_N3_z - 0.305*L1_h3
+        L1_r3 = -L1_Nm3_1_z*L1_h1 + L1_t139
         L1_r3_dg_x = -L1_N3_z_dg_x
         L1_r3_dg_y = -L1_N3_z_dg_y
         L1_r3_dg_z = -L1_N3_z_dg_z
@@ -14525,71 +14616,63 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         L1_y_z2_dOmega_dot_x = L1_lu_inv2*L1_r3_dOmega_dot_x
         L1_y_z2_dOmega_dot_y = L1_lu_inv2*L1_r3_dOmega_dot_y
         L1_y_z2_dOmega_dot_z = L1_lu_inv2*L1_r3_dOmega_dot_z
-        L1_t143 = -L1_TL1_y*L1_y_z2 + L1_r1
-        L1_y_z1 = L1_lu_inv3*(-L1_TL1_z*L1_y_z3 + L1_t143)
         L1_cse27 = L1_TL1_y*L1_lu_inv3
         L1_cse28 = L1_TL1_z*L1_lu_inv3
-        L1_t144 = -L1_cse27*L1_y_z2_dg_x + L1_lu_inv3*L1_r1_dg_x
-        L1_y_z1_dg_x = -L1_cse28*L1_y_z3_dg_x + L1_t144
-        L1_t145 = -L1_cse27*L1_y_z2_dg_y + L1_lu_inv3*L1_r1_dg_y
-        L1_y_z1_dg_y = -L1_cse28*L1_y_z3_dg_y + L1_t145
-        L1_t146 = -L1_cse27*L1_y_z2_dg_z + L1_lu_inv3*L1_r1_dg_z
-        L1_y_z1_dg_z = -L1_cse28*L1_y_z3_dg_z + L1_t146
-        L1_t147 = -L1_cse27*L1_y_z2_dOmega_dot_x + L1_lu_inv3*L1_r1_dOmega_dot_x
-        L1_y_z1_dOmega_dot_x = -L1_cse28*L1_y_z3_dOmega_dot_x + L1_t147
-        L1_t148 = -L1_cse27*L1_y_z2_dOmega_dot_y + L1_lu_inv3*L1_r1_dOmega_dot_y
-        L1_y_z1_dOmega_dot_y = -L1_cse28*L1_y_z3_dOmega_dot_y + L1_t148
-        L1_t149 = -L1_cse27*L1_y_z2_dOmega_dot_z + L1_lu_inv3*L1_r1_dOmega_dot_z
-        L1_y_z1_dOmega_dot_z = -L1_cse28*L1_y_z3_dOmega_dot_z + L1_t149
-        L1_t150 = L1_R_Cn_0_x*L1_y_z1 + L1_R_Cn_1_x*L1_y_z2
-        L1_fc_x = L1_R_Cn_2_x*L1_y_z3 + L1_t150
-        L1_t151 = L1_R_Cn_0_x*L1_y_z1_dg_x + L1_R_Cn_1_x*L1_y_z2_dg_x
-        L1_fc_x_dg_x = L1_R_Cn_2_x*L1_y_z3_dg_x + L1_t151
-        L1_t152 = L1_R_Cn_0_x*L1_y_z1_dg_y + L1_R_Cn_1_x*L1_y_z2_dg_y
-        L1_fc_x_dg_y = L1_R_Cn_2_x*L1_y_z3_dg_y + L1_t152
-        L1_t153 = L1_R_Cn_0_x*L1_y_z1_dg_z + L1_R_Cn_1_x*L1_y_z2_dg_z
-        L1_fc_x_dg_z = L1_R_Cn_2_x*L1_y_z3_dg_z + L1_t153
-        L1_t154 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_x
-        L1_fc_x_dOmega_dot_x = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_x + L1_t154
-        L1_t155 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_y
-        L1_fc_x_dOmega_dot_y = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_y + L1_t155
-        L1_t156 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_z
-        L1_fc_x_dOmega_dot_z = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_z + L1_t156
-        L1_t157 = L1_R_Cn_0_y*L1_y_z1 + L1_R_Cn_1_y*L1_y_z2
-        L1_fc_y = L1_R_Cn_2_y*L1_y_z3 + L1_t157
-        L1_t158 = L1_R_Cn_0_y*L1_y_z1_dg_x + L1_R_Cn_1_y*L1_y_z2_dg_x
-        L1_fc_y_dg_x = L1_R_Cn_2_y*L1_y_z3_dg_x + L1_t158
-        L1_t159 = L1_R_Cn_0_y*L1_y_z1_dg_y + L1_R_Cn_1_y*L1_y_z2_dg_y
-        L1_fc_y_dg_y = L1_R_Cn_2_y*L1_y_z3_dg_y + L1_t159
-        L1_t160 = L1_R_Cn_0_y*L1_y_z1_dg_z + L1_R_Cn_1_y*L1_y_z2_dg_z
-        L1_fc_y_dg_z = L1_R_Cn_2_y*L1_y_z3_dg_z + L1_t160
-        L1_t161 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_x
-        L1_fc_y_dOmega_dot_x = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_x + L1_t161
-        L1_t162 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_y
-        L1_fc_y_dOmega_dot_y = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_y + L1_t162
-        L1_t163 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_z
-        L1_fc_y_dOmega_dot_z = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_z + L1_t163
-        L1_t164 = L1_R_Cn_0_z*L1_y_z1 + L1_R_Cn_1_z*L1_y_z2
-        L1_fc_z = L1_R_Cn_2_z*L1_y_z3 + L1_t164
-        L1_t165 = L1_R_Cn_0_z*L1_y_z1_dg_x + L1_R_Cn_1_z*L1_y_z2_dg_x
-        L1_fc_z_dg_x = L1_R_Cn_2_z*L1_y_z3_dg_x + L1_t165
-        L1_t166 = L1_R_Cn_0_z*L1_y_z1_dg_y + L1_R_Cn_1_z*L1_y_z2_dg_y
-        L1_fc_z_dg_y = L1_R_Cn_2_z*L1_y_z3_dg_y + L1_t166
-        L1_t167 = L1_R_Cn_0_z*L1_y_z1_dg_z + L1_R_Cn_1_z*L1_y_z2_dg_z
-        L1_fc_z_dg_z = L1_R_Cn_2_z*L1_y_z3_dg_z + L1_t167
-        L1_t168 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_x
-        L1_fc_z_dOmega_dot_x = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_x + L1_t168
-        L1_t169 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_y
-        L1_fc_z_dOmega_dot_y = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_y + L1_t169
-        L1_t170 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_z
-        L1_fc_z_dOmega_dot_z = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_z + L1_t170
-        cl0_out.append((L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_q1, L1_check1_3, L1_u_c2, L1_u_s2, L1_q2, L1_q3, L1_check1_4, L1_check1_5, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_TL1_y, L1_TL1_z, L1_check1_6, L1_lu_inv1, L1_lu_inv2, L1_check1_7, L1_lu_inv3, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_a1_J_z, L1_a1_J_z_dg_x, L1_a1_J_z_dg_y, L1_a1_J_z_dOmega_dot_z, L1_epsd1_J_z, L1_epsd1_J_z_dOmega_dot_x, L1_epsd1_J_z_dOmega_dot_y, L1_epsd1_x, L1_epsd1_x_dOmega_dot_x, L1_epsd1_x_dOmega_dot_y, L1_epsd1_x_dOmega_dot_z, L1_epsd1_y, L1_epsd1_y_dOmega_dot_x, L1_epsd1_y_dOmega_dot_y, L1_epsd1_y_dOmega_dot_z, L1_a1_x, L1_a1_x_dg_x, L1_a1_x_dg_y, L1_a1_x_dg_z, L1_a1_x_dOmega_dot_x, L1_a1_x_dOmega_dot_y, L1_a1_x_dOmega_dot_z, L1_a1_y, L1_a1_y_dg_x, L1_a1_y_dg_y, L1_a1_y_dg_z, L1_a1_y_dOmega_dot_x, L1_a1_y_dOmega_dot_y, L1_a1_y_dOmega_dot_z, L1_oo1_xy, L1_oo1_xz, L1_oo1_W_00, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N3_z_dg_x, L1_N3_z_dg_y, L1_N3_z_dg_z, L1_N3_z_dOmega_dot_x, L1_N3_z_dOmega_dot_y, L1_N3_z_dOmega_dot_z, L1_N2_y, L1_N2_y_dg_x, L1_N2_y_dg_y, L1_N2_y_dg_z, L1_N2_y_dOmega_dot_x, L1_N2_y_dOmega_dot_y, L1_N2_y_dOmega_dot_z, L1_b1, L1_b1_dg_x, L1_b1_dg_y, L1_b1_dg_z, L1_b1_dOmega_dot_x, L1_b1_dOmega_dot_y, L1_b1_dOmega_dot_z, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_fc_x, L1_fc_x_dg_x, L1_fc_x_dg_y, L1_fc_x_dg_z, L1_fc_x_dOmega_dot_x, L1_fc_x_dOmega_dot_y, L1_fc_x_dOmega_dot_z, L1_fc_y, L1_fc_y_dg_x, L1_fc_y_dg_y, L1_fc_y_dg_z, L1_fc_y_dOmega_dot_x, L1_fc_y_dOmega_dot_y, L1_fc_y_dOmega_dot_z, L1_fc_z, L1_fc_z_dg_x, L1_fc_z_dg_y, L1_fc_z_dg_z, L1_fc_z_dOmega_dot_x, L1_fc_z_dOmega_dot_y, L1_fc_z_dOmega_dot_z,))
-    leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_q1, leg1_check1_3, leg1_u_c2, leg1_u_s2, leg1_q2, leg1_q3, leg1_check1_4, leg1_check1_5, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_TL1_y, leg1_TL1_z, leg1_check1_6, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_7, leg1_lu_inv3, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_a1_J_z, leg1_a1_J_z_dg_x, leg1_a1_J_z_dg_y, leg1_a1_J_z_dOmega_dot_z, leg1_epsd1_J_z, leg1_epsd1_J_z_dOmega_dot_x, leg1_epsd1_J_z_dOmega_dot_y, leg1_epsd1_x, leg1_epsd1_x_dOmega_dot_x, leg1_epsd1_x_dOmega_dot_y, leg1_epsd1_x_dOmega_dot_z, leg1_epsd1_y, leg1_epsd1_y_dOmega_dot_x, leg1_epsd1_y_dOmega_dot_y, leg1_epsd1_y_dOmega_dot_z, leg1_a1_x, leg1_a1_x_dg_x, leg1_a1_x_dg_y, leg1_a1_x_dg_z, leg1_a1_x_dOmega_dot_x, leg1_a1_x_dOmega_dot_y, leg1_a1_x_dOmega_dot_z, leg1_a1_y, leg1_a1_y_dg_x, leg1_a1_y_dg_y, leg1_a1_y_dg_z, leg1_a1_y_dOmega_dot_x, leg1_a1_y_dOmega_dot_y, leg1_a1_y_dOmega_dot_z, leg1_oo1_xy, leg1_oo1_xz, leg1_oo1_W_00, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N3_z_dg_x, leg1_N3_z_dg_y, leg1_N3_z_dg_z, leg1_N3_z_dOmega_dot_x, leg1_N3_z_dOmega_dot_y, leg1_N3_z_dOmega_dot_z, leg1_N2_y, leg1_N2_y_dg_x, leg1_N2_y_dg_y, leg1_N2_y_dg_z, leg1_N2_y_dOmega_dot_x, leg1_N2_y_dOmega_dot_y, leg1_N2_y_dOmega_dot_z, leg1_b1, leg1_b1_dg_x, leg1_b1_dg_y, leg1_b1_dg_z, leg1_b1_dOmega_dot_x, leg1_b1_dOmega_dot_y, leg1_b1_dOmega_dot_z, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_fc_x, leg1_fc_x_dg_x, leg1_fc_x_dg_y, leg1_fc_x_dg_z, leg1_fc_x_dOmega_dot_x, leg1_fc_x_dOmega_dot_y, leg1_fc_x_dOmega_dot_z, leg1_fc_y, leg1_fc_y_dg_x, leg1_fc_y_dg_y, leg1_fc_y_dg_z, leg1_fc_y_dOmega_dot_x, leg1_fc_y_dOmega_dot_y, leg1_fc_y_dOmega_dot_z, leg1_fc_z, leg1_fc_z_dg_x, leg1_fc_z_dg_y, leg1_fc_z_dg_z, leg1_fc_z_dOmega_dot_x, leg1_fc_z_dOmega_dot_y, leg1_fc_z_dOmega_dot_z, = cl0_out[0]
-    leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_q1, leg2_check1_3, leg2_u_c2, leg2_u_s2, leg2_q2, leg2_q3, leg2_check1_4, leg2_check1_5, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_TL1_y, leg2_TL1_z, leg2_check1_6, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_7, leg2_lu_inv3, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_a1_J_z, leg2_a1_J_z_dg_x, leg2_a1_J_z_dg_y, leg2_a1_J_z_dOmega_dot_z, leg2_epsd1_J_z, leg2_epsd1_J_z_dOmega_dot_x, leg2_epsd1_J_z_dOmega_dot_y, leg2_epsd1_x, leg2_epsd1_x_dOmega_dot_x, leg2_epsd1_x_dOmega_dot_y, leg2_epsd1_x_dOmega_dot_z, leg2_epsd1_y, leg2_epsd1_y_dOmega_dot_x, leg2_epsd1_y_dOmega_dot_y, leg2_epsd1_y_dOmega_dot_z, leg2_a1_x, leg2_a1_x_dg_x, leg2_a1_x_dg_y, leg2_a1_x_dg_z, leg2_a1_x_dOmega_dot_x, leg2_a1_x_dOmega_dot_y, leg2_a1_x_dOmega_dot_z, leg2_a1_y, leg2_a1_y_dg_x, leg2_a1_y_dg_y, leg2_a1_y_dg_z, leg2_a1_y_dOmega_dot_x, leg2_a1_y_dOmega_dot_y, leg2_a1_y_dOmega_dot_z, leg2_oo1_xy, leg2_oo1_xz, leg2_oo1_W_00, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N3_z_dg_x, leg2_N3_z_dg_y, leg2_N3_z_dg_z, leg2_N3_z_dOmega_dot_x, leg2_N3_z_dOmega_dot_y, leg2_N3_z_dOmega_dot_z, leg2_N2_y, leg2_N2_y_dg_x, leg2_N2_y_dg_y, leg2_N2_y_dg_z, leg2_N2_y_dOmega_dot_x, leg2_N2_y_dOmega_dot_y, leg2_N2_y_dOmega_dot_z, leg2_b1, leg2_b1_dg_x, leg2_b1_dg_y, leg2_b1_dg_z, leg2_b1_dOmega_dot_x, leg2_b1_dOmega_dot_y, leg2_b1_dOmega_dot_z, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_fc_x, leg2_fc_x_dg_x, leg2_fc_x_dg_y, leg2_fc_x_dg_z, leg2_fc_x_dOmega_dot_x, leg2_fc_x_dOmega_dot_y, leg2_fc_x_dOmega_dot_z, leg2_fc_y, leg2_fc_y_dg_x, leg2_fc_y_dg_y, leg2_fc_y_dg_z, leg2_fc_y_dOmega_dot_x, leg2_fc_y_dOmega_dot_y, leg2_fc_y_dOmega_dot_z, leg2_fc_z, leg2_fc_z_dg_x, leg2_fc_z_dg_y, leg2_fc_z_dg_z, leg2_fc_z_dOmega_dot_x, leg2_fc_z_dOmega_dot_y, leg2_fc_z_dOmega_dot_z, = cl0_out[1]
-    leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_q1, leg3_check1_3, leg3_u_c2, leg3_u_s2, leg3_q2, leg3_q3, leg3_check1_4, leg3_check1_5, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_TL1_y, leg3_TL1_z, leg3_check1_6, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_7, leg3_lu_inv3, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_a1_J_z, leg3_a1_J_z_dg_x, leg3_a1_J_z_dg_y, leg3_a1_J_z_dOmega_dot_z, leg3_epsd1_J_z, leg3_epsd1_J_z_dOmega_dot_x, leg3_epsd1_J_z_dOmega_dot_y, leg3_epsd1_x, leg3_epsd1_x_dOmega_dot_x, leg3_epsd1_x_dOmega_dot_y, leg3_epsd1_x_dOmega_dot_z, leg3_epsd1_y, leg3_epsd1_y_dOmega_dot_x, leg3_epsd1_y_dOmega_dot_y, leg3_epsd1_y_dOmega_dot_z, leg3_a1_x, leg3_a1_x_dg_x, leg3_a1_x_dg_y, leg3_a1_x_dg_z, leg3_a1_x_dOmega_dot_x, leg3_a1_x_dOmega_dot_y, leg3_a1_x_dOmega_dot_z, leg3_a1_y, leg3_a1_y_dg_x, leg3_a1_y_dg_y, leg3_a1_y_dg_z, leg3_a1_y_dOmega_dot_x, leg3_a1_y_dOmega_dot_y, leg3_a1_y_dOmega_dot_z, leg3_oo1_xy, leg3_oo1_xz, leg3_oo1_W_00, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N3_z_dg_x, leg3_N3_z_dg_y, leg3_N3_z_dg_z, leg3_N3_z_dOmega_dot_x, leg3_N3_z_dOmega_dot_y, leg3_N3_z_dOmega_dot_z, leg3_N2_y, leg3_N2_y_dg_x, leg3_N2_y_dg_y, leg3_N2_y_dg_z, leg3_N2_y_dOmega_dot_x, leg3_N2_y_dOmega_dot_y, leg3_N2_y_dOmega_dot_z, leg3_b1, leg3_b1_dg_x, leg3_b1_dg_y, leg3_b1_dg_z, leg3_b1_dOmega_dot_x, leg3_b1_dOmega_dot_y, leg3_b1_dOmega_dot_z, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_fc_x, leg3_fc_x_dg_x, leg3_fc_x_dg_y, leg3_fc_x_dg_z, leg3_fc_x_dOmega_dot_x, leg3_fc_x_dOmega_dot_y, leg3_fc_x_dOmega_dot_z, leg3_fc_y, leg3_fc_y_dg_x, leg3_fc_y_dg_y, leg3_fc_y_dg_z, leg3_fc_y_dOmega_dot_x, leg3_fc_y_dOmega_dot_y, leg3_fc_y_dOmega_dot_z, leg3_fc_z, leg3_fc_z_dg_x, leg3_fc_z_dg_y, leg3_fc_z_dg_z, leg3_fc_z_dOmega_dot_x, leg3_fc_z_dOmega_dot_y, leg3_fc_z_dOmega_dot_z, = cl0_out[2]
-    leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_q1, leg4_check1_3, leg4_u_c2, leg4_u_s2, leg4_q2, leg4_q3, leg4_check1_4, leg4_check1_5, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_TL1_y, leg4_TL1_z, leg4_check1_6, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_7, leg4_lu_inv3, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_a1_J_z, leg4_a1_J_z_dg_x, leg4_a1_J_z_dg_y, leg4_a1_J_z_dOmega_dot_z, leg4_epsd1_J_z, leg4_epsd1_J_z_dOmega_dot_x, leg4_epsd1_J_z_dOmega_dot_y, leg4_epsd1_x, leg4_epsd1_x_dOmega_dot_x, leg4_epsd1_x_dOmega_dot_y, leg4_epsd1_x_dOmega_dot_z, leg4_epsd1_y, leg4_epsd1_y_dOmega_dot_x, leg4_epsd1_y_dOmega_dot_y, leg4_epsd1_y_dOmega_dot_z, leg4_a1_x, leg4_a1_x_dg_x, leg4_a1_x_dg_y, leg4_a1_x_dg_z, leg4_a1_x_dOmega_dot_x, leg4_a1_x_dOmega_dot_y, leg4_a1_x_dOmega_dot_z, leg4_a1_y, leg4_a1_y_dg_x, leg4_a1_y_dg_y, leg4_a1_y_dg_z, leg4_a1_y_dOmega_dot_x, leg4_a1_y_dOmega_dot_y, leg4_a1_y_dOmega_dot_z, leg4_oo1_xy, leg4_oo1_xz, leg4_oo1_W_00, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N3_z_dg_x, leg4_N3_z_dg_y, leg4_N3_z_dg_z, leg4_N3_z_dOmega_dot_x, leg4_N3_z_dOmega_dot_y, leg4_N3_z_dOmega_dot_z, leg4_N2_y, leg4_N2_y_dg_x, leg4_N2_y_dg_y, leg4_N2_y_dg_z, leg4_N2_y_dOmega_dot_x, leg4_N2_y_dOmega_dot_y, leg4_N2_y_dOmega_dot_z, leg4_b1, leg4_b1_dg_x, leg4_b1_dg_y, leg4_b1_dg_z, leg4_b1_dOmega_dot_x, leg4_b1_dOmega_dot_y, leg4_b1_dOmega_dot_z, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_fc_x, leg4_fc_x_dg_x, leg4_fc_x_dg_y, leg4_fc_x_dg_z, leg4_fc_x_dOmega_dot_x, leg4_fc_x_dOmega_dot_y, leg4_fc_x_dOmega_dot_z, leg4_fc_y, leg4_fc_y_dg_x, leg4_fc_y_dg_y, leg4_fc_y_dg_z, leg4_fc_y_dOmega_dot_x, leg4_fc_y_dOmega_dot_y, leg4_fc_y_dOmega_dot_z, leg4_fc_z, leg4_fc_z_dg_x, leg4_fc_z_dg_y, leg4_fc_z_dg_z, leg4_fc_z_dOmega_dot_x, leg4_fc_z_dOmega_dot_y, leg4_fc_z_dOmega_dot_z, = cl0_out[3]
-    leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_q1, leg5_check1_3, leg5_u_c2, leg5_u_s2, leg5_q2, leg5_q3, leg5_check1_4, leg5_check1_5, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_TL1_y, leg5_TL1_z, leg5_check1_6, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_7, leg5_lu_inv3, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_a1_J_z, leg5_a1_J_z_dg_x, leg5_a1_J_z_dg_y, leg5_a1_J_z_dOmega_dot_z, leg5_epsd1_J_z, leg5_epsd1_J_z_dOmega_dot_x, leg5_epsd1_J_z_dOmega_dot_y, leg5_epsd1_x, leg5_epsd1_x_dOmega_dot_x, leg5_epsd1_x_dOmega_dot_y, leg5_epsd1_x_dOmega_dot_z, leg5_epsd1_y, leg5_epsd1_y_dOmega_dot_x, leg5_epsd1_y_dOmega_dot_y, leg5_epsd1_y_dOmega_dot_z, leg5_a1_x, leg5_a1_x_dg_x, leg5_a1_x_dg_y, leg5_a1_x_dg_z, leg5_a1_x_dOmega_dot_x, leg5_a1_x_dOmega_dot_y, leg5_a1_x_dOmega_dot_z, leg5_a1_y, leg5_a1_y_dg_x, leg5_a1_y_dg_y, leg5_a1_y_dg_z, leg5_a1_y_dOmega_dot_x, leg5_a1_y_dOmega_dot_y, leg5_a1_y_dOmega_dot_z, leg5_oo1_xy, leg5_oo1_xz, leg5_oo1_W_00, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N3_z_dg_x, leg5_N3_z_dg_y, leg5_N3_z_dg_z, leg5_N3_z_dOmega_dot_x, leg5_N3_z_dOmega_dot_y, leg5_N3_z_dOmega_dot_z, leg5_N2_y, leg5_N2_y_dg_x, leg5_N2_y_dg_y, leg5_N2_y_dg_z, leg5_N2_y_dOmega_dot_x, leg5_N2_y_dOmega_dot_y, leg5_N2_y_dOmega_dot_z, leg5_b1, leg5_b1_dg_x, leg5_b1_dg_y, leg5_b1_dg_z, leg5_b1_dOmega_dot_x, leg5_b1_dOmega_dot_y, leg5_b1_dOmega_dot_z, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_fc_x, leg5_fc_x_dg_x, leg5_fc_x_dg_y, leg5_fc_x_dg_z, leg5_fc_x_dOmega_dot_x, leg5_fc_x_dOmega_dot_y, leg5_fc_x_dOmega_dot_z, leg5_fc_y, leg5_fc_y_dg_x, leg5_fc_y_dg_y, leg5_fc_y_dg_z, leg5_fc_y_dOmega_dot_x, leg5_fc_y_dOmega_dot_y, leg5_fc_y_dOmega_dot_z, leg5_fc_z, leg5_fc_z_dg_x, leg5_fc_z_dg_y, leg5_fc_z_dg_z, leg5_fc_z_dOmega_dot_x, leg5_fc_z_dOmega_dot_y, leg5_fc_z_dOmega_dot_z, = cl0_out[4]
-    leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_q1, leg6_check1_3, leg6_u_c2, leg6_u_s2, leg6_q2, leg6_q3, leg6_check1_4, leg6_check1_5, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_TL1_y, leg6_TL1_z, leg6_check1_6, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_7, leg6_lu_inv3, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_a1_J_z, leg6_a1_J_z_dg_x, leg6_a1_J_z_dg_y, leg6_a1_J_z_dOmega_dot_z, leg6_epsd1_J_z, leg6_epsd1_J_z_dOmega_dot_x, leg6_epsd1_J_z_dOmega_dot_y, leg6_epsd1_x, leg6_epsd1_x_dOmega_dot_x, leg6_epsd1_x_dOmega_dot_y, leg6_epsd1_x_dOmega_dot_z, leg6_epsd1_y, leg6_epsd1_y_dOmega_dot_x, leg6_epsd1_y_dOmega_dot_y, leg6_epsd1_y_dOmega_dot_z, leg6_a1_x, leg6_a1_x_dg_x, leg6_a1_x_dg_y, leg6_a1_x_dg_z, leg6_a1_x_dOmega_dot_x, leg6_a1_x_dOmega_dot_y, leg6_a1_x_dOmega_dot_z, leg6_a1_y, leg6_a1_y_dg_x, leg6_a1_y_dg_y, leg6_a1_y_dg_z, leg6_a1_y_dOmega_dot_x, leg6_a1_y_dOmega_dot_y, leg6_a1_y_dOmega_dot_z, leg6_oo1_xy, leg6_oo1_xz, leg6_oo1_W_00, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N3_z_dg_x, leg6_N3_z_dg_y, leg6_N3_z_dg_z, leg6_N3_z_dOmega_dot_x, leg6_N3_z_dOmega_dot_y, leg6_N3_z_dOmega_dot_z, leg6_N2_y, leg6_N2_y_dg_x, leg6_N2_y_dg_y, leg6_N2_y_dg_z, leg6_N2_y_dOmega_dot_x, leg6_N2_y_dOmega_dot_y, leg6_N2_y_dOmega_dot_z, leg6_b1, leg6_b1_dg_x, leg6_b1_dg_y, leg6_b1_dg_z, leg6_b1_dOmega_dot_x, leg6_b1_dOmega_dot_y, leg6_b1_dOmega_dot_z, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_fc_x, leg6_fc_x_dg_x, leg6_fc_x_dg_y, leg6_fc_x_dg_z, leg6_fc_x_dOmega_dot_x, leg6_fc_x_dOmega_dot_y, leg6_fc_x_dOmega_dot_z, leg6_fc_y, leg6_fc_y_dg_x, leg6_fc_y_dg_y, leg6_fc_y_dg_z, leg6_fc_y_dOmega_dot_x, leg6_fc_y_dOmega_dot_y, leg6_fc_y_dOmega_dot_z, leg6_fc_z, leg6_fc_z_dg_x, leg6_fc_z_dg_y, leg6_fc_z_dg_z, leg6_fc_z_dOmega_dot_x, leg6_fc_z_dOmega_dot_y, leg6_fc_z_dOmega_dot_z, = cl0_out[5]
+        L1_t140 = -L1_cse27*L1_y_z2_dg_x + L1_lu_inv3*L1_r1_dg_x
+        L1_y_z1_dg_x = -L1_cse28*L1_y_z3_dg_x + L1_t140
+        L1_t141 = -L1_cse27*L1_y_z2_dg_y + L1_lu_inv3*L1_r1_dg_y
+        L1_y_z1_dg_y = -L1_cse28*L1_y_z3_dg_y + L1_t141
+        L1_t142 = -L1_cse27*L1_y_z2_dg_z + L1_lu_inv3*L1_r1_dg_z
+        L1_y_z1_dg_z = -L1_cse28*L1_y_z3_dg_z + L1_t142
+        L1_t143 = -L1_cse27*L1_y_z2_dOmega_dot_x + L1_lu_inv3*L1_r1_dOmega_dot_x
+        L1_y_z1_dOmega_dot_x = -L1_cse28*L1_y_z3_dOmega_dot_x + L1_t143
+        L1_t144 = -L1_cse27*L1_y_z2_dOmega_dot_y + L1_lu_inv3*L1_r1_dOmega_dot_y
+        L1_y_z1_dOmega_dot_y = -L1_cse28*L1_y_z3_dOmega_dot_y + L1_t144
+        L1_t145 = -L1_cse27*L1_y_z2_dOmega_dot_z + L1_lu_inv3*L1_r1_dOmega_dot_z
+        L1_y_z1_dOmega_dot_z = -L1_cse28*L1_y_z3_dOmega_dot_z + L1_t145
+        L1_t146 = L1_R_Cn_0_x*L1_y_z1_dg_x + L1_R_Cn_1_x*L1_y_z2_dg_x
+        L1_fc_x_dg_x = L1_R_Cn_2_x*L1_y_z3_dg_x + L1_t146
+        L1_t147 = L1_R_Cn_0_x*L1_y_z1_dg_y + L1_R_Cn_1_x*L1_y_z2_dg_y
+        L1_fc_x_dg_y = L1_R_Cn_2_x*L1_y_z3_dg_y + L1_t147
+        L1_t148 = L1_R_Cn_0_x*L1_y_z1_dg_z + L1_R_Cn_1_x*L1_y_z2_dg_z
+        L1_fc_x_dg_z = L1_R_Cn_2_x*L1_y_z3_dg_z + L1_t148
+        L1_t149 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_x
+        L1_fc_x_dOmega_dot_x = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_x + L1_t149
+        L1_t150 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_y
+        L1_fc_x_dOmega_dot_y = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_y + L1_t150
+        L1_t151 = L1_R_Cn_0_x*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_x*L1_y_z2_dOmega_dot_z
+        L1_fc_x_dOmega_dot_z = L1_R_Cn_2_x*L1_y_z3_dOmega_dot_z + L1_t151
+        L1_t152 = L1_R_Cn_0_y*L1_y_z1_dg_x + L1_R_Cn_1_y*L1_y_z2_dg_x
+        L1_fc_y_dg_x = L1_R_Cn_2_y*L1_y_z3_dg_x + L1_t152
+        L1_t153 = L1_R_Cn_0_y*L1_y_z1_dg_y + L1_R_Cn_1_y*L1_y_z2_dg_y
+        L1_fc_y_dg_y = L1_R_Cn_2_y*L1_y_z3_dg_y + L1_t153
+        L1_t154 = L1_R_Cn_0_y*L1_y_z1_dg_z + L1_R_Cn_1_y*L1_y_z2_dg_z
+        L1_fc_y_dg_z = L1_R_Cn_2_y*L1_y_z3_dg_z + L1_t154
+        L1_t155 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_x
+        L1_fc_y_dOmega_dot_x = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_x + L1_t155
+        L1_t156 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_y
+        L1_fc_y_dOmega_dot_y = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_y + L1_t156
+        L1_t157 = L1_R_Cn_0_y*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_y*L1_y_z2_dOmega_dot_z
+        L1_fc_y_dOmega_dot_z = L1_R_Cn_2_y*L1_y_z3_dOmega_dot_z + L1_t157
+        L1_t158 = L1_R_Cn_0_z*L1_y_z1_dg_x + L1_R_Cn_1_z*L1_y_z2_dg_x
+        L1_fc_z_dg_x = L1_R_Cn_2_z*L1_y_z3_dg_x + L1_t158
+        L1_t159 = L1_R_Cn_0_z*L1_y_z1_dg_y + L1_R_Cn_1_z*L1_y_z2_dg_y
+        L1_fc_z_dg_y = L1_R_Cn_2_z*L1_y_z3_dg_y + L1_t159
+        L1_t160 = L1_R_Cn_0_z*L1_y_z1_dg_z + L1_R_Cn_1_z*L1_y_z2_dg_z
+        L1_fc_z_dg_z = L1_R_Cn_2_z*L1_y_z3_dg_z + L1_t160
+        L1_t161 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_x + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_x
+        L1_fc_z_dOmega_dot_x = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_x + L1_t161
+        L1_t162 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_y + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_y
+        L1_fc_z_dOmega_dot_y = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_y + L1_t162
+        L1_t163 = L1_R_Cn_0_z*L1_y_z1_dOmega_dot_z + L1_R_Cn_1_z*L1_y_z2_dOmega_dot_z
+        L1_fc_z_dOmega_dot_z = L1_R_Cn_2_z*L1_y_z3_dOmega_dot_z + L1_t163
+        cl0_out.append((L1_check1_1, L1_check1_2, L1_crank_c, L1_crank_s, L1_check1_3, L1_u_c1, L1_u_s1, L1_u_c2, L1_u_s2, L1_beta1_00, L1_beta1_01, L1_beta1_10, L1_beta1_11, L1_beta2_00, L1_beta2_01, L1_beta2_02, L1_beta2_20, L1_beta2_21, L1_beta2_22, L1_TL1_y, L1_TL1_z, L1_R_Cn_0_x, L1_R_Cn_0_y, L1_R_Cn_0_z, L1_R_Cn_2_x, L1_R_Cn_2_y, L1_R_Cn_2_z, L1_R_Cn_1_x, L1_R_Cn_1_y, L1_R_Cn_1_z, L1_check1_4, L1_lu_inv1, L1_lu_inv2, L1_check1_5, L1_lu_inv3, L1_W1_1, L1_W1_3, L1_W1_2, L1_W2_1, L1_W2_3, L1_W2_2, L1_W3_1, L1_W3_3, L1_W3_2, L1_qd1, L1_qd2, L1_qd3, L1_IJ3_11, L1_Ic1_22, L1_Nm3_1_z, L1_Nm2_1_z, L1_a1_J_z, L1_a1_J_z_dg_x, L1_a1_J_z_dg_y, L1_a1_J_z_dOmega_dot_z, L1_epsd1_J_z, L1_epsd1_J_z_dOmega_dot_x, L1_epsd1_J_z_dOmega_dot_y, L1_epsd1_x, L1_epsd1_x_dOmega_dot_x, L1_epsd1_x_dOmega_dot_y, L1_epsd1_x_dOmega_dot_z, L1_epsd1_y, L1_epsd1_y_dOmega_dot_x, L1_epsd1_y_dOmega_dot_y, L1_epsd1_y_dOmega_dot_z, L1_a1_x, L1_a1_x_dg_x, L1_a1_x_dg_y, L1_a1_x_dg_z, L1_a1_x_dOmega_dot_x, L1_a1_x_dOmega_dot_y, L1_a1_x_dOmega_dot_z, L1_a1_y, L1_a1_y_dg_x, L1_a1_y_dg_y, L1_a1_y_dg_z, L1_a1_y_dOmega_dot_x, L1_a1_y_dOmega_dot_y, L1_a1_y_dOmega_dot_z, L1_oo1_xy, L1_oo1_xz, L1_oo1_W_00, L1_omega_p2_x, L1_omega_p2_z, L1_omega_p3_x, L1_omega_p3_y, L1_oo3_xy, L1_oo3_xz, L1_oo3_W_00, L1_N3_z, L1_N3_z_dg_x, L1_N3_z_dg_y, L1_N3_z_dg_z, L1_N3_z_dOmega_dot_x, L1_N3_z_dOmega_dot_y, L1_N3_z_dOmega_dot_z, L1_N2_y, L1_N2_y_dg_x, L1_N2_y_dg_y, L1_N2_y_dg_z, L1_N2_y_dOmega_dot_x, L1_N2_y_dOmega_dot_y, L1_N2_y_dOmega_dot_z, L1_N1_z, L1_b1_dg_x, L1_b1_dg_y, L1_b1_dg_z, L1_b1_dOmega_dot_x, L1_b1_dOmega_dot_y, L1_b1_dOmega_dot_z, L1_h1, L1_h3, L1_h2, L1_K11, L1_K12, L1_K13, L1_K22, L1_K23, L1_K33, L1_KS_00, L1_KS_01, L1_KS_02, L1_KS_10, L1_KS_11, L1_KS_12, L1_KS_20, L1_KS_21, L1_KS_22, L1_y_z3, L1_y_z2, L1_fc_x_dg_x, L1_fc_x_dg_y, L1_fc_x_dg_z, L1_fc_x_dOmega_dot_x, L1_fc_x_dOmega_dot_y, L1_fc_x_dOmega_dot_z, L1_fc_y_dg_x, L1_fc_y_dg_y, L1_fc_y_dg_z, L1_fc_y_dOmega_dot_x, L1_fc_y_dOmega_dot_y, L1_fc_y_dOmega_dot_z, L1_fc_z_dg_x, L1_fc_z_dg_y, L1_fc_z_dg_z, L1_fc_z_dOmega_dot_x, L1_fc_z_dOmega_dot_y, L1_fc_z_dOmega_dot_z,))
+    leg1_check1_1, leg1_check1_2, leg1_crank_c, leg1_crank_s, leg1_check1_3, leg1_u_c1, leg1_u_s1, leg1_u_c2, leg1_u_s2, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_TL1_y, leg1_TL1_z, leg1_R_Cn_0_x, leg1_R_Cn_0_y, leg1_R_Cn_0_z, leg1_R_Cn_2_x, leg1_R_Cn_2_y, leg1_R_Cn_2_z, leg1_R_Cn_1_x, leg1_R_Cn_1_y, leg1_R_Cn_1_z, leg1_check1_4, leg1_lu_inv1, leg1_lu_inv2, leg1_check1_5, leg1_lu_inv3, leg1_W1_1, leg1_W1_3, leg1_W1_2, leg1_W2_1, leg1_W2_3, leg1_W2_2, leg1_W3_1, leg1_W3_3, leg1_W3_2, leg1_qd1, leg1_qd2, leg1_qd3, leg1_IJ3_11, leg1_Ic1_22, leg1_Nm3_1_z, leg1_Nm2_1_z, leg1_a1_J_z, leg1_a1_J_z_dg_x, leg1_a1_J_z_dg_y, leg1_a1_J_z_dOmega_dot_z, leg1_epsd1_J_z, leg1_epsd1_J_z_dOmega_dot_x, leg1_epsd1_J_z_dOmega_dot_y, leg1_epsd1_x, leg1_epsd1_x_dOmega_dot_x, leg1_epsd1_x_dOmega_dot_y, leg1_epsd1_x_dOmega_dot_z, leg1_epsd1_y, leg1_epsd1_y_dOmega_dot_x, leg1_epsd1_y_dOmega_dot_y, leg1_epsd1_y_dOmega_dot_z, leg1_a1_x, leg1_a1_x_dg_x, leg1_a1_x_dg_y, leg1_a1_x_dg_z, leg1_a1_x_dOmega_dot_x, leg1_a1_x_dOmega_dot_y, leg1_a1_x_dOmega_dot_z, leg1_a1_y, leg1_a1_y_dg_x, leg1_a1_y_dg_y, leg1_a1_y_dg_z, leg1_a1_y_dOmega_dot_x, leg1_a1_y_dOmega_dot_y, leg1_a1_y_dOmega_dot_z, leg1_oo1_xy, leg1_oo1_xz, leg1_oo1_W_00, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo3_xy, leg1_oo3_xz, leg1_oo3_W_00, leg1_N3_z, leg1_N3_z_dg_x, leg1_N3_z_dg_y, leg1_N3_z_dg_z, leg1_N3_z_dOmega_dot_x, leg1_N3_z_dOmega_dot_y, leg1_N3_z_dOmega_dot_z, leg1_N2_y, leg1_N2_y_dg_x, leg1_N2_y_dg_y, leg1_N2_y_dg_z, leg1_N2_y_dOmega_dot_x, leg1_N2_y_dOmega_dot_y, leg1_N2_y_dOmega_dot_z, leg1_N1_z, leg1_b1_dg_x, leg1_b1_dg_y, leg1_b1_dg_z, leg1_b1_dOmega_dot_x, leg1_b1_dOmega_dot_y, leg1_b1_dOmega_dot_z, leg1_h1, leg1_h3, leg1_h2, leg1_K11, leg1_K12, leg1_K13, leg1_K22, leg1_K23, leg1_K33, leg1_KS_00, leg1_KS_01, leg1_KS_02, leg1_KS_10, leg1_KS_11, leg1_KS_12, leg1_KS_20, leg1_KS_21, leg1_KS_22, leg1_y_z3, leg1_y_z2, leg1_fc_x_dg_x, leg1_fc_x_dg_y, leg1_fc_x_dg_z, leg1_fc_x_dOmega_dot_x, leg1_fc_x_dOmega_dot_y, leg1_fc_x_dOmega_dot_z, leg1_fc_y_dg_x, leg1_fc_y_dg_y, leg1_fc_y_dg_z, leg1_fc_y_dOmega_dot_x, leg1_fc_y_dOmega_dot_y, leg1_fc_y_dOmega_dot_z, leg1_fc_z_dg_x, leg1_fc_z_dg_y, leg1_fc_z_dg_z, leg1_fc_z_dOmega_dot_x, leg1_fc_z_dOmega_dot_y, leg1_fc_z_dOmega_dot_z, = cl0_out[0]
+    leg2_check1_1, leg2_check1_2, leg2_crank_c, leg2_crank_s, leg2_check1_3, leg2_u_c1, leg2_u_s1, leg2_u_c2, leg2_u_s2, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_TL1_y, leg2_TL1_z, leg2_R_Cn_0_x, leg2_R_Cn_0_y, leg2_R_Cn_0_z, leg2_R_Cn_2_x, leg2_R_Cn_2_y, leg2_R_Cn_2_z, leg2_R_Cn_1_x, leg2_R_Cn_1_y, leg2_R_Cn_1_z, leg2_check1_4, leg2_lu_inv1, leg2_lu_inv2, leg2_check1_5, leg2_lu_inv3, leg2_W1_1, leg2_W1_3, leg2_W1_2, leg2_W2_1, leg2_W2_3, leg2_W2_2, leg2_W3_1, leg2_W3_3, leg2_W3_2, leg2_qd1, leg2_qd2, leg2_qd3, leg2_IJ3_11, leg2_Ic1_22, leg2_Nm3_1_z, leg2_Nm2_1_z, leg2_a1_J_z, leg2_a1_J_z_dg_x, leg2_a1_J_z_dg_y, leg2_a1_J_z_dOmega_dot_z, leg2_epsd1_J_z, leg2_epsd1_J_z_dOmega_dot_x, leg2_epsd1_J_z_dOmega_dot_y, leg2_epsd1_x, leg2_epsd1_x_dOmega_dot_x, leg2_epsd1_x_dOmega_dot_y, leg2_epsd1_x_dOmega_dot_z, leg2_epsd1_y, leg2_epsd1_y_dOmega_dot_x, leg2_epsd1_y_dOmega_dot_y, leg2_epsd1_y_dOmega_dot_z, leg2_a1_x, leg2_a1_x_dg_x, leg2_a1_x_dg_y, leg2_a1_x_dg_z, leg2_a1_x_dOmega_dot_x, leg2_a1_x_dOmega_dot_y, leg2_a1_x_dOmega_dot_z, leg2_a1_y, leg2_a1_y_dg_x, leg2_a1_y_dg_y, leg2_a1_y_dg_z, leg2_a1_y_dOmega_dot_x, leg2_a1_y_dOmega_dot_y, leg2_a1_y_dOmega_dot_z, leg2_oo1_xy, leg2_oo1_xz, leg2_oo1_W_00, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo3_xy, leg2_oo3_xz, leg2_oo3_W_00, leg2_N3_z, leg2_N3_z_dg_x, leg2_N3_z_dg_y, leg2_N3_z_dg_z, leg2_N3_z_dOmega_dot_x, leg2_N3_z_dOmega_dot_y, leg2_N3_z_dOmega_dot_z, leg2_N2_y, leg2_N2_y_dg_x, leg2_N2_y_dg_y, leg2_N2_y_dg_z, leg2_N2_y_dOmega_dot_x, leg2_N2_y_dOmega_dot_y, leg2_N2_y_dOmega_dot_z, leg2_N1_z, leg2_b1_dg_x, leg2_b1_dg_y, leg2_b1_dg_z, leg2_b1_dOmega_dot_x, leg2_b1_dOmega_dot_y, leg2_b1_dOmega_dot_z, leg2_h1, leg2_h3, leg2_h2, leg2_K11, leg2_K12, leg2_K13, leg2_K22, leg2_K23, leg2_K33, leg2_KS_00, leg2_KS_01, leg2_KS_02, leg2_KS_10, leg2_KS_11, leg2_KS_12, leg2_KS_20, leg2_KS_21, leg2_KS_22, leg2_y_z3, leg2_y_z2, leg2_fc_x_dg_x, leg2_fc_x_dg_y, leg2_fc_x_dg_z, leg2_fc_x_dOmega_dot_x, leg2_fc_x_dOmega_dot_y, leg2_fc_x_dOmega_dot_z, leg2_fc_y_dg_x, leg2_fc_y_dg_y, leg2_fc_y_dg_z, leg2_fc_y_dOmega_dot_x, leg2_fc_y_dOmega_dot_y, leg2_fc_y_dOmega_dot_z, leg2_fc_z_dg_x, leg2_fc_z_dg_y, leg2_fc_z_dg_z, leg2_fc_z_dOmega_dot_x, leg2_fc_z_dOmega_dot_y, leg2_fc_z_dOmega_dot_z, = cl0_out[1]
+    leg3_check1_1, leg3_check1_2, leg3_crank_c, leg3_crank_s, leg3_check1_3, leg3_u_c1, leg3_u_s1, leg3_u_c2, leg3_u_s2, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_TL1_y, leg3_TL1_z, leg3_R_Cn_0_x, leg3_R_Cn_0_y, leg3_R_Cn_0_z, leg3_R_Cn_2_x, leg3_R_Cn_2_y, leg3_R_Cn_2_z, leg3_R_Cn_1_x, leg3_R_Cn_1_y, leg3_R_Cn_1_z, leg3_check1_4, leg3_lu_inv1, leg3_lu_inv2, leg3_check1_5, leg3_lu_inv3, leg3_W1_1, leg3_W1_3, leg3_W1_2, leg3_W2_1, leg3_W2_3, leg3_W2_2, leg3_W3_1, leg3_W3_3, leg3_W3_2, leg3_qd1, leg3_qd2, leg3_qd3, leg3_IJ3_11, leg3_Ic1_22, leg3_Nm3_1_z, leg3_Nm2_1_z, leg3_a1_J_z, leg3_a1_J_z_dg_x, leg3_a1_J_z_dg_y, leg3_a1_J_z_dOmega_dot_z, leg3_epsd1_J_z, leg3_epsd1_J_z_dOmega_dot_x, leg3_epsd1_J_z_dOmega_dot_y, leg3_epsd1_x, leg3_epsd1_x_dOmega_dot_x, leg3_epsd1_x_dOmega_dot_y, leg3_epsd1_x_dOmega_dot_z, leg3_epsd1_y, leg3_epsd1_y_dOmega_dot_x, leg3_epsd1_y_dOmega_dot_y, leg3_epsd1_y_dOmega_dot_z, leg3_a1_x, leg3_a1_x_dg_x, leg3_a1_x_dg_y, leg3_a1_x_dg_z, leg3_a1_x_dOmega_dot_x, leg3_a1_x_dOmega_dot_y, leg3_a1_x_dOmega_dot_z, leg3_a1_y, leg3_a1_y_dg_x, leg3_a1_y_dg_y, leg3_a1_y_dg_z, leg3_a1_y_dOmega_dot_x, leg3_a1_y_dOmega_dot_y, leg3_a1_y_dOmega_dot_z, leg3_oo1_xy, leg3_oo1_xz, leg3_oo1_W_00, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo3_xy, leg3_oo3_xz, leg3_oo3_W_00, leg3_N3_z, leg3_N3_z_dg_x, leg3_N3_z_dg_y, leg3_N3_z_dg_z, leg3_N3_z_dOmega_dot_x, leg3_N3_z_dOmega_dot_y, leg3_N3_z_dOmega_dot_z, leg3_N2_y, leg3_N2_y_dg_x, leg3_N2_y_dg_y, leg3_N2_y_dg_z, leg3_N2_y_dOmega_dot_x, leg3_N2_y_dOmega_dot_y, leg3_N2_y_dOmega_dot_z, leg3_N1_z, leg3_b1_dg_x, leg3_b1_dg_y, leg3_b1_dg_z, leg3_b1_dOmega_dot_x, leg3_b1_dOmega_dot_y, leg3_b1_dOmega_dot_z, leg3_h1, leg3_h3, leg3_h2, leg3_K11, leg3_K12, leg3_K13, leg3_K22, leg3_K23, leg3_K33, leg3_KS_00, leg3_KS_01, leg3_KS_02, leg3_KS_10, leg3_KS_11, leg3_KS_12, leg3_KS_20, leg3_KS_21, leg3_KS_22, leg3_y_z3, leg3_y_z2, leg3_fc_x_dg_x, leg3_fc_x_dg_y, leg3_fc_x_dg_z, leg3_fc_x_dOmega_dot_x, leg3_fc_x_dOmega_dot_y, leg3_fc_x_dOmega_dot_z, leg3_fc_y_dg_x, leg3_fc_y_dg_y, leg3_fc_y_dg_z, leg3_fc_y_dOmega_dot_x, leg3_fc_y_dOmega_dot_y, leg3_fc_y_dOmega_dot_z, leg3_fc_z_dg_x, leg3_fc_z_dg_y, leg3_fc_z_dg_z, leg3_fc_z_dOmega_dot_x, leg3_fc_z_dOmega_dot_y, leg3_fc_z_dOmega_dot_z, = cl0_out[2]
+    leg4_check1_1, leg4_check1_2, leg4_crank_c, leg4_crank_s, leg4_check1_3, leg4_u_c1, leg4_u_s1, leg4_u_c2, leg4_u_s2, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_TL1_y, leg4_TL1_z, leg4_R_Cn_0_x, leg4_R_Cn_0_y, leg4_R_Cn_0_z, leg4_R_Cn_2_x, leg4_R_Cn_2_y, leg4_R_Cn_2_z, leg4_R_Cn_1_x, leg4_R_Cn_1_y, leg4_R_Cn_1_z, leg4_check1_4, leg4_lu_inv1, leg4_lu_inv2, leg4_check1_5, leg4_lu_inv3, leg4_W1_1, leg4_W1_3, leg4_W1_2, leg4_W2_1, leg4_W2_3, leg4_W2_2, leg4_W3_1, leg4_W3_3, leg4_W3_2, leg4_qd1, leg4_qd2, leg4_qd3, leg4_IJ3_11, leg4_Ic1_22, leg4_Nm3_1_z, leg4_Nm2_1_z, leg4_a1_J_z, leg4_a1_J_z_dg_x, leg4_a1_J_z_dg_y, leg4_a1_J_z_dOmega_dot_z, leg4_epsd1_J_z, leg4_epsd1_J_z_dOmega_dot_x, leg4_epsd1_J_z_dOmega_dot_y, leg4_epsd1_x, leg4_epsd1_x_dOmega_dot_x, leg4_epsd1_x_dOmega_dot_y, leg4_epsd1_x_dOmega_dot_z, leg4_epsd1_y, leg4_epsd1_y_dOmega_dot_x, leg4_epsd1_y_dOmega_dot_y, leg4_epsd1_y_dOmega_dot_z, leg4_a1_x, leg4_a1_x_dg_x, leg4_a1_x_dg_y, leg4_a1_x_dg_z, leg4_a1_x_dOmega_dot_x, leg4_a1_x_dOmega_dot_y, leg4_a1_x_dOmega_dot_z, leg4_a1_y, leg4_a1_y_dg_x, leg4_a1_y_dg_y, leg4_a1_y_dg_z, leg4_a1_y_dOmega_dot_x, leg4_a1_y_dOmega_dot_y, leg4_a1_y_dOmega_dot_z, leg4_oo1_xy, leg4_oo1_xz, leg4_oo1_W_00, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo3_xy, leg4_oo3_xz, leg4_oo3_W_00, leg4_N3_z, leg4_N3_z_dg_x, leg4_N3_z_dg_y, leg4_N3_z_dg_z, leg4_N3_z_dOmega_dot_x, leg4_N3_z_dOmega_dot_y, leg4_N3_z_dOmega_dot_z, leg4_N2_y, leg4_N2_y_dg_x, leg4_N2_y_dg_y, leg4_N2_y_dg_z, leg4_N2_y_dOmega_dot_x, leg4_N2_y_dOmega_dot_y, leg4_N2_y_dOmega_dot_z, leg4_N1_z, leg4_b1_dg_x, leg4_b1_dg_y, leg4_b1_dg_z, leg4_b1_dOmega_dot_x, leg4_b1_dOmega_dot_y, leg4_b1_dOmega_dot_z, leg4_h1, leg4_h3, leg4_h2, leg4_K11, leg4_K12, leg4_K13, leg4_K22, leg4_K23, leg4_K33, leg4_KS_00, leg4_KS_01, leg4_KS_02, leg4_KS_10, leg4_KS_11, leg4_KS_12, leg4_KS_20, leg4_KS_21, leg4_KS_22, leg4_y_z3, leg4_y_z2, leg4_fc_x_dg_x, leg4_fc_x_dg_y, leg4_fc_x_dg_z, leg4_fc_x_dOmega_dot_x, leg4_fc_x_dOmega_dot_y, leg4_fc_x_dOmega_dot_z, leg4_fc_y_dg_x, leg4_fc_y_dg_y, leg4_fc_y_dg_z, leg4_fc_y_dOmega_dot_x, leg4_fc_y_dOmega_dot_y, leg4_fc_y_dOmega_dot_z, leg4_fc_z_dg_x, leg4_fc_z_dg_y, leg4_fc_z_dg_z, leg4_fc_z_dOmega_dot_x, leg4_fc_z_dOmega_dot_y, leg4_fc_z_dOmega_dot_z, = cl0_out[3]
+    leg5_check1_1, leg5_check1_2, leg5_crank_c, leg5_crank_s, leg5_check1_3, leg5_u_c1, leg5_u_s1, leg5_u_c2, leg5_u_s2, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_TL1_y, leg5_TL1_z, leg5_R_Cn_0_x, leg5_R_Cn_0_y, leg5_R_Cn_0_z, leg5_R_Cn_2_x, leg5_R_Cn_2_y, leg5_R_Cn_2_z, leg5_R_Cn_1_x, leg5_R_Cn_1_y, leg5_R_Cn_1_z, leg5_check1_4, leg5_lu_inv1, leg5_lu_inv2, leg5_check1_5, leg5_lu_inv3, leg5_W1_1, leg5_W1_3, leg5_W1_2, leg5_W2_1, leg5_W2_3, leg5_W2_2, leg5_W3_1, leg5_W3_3, leg5_W3_2, leg5_qd1, leg5_qd2, leg5_qd3, leg5_IJ3_11, leg5_Ic1_22, leg5_Nm3_1_z, leg5_Nm2_1_z, leg5_a1_J_z, leg5_a1_J_z_dg_x, leg5_a1_J_z_dg_y, leg5_a1_J_z_dOmega_dot_z, leg5_epsd1_J_z, leg5_epsd1_J_z_dOmega_dot_x, leg5_epsd1_J_z_dOmega_dot_y, leg5_epsd1_x, leg5_epsd1_x_dOmega_dot_x, leg5_epsd1_x_dOmega_dot_y, leg5_epsd1_x_dOmega_dot_z, leg5_epsd1_y, leg5_epsd1_y_dOmega_dot_x, leg5_epsd1_y_dOmega_dot_y, leg5_epsd1_y_dOmega_dot_z, leg5_a1_x, leg5_a1_x_dg_x, leg5_a1_x_dg_y, leg5_a1_x_dg_z, leg5_a1_x_dOmega_dot_x, leg5_a1_x_dOmega_dot_y, leg5_a1_x_dOmega_dot_z, leg5_a1_y, leg5_a1_y_dg_x, leg5_a1_y_dg_y, leg5_a1_y_dg_z, leg5_a1_y_dOmega_dot_x, leg5_a1_y_dOmega_dot_y, leg5_a1_y_dOmega_dot_z, leg5_oo1_xy, leg5_oo1_xz, leg5_oo1_W_00, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo3_xy, leg5_oo3_xz, leg5_oo3_W_00, leg5_N3_z, leg5_N3_z_dg_x, leg5_N3_z_dg_y, leg5_N3_z_dg_z, leg5_N3_z_dOmega_dot_x, leg5_N3_z_dOmega_dot_y, leg5_N3_z_dOmega_dot_z, leg5_N2_y, leg5_N2_y_dg_x, leg5_N2_y_dg_y, leg5_N2_y_dg_z, leg5_N2_y_dOmega_dot_x, leg5_N2_y_dOmega_dot_y, leg5_N2_y_dOmega_dot_z, leg5_N1_z, leg5_b1_dg_x, leg5_b1_dg_y, leg5_b1_dg_z, leg5_b1_dOmega_dot_x, leg5_b1_dOmega_dot_y, leg5_b1_dOmega_dot_z, leg5_h1, leg5_h3, leg5_h2, leg5_K11, leg5_K12, leg5_K13, leg5_K22, leg5_K23, leg5_K33, leg5_KS_00, leg5_KS_01, leg5_KS_02, leg5_KS_10, leg5_KS_11, leg5_KS_12, leg5_KS_20, leg5_KS_21, leg5_KS_22, leg5_y_z3, leg5_y_z2, leg5_fc_x_dg_x, leg5_fc_x_dg_y, leg5_fc_x_dg_z, leg5_fc_x_dOmega_dot_x, leg5_fc_x_dOmega_dot_y, leg5_fc_x_dOmega_dot_z, leg5_fc_y_dg_x, leg5_fc_y_dg_y, leg5_fc_y_dg_z, leg5_fc_y_dOmega_dot_x, leg5_fc_y_dOmega_dot_y, leg5_fc_y_dOmega_dot_z, leg5_fc_z_dg_x, leg5_fc_z_dg_y, leg5_fc_z_dg_z, leg5_fc_z_dOmega_dot_x, leg5_fc_z_dOmega_dot_y, leg5_fc_z_dOmega_dot_z, = cl0_out[4]
+    leg6_check1_1, leg6_check1_2, leg6_crank_c, leg6_crank_s, leg6_check1_3, leg6_u_c1, leg6_u_s1, leg6_u_c2, leg6_u_s2, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_TL1_y, leg6_TL1_z, leg6_R_Cn_0_x, leg6_R_Cn_0_y, leg6_R_Cn_0_z, leg6_R_Cn_2_x, leg6_R_Cn_2_y, leg6_R_Cn_2_z, leg6_R_Cn_1_x, leg6_R_Cn_1_y, leg6_R_Cn_1_z, leg6_check1_4, leg6_lu_inv1, leg6_lu_inv2, leg6_check1_5, leg6_lu_inv3, leg6_W1_1, leg6_W1_3, leg6_W1_2, leg6_W2_1, leg6_W2_3, leg6_W2_2, leg6_W3_1, leg6_W3_3, leg6_W3_2, leg6_qd1, leg6_qd2, leg6_qd3, leg6_IJ3_11, leg6_Ic1_22, leg6_Nm3_1_z, leg6_Nm2_1_z, leg6_a1_J_z, leg6_a1_J_z_dg_x, leg6_a1_J_z_dg_y, leg6_a1_J_z_dOmega_dot_z, leg6_epsd1_J_z, leg6_epsd1_J_z_dOmega_dot_x, leg6_epsd1_J_z_dOmega_dot_y, leg6_epsd1_x, leg6_epsd1_x_dOmega_dot_x, leg6_epsd1_x_dOmega_dot_y, leg6_epsd1_x_dOmega_dot_z, leg6_epsd1_y, leg6_epsd1_y_dOmega_dot_x, leg6_epsd1_y_dOmega_dot_y, leg6_epsd1_y_dOmega_dot_z, leg6_a1_x, leg6_a1_x_dg_x, leg6_a1_x_dg_y, leg6_a1_x_dg_z, leg6_a1_x_dOmega_dot_x, leg6_a1_x_dOmega_dot_y, leg6_a1_x_dOmega_dot_z, leg6_a1_y, leg6_a1_y_dg_x, leg6_a1_y_dg_y, leg6_a1_y_dg_z, leg6_a1_y_dOmega_dot_x, leg6_a1_y_dOmega_dot_y, leg6_a1_y_dOmega_dot_z, leg6_oo1_xy, leg6_oo1_xz, leg6_oo1_W_00, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo3_xy, leg6_oo3_xz, leg6_oo3_W_00, leg6_N3_z, leg6_N3_z_dg_x, leg6_N3_z_dg_y, leg6_N3_z_dg_z, leg6_N3_z_dOmega_dot_x, leg6_N3_z_dOmega_dot_y, leg6_N3_z_dOmega_dot_z, leg6_N2_y, leg6_N2_y_dg_x, leg6_N2_y_dg_y, leg6_N2_y_dg_z, leg6_N2_y_dOmega_dot_x, leg6_N2_y_dOmega_dot_y, leg6_N2_y_dOmega_dot_z, leg6_N1_z, leg6_b1_dg_x, leg6_b1_dg_y, leg6_b1_dg_z, leg6_b1_dOmega_dot_x, leg6_b1_dOmega_dot_y, leg6_b1_dOmega_dot_z, leg6_h1, leg6_h3, leg6_h2, leg6_K11, leg6_K12, leg6_K13, leg6_K22, leg6_K23, leg6_K33, leg6_KS_00, leg6_KS_01, leg6_KS_02, leg6_KS_10, leg6_KS_11, leg6_KS_12, leg6_KS_20, leg6_KS_21, leg6_KS_22, leg6_y_z3, leg6_y_z2, leg6_fc_x_dg_x, leg6_fc_x_dg_y, leg6_fc_x_dg_z, leg6_fc_x_dOmega_dot_x, leg6_fc_x_dOmega_dot_y, leg6_fc_x_dOmega_dot_z, leg6_fc_y_dg_x, leg6_fc_y_dg_y, leg6_fc_y_dg_z, leg6_fc_y_dOmega_dot_x, leg6_fc_y_dOmega_dot_y, leg6_fc_y_dOmega_dot_z, leg6_fc_z_dg_x, leg6_fc_z_dg_y, leg6_fc_z_dg_z, leg6_fc_z_dOmega_dot_x, leg6_fc_z_dOmega_dot_y, leg6_fc_z_dOmega_dot_z, = cl0_out[5]
     if not (leg1_check1_1 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -14623,7 +14706,736 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 122
-    if not (leg1_check1_4 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
+    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
+    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
+    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
+    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
+    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
+    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
+    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
+    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
+    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
+    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
+    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
+    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
+    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
+    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
+    Ac_star44 = 0.4213244437154379*leg1_KS_20 - 0.4213244437154379*leg2_KS_20 - 0.5168309414322497*leg3_KS_20 - 0.0955064977168117*leg4_KS_20 + 0.0955064977168117*leg5_KS_20 + 0.5168309414322497*leg6_KS_20 + 20.0
+    Ac_star45 = 0.4213244437154379*leg1_KS_21 - 0.4213244437154379*leg2_KS_21 - 0.5168309414322497*leg3_KS_21 - 0.0955064977168117*leg4_KS_21 + 0.0955064977168117*leg5_KS_21 + 0.5168309414322497*leg6_KS_21
+    Ac_star46 = 0.4213244437154379*leg1_KS_22 - 0.4213244437154379*leg2_KS_22 - 0.5168309414322497*leg3_KS_22 - 0.0955064977168117*leg4_KS_22 + 0.0955064977168117*leg5_KS_22 + 0.5168309414322497*leg6_KS_22
+    Ac_star55 = 0.3535331853275967*leg1_KS_21 + 0.3535331853275967*leg2_KS_21 + 0.18811107882911782*leg3_KS_21 - 0.5416442641567144*leg4_KS_21 - 0.5416442641567144*leg5_KS_21 + 0.18811107882911782*leg6_KS_21 + 20.0
+    Ac_star56 = 0.3535331853275967*leg1_KS_22 + 0.3535331853275967*leg2_KS_22 + 0.18811107882911782*leg3_KS_22 - 0.5416442641567144*leg4_KS_22 - 0.5416442641567144*leg5_KS_22 + 0.18811107882911782*leg6_KS_22
+    Ac_star66 = -0.4213244437154379*leg1_KS_02 - 0.3535331853275967*leg1_KS_12 + 0.4213244437154379*leg2_KS_02 - 0.3535331853275967*leg2_KS_12 + 0.5168309414322497*leg3_KS_02 - 0.18811107882911782*leg3_KS_12 + 0.0955064977168117*leg4_KS_02 + 0.5416442641567144*leg4_KS_12 - 0.0955064977168117*leg5_KS_02 + 0.5416442641567144*leg5_KS_12 - 0.5168309414322497*leg6_KS_02 - 0.18811107882911782*leg6_KS_12 + 38.0
+    bc_star1_dg_x = leg1_fc_x_dg_x + leg2_fc_x_dg_x + leg3_fc_x_dg_x + leg4_fc_x_dg_x + leg5_fc_x_dg_x + leg6_fc_x_dg_x + sc_C_f_x_dg_x
+    bc_star1_dg_y = leg1_fc_x_dg_y + leg2_fc_x_dg_y + leg3_fc_x_dg_y + leg4_fc_x_dg_y + leg5_fc_x_dg_y + leg6_fc_x_dg_y + sc_C_f_x_dg_y
+    bc_star1_dg_z = leg1_fc_x_dg_z + leg2_fc_x_dg_z + leg3_fc_x_dg_z + leg4_fc_x_dg_z + leg5_fc_x_dg_z + leg6_fc_x_dg_z + sc_C_f_x_dg_z
+    bc_star1_dOmega_dot_x = leg1_fc_x_dOmega_dot_x + leg2_fc_x_dOmega_dot_x + leg3_fc_x_dOmega_dot_x + leg4_fc_x_dOmega_dot_x + leg5_fc_x_dOmega_dot_x + leg6_fc_x_dOmega_dot_x + sc_C_f_x_dOmega_dot_x
+    bc_star1_dOmega_dot_y = leg1_fc_x_dOmega_dot_y + leg2_fc_x_dOmega_dot_y + leg3_fc_x_dOmega_dot_y + leg4_fc_x_dOmega_dot_y + leg5_fc_x_dOmega_dot_y + leg6_fc_x_dOmega_dot_y + sc_C_f_x_dOmega_dot_y
+    bc_star1_dOmega_dot_z = leg1_fc_x_dOmega_dot_z + leg2_fc_x_dOmega_dot_z + leg3_fc_x_dOmega_dot_z + leg4_fc_x_dOmega_dot_z + leg5_fc_x_dOmega_dot_z + leg6_fc_x_dOmega_dot_z + sc_C_f_x_dOmega_dot_z
+    bc_star2_dg_x = leg1_fc_y_dg_x + leg2_fc_y_dg_x + leg3_fc_y_dg_x + leg4_fc_y_dg_x + leg5_fc_y_dg_x + leg6_fc_y_dg_x + sc_C_f_y_dg_x
+    bc_star2_dg_y = leg1_fc_y_dg_y + leg2_fc_y_dg_y + leg3_fc_y_dg_y + leg4_fc_y_dg_y + leg5_fc_y_dg_y + leg6_fc_y_dg_y + sc_C_f_y_dg_y
+    bc_star2_dg_z = leg1_fc_y_dg_z + leg2_fc_y_dg_z + leg3_fc_y_dg_z + leg4_fc_y_dg_z + leg5_fc_y_dg_z + leg6_fc_y_dg_z + sc_C_f_y_dg_z
+    bc_star2_dOmega_dot_x = leg1_fc_y_dOmega_dot_x + leg2_fc_y_dOmega_dot_x + leg3_fc_y_dOmega_dot_x + leg4_fc_y_dOmega_dot_x + leg5_fc_y_dOmega_dot_x + leg6_fc_y_dOmega_dot_x + sc_C_f_y_dOmega_dot_x
+    bc_star2_dOmega_dot_y = leg1_fc_y_dOmega_dot_y + leg2_fc_y_dOmega_dot_y + leg3_fc_y_dOmega_dot_y + leg4_fc_y_dOmega_dot_y + leg5_fc_y_dOmega_dot_y + leg6_fc_y_dOmega_dot_y + sc_C_f_y_dOmega_dot_y
+    bc_star2_dOmega_dot_z = leg1_fc_y_dOmega_dot_z + leg2_fc_y_dOmega_dot_z + leg3_fc_y_dOmega_dot_z + leg4_fc_y_dOmega_dot_z + leg5_fc_y_dOmega_dot_z + leg6_fc_y_dOmega_dot_z + sc_C_f_y_dOmega_dot_z
+    bc_star3_dg_x = leg1_fc_z_dg_x + leg2_fc_z_dg_x + leg3_fc_z_dg_x + leg4_fc_z_dg_x + leg5_fc_z_dg_x + leg6_fc_z_dg_x + sc_C_f_z_dg_x
+    bc_star3_dg_y = leg1_fc_z_dg_y + leg2_fc_z_dg_y + leg3_fc_z_dg_y + leg4_fc_z_dg_y + leg5_fc_z_dg_y + leg6_fc_z_dg_y + sc_C_f_z_dg_y
+    bc_star3_dg_z = leg1_fc_z_dg_z + leg2_fc_z_dg_z + leg3_fc_z_dg_z + leg4_fc_z_dg_z + leg5_fc_z_dg_z + leg6_fc_z_dg_z + sc_C_f_z_dg_z
+    bc_star3_dOmega_dot_x = leg1_fc_z_dOmega_dot_x + leg2_fc_z_dOmega_dot_x + leg3_fc_z_dOmega_dot_x + leg4_fc_z_dOmega_dot_x + leg5_fc_z_dOmega_dot_x + leg6_fc_z_dOmega_dot_x + sc_C_f_z_dOmega_dot_x
+    bc_star3_dOmega_dot_y = leg1_fc_z_dOmega_dot_y + leg2_fc_z_dOmega_dot_y + leg3_fc_z_dOmega_dot_y + leg4_fc_z_dOmega_dot_y + leg5_fc_z_dOmega_dot_y + leg6_fc_z_dOmega_dot_y + sc_C_f_z_dOmega_dot_y
+    bc_star3_dOmega_dot_z = leg1_fc_z_dOmega_dot_z + leg2_fc_z_dOmega_dot_z + leg3_fc_z_dOmega_dot_z + leg4_fc_z_dOmega_dot_z + leg5_fc_z_dOmega_dot_z + leg6_fc_z_dOmega_dot_z + sc_C_f_z_dOmega_dot_z
+    bc_star4_dg_x = -0.4213244437154379*leg1_fc_z_dg_x + 0.4213244437154379*leg2_fc_z_dg_x + 0.5168309414322497*leg3_fc_z_dg_x + 0.0955064977168117*leg4_fc_z_dg_x - 0.0955064977168117*leg5_fc_z_dg_x - 0.5168309414322497*leg6_fc_z_dg_x
+    bc_star4_dg_y = -0.4213244437154379*leg1_fc_z_dg_y + 0.4213244437154379*leg2_fc_z_dg_y + 0.5168309414322497*leg3_fc_z_dg_y + 0.0955064977168117*leg4_fc_z_dg_y - 0.0955064977168117*leg5_fc_z_dg_y - 0.5168309414322497*leg6_fc_z_dg_y
+    bc_star4_dg_z = -0.4213244437154379*leg1_fc_z_dg_z + 0.4213244437154379*leg2_fc_z_dg_z + 0.5168309414322497*leg3_fc_z_dg_z + 0.0955064977168117*leg4_fc_z_dg_z - 0.0955064977168117*leg5_fc_z_dg_z - 0.5168309414322497*leg6_fc_z_dg_z
+    bc_star4_dOmega_dot_x = -0.4213244437154379*leg1_fc_z_dOmega_dot_x + 0.4213244437154379*leg2_fc_z_dOmega_dot_x + 0.5168309414322497*leg3_fc_z_dOmega_dot_x + 0.0955064977168117*leg4_fc_z_dOmega_dot_x - 0.0955064977168117*leg5_fc_z_dOmega_dot_x - 0.5168309414322497*leg6_fc_z_dOmega_dot_x + s_C_m_x_dOmega_dot_x
+    bc_star4_dOmega_dot_y = -0.4213244437154379*leg1_fc_z_dOmega_dot_y + 0.4213244437154379*leg2_fc_z_dOmega_dot_y + 0.5168309414322497*leg3_fc_z_dOmega_dot_y + 0.0955064977168117*leg4_fc_z_dOmega_dot_y - 0.0955064977168117*leg5_fc_z_dOmega_dot_y - 0.5168309414322497*leg6_fc_z_dOmega_dot_y + s_C_m_x_dOmega_dot_y
+    bc_star4_dOmega_dot_z = -0.4213244437154379*leg1_fc_z_dOmega_dot_z + 0.4213244437154379*leg2_fc_z_dOmega_dot_z + 0.5168309414322497*leg3_fc_z_dOmega_dot_z + 0.0955064977168117*leg4_fc_z_dOmega_dot_z - 0.0955064977168117*leg5_fc_z_dOmega_dot_z - 0.5168309414322497*leg6_fc_z_dOmega_dot_z + s_C_m_x_dOmega_dot_z
+    bc_star5_dg_x = -0.3535331853275967*leg1_fc_z_dg_x - 0.3535331853275967*leg2_fc_z_dg_x - 0.18811107882911782*leg3_fc_z_dg_x + 0.5416442641567144*leg4_fc_z_dg_x + 0.5416442641567144*leg5_fc_z_dg_x - 0.18811107882911782*leg6_fc_z_dg_x
+    bc_star5_dg_y = -0.3535331853275967*leg1_fc_z_dg_y - 0.3535331853275967*leg2_fc_z_dg_y - 0.18811107882911782*leg3_fc_z_dg_y + 0.5416442641567144*leg4_fc_z_dg_y + 0.5416442641567144*leg5_fc_z_dg_y - 0.18811107882911782*leg6_fc_z_dg_y
+    bc_star5_dg_z = -0.3535331853275967*leg1_fc_z_dg_z - 0.3535331853275967*leg2_fc_z_dg_z - 0.18811107882911782*leg3_fc_z_dg_z + 0.5416442641567144*leg4_fc_z_dg_z + 0.5416442641567144*leg5_fc_z_dg_z - 0.18811107882911782*leg6_fc_z_dg_z
+    bc_star5_dOmega_dot_x = -0.3535331853275967*leg1_fc_z_dOmega_dot_x - 0.3535331853275967*leg2_fc_z_dOmega_dot_x - 0.18811107882911782*leg3_fc_z_dOmega_dot_x + 0.5416442641567144*leg4_fc_z_dOmega_dot_x + 0.5416442641567144*leg5_fc_z_dOmega_dot_x - 0.18811107882911782*leg6_fc_z_dOmega_dot_x + s_C_m_y_dOmega_dot_x
+    bc_star5_dOmega_dot_y = -0.3535331853275967*leg1_fc_z_dOmega_dot_y - 0.3535331853275967*leg2_fc_z_dOmega_dot_y - 0.18811107882911782*leg3_fc_z_dOmega_dot_y + 0.5416442641567144*leg4_fc_z_dOmega_dot_y + 0.5416442641567144*leg5_fc_z_dOmega_dot_y - 0.18811107882911782*leg6_fc_z_dOmega_dot_y + s_C_m_y_dOmega_dot_y
+    bc_star5_dOmega_dot_z = -0.3535331853275967*leg1_fc_z_dOmega_dot_z - 0.3535331853275967*leg2_fc_z_dOmega_dot_z - 0.18811107882911782*leg3_fc_z_dOmega_dot_z + 0.5416442641567144*leg4_fc_z_dOmega_dot_z + 0.5416442641567144*leg5_fc_z_dOmega_dot_z - 0.18811107882911782*leg6_fc_z_dOmega_dot_z + s_C_m_y_dOmega_dot_z
+    bc_star6_dg_x = 0.4213244437154379*leg1_fc_x_dg_x + 0.3535331853275967*leg1_fc_y_dg_x - 0.4213244437154379*leg2_fc_x_dg_x + 0.3535331853275967*leg2_fc_y_dg_x - 0.5168309414322497*leg3_fc_x_dg_x + 0.18811107882911782*leg3_fc_y_dg_x - 0.0955064977168117*leg4_fc_x_dg_x - 0.5416442641567144*leg4_fc_y_dg_x + 0.0955064977168117*leg5_fc_x_dg_x - 0.5416442641567144*leg5_fc_y_dg_x + 0.5168309414322497*leg6_fc_x_dg_x + 0.18811107882911782*leg6_fc_y_dg_x
+    bc_star6_dg_y = 0.4213244437154379*leg1_fc_x_dg_y + 0.3535331853275967*leg1_fc_y_dg_y - 0.4213244437154379*leg2_fc_x_dg_y + 0.3535331853275967*leg2_fc_y_dg_y - 0.5168309414322497*leg3_fc_x_dg_y + 0.18811107882911782*leg3_fc_y_dg_y - 0.0955064977168117*leg4_fc_x_dg_y - 0.5416442641567144*leg4_fc_y_dg_y + 0.0955064977168117*leg5_fc_x_dg_y - 0.5416442641567144*leg5_fc_y_dg_y + 0.5168309414322497*leg6_fc_x_dg_y + 0.18811107882911782*leg6_fc_y_dg_y
+    bc_star6_dg_z = 0.4213244437154379*leg1_fc_x_dg_z + 0.3535331853275967*leg1_fc_y_dg_z - 0.4213244437154379*leg2_fc_x_dg_z + 0.3535331853275967*leg2_fc_y_dg_z - 0.5168309414322497*leg3_fc_x_dg_z + 0.18811107882911782*leg3_fc_y_dg_z - 0.0955064977168117*leg4_fc_x_dg_z - 0.5416442641567144*leg4_fc_y_dg_z + 0.0955064977168117*leg5_fc_x_dg_z - 0.5416442641567144*leg5_fc_y_dg_z + 0.5168309414322497*leg6_fc_x_dg_z + 0.18811107882911782*leg6_fc_y_dg_z
+    bc_star6_dOmega_dot_x = 0.4213244437154379*leg1_fc_x_dOmega_dot_x + 0.3535331853275967*leg1_fc_y_dOmega_dot_x - 0.4213244437154379*leg2_fc_x_dOmega_dot_x + 0.3535331853275967*leg2_fc_y_dOmega_dot_x - 0.5168309414322497*leg3_fc_x_dOmega_dot_x + 0.18811107882911782*leg3_fc_y_dOmega_dot_x - 0.0955064977168117*leg4_fc_x_dOmega_dot_x - 0.5416442641567144*leg4_fc_y_dOmega_dot_x + 0.0955064977168117*leg5_fc_x_dOmega_dot_x - 0.5416442641567144*leg5_fc_y_dOmega_dot_x + 0.5168309414322497*leg6_fc_x_dOmega_dot_x + 0.18811107882911782*leg6_fc_y_dOmega_dot_x + s_C_m_z_dOmega_dot_x
+    bc_star6_dOmega_dot_y = 0.4213244437154379*leg1_fc_x_dOmega_dot_y + 0.3535331853275967*leg1_fc_y_dOmega_dot_y - 0.4213244437154379*leg2_fc_x_dOmega_dot_y + 0.3535331853275967*leg2_fc_y_dOmega_dot_y - 0.5168309414322497*leg3_fc_x_dOmega_dot_y + 0.18811107882911782*leg3_fc_y_dOmega_dot_y - 0.0955064977168117*leg4_fc_x_dOmega_dot_y - 0.5416442641567144*leg4_fc_y_dOmega_dot_y + 0.0955064977168117*leg5_fc_x_dOmega_dot_y - 0.5416442641567144*leg5_fc_y_dOmega_dot_y + 0.5168309414322497*leg6_fc_x_dOmega_dot_y + 0.18811107882911782*leg6_fc_y_dOmega_dot_y + s_C_m_z_dOmega_dot_y
+    bc_star6_dOmega_dot_z = 0.4213244437154379*leg1_fc_x_dOmega_dot_z + 0.3535331853275967*leg1_fc_y_dOmega_dot_z - 0.4213244437154379*leg2_fc_x_dOmega_dot_z + 0.3535331853275967*leg2_fc_y_dOmega_dot_z - 0.5168309414322497*leg3_fc_x_dOmega_dot_z + 0.18811107882911782*leg3_fc_y_dOmega_dot_z - 0.0955064977168117*leg4_fc_x_dOmega_dot_z - 0.5416442641567144*leg4_fc_y_dOmega_dot_z + 0.0955064977168117*leg5_fc_x_dOmega_dot_z - 0.5416442641567144*leg5_fc_y_dOmega_dot_z + 0.5168309414322497*leg6_fc_x_dOmega_dot_z + 0.18811107882911782*leg6_fc_y_dOmega_dot_z + s_C_m_z_dOmega_dot_z
+    invD1 = 1.0/Ac_star11
+    L2_1 = Ac_star12*invD1
+    L3_1 = Ac_star13*invD1
+    L4_1 = Ac_star14*invD1
+    L5_1 = Ac_star15*invD1
+    L6_1 = Ac_star16*invD1
+    D2 = -Ac_star12*L2_1 + Ac_star22
+    invD2 = 1.0/D2
+    LD3_2 = -Ac_star12*L3_1 + Ac_star23
+    L3_2 = LD3_2*invD2
+    LD4_2 = -Ac_star12*L4_1 + Ac_star24
+    L4_2 = LD4_2*invD2
+    LD5_2 = -Ac_star12*L5_1 + Ac_star25
+    L5_2 = LD5_2*invD2
+    LD6_2 = -Ac_star12*L6_1 + Ac_star26
+    L6_2 = LD6_2*invD2
+    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
+    invD3 = 1.0/D3
+    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
+    L4_3 = LD4_3*invD3
+    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
+    L5_3 = LD5_3*invD3
+    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
+    L6_3 = LD6_3*invD3
+    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
+    invD4 = 1.0/D4
+    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
+    L5_4 = LD5_4*invD4
+    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
+    L6_4 = LD6_4*invD4
+    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
+    invD5 = 1.0/D5
+    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
+    L6_5 = LD6_5*invD5
+    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
+    invD6 = 1.0/D6
+    y2_dg_x = -L2_1*bc_star1_dg_x + bc_star2_dg_x
+    y2_dg_y = -L2_1*bc_star1_dg_y + bc_star2_dg_y
+    y2_dg_z = -L2_1*bc_star1_dg_z + bc_star2_dg_z
+    y2_dOmega_dot_x = -L2_1*bc_star1_dOmega_dot_x + bc_star2_dOmega_dot_x
+    y2_dOmega_dot_y = -L2_1*bc_star1_dOmega_dot_y + bc_star2_dOmega_dot_y
+    y2_dOmega_dot_z = -L2_1*bc_star1_dOmega_dot_z + bc_star2_dOmega_dot_z
+    y3_dg_x = -L3_1*bc_star1_dg_x - L3_2*y2_dg_x + bc_star3_dg_x
+    y3_dg_y = -L3_1*bc_star1_dg_y - L3_2*y2_dg_y + bc_star3_dg_y
+    y3_dg_z = -L3_1*bc_star1_dg_z - L3_2*y2_dg_z + bc_star3_dg_z
+    y3_dOmega_dot_x = -L3_1*bc_star1_dOmega_dot_x - L3_2*y2_dOmega_dot_x + bc_star3_dOmega_dot_x
+    y3_dOmega_dot_y = -L3_1*bc_star1_dOmega_dot_y - L3_2*y2_dOmega_dot_y + bc_star3_dOmega_dot_y
+    y3_dOmega_dot_z = -L3_1*bc_star1_dOmega_dot_z - L3_2*y2_dOmega_dot_z + bc_star3_dOmega_dot_z
+    y4_dg_x = -L4_1*bc_star1_dg_x - L4_2*y2_dg_x - L4_3*y3_dg_x + bc_star4_dg_x
+    y4_dg_y = -L4_1*bc_star1_dg_y - L4_2*y2_dg_y - L4_3*y3_dg_y + bc_star4_dg_y
+    y4_dg_z = -L4_1*bc_star1_dg_z - L4_2*y2_dg_z - L4_3*y3_dg_z + bc_star4_dg_z
+    y4_dOmega_dot_x = -L4_1*bc_star1_dOmega_dot_x - L4_2*y2_dOmega_dot_x - L4_3*y3_dOmega_dot_x + bc_star4_dOmega_dot_x
+    y4_dOmega_dot_y = -L4_1*bc_star1_dOmega_dot_y - L4_2*y2_dOmega_dot_y - L4_3*y3_dOmega_dot_y + bc_star4_dOmega_dot_y
+    y4_dOmega_dot_z = -L4_1*bc_star1_dOmega_dot_z - L4_2*y2_dOmega_dot_z - L4_3*y3_dOmega_dot_z + bc_star4_dOmega_dot_z
+    y5_dg_x = -L5_1*bc_star1_dg_x - L5_2*y2_dg_x - L5_3*y3_dg_x - L5_4*y4_dg_x + bc_star5_dg_x
+    y5_dg_y = -L5_1*bc_star1_dg_y - L5_2*y2_dg_y - L5_3*y3_dg_y - L5_4*y4_dg_y + bc_star5_dg_y
+    y5_dg_z = -L5_1*bc_star1_dg_z - L5_2*y2_dg_z - L5_3*y3_dg_z - L5_4*y4_dg_z + bc_star5_dg_z
+    y5_dOmega_dot_x = -L5_1*bc_star1_dOmega_dot_x - L5_2*y2_dOmega_dot_x - L5_3*y3_dOmega_dot_x - L5_4*y4_dOmega_dot_x + bc_star5_dOmega_dot_x
+    y5_dOmega_dot_y = -L5_1*bc_star1_dOmega_dot_y - L5_2*y2_dOmega_dot_y - L5_3*y3_dOmega_dot_y - L5_4*y4_dOmega_dot_y + bc_star5_dOmega_dot_y
+    y5_dOmega_dot_z = -L5_1*bc_star1_dOmega_dot_z - L5_2*y2_dOmega_dot_z - L5_3*y3_dOmega_dot_z - L5_4*y4_dOmega_dot_z + bc_star5_dOmega_dot_z
+    y6_dg_x = -L6_1*bc_star1_dg_x - L6_2*y2_dg_x - L6_3*y3_dg_x - L6_4*y4_dg_x - L6_5*y5_dg_x + bc_star6_dg_x
+    y6_dg_y = -L6_1*bc_star1_dg_y - L6_2*y2_dg_y - L6_3*y3_dg_y - L6_4*y4_dg_y - L6_5*y5_dg_y + bc_star6_dg_y
+    y6_dg_z = -L6_1*bc_star1_dg_z - L6_2*y2_dg_z - L6_3*y3_dg_z - L6_4*y4_dg_z - L6_5*y5_dg_z + bc_star6_dg_z
+    y6_dOmega_dot_x = -L6_1*bc_star1_dOmega_dot_x - L6_2*y2_dOmega_dot_x - L6_3*y3_dOmega_dot_x - L6_4*y4_dOmega_dot_x - L6_5*y5_dOmega_dot_x + bc_star6_dOmega_dot_x
+    y6_dOmega_dot_y = -L6_1*bc_star1_dOmega_dot_y - L6_2*y2_dOmega_dot_y - L6_3*y3_dOmega_dot_y - L6_4*y4_dOmega_dot_y - L6_5*y5_dOmega_dot_y + bc_star6_dOmega_dot_y
+    y6_dOmega_dot_z = -L6_1*bc_star1_dOmega_dot_z - L6_2*y2_dOmega_dot_z - L6_3*y3_dOmega_dot_z - L6_4*y4_dOmega_dot_z - L6_5*y5_dOmega_dot_z + bc_star6_dOmega_dot_z
+    yc6_dg_x = invD6*y6_dg_x
+    yc6_dg_y = invD6*y6_dg_y
+    yc6_dg_z = invD6*y6_dg_z
+    yc6_dOmega_dot_x = invD6*y6_dOmega_dot_x
+    yc6_dOmega_dot_y = invD6*y6_dOmega_dot_y
+    yc6_dOmega_dot_z = invD6*y6_dOmega_dot_z
+    yc5_dg_x = -L6_5*yc6_dg_x + invD5*y5_dg_x
+    yc5_dg_y = -L6_5*yc6_dg_y + invD5*y5_dg_y
+    yc5_dg_z = -L6_5*yc6_dg_z + invD5*y5_dg_z
+    yc5_dOmega_dot_x = -L6_5*yc6_dOmega_dot_x + invD5*y5_dOmega_dot_x
+    yc5_dOmega_dot_y = -L6_5*yc6_dOmega_dot_y + invD5*y5_dOmega_dot_y
+    yc5_dOmega_dot_z = -L6_5*yc6_dOmega_dot_z + invD5*y5_dOmega_dot_z
+    yc4_dg_x = -L5_4*yc5_dg_x - L6_4*yc6_dg_x + invD4*y4_dg_x
+    yc4_dg_y = -L5_4*yc5_dg_y - L6_4*yc6_dg_y + invD4*y4_dg_y
+    yc4_dg_z = -L5_4*yc5_dg_z - L6_4*yc6_dg_z + invD4*y4_dg_z
+    yc4_dOmega_dot_x = -L5_4*yc5_dOmega_dot_x - L6_4*yc6_dOmega_dot_x + invD4*y4_dOmega_dot_x
+    yc4_dOmega_dot_y = -L5_4*yc5_dOmega_dot_y - L6_4*yc6_dOmega_dot_y + invD4*y4_dOmega_dot_y
+    yc4_dOmega_dot_z = -L5_4*yc5_dOmega_dot_z - L6_4*yc6_dOmega_dot_z + invD4*y4_dOmega_dot_z
+    yc3_dg_x = -L4_3*yc4_dg_x - L5_3*yc5_dg_x - L6_3*yc6_dg_x + invD3*y3_dg_x
+    yc3_dg_y = -L4_3*yc4_dg_y - L5_3*yc5_dg_y - L6_3*yc6_dg_y + invD3*y3_dg_y
+    yc3_dg_z = -L4_3*yc4_dg_z - L5_3*yc5_dg_z - L6_3*yc6_dg_z + invD3*y3_dg_z
+    yc3_dOmega_dot_x = -L4_3*yc4_dOmega_dot_x - L5_3*yc5_dOmega_dot_x - L6_3*yc6_dOmega_dot_x + invD3*y3_dOmega_dot_x
+    yc3_dOmega_dot_y = -L4_3*yc4_dOmega_dot_y - L5_3*yc5_dOmega_dot_y - L6_3*yc6_dOmega_dot_y + invD3*y3_dOmega_dot_y
+    yc3_dOmega_dot_z = -L4_3*yc4_dOmega_dot_z - L5_3*yc5_dOmega_dot_z - L6_3*yc6_dOmega_dot_z + invD3*y3_dOmega_dot_z
+    yc2_dg_x = -L3_2*yc3_dg_x - L4_2*yc4_dg_x - L5_2*yc5_dg_x - L6_2*yc6_dg_x + invD2*y2_dg_x
+    yc2_dg_y = -L3_2*yc3_dg_y - L4_2*yc4_dg_y - L5_2*yc5_dg_y - L6_2*yc6_dg_y + invD2*y2_dg_y
+    yc2_dg_z = -L3_2*yc3_dg_z - L4_2*yc4_dg_z - L5_2*yc5_dg_z - L6_2*yc6_dg_z + invD2*y2_dg_z
+    yc2_dOmega_dot_x = -L3_2*yc3_dOmega_dot_x - L4_2*yc4_dOmega_dot_x - L5_2*yc5_dOmega_dot_x - L6_2*yc6_dOmega_dot_x + invD2*y2_dOmega_dot_x
+    yc2_dOmega_dot_y = -L3_2*yc3_dOmega_dot_y - L4_2*yc4_dOmega_dot_y - L5_2*yc5_dOmega_dot_y - L6_2*yc6_dOmega_dot_y + invD2*y2_dOmega_dot_y
+    yc2_dOmega_dot_z = -L3_2*yc3_dOmega_dot_z - L4_2*yc4_dOmega_dot_z - L5_2*yc5_dOmega_dot_z - L6_2*yc6_dOmega_dot_z + invD2*y2_dOmega_dot_z
+    yc1_dg_x = -L2_1*yc2_dg_x - L3_1*yc3_dg_x - L4_1*yc4_dg_x - L5_1*yc5_dg_x - L6_1*yc6_dg_x + bc_star1_dg_x*invD1
+    yc1_dg_y = -L2_1*yc2_dg_y - L3_1*yc3_dg_y - L4_1*yc4_dg_y - L5_1*yc5_dg_y - L6_1*yc6_dg_y + bc_star1_dg_y*invD1
+    yc1_dg_z = -L2_1*yc2_dg_z - L3_1*yc3_dg_z - L4_1*yc4_dg_z - L5_1*yc5_dg_z - L6_1*yc6_dg_z + bc_star1_dg_z*invD1
+    yc1_dOmega_dot_x = -L2_1*yc2_dOmega_dot_x - L3_1*yc3_dOmega_dot_x - L4_1*yc4_dOmega_dot_x - L5_1*yc5_dOmega_dot_x - L6_1*yc6_dOmega_dot_x + bc_star1_dOmega_dot_x*invD1
+    yc1_dOmega_dot_y = -L2_1*yc2_dOmega_dot_y - L3_1*yc3_dOmega_dot_y - L4_1*yc4_dOmega_dot_y - L5_1*yc5_dOmega_dot_y - L6_1*yc6_dOmega_dot_y + bc_star1_dOmega_dot_y*invD1
+    yc1_dOmega_dot_z = -L2_1*yc2_dOmega_dot_z - L3_1*yc3_dOmega_dot_z - L4_1*yc4_dOmega_dot_z - L5_1*yc5_dOmega_dot_z - L6_1*yc6_dOmega_dot_z + bc_star1_dOmega_dot_z*invD1
+    udot1_dg_x = alpha_C_00*yc1_dg_x + alpha_C_10*yc2_dg_x + alpha_C_20*yc3_dg_x
+    udot1_dg_y = alpha_C_00*yc1_dg_y + alpha_C_10*yc2_dg_y + alpha_C_20*yc3_dg_y
+    udot1_dg_z = alpha_C_00*yc1_dg_z + alpha_C_10*yc2_dg_z + alpha_C_20*yc3_dg_z
+    udot1_dOmega_dot_x = alpha_C_00*yc1_dOmega_dot_x + alpha_C_10*yc2_dOmega_dot_x + alpha_C_20*yc3_dOmega_dot_x
+    udot1_dOmega_dot_y = alpha_C_00*yc1_dOmega_dot_y + alpha_C_10*yc2_dOmega_dot_y + alpha_C_20*yc3_dOmega_dot_y
+    udot1_dOmega_dot_z = alpha_C_00*yc1_dOmega_dot_z + alpha_C_10*yc2_dOmega_dot_z + alpha_C_20*yc3_dOmega_dot_z
+    udot2_dg_x = alpha_C_11*yc2_dg_x + alpha_C_21*yc3_dg_x + s_psi_z*yc1_dg_x
+    udot2_dg_y = alpha_C_11*yc2_dg_y + alpha_C_21*yc3_dg_y + s_psi_z*yc1_dg_y
+    udot2_dg_z = alpha_C_11*yc2_dg_z + alpha_C_21*yc3_dg_z + s_psi_z*yc1_dg_z
+    udot2_dOmega_dot_x = alpha_C_11*yc2_dOmega_dot_x + alpha_C_21*yc3_dOmega_dot_x + s_psi_z*yc1_dOmega_dot_x
+    udot2_dOmega_dot_y = alpha_C_11*yc2_dOmega_dot_y + alpha_C_21*yc3_dOmega_dot_y + s_psi_z*yc1_dOmega_dot_y
+    udot2_dOmega_dot_z = alpha_C_11*yc2_dOmega_dot_z + alpha_C_21*yc3_dOmega_dot_z + s_psi_z*yc1_dOmega_dot_z
+    udot3_dg_x = alpha_C_02*yc1_dg_x + alpha_C_12*yc2_dg_x + alpha_C_22*yc3_dg_x
+    udot3_dg_y = alpha_C_02*yc1_dg_y + alpha_C_12*yc2_dg_y + alpha_C_22*yc3_dg_y
+    udot3_dg_z = alpha_C_02*yc1_dg_z + alpha_C_12*yc2_dg_z + alpha_C_22*yc3_dg_z
+    udot3_dOmega_dot_x = alpha_C_02*yc1_dOmega_dot_x + alpha_C_12*yc2_dOmega_dot_x + alpha_C_22*yc3_dOmega_dot_x
+    udot3_dOmega_dot_y = alpha_C_02*yc1_dOmega_dot_y + alpha_C_12*yc2_dOmega_dot_y + alpha_C_22*yc3_dOmega_dot_y
+    udot3_dOmega_dot_z = alpha_C_02*yc1_dOmega_dot_z + alpha_C_12*yc2_dOmega_dot_z + alpha_C_22*yc3_dOmega_dot_z
+    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
+    # column loop: 6 columns
+    cl1_out = []
+    for (L1x_crank_c, L1x_crank_s, L1x_u_c1, L1x_u_c2, L1x_u_s1, L1x_u_s2,) in (
+        (leg1_crank_c, leg1_crank_s, leg1_u_c1, leg1_u_c2, leg1_u_s1, leg1_u_s2,),
+        (leg2_crank_c, leg2_crank_s, leg2_u_c1, leg2_u_c2, leg2_u_s1, leg2_u_s2,),
+        (leg3_crank_c, leg3_crank_s, leg3_u_c1, leg3_u_c2, leg3_u_s1, leg3_u_s2,),
+        (leg4_crank_c, leg4_crank_s, leg4_u_c1, leg4_u_c2, leg4_u_s1, leg4_u_s2,),
+        (leg5_crank_c, leg5_crank_s, leg5_u_c1, leg5_u_c2, leg5_u_s1, leg5_u_s2,),
+        (leg6_crank_c, leg6_crank_s, leg6_u_c1, leg6_u_c2, leg6_u_s1, leg6_u_s2,),
+    ):
+        L1x_q1 = math.atan2(L1x_crank_s, L1x_crank_c)
+        L1x_q2 = math.atan2(L1x_u_s1, L1x_u_c1)
+        L1x_q3 = math.atan2(L1x_u_s2, L1x_u_c2)
+        cl1_out.append((L1x_q1, L1x_q2, L1x_q3,))
+    leg1_q1, leg1_q2, leg1_q3, = cl1_out[0]
+    leg2_q1, leg2_q2, leg2_q3, = cl1_out[1]
+    leg3_q1, leg3_q2, leg3_q3, = cl1_out[2]
+    leg4_q1, leg4_q2, leg4_q3, = cl1_out[3]
+    leg5_q1, leg5_q2, leg5_q3, = cl1_out[4]
+    leg6_q1, leg6_q2, leg6_q3, = cl1_out[5]
+    # column loop: 6 columns
+    cl2_out = []
+    for (L2_F_L, L2_IJ3_11, L2_Ic1_22, L2_N1_z, L2_N2_y_dOmega_dot_x, L2_N2_y_dOmega_dot_y, L2_N2_y_dOmega_dot_z, L2_N2_y_dg_x, L2_N2_y_dg_y, L2_N2_y_dg_z, L2_N3_z_dOmega_dot_x, L2_N3_z_dOmega_dot_y, L2_N3_z_dOmega_dot_z, L2_N3_z_dg_x, L2_N3_z_dg_y, L2_N3_z_dg_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_R_Cn_0_x, L2_R_Cn_0_y, L2_R_Cn_0_z, L2_R_Cn_1_x, L2_R_Cn_1_y, L2_R_Cn_1_z, L2_R_Cn_2_x, L2_R_Cn_2_y, L2_R_Cn_2_z, L2_TL1_y, L2_TL1_z, L2_W1_1, L2_W1_2, L2_W1_3, L2_W2_1, L2_W2_2, L2_W2_3, L2_W3_1, L2_W3_2, L2_W3_3, L2_a1_J_z_dOmega_dot_z, L2_a1_J_z_dg_x, L2_a1_J_z_dg_y, L2_a1_x_dOmega_dot_x, L2_a1_x_dOmega_dot_y, L2_a1_x_dOmega_dot_z, L2_a1_x_dg_x, L2_a1_x_dg_y, L2_a1_x_dg_z, L2_a1_y_dOmega_dot_x, L2_a1_y_dOmega_dot_y, L2_a1_y_dOmega_dot_z, L2_a1_y_dg_x, L2_a1_y_dg_y, L2_a1_y_dg_z, L2_b1_dOmega_dot_x, L2_b1_dOmega_dot_y, L2_b1_dOmega_dot_z, L2_b1_dg_x, L2_b1_dg_y, L2_b1_dg_z, L2_beta1_00, L2_beta1_01, L2_beta1_10, L2_beta1_11, L2_beta2_00, L2_beta2_01, L2_beta2_02, L2_beta2_20, L2_beta2_21, L2_beta2_22, L2_crank_c, L2_crank_s, L2_epsd1_J_z_dOmega_dot_x, L2_epsd1_J_z_dOmega_dot_y, L2_epsd1_x_dOmega_dot_x, L2_epsd1_x_dOmega_dot_y, L2_epsd1_x_dOmega_dot_z, L2_epsd1_y_dOmega_dot_x, L2_epsd1_y_dOmega_dot_y, L2_epsd1_y_dOmega_dot_z, L2_h1, L2_h2, L2_h3, L2_kc0, L2_kc1, L2_kc12, L2_kc13, L2_kc14, L2_kc2, L2_kc7, L2_kc8, L2_lu_inv1, L2_lu_inv2, L2_lu_inv3, L2_q1, L2_qd1, L2_u_c2, L2_u_s2, L2_y_z2, L2_y_z3,) in (
+        (F_leg1, leg1_IJ3_11, leg1_Ic1_22, leg1_N1_z, leg1_N2_y_dOmega_dot_x, leg1_N2_y_dOmega_dot_y, leg1_N2_y_dOmega_dot_z, leg1_N2_y_dg_x, leg1_N2_y_dg_y, leg1_N2_y_dg_z, leg1_N3_z_dOmega_dot_x, leg1_N3_z_dOmega_dot_y, leg1_N3_z_dOmega_dot_z, leg1_N3_z_dg_x, leg1_N3_z_dg_y, leg1_N3_z_dg_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_R_Cn_0_x, leg1_R_Cn_0_y, leg1_R_Cn_0_z, leg1_R_Cn_1_x, leg1_R_Cn_1_y, leg1_R_Cn_1_z, leg1_R_Cn_2_x, leg1_R_Cn_2_y, leg1_R_Cn_2_z, leg1_TL1_y, leg1_TL1_z, leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_a1_J_z_dOmega_dot_z, leg1_a1_J_z_dg_x, leg1_a1_J_z_dg_y, leg1_a1_x_dOmega_dot_x, leg1_a1_x_dOmega_dot_y, leg1_a1_x_dOmega_dot_z, leg1_a1_x_dg_x, leg1_a1_x_dg_y, leg1_a1_x_dg_z, leg1_a1_y_dOmega_dot_x, leg1_a1_y_dOmega_dot_y, leg1_a1_y_dOmega_dot_z, leg1_a1_y_dg_x, leg1_a1_y_dg_y, leg1_a1_y_dg_z, leg1_b1_dOmega_dot_x, leg1_b1_dOmega_dot_y, leg1_b1_dOmega_dot_z, leg1_b1_dg_x, leg1_b1_dg_y, leg1_b1_dg_z, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_crank_c, leg1_crank_s, leg1_epsd1_J_z_dOmega_dot_x, leg1_epsd1_J_z_dOmega_dot_y, leg1_epsd1_x_dOmega_dot_x, leg1_epsd1_x_dOmega_dot_y, leg1_epsd1_x_dOmega_dot_z, leg1_epsd1_y_dOmega_dot_x, leg1_epsd1_y_dOmega_dot_y, leg1_epsd1_y_dOmega_dot_z, leg1_h1, leg1_h2, leg1_h3, 0.809160465315115, 0.3535331853275967, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.4213244437154379, 0.34202014332566866, 0.9396926207859084, leg1_lu_inv1, leg1_lu_inv2, leg1_lu_inv3, leg1_q1, leg1_qd1, leg1_u_c2, leg1_u_s2, leg1_y_z2, leg1_y_z3,),
+        (F_leg2, leg2_IJ3_11, leg2_Ic1_22, leg2_N1_z, leg2_N2_y_dOmega_dot_x, leg2_N2_y_dOmega_dot_y, leg2_N2_y_dOmega_dot_z, leg2_N2_y_dg_x, leg2_N2_y_dg_y, leg2_N2_y_dg_z, leg2_N3_z_dOmega_dot_x, leg2_N3_z_dOmega_dot_y, leg2_N3_z_dOmega_dot_z, leg2_N3_z_dg_x, leg2_N3_z_dg_y, leg2_N3_z_dg_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_R_Cn_0_x, leg2_R_Cn_0_y, leg2_R_Cn_0_z, leg2_R_Cn_1_x, leg2_R_Cn_1_y, leg2_R_Cn_1_z, leg2_R_Cn_2_x, leg2_R_Cn_2_y, leg2_R_Cn_2_z, leg2_TL1_y, leg2_TL1_z, leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_a1_J_z_dOmega_dot_z, leg2_a1_J_z_dg_x, leg2_a1_J_z_dg_y, leg2_a1_x_dOmega_dot_x, leg2_a1_x_dOmega_dot_y, leg2_a1_x_dOmega_dot_z, leg2_a1_x_dg_x, leg2_a1_x_dg_y, leg2_a1_x_dg_z, leg2_a1_y_dOmega_dot_x, leg2_a1_y_dOmega_dot_y, leg2_a1_y_dOmega_dot_z, leg2_a1_y_dg_x, leg2_a1_y_dg_y, leg2_a1_y_dg_z, leg2_b1_dOmega_dot_x, leg2_b1_dOmega_dot_y, leg2_b1_dOmega_dot_z, leg2_b1_dg_x, leg2_b1_dg_y, leg2_b1_dg_z, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_crank_c, leg2_crank_s, leg2_epsd1_J_z_dOmega_dot_x, leg2_epsd1_J_z_dOmega_dot_y, leg2_epsd1_x_dOmega_dot_x, leg2_epsd1_x_dOmega_dot_y, leg2_epsd1_x_dOmega_dot_z, leg2_epsd1_y_dOmega_dot_x, leg2_epsd1_y_dOmega_dot_y, leg2_epsd1_y_dOmega_dot_z, leg2_h1, leg2_h2, leg2_h3, 0.809160465315115, 0.3535331853275967, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, 0.4213244437154379, -0.34202014332566866, 0.9396926207859084, leg2_lu_inv1, leg2_lu_inv2, leg2_lu_inv3, leg2_q1, leg2_qd1, leg2_u_c2, leg2_u_s2, leg2_y_z2, leg2_y_z3,),
+        (F_leg3, leg3_IJ3_11, leg3_Ic1_22, leg3_N1_z, leg3_N2_y_dOmega_dot_x, leg3_N2_y_dOmega_dot_y, leg3_N2_y_dOmega_dot_z, leg3_N2_y_dg_x, leg3_N2_y_dg_y, leg3_N2_y_dg_z, leg3_N3_z_dOmega_dot_x, leg3_N3_z_dOmega_dot_y, leg3_N3_z_dOmega_dot_z, leg3_N3_z_dg_x, leg3_N3_z_dg_y, leg3_N3_z_dg_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_R_Cn_0_x, leg3_R_Cn_0_y, leg3_R_Cn_0_z, leg3_R_Cn_1_x, leg3_R_Cn_1_y, leg3_R_Cn_1_z, leg3_R_Cn_2_x, leg3_R_Cn_2_y, leg3_R_Cn_2_z, leg3_TL1_y, leg3_TL1_z, leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_a1_J_z_dOmega_dot_z, leg3_a1_J_z_dg_x, leg3_a1_J_z_dg_y, leg3_a1_x_dOmega_dot_x, leg3_a1_x_dOmega_dot_y, leg3_a1_x_dOmega_dot_z, leg3_a1_x_dg_x, leg3_a1_x_dg_y, leg3_a1_x_dg_z, leg3_a1_y_dOmega_dot_x, leg3_a1_y_dOmega_dot_y, leg3_a1_y_dOmega_dot_z, leg3_a1_y_dg_x, leg3_a1_y_dg_y, leg3_a1_y_dg_z, leg3_b1_dOmega_dot_x, leg3_b1_dOmega_dot_y, leg3_b1_dOmega_dot_z, leg3_b1_dg_x, leg3_b1_dg_y, leg3_b1_dg_z, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_crank_c, leg3_crank_s, leg3_epsd1_J_z_dOmega_dot_x, leg3_epsd1_J_z_dOmega_dot_y, leg3_epsd1_x_dOmega_dot_x, leg3_epsd1_x_dOmega_dot_y, leg3_epsd1_x_dOmega_dot_z, leg3_epsd1_y_dOmega_dot_x, leg3_epsd1_y_dOmega_dot_y, leg3_epsd1_y_dOmega_dot_z, leg3_h1, leg3_h2, leg3_h3, 0.8091604653151149, 0.18811107882911782, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, 0.5168309414322497, -0.984807753012208, -0.17364817766693036, leg3_lu_inv1, leg3_lu_inv2, leg3_lu_inv3, leg3_q1, leg3_qd1, leg3_u_c2, leg3_u_s2, leg3_y_z2, leg3_y_z3,),
+        (F_leg4, leg4_IJ3_11, leg4_Ic1_22, leg4_N1_z, leg4_N2_y_dOmega_dot_x, leg4_N2_y_dOmega_dot_y, leg4_N2_y_dOmega_dot_z, leg4_N2_y_dg_x, leg4_N2_y_dg_y, leg4_N2_y_dg_z, leg4_N3_z_dOmega_dot_x, leg4_N3_z_dOmega_dot_y, leg4_N3_z_dOmega_dot_z, leg4_N3_z_dg_x, leg4_N3_z_dg_y, leg4_N3_z_dg_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_R_Cn_0_x, leg4_R_Cn_0_y, leg4_R_Cn_0_z, leg4_R_Cn_1_x, leg4_R_Cn_1_y, leg4_R_Cn_1_z, leg4_R_Cn_2_x, leg4_R_Cn_2_y, leg4_R_Cn_2_z, leg4_TL1_y, leg4_TL1_z, leg4_W1_1, leg4_W1_2, leg4_W1_3, leg4_W2_1, leg4_W2_2, leg4_W2_3, leg4_W3_1, leg4_W3_2, leg4_W3_3, leg4_a1_J_z_dOmega_dot_z, leg4_a1_J_z_dg_x, leg4_a1_J_z_dg_y, leg4_a1_x_dOmega_dot_x, leg4_a1_x_dOmega_dot_y, leg4_a1_x_dOmega_dot_z, leg4_a1_x_dg_x, leg4_a1_x_dg_y, leg4_a1_x_dg_z, leg4_a1_y_dOmega_dot_x, leg4_a1_y_dOmega_dot_y, leg4_a1_y_dOmega_dot_z, leg4_a1_y_dg_x, leg4_a1_y_dg_y, leg4_a1_y_dg_z, leg4_b1_dOmega_dot_x, leg4_b1_dOmega_dot_y, leg4_b1_dOmega_dot_z, leg4_b1_dg_x, leg4_b1_dg_y, leg4_b1_dg_z, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_crank_c, leg4_crank_s, leg4_epsd1_J_z_dOmega_dot_x, leg4_epsd1_J_z_dOmega_dot_y, leg4_epsd1_x_dOmega_dot_x, leg4_epsd1_x_dOmega_dot_y, leg4_epsd1_x_dOmega_dot_z, leg4_epsd1_y_dOmega_dot_x, leg4_epsd1_y_dOmega_dot_y, leg4_epsd1_y_dOmega_dot_z, leg4_h1, leg4_h2, leg4_h3, 0.809160465315115, -0.5416442641567144, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, 0.0955064977168117, -0.6427876096865394, -0.766044443118978, leg4_lu_inv1, leg4_lu_inv2, leg4_lu_inv3, leg4_q1, leg4_qd1, leg4_u_c2, leg4_u_s2, leg4_y_z2, leg4_y_z3,),
+        (F_leg5, leg5_IJ3_11, leg5_Ic1_22, leg5_N1_z, leg5_N2_y_dOmega_dot_x, leg5_N2_y_dOmega_dot_y, leg5_N2_y_dOmega_dot_z, leg5_N2_y_dg_x, leg5_N2_y_dg_y, leg5_N2_y_dg_z, leg5_N3_z_dOmega_dot_x, leg5_N3_z_dOmega_dot_y, leg5_N3_z_dOmega_dot_z, leg5_N3_z_dg_x, leg5_N3_z_dg_y, leg5_N3_z_dg_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_R_Cn_0_x, leg5_R_Cn_0_y, leg5_R_Cn_0_z, leg5_R_Cn_1_x, leg5_R_Cn_1_y, leg5_R_Cn_1_z, leg5_R_Cn_2_x, leg5_R_Cn_2_y, leg5_R_Cn_2_z, leg5_TL1_y, leg5_TL1_z, leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_a1_J_z_dOmega_dot_z, leg5_a1_J_z_dg_x, leg5_a1_J_z_dg_y, leg5_a1_x_dOmega_dot_x, leg5_a1_x_dOmega_dot_y, leg5_a1_x_dOmega_dot_z, leg5_a1_x_dg_x, leg5_a1_x_dg_y, leg5_a1_x_dg_z, leg5_a1_y_dOmega_dot_x, leg5_a1_y_dOmega_dot_y, leg5_a1_y_dOmega_dot_z, leg5_a1_y_dg_x, leg5_a1_y_dg_y, leg5_a1_y_dg_z, leg5_b1_dOmega_dot_x, leg5_b1_dOmega_dot_y, leg5_b1_dOmega_dot_z, leg5_b1_dg_x, leg5_b1_dg_y, leg5_b1_dg_z, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_crank_c, leg5_crank_s, leg5_epsd1_J_z_dOmega_dot_x, leg5_epsd1_J_z_dOmega_dot_y, leg5_epsd1_x_dOmega_dot_x, leg5_epsd1_x_dOmega_dot_y, leg5_epsd1_x_dOmega_dot_z, leg5_epsd1_y_dOmega_dot_x, leg5_epsd1_y_dOmega_dot_y, leg5_epsd1_y_dOmega_dot_z, leg5_h1, leg5_h2, leg5_h3, 0.809160465315115, -0.5416442641567144, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.0955064977168117, 0.6427876096865394, -0.766044443118978, leg5_lu_inv1, leg5_lu_inv2, leg5_lu_inv3, leg5_q1, leg5_qd1, leg5_u_c2, leg5_u_s2, leg5_y_z2, leg5_y_z3,),
+        (F_leg6, leg6_IJ3_11, leg6_Ic1_22, leg6_N1_z, leg6_N2_y_dOmega_dot_x, leg6_N2_y_dOmega_dot_y, leg6_N2_y_dOmega_dot_z, leg6_N2_y_dg_x, leg6_N2_y_dg_y, leg6_N2_y_dg_z, leg6_N3_z_dOmega_dot_x, leg6_N3_z_dOmega_dot_y, leg6_N3_z_dOmega_dot_z, leg6_N3_z_dg_x, leg6_N3_z_dg_y, leg6_N3_z_dg_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_R_Cn_0_x, leg6_R_Cn_0_y, leg6_R_Cn_0_z, leg6_R_Cn_1_x, leg6_R_Cn_1_y, leg6_R_Cn_1_z, leg6_R_Cn_2_x, leg6_R_Cn_2_y, leg6_R_Cn_2_z, leg6_TL1_y, leg6_TL1_z, leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_a1_J_z_dOmega_dot_z, leg6_a1_J_z_dg_x, leg6_a1_J_z_dg_y, leg6_a1_x_dOmega_dot_x, leg6_a1_x_dOmega_dot_y, leg6_a1_x_dOmega_dot_z, leg6_a1_x_dg_x, leg6_a1_x_dg_y, leg6_a1_x_dg_z, leg6_a1_y_dOmega_dot_x, leg6_a1_y_dOmega_dot_y, leg6_a1_y_dOmega_dot_z, leg6_a1_y_dg_x, leg6_a1_y_dg_y, leg6_a1_y_dg_z, leg6_b1_dOmega_dot_x, leg6_b1_dOmega_dot_y, leg6_b1_dOmega_dot_z, leg6_b1_dg_x, leg6_b1_dg_y, leg6_b1_dg_z, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_crank_c, leg6_crank_s, leg6_epsd1_J_z_dOmega_dot_x, leg6_epsd1_J_z_dOmega_dot_y, leg6_epsd1_x_dOmega_dot_x, leg6_epsd1_x_dOmega_dot_y, leg6_epsd1_x_dOmega_dot_z, leg6_epsd1_y_dOmega_dot_x, leg6_epsd1_y_dOmega_dot_y, leg6_epsd1_y_dOmega_dot_z, leg6_h1, leg6_h2, leg6_h3, 0.8091604653151149, 0.18811107882911782, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.5168309414322497, 0.984807753012208, -0.17364817766693036, leg6_lu_inv1, leg6_lu_inv2, leg6_lu_inv3, leg6_q1, leg6_qd1, leg6_u_c2, leg6_u_s2, leg6_y_z2, leg6_y_z3,),
+    ):
+        L2_check2_1 = L2_q1 + 1.2
+        L2_check2_2 = 1.2 - L2_q1
+        L2_t1 = L2_F_L - L2_q1*p_k_crank
+        L2_Qa1 = -L2_qd1*p_c_crank + L2_t1
+        L2_b1 = -L2_N1_z + L2_Qa1
+        L2_t2 = -L2_Ic1_22*L2_h1 + L2_b1
+        L2_t3 = -L2_Nm2_1_z*L2_h2 + L2_t2
+        L2_r1 = -L2_Nm3_1_z*L2_h3 + L2_t3
+        L2_t4 = -L2_TL1_y*L2_y_z2 + L2_r1
+        L2_y_z1 = L2_lu_inv3*(-L2_TL1_z*L2_y_z3 + L2_t4)
+        L2_t5 = L2_R_Cn_0_x*L2_y_z1 + L2_R_Cn_1_x*L2_y_z2
+        L2_fc_x = L2_R_Cn_2_x*L2_y_z3 + L2_t5
+        L2_t6 = L2_R_Cn_0_y*L2_y_z1 + L2_R_Cn_1_y*L2_y_z2
+        L2_fc_y = L2_R_Cn_2_y*L2_y_z3 + L2_t6
+        L2_t7 = L2_R_Cn_0_z*L2_y_z1 + L2_R_Cn_1_z*L2_y_z2
+        L2_fc_z = L2_R_Cn_2_z*L2_y_z3 + L2_t7
+        L2_a_p_x_dg_x = -L2_kc2*yc6_dg_x + yc1_dg_x
+        L2_a_p_x_dg_y = -L2_kc2*yc6_dg_y + yc1_dg_y
+        L2_a_p_x_dg_z = -L2_kc2*yc6_dg_z + yc1_dg_z
+        L2_a_p_x_dOmega_dot_x = -L2_kc2*yc6_dOmega_dot_x + yc1_dOmega_dot_x
+        L2_a_p_x_dOmega_dot_y = -L2_kc2*yc6_dOmega_dot_y + yc1_dOmega_dot_y
+        L2_a_p_x_dOmega_dot_z = -L2_kc2*yc6_dOmega_dot_z + yc1_dOmega_dot_z
+        L2_a_p_y_dg_x = L2_kc1*yc6_dg_x + yc2_dg_x
+        L2_a_p_y_dg_y = L2_kc1*yc6_dg_y + yc2_dg_y
+        L2_a_p_y_dg_z = L2_kc1*yc6_dg_z + yc2_dg_z
+        L2_a_p_y_dOmega_dot_x = L2_kc1*yc6_dOmega_dot_x + yc2_dOmega_dot_x
+        L2_a_p_y_dOmega_dot_y = L2_kc1*yc6_dOmega_dot_y + yc2_dOmega_dot_y
+        L2_a_p_y_dOmega_dot_z = L2_kc1*yc6_dOmega_dot_z + yc2_dOmega_dot_z
+        L2_t8 = L2_kc2*yc4_dg_x + yc3_dg_x
+        L2_a_p_z_dg_x = -L2_kc1*yc5_dg_x + L2_t8
+        L2_t9 = L2_kc2*yc4_dg_y + yc3_dg_y
+        L2_a_p_z_dg_y = -L2_kc1*yc5_dg_y + L2_t9
+        L2_t10 = L2_kc2*yc4_dg_z + yc3_dg_z
+        L2_a_p_z_dg_z = -L2_kc1*yc5_dg_z + L2_t10
+        L2_t11 = L2_kc2*yc4_dOmega_dot_x + yc3_dOmega_dot_x
+        L2_a_p_z_dOmega_dot_x = -L2_kc1*yc5_dOmega_dot_x + L2_t11
+        L2_t12 = L2_kc2*yc4_dOmega_dot_y + yc3_dOmega_dot_y
+        L2_a_p_z_dOmega_dot_y = -L2_kc1*yc5_dOmega_dot_y + L2_t12
+        L2_t13 = L2_kc2*yc4_dOmega_dot_z + yc3_dOmega_dot_z
+        L2_a_p_z_dOmega_dot_z = -L2_kc1*yc5_dOmega_dot_z + L2_t13
+        L2_t14 = L2_W1_1*L2_a_p_x_dg_x + L2_W2_1*L2_a_p_y_dg_x
+        L2_qdd1_dg_x = L2_W3_1*L2_a_p_z_dg_x + L2_t14
+        L2_t15 = L2_W1_1*L2_a_p_x_dg_y + L2_W2_1*L2_a_p_y_dg_y
+        L2_qdd1_dg_y = L2_W3_1*L2_a_p_z_dg_y + L2_t15
+        L2_t16 = L2_W1_1*L2_a_p_x_dg_z + L2_W2_1*L2_a_p_y_dg_z
+        L2_qdd1_dg_z = L2_W3_1*L2_a_p_z_dg_z + L2_t16
+        L2_t17 = L2_W1_1*L2_a_p_x_dOmega_dot_x + L2_W2_1*L2_a_p_y_dOmega_dot_x
+        L2_qdd1_dOmega_dot_x = L2_W3_1*L2_a_p_z_dOmega_dot_x + L2_t17
+        L2_t18 = L2_W1_1*L2_a_p_x_dOmega_dot_y + L2_W2_1*L2_a_p_y_dOmega_dot_y
+        L2_qdd1_dOmega_dot_y = L2_W3_1*L2_a_p_z_dOmega_dot_y + L2_t18
+        L2_t19 = L2_W1_1*L2_a_p_x_dOmega_dot_z + L2_W2_1*L2_a_p_y_dOmega_dot_z
+        L2_qdd1_dOmega_dot_z = L2_W3_1*L2_a_p_z_dOmega_dot_z + L2_t19
+        L2_t20 = L2_W1_2*L2_a_p_x_dg_x + L2_W2_2*L2_a_p_y_dg_x
+        L2_qdd2_dg_x = L2_W3_2*L2_a_p_z_dg_x + L2_t20
+        L2_t21 = L2_W1_2*L2_a_p_x_dg_y + L2_W2_2*L2_a_p_y_dg_y
+        L2_qdd2_dg_y = L2_W3_2*L2_a_p_z_dg_y + L2_t21
+        L2_t22 = L2_W1_2*L2_a_p_x_dg_z + L2_W2_2*L2_a_p_y_dg_z
+        L2_qdd2_dg_z = L2_W3_2*L2_a_p_z_dg_z + L2_t22
+        L2_t23 = L2_W1_2*L2_a_p_x_dOmega_dot_x + L2_W2_2*L2_a_p_y_dOmega_dot_x
+        L2_qdd2_dOmega_dot_x = L2_W3_2*L2_a_p_z_dOmega_dot_x + L2_t23
+        L2_t24 = L2_W1_2*L2_a_p_x_dOmega_dot_y + L2_W2_2*L2_a_p_y_dOmega_dot_y
+        L2_qdd2_dOmega_dot_y = L2_W3_2*L2_a_p_z_dOmega_dot_y + L2_t24
+        L2_t25 = L2_W1_2*L2_a_p_x_dOmega_dot_z + L2_W2_2*L2_a_p_y_dOmega_dot_z
+        L2_qdd2_dOmega_dot_z = L2_W3_2*L2_a_p_z_dOmega_dot_z + L2_t25
+        L2_t26 = L2_W1_3*L2_a_p_x_dg_x + L2_W2_3*L2_a_p_y_dg_x
+        L2_qdd3_dg_x = L2_W3_3*L2_a_p_z_dg_x + L2_t26
+        L2_t27 = L2_W1_3*L2_a_p_x_dg_y + L2_W2_3*L2_a_p_y_dg_y
+        L2_qdd3_dg_y = L2_W3_3*L2_a_p_z_dg_y + L2_t27
+        L2_t28 = L2_W1_3*L2_a_p_x_dg_z + L2_W2_3*L2_a_p_y_dg_z
+        L2_qdd3_dg_z = L2_W3_3*L2_a_p_z_dg_z + L2_t28
+        L2_t29 = L2_W1_3*L2_a_p_x_dOmega_dot_x + L2_W2_3*L2_a_p_y_dOmega_dot_x
+        L2_qdd3_dOmega_dot_x = L2_W3_3*L2_a_p_z_dOmega_dot_x + L2_t29
+        L2_t30 = L2_W1_3*L2_a_p_x_dOmega_dot_y + L2_W2_3*L2_a_p_y_dOmega_dot_y
+        L2_qdd3_dOmega_dot_y = L2_W3_3*L2_a_p_z_dOmega_dot_y + L2_t30
+        L2_t31 = L2_W1_3*L2_a_p_x_dOmega_dot_z + L2_W2_3*L2_a_p_y_dOmega_dot_z
+        L2_qdd3_dOmega_dot_z = L2_W3_3*L2_a_p_z_dOmega_dot_z + L2_t31
+        L2_t32 = L2_Ic1_22*L2_qdd1_dg_x - L2_b1_dg_x
+        L2_t33 = L2_Nm2_1_z*L2_qdd2_dg_x + L2_t32
+        L2_Aqdd_b1_dg_x = L2_Nm3_1_z*L2_qdd3_dg_x + L2_t33
+        L2_t34 = L2_Ic1_22*L2_qdd1_dg_y - L2_b1_dg_y
+        L2_t35 = L2_Nm2_1_z*L2_qdd2_dg_y + L2_t34
+        L2_Aqdd_b1_dg_y = L2_Nm3_1_z*L2_qdd3_dg_y + L2_t35
+        L2_t36 = L2_Ic1_22*L2_qdd1_dg_z - L2_b1_dg_z
+        L2_t37 = L2_Nm2_1_z*L2_qdd2_dg_z + L2_t36
+        L2_Aqdd_b1_dg_z = L2_Nm3_1_z*L2_qdd3_dg_z + L2_t37
+        L2_t38 = L2_Ic1_22*L2_qdd1_dOmega_dot_x - L2_b1_dOmega_dot_x
+        L2_t39 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_x + L2_t38
+        L2_Aqdd_b1_dOmega_dot_x = L2_Nm3_1_z*L2_qdd3_dOmega_dot_x + L2_t39
+        L2_t40 = L2_Ic1_22*L2_qdd1_dOmega_dot_y - L2_b1_dOmega_dot_y
+        L2_t41 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_y + L2_t40
+        L2_Aqdd_b1_dOmega_dot_y = L2_Nm3_1_z*L2_qdd3_dOmega_dot_y + L2_t41
+        L2_t42 = L2_Ic1_22*L2_qdd1_dOmega_dot_z - L2_b1_dOmega_dot_z
+        L2_t43 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_z + L2_t42
+        L2_Aqdd_b1_dOmega_dot_z = L2_Nm3_1_z*L2_qdd3_dOmega_dot_z + L2_t43
+        L2_t44 = L2_IJ3_11*L2_qdd2_dg_x + L2_N2_y_dg_x
+        L2_Aqdd_b2_dg_x = L2_Nm2_1_z*L2_qdd1_dg_x + L2_t44
+        L2_t45 = L2_IJ3_11*L2_qdd2_dg_y + L2_N2_y_dg_y
+        L2_Aqdd_b2_dg_y = L2_Nm2_1_z*L2_qdd1_dg_y + L2_t45
+        L2_t46 = L2_IJ3_11*L2_qdd2_dg_z + L2_N2_y_dg_z
+        L2_Aqdd_b2_dg_z = L2_Nm2_1_z*L2_qdd1_dg_z + L2_t46
+        L2_t47 = L2_IJ3_11*L2_qdd2_dOmega_dot_x + L2_N2_y_dOmega_dot_x
+        L2_Aqdd_b2_dOmega_dot_x = L2_Nm2_1_z*L2_qdd1_dOmega_dot_x + L2_t47
+        L2_t48 = L2_IJ3_11*L2_qdd2_dOmega_dot_y + L2_N2_y_dOmega_dot_y
+        L2_Aqdd_b2_dOmega_dot_y = L2_Nm2_1_z*L2_qdd1_dOmega_dot_y + L2_t48
+        L2_t49 = L2_IJ3_11*L2_qdd2_dOmega_dot_z + L2_N2_y_dOmega_dot_z
+        L2_Aqdd_b2_dOmega_dot_z = L2_Nm2_1_z*L2_qdd1_dOmega_dot_z + L2_t49
+        L2_t50 = L2_N3_z_dg_x + (0.305)*L2_qdd3_dg_x
+        L2_Aqdd_b3_dg_x = L2_Nm3_1_z*L2_qdd1_dg_x + L2_t50
+        L2_t51 = L2_N3_z_dg_y + (0.305)*L2_qdd3_dg_y
+        L2_Aqdd_b3_dg_y = L2_Nm3_1_z*L2_qdd1_dg_y + L2_t51
+        L2_t52 = L2_N3_z_dg_z + (0.305)*L2_qdd3_dg_z
+        L2_Aqdd_b3_dg_z = L2_Nm3_1_z*L2_qdd1_dg_z + L2_t52
+        L2_t53 = L2_N3_z_dOmega_dot_x + (0.305)*L2_qdd3_dOmega_dot_x
+        L2_Aqdd_b3_dOmega_dot_x = L2_Nm3_1_z*L2_qdd1_dOmega_dot_x + L2_t53
+        L2_t54 = L2_N3_z_dOmega_dot_y + (0.305)*L2_qdd3_dOmega_dot_y
+        L2_Aqdd_b3_dOmega_dot_y = L2_Nm3_1_z*L2_qdd1_dOmega_dot_y + L2_t54
+        L2_t55 = L2_N3_z_dOmega_dot_z + (0.305)*L2_qdd3_dOmega_dot_z
+        L2_Aqdd_b3_dOmega_dot_z = L2_Nm3_1_z*L2_qdd1_dOmega_dot_z + L2_t55
+        L2_lambda_z3_dg_x = L2_Aqdd_b2_dg_x*L2_lu_inv1
+        L2_lambda_z3_dg_y = L2_Aqdd_b2_dg_y*L2_lu_inv1
+        L2_lambda_z3_dg_z = L2_Aqdd_b2_dg_z*L2_lu_inv1
+        L2_lambda_z3_dOmega_dot_x = L2_Aqdd_b2_dOmega_dot_x*L2_lu_inv1
+        L2_lambda_z3_dOmega_dot_y = L2_Aqdd_b2_dOmega_dot_y*L2_lu_inv1
+        L2_lambda_z3_dOmega_dot_z = L2_Aqdd_b2_dOmega_dot_z*L2_lu_inv1
+        L2_lambda_z2_dg_x = L2_Aqdd_b3_dg_x*L2_lu_inv2
+        L2_lambda_z2_dg_y = L2_Aqdd_b3_dg_y*L2_lu_inv2
+        L2_lambda_z2_dg_z = L2_Aqdd_b3_dg_z*L2_lu_inv2
+        L2_lambda_z2_dOmega_dot_x = L2_Aqdd_b3_dOmega_dot_x*L2_lu_inv2
+        L2_lambda_z2_dOmega_dot_y = L2_Aqdd_b3_dOmega_dot_y*L2_lu_inv2
+        L2_lambda_z2_dOmega_dot_z = L2_Aqdd_b3_dOmega_dot_z*L2_lu_inv2
+        L2_cse0 = L2_TL1_y*L2_lu_inv3
+        L2_cse1 = L2_TL1_z*L2_lu_inv3
+        L2_t56 = L2_Aqdd_b1_dg_x*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_x
+        L2_lambda_z1_dg_x = -L2_cse1*L2_lambda_z3_dg_x + L2_t56
+        L2_t57 = L2_Aqdd_b1_dg_y*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_y
+        L2_lambda_z1_dg_y = -L2_cse1*L2_lambda_z3_dg_y + L2_t57
+        L2_t58 = L2_Aqdd_b1_dg_z*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_z
+        L2_lambda_z1_dg_z = -L2_cse1*L2_lambda_z3_dg_z + L2_t58
+        L2_t59 = L2_Aqdd_b1_dOmega_dot_x*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_x
+        L2_lambda_z1_dOmega_dot_x = -L2_cse1*L2_lambda_z3_dOmega_dot_x + L2_t59
+        L2_t60 = L2_Aqdd_b1_dOmega_dot_y*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_y
+        L2_lambda_z1_dOmega_dot_y = -L2_cse1*L2_lambda_z3_dOmega_dot_y + L2_t60
+        L2_t61 = L2_Aqdd_b1_dOmega_dot_z*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_z
+        L2_lambda_z1_dOmega_dot_z = -L2_cse1*L2_lambda_z3_dOmega_dot_z + L2_t61
+        L2_epsd1_z_dg_x = L2_qdd1_dg_x
+        L2_epsd1_z_dg_y = L2_qdd1_dg_y
+        L2_epsd1_z_dg_z = L2_qdd1_dg_z
+        L2_epsd1_z_dOmega_dot_x = L2_epsd1_J_z_dOmega_dot_x + L2_qdd1_dOmega_dot_x
+        L2_epsd1_z_dOmega_dot_y = L2_epsd1_J_z_dOmega_dot_y + L2_qdd1_dOmega_dot_y
+        L2_epsd1_z_dOmega_dot_z = L2_qdd1_dOmega_dot_z
+        L2_epsd2_x_3_dg_x = L2_beta2_02*L2_epsd1_z_dg_x
+        L2_epsd2_x_3_dg_y = L2_beta2_02*L2_epsd1_z_dg_y
+        L2_epsd2_x_3_dg_z = L2_beta2_02*L2_epsd1_z_dg_z
+        L2_t62 = L2_beta2_00*L2_epsd1_x_dOmega_dot_x + L2_beta2_01*L2_epsd1_y_dOmega_dot_x
+        L2_epsd2_x_3_dOmega_dot_x = L2_beta2_02*L2_epsd1_z_dOmega_dot_x + L2_t62
+        L2_t63 = L2_beta2_00*L2_epsd1_x_dOmega_dot_y + L2_beta2_01*L2_epsd1_y_dOmega_dot_y
+        L2_epsd2_x_3_dOmega_dot_y = L2_beta2_02*L2_epsd1_z_dOmega_dot_y + L2_t63
+        L2_t64 = L2_beta2_00*L2_epsd1_x_dOmega_dot_z + L2_beta2_01*L2_epsd1_y_dOmega_dot_z
+        L2_epsd2_x_3_dOmega_dot_z = L2_beta2_02*L2_epsd1_z_dOmega_dot_z + L2_t64
+        L2_epsd2_y_2_dg_x = L2_epsd1_z_dg_x*L2_kc14 + L2_qdd2_dg_x
+        L2_epsd2_y_2_dg_y = L2_epsd1_z_dg_y*L2_kc14 + L2_qdd2_dg_y
+        L2_epsd2_y_2_dg_z = L2_epsd1_z_dg_z*L2_kc14 + L2_qdd2_dg_z
+        L2_t65 = L2_epsd1_x_dOmega_dot_x*L2_kc12 + L2_qdd2_dOmega_dot_x
+        L2_t66 = L2_epsd1_y_dOmega_dot_x*L2_kc13 + L2_t65
+        L2_epsd2_y_2_dOmega_dot_x = L2_epsd1_z_dOmega_dot_x*L2_kc14 + L2_t66
+        L2_t67 = L2_epsd1_x_dOmega_dot_y*L2_kc12 + L2_qdd2_dOmega_dot_y
+        L2_t68 = L2_epsd1_y_dOmega_dot_y*L2_kc13 + L2_t67
+        L2_epsd2_y_2_dOmega_dot_y = L2_epsd1_z_dOmega_dot_y*L2_kc14 + L2_t68
+        L2_t69 = L2_epsd1_x_dOmega_dot_z*L2_kc12 + L2_qdd2_dOmega_dot_z
+        L2_t70 = L2_epsd1_y_dOmega_dot_z*L2_kc13 + L2_t69
+        L2_epsd2_y_2_dOmega_dot_z = L2_epsd1_z_dOmega_dot_z*L2_kc14 + L2_t70
+        L2_epsd2_z_3_dg_x = L2_beta2_22*L2_epsd1_z_dg_x
+        L2_epsd2_z_3_dg_y = L2_beta2_22*L2_epsd1_z_dg_y
+        L2_epsd2_z_3_dg_z = L2_beta2_22*L2_epsd1_z_dg_z
+        L2_t71 = L2_beta2_20*L2_epsd1_x_dOmega_dot_x + L2_beta2_21*L2_epsd1_y_dOmega_dot_x
+        L2_epsd2_z_3_dOmega_dot_x = L2_beta2_22*L2_epsd1_z_dOmega_dot_x + L2_t71
+        L2_t72 = L2_beta2_20*L2_epsd1_x_dOmega_dot_y + L2_beta2_21*L2_epsd1_y_dOmega_dot_y
+        L2_epsd2_z_3_dOmega_dot_y = L2_beta2_22*L2_epsd1_z_dOmega_dot_y + L2_t72
+        L2_t73 = L2_beta2_20*L2_epsd1_x_dOmega_dot_z + L2_beta2_21*L2_epsd1_y_dOmega_dot_z
+        L2_epsd2_z_3_dOmega_dot_z = L2_beta2_22*L2_epsd1_z_dOmega_dot_z + L2_t73
+        L2_cse2 = 0.25*L2_beta2_01
+        L2_t74 = L2_a1_J_z_dg_x*L2_beta2_02 + L2_a1_x_dg_x*L2_beta2_00
+        L2_t75 = L2_a1_y_dg_x*L2_beta2_01 + L2_t74
+        L2_a2_x_3_dg_x = L2_cse2*L2_epsd1_z_dg_x + L2_t75
+        L2_t76 = L2_a1_J_z_dg_y*L2_beta2_02 + L2_a1_x_dg_y*L2_beta2_00
+        L2_t77 = L2_a1_y_dg_y*L2_beta2_01 + L2_t76
+        L2_a2_x_3_dg_y = L2_cse2*L2_epsd1_z_dg_y + L2_t77
+        L2_t78 = L2_a1_x_dg_z*L2_beta2_00 + L2_a1_y_dg_z*L2_beta2_01
+        L2_a2_x_3_dg_z = L2_cse2*L2_epsd1_z_dg_z + L2_t78
+        L2_cse3 = 0.25*L2_beta2_02
+        L2_t79 = L2_a1_x_dOmega_dot_x*L2_beta2_00 + L2_a1_y_dOmega_dot_x*L2_beta2_01
+        L2_t80 = L2_cse2*L2_epsd1_z_dOmega_dot_x + L2_t79
+        L2_a2_x_3_dOmega_dot_x = -L2_cse3*L2_epsd1_y_dOmega_dot_x + L2_t80
+        L2_t81 = L2_a1_x_dOmega_dot_y*L2_beta2_00 + L2_a1_y_dOmega_dot_y*L2_beta2_01
+        L2_t82 = L2_cse2*L2_epsd1_z_dOmega_dot_y + L2_t81
+        L2_a2_x_3_dOmega_dot_y = -L2_cse3*L2_epsd1_y_dOmega_dot_y + L2_t82
+        L2_t83 = L2_a1_J_z_dOmega_dot_z*L2_beta2_02 + L2_a1_x_dOmega_dot_z*L2_beta2_00
+        L2_t84 = L2_a1_y_dOmega_dot_z*L2_beta2_01 + L2_t83
+        L2_t85 = L2_cse2*L2_epsd1_z_dOmega_dot_z + L2_t84
+        L2_a2_x_3_dOmega_dot_z = -L2_cse3*L2_epsd1_y_dOmega_dot_z + L2_t85
+        L2_cse4 = 0.25*L2_kc13
+        L2_t86 = L2_a1_J_z_dg_x*L2_kc14 + L2_a1_x_dg_x*L2_kc12
+        L2_t87 = L2_a1_y_dg_x*L2_kc13 + L2_t86
+        L2_a2_y_3_dg_x = L2_cse4*L2_epsd1_z_dg_x + L2_t87
+        L2_t88 = L2_a1_J_z_dg_y*L2_kc14 + L2_a1_x_dg_y*L2_kc12
+        L2_t89 = L2_a1_y_dg_y*L2_kc13 + L2_t88
+        L2_a2_y_3_dg_y = L2_cse4*L2_epsd1_z_dg_y + L2_t89
+        L2_t90 = L2_a1_x_dg_z*L2_kc12 + L2_a1_y_dg_z*L2_kc13
+        L2_a2_y_3_dg_z = L2_cse4*L2_epsd1_z_dg_z + L2_t90
+        L2_cse5 = 0.25*L2_kc14
+        L2_t91 = L2_a1_x_dOmega_dot_x*L2_kc12 + L2_a1_y_dOmega_dot_x*L2_kc13
+        L2_t92 = L2_cse4*L2_epsd1_z_dOmega_dot_x + L2_t91
+        L2_a2_y_3_dOmega_dot_x = -L2_cse5*L2_epsd1_y_dOmega_dot_x + L2_t92
+        L2_t93 = L2_a1_x_dOmega_dot_y*L2_kc12 + L2_a1_y_dOmega_dot_y*L2_kc13
+        L2_t94 = L2_cse4*L2_epsd1_z_dOmega_dot_y + L2_t93
+        L2_a2_y_3_dOmega_dot_y = -L2_cse5*L2_epsd1_y_dOmega_dot_y + L2_t94
+        L2_t95 = L2_a1_J_z_dOmega_dot_z*L2_kc14 + L2_a1_x_dOmega_dot_z*L2_kc12
+        L2_t96 = L2_a1_y_dOmega_dot_z*L2_kc13 + L2_t95
+        L2_t97 = L2_cse4*L2_epsd1_z_dOmega_dot_z + L2_t96
+        L2_a2_y_3_dOmega_dot_z = -L2_cse5*L2_epsd1_y_dOmega_dot_z + L2_t97
+        L2_cse6 = 0.25*L2_beta2_21
+        L2_t98 = L2_a1_J_z_dg_x*L2_beta2_22 + L2_a1_x_dg_x*L2_beta2_20
+        L2_t99 = L2_a1_y_dg_x*L2_beta2_21 + L2_t98
+        L2_a2_z_3_dg_x = L2_cse6*L2_epsd1_z_dg_x + L2_t99
+        L2_t100 = L2_a1_J_z_dg_y*L2_beta2_22 + L2_a1_x_dg_y*L2_beta2_20
+        L2_t101 = L2_a1_y_dg_y*L2_beta2_21 + L2_t100
+        L2_a2_z_3_dg_y = L2_cse6*L2_epsd1_z_dg_y + L2_t101
+        L2_t102 = L2_a1_x_dg_z*L2_beta2_20 + L2_a1_y_dg_z*L2_beta2_21
+        L2_a2_z_3_dg_z = L2_cse6*L2_epsd1_z_dg_z + L2_t102
+        L2_cse7 = 0.25*L2_beta2_22
+        L2_t103 = L2_a1_x_dOmega_dot_x*L2_beta2_20 + L2_a1_y_dOmega_dot_x*L2_beta2_21
+        L2_t104 = L2_cse6*L2_epsd1_z_dOmega_dot_x + L2_t103
+        L2_a2_z_3_dOmega_dot_x = -L2_cse7*L2_epsd1_y_dOmega_dot_x + L2_t104
+        L2_t105 = L2_a1_x_dOmega_dot_y*L2_beta2_20 + L2_a1_y_dOmega_dot_y*L2_beta2_21
+        L2_t106 = L2_cse6*L2_epsd1_z_dOmega_dot_y + L2_t105
+        L2_a2_z_3_dOmega_dot_y = -L2_cse7*L2_epsd1_y_dOmega_dot_y + L2_t106
+        L2_t107 = L2_a1_J_z_dOmega_dot_z*L2_beta2_22 + L2_a1_x_dOmega_dot_z*L2_beta2_20
+        L2_t108 = L2_a1_y_dOmega_dot_z*L2_beta2_21 + L2_t107
+        L2_t109 = L2_cse6*L2_epsd1_z_dOmega_dot_z + L2_t108
+        L2_a2_z_3_dOmega_dot_z = -L2_cse7*L2_epsd1_y_dOmega_dot_z + L2_t109
+        L2_epsd3_x_3_dg_x = L2_epsd2_x_3_dg_x*L2_u_c2 + L2_epsd2_y_2_dg_x*L2_u_s2
+        L2_epsd3_x_3_dg_y = L2_epsd2_x_3_dg_y*L2_u_c2 + L2_epsd2_y_2_dg_y*L2_u_s2
+        L2_epsd3_x_3_dg_z = L2_epsd2_x_3_dg_z*L2_u_c2 + L2_epsd2_y_2_dg_z*L2_u_s2
+        L2_epsd3_x_3_dOmega_dot_x = L2_epsd2_x_3_dOmega_dot_x*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_x*L2_u_s2
+        L2_epsd3_x_3_dOmega_dot_y = L2_epsd2_x_3_dOmega_dot_y*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_y*L2_u_s2
+        L2_epsd3_x_3_dOmega_dot_z = L2_epsd2_x_3_dOmega_dot_z*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_z*L2_u_s2
+        L2_epsd3_y_3_dg_x = -L2_epsd2_x_3_dg_x*L2_u_s2 + L2_epsd2_y_2_dg_x*L2_u_c2
+        L2_epsd3_y_3_dg_y = -L2_epsd2_x_3_dg_y*L2_u_s2 + L2_epsd2_y_2_dg_y*L2_u_c2
+        L2_epsd3_y_3_dg_z = -L2_epsd2_x_3_dg_z*L2_u_s2 + L2_epsd2_y_2_dg_z*L2_u_c2
+        L2_epsd3_y_3_dOmega_dot_x = -L2_epsd2_x_3_dOmega_dot_x*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_x*L2_u_c2
+        L2_epsd3_y_3_dOmega_dot_y = -L2_epsd2_x_3_dOmega_dot_y*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_y*L2_u_c2
+        L2_epsd3_y_3_dOmega_dot_z = -L2_epsd2_x_3_dOmega_dot_z*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_z*L2_u_c2
+        L2_epsd3_z_dg_x = L2_epsd2_z_3_dg_x + L2_qdd3_dg_x
+        L2_epsd3_z_dg_y = L2_epsd2_z_3_dg_y + L2_qdd3_dg_y
+        L2_epsd3_z_dg_z = L2_epsd2_z_3_dg_z + L2_qdd3_dg_z
+        L2_epsd3_z_dOmega_dot_x = L2_epsd2_z_3_dOmega_dot_x + L2_qdd3_dOmega_dot_x
+        L2_epsd3_z_dOmega_dot_y = L2_epsd2_z_3_dOmega_dot_y + L2_qdd3_dOmega_dot_y
+        L2_epsd3_z_dOmega_dot_z = L2_epsd2_z_3_dOmega_dot_z + L2_qdd3_dOmega_dot_z
+        L2_a3_x_3_dg_x = L2_a2_x_3_dg_x*L2_u_c2 + L2_a2_y_3_dg_x*L2_u_s2
+        L2_a3_x_3_dg_y = L2_a2_x_3_dg_y*L2_u_c2 + L2_a2_y_3_dg_y*L2_u_s2
+        L2_a3_x_3_dg_z = L2_a2_x_3_dg_z*L2_u_c2 + L2_a2_y_3_dg_z*L2_u_s2
+        L2_a3_x_3_dOmega_dot_x = L2_a2_x_3_dOmega_dot_x*L2_u_c2 + L2_a2_y_3_dOmega_dot_x*L2_u_s2
+        L2_a3_x_3_dOmega_dot_y = L2_a2_x_3_dOmega_dot_y*L2_u_c2 + L2_a2_y_3_dOmega_dot_y*L2_u_s2
+        L2_a3_x_3_dOmega_dot_z = L2_a2_x_3_dOmega_dot_z*L2_u_c2 + L2_a2_y_3_dOmega_dot_z*L2_u_s2
+        L2_a3_y_3_dg_x = -L2_a2_x_3_dg_x*L2_u_s2 + L2_a2_y_3_dg_x*L2_u_c2
+        L2_a3_y_3_dg_y = -L2_a2_x_3_dg_y*L2_u_s2 + L2_a2_y_3_dg_y*L2_u_c2
+        L2_a3_y_3_dg_z = -L2_a2_x_3_dg_z*L2_u_s2 + L2_a2_y_3_dg_z*L2_u_c2
+        L2_a3_y_3_dOmega_dot_x = -L2_a2_x_3_dOmega_dot_x*L2_u_s2 + L2_a2_y_3_dOmega_dot_x*L2_u_c2
+        L2_a3_y_3_dOmega_dot_y = -L2_a2_x_3_dOmega_dot_y*L2_u_s2 + L2_a2_y_3_dOmega_dot_y*L2_u_c2
+        L2_a3_y_3_dOmega_dot_z = -L2_a2_x_3_dOmega_dot_z*L2_u_s2 + L2_a2_y_3_dOmega_dot_z*L2_u_c2
+        L2_F3_x_2_dg_x = (2.5)*L2_a3_x_3_dg_x - L2_lambda_z1_dg_x
+        L2_F3_x_2_dg_y = (2.5)*L2_a3_x_3_dg_y - L2_lambda_z1_dg_y
+        L2_F3_x_2_dg_z = (2.5)*L2_a3_x_3_dg_z - L2_lambda_z1_dg_z
+        L2_F3_x_2_dOmega_dot_x = (2.5)*L2_a3_x_3_dOmega_dot_x - L2_lambda_z1_dOmega_dot_x
+        L2_F3_x_2_dOmega_dot_y = (2.5)*L2_a3_x_3_dOmega_dot_y - L2_lambda_z1_dOmega_dot_y
+        L2_F3_x_2_dOmega_dot_z = (2.5)*L2_a3_x_3_dOmega_dot_z - L2_lambda_z1_dOmega_dot_z
+        L2_t110 = (0.75)*L2_epsd3_z_dg_x - L2_lambda_z2_dg_x
+        L2_F3_y_2_dg_x = (2.5)*L2_a3_y_3_dg_x + L2_t110
+        L2_t111 = (0.75)*L2_epsd3_z_dg_y - L2_lambda_z2_dg_y
+        L2_F3_y_2_dg_y = (2.5)*L2_a3_y_3_dg_y + L2_t111
+        L2_t112 = (0.75)*L2_epsd3_z_dg_z - L2_lambda_z2_dg_z
+        L2_F3_y_2_dg_z = (2.5)*L2_a3_y_3_dg_z + L2_t112
+        L2_t113 = (0.75)*L2_epsd3_z_dOmega_dot_x - L2_lambda_z2_dOmega_dot_x
+        L2_F3_y_2_dOmega_dot_x = (2.5)*L2_a3_y_3_dOmega_dot_x + L2_t113
+        L2_t114 = (0.75)*L2_epsd3_z_dOmega_dot_y - L2_lambda_z2_dOmega_dot_y
+        L2_F3_y_2_dOmega_dot_y = (2.5)*L2_a3_y_3_dOmega_dot_y + L2_t114
+        L2_t115 = (0.75)*L2_epsd3_z_dOmega_dot_z - L2_lambda_z2_dOmega_dot_z
+        L2_F3_y_2_dOmega_dot_z = (2.5)*L2_a3_y_3_dOmega_dot_z + L2_t115
+        L2_t116 = -0.75*L2_epsd3_y_3_dg_x - L2_lambda_z3_dg_x
+        L2_F3_z_2_dg_x = (2.5)*L2_a2_z_3_dg_x + L2_t116
+        L2_t117 = -0.75*L2_epsd3_y_3_dg_y - L2_lambda_z3_dg_y
+        L2_F3_z_2_dg_y = (2.5)*L2_a2_z_3_dg_y + L2_t117
+        L2_t118 = -0.75*L2_epsd3_y_3_dg_z - L2_lambda_z3_dg_z
+        L2_F3_z_2_dg_z = (2.5)*L2_a2_z_3_dg_z + L2_t118
+        L2_t119 = -0.75*L2_epsd3_y_3_dOmega_dot_x - L2_lambda_z3_dOmega_dot_x
+        L2_F3_z_2_dOmega_dot_x = (2.5)*L2_a2_z_3_dOmega_dot_x + L2_t119
+        L2_t120 = -0.75*L2_epsd3_y_3_dOmega_dot_y - L2_lambda_z3_dOmega_dot_y
+        L2_F3_z_2_dOmega_dot_y = (2.5)*L2_a2_z_3_dOmega_dot_y + L2_t120
+        L2_t121 = -0.75*L2_epsd3_y_3_dOmega_dot_z - L2_lambda_z3_dOmega_dot_z
+        L2_F3_z_2_dOmega_dot_z = (2.5)*L2_a2_z_3_dOmega_dot_z + L2_t121
+        L2_N3_x_2_dg_x = (0.001)*L2_epsd3_x_3_dg_x
+        L2_N3_x_2_dg_y = (0.001)*L2_epsd3_x_3_dg_y
+        L2_N3_x_2_dg_z = (0.001)*L2_epsd3_x_3_dg_z
+        L2_N3_x_2_dOmega_dot_x = (0.001)*L2_epsd3_x_3_dOmega_dot_x
+        L2_N3_x_2_dOmega_dot_y = (0.001)*L2_epsd3_x_3_dOmega_dot_y
+        L2_N3_x_2_dOmega_dot_z = (0.001)*L2_epsd3_x_3_dOmega_dot_z
+        L2_t122 = -0.75*L2_a2_z_3_dg_x + (0.305)*L2_epsd3_y_3_dg_x
+        L2_N3_y_2_dg_x = L2_kc0*L2_lambda_z3_dg_x + L2_t122
+        L2_t123 = -0.75*L2_a2_z_3_dg_y + (0.305)*L2_epsd3_y_3_dg_y
+        L2_N3_y_2_dg_y = L2_kc0*L2_lambda_z3_dg_y + L2_t123
+        L2_t124 = -0.75*L2_a2_z_3_dg_z + (0.305)*L2_epsd3_y_3_dg_z
+        L2_N3_y_2_dg_z = L2_kc0*L2_lambda_z3_dg_z + L2_t124
+        L2_t125 = -0.75*L2_a2_z_3_dOmega_dot_x + (0.305)*L2_epsd3_y_3_dOmega_dot_x
+        L2_N3_y_2_dOmega_dot_x = L2_kc0*L2_lambda_z3_dOmega_dot_x + L2_t125
+        L2_t126 = -0.75*L2_a2_z_3_dOmega_dot_y + (0.305)*L2_epsd3_y_3_dOmega_dot_y
+        L2_N3_y_2_dOmega_dot_y = L2_kc0*L2_lambda_z3_dOmega_dot_y + L2_t126
+        L2_t127 = -0.75*L2_a2_z_3_dOmega_dot_z + (0.305)*L2_epsd3_y_3_dOmega_dot_z
+        L2_N3_y_2_dOmega_dot_z = L2_kc0*L2_lambda_z3_dOmega_dot_z + L2_t127
+        L2_t128 = (0.75)*L2_a3_y_3_dg_x + (0.305)*L2_epsd3_z_dg_x
+        L2_N3_z_2_dg_x = -L2_kc0*L2_lambda_z2_dg_x + L2_t128
+        L2_t129 = (0.75)*L2_a3_y_3_dg_y + (0.305)*L2_epsd3_z_dg_y
+        L2_N3_z_2_dg_y = -L2_kc0*L2_lambda_z2_dg_y + L2_t129
+        L2_t130 = (0.75)*L2_a3_y_3_dg_z + (0.305)*L2_epsd3_z_dg_z
+        L2_N3_z_2_dg_z = -L2_kc0*L2_lambda_z2_dg_z + L2_t130
+        L2_t131 = (0.75)*L2_a3_y_3_dOmega_dot_x + (0.305)*L2_epsd3_z_dOmega_dot_x
+        L2_N3_z_2_dOmega_dot_x = -L2_kc0*L2_lambda_z2_dOmega_dot_x + L2_t131
+        L2_t132 = (0.75)*L2_a3_y_3_dOmega_dot_y + (0.305)*L2_epsd3_z_dOmega_dot_y
+        L2_N3_z_2_dOmega_dot_y = -L2_kc0*L2_lambda_z2_dOmega_dot_y + L2_t132
+        L2_t133 = (0.75)*L2_a3_y_3_dOmega_dot_z + (0.305)*L2_epsd3_z_dOmega_dot_z
+        L2_N3_z_2_dOmega_dot_z = -L2_kc0*L2_lambda_z2_dOmega_dot_z + L2_t133
+        L2_F_c3_x_2_dg_x = L2_F3_x_2_dg_x*L2_u_c2 - L2_F3_y_2_dg_x*L2_u_s2
+        L2_F_c3_x_2_dg_y = L2_F3_x_2_dg_y*L2_u_c2 - L2_F3_y_2_dg_y*L2_u_s2
+        L2_F_c3_x_2_dg_z = L2_F3_x_2_dg_z*L2_u_c2 - L2_F3_y_2_dg_z*L2_u_s2
+        L2_F_c3_x_2_dOmega_dot_x = L2_F3_x_2_dOmega_dot_x*L2_u_c2 - L2_F3_y_2_dOmega_dot_x*L2_u_s2
+        L2_F_c3_x_2_dOmega_dot_y = L2_F3_x_2_dOmega_dot_y*L2_u_c2 - L2_F3_y_2_dOmega_dot_y*L2_u_s2
+        L2_F_c3_x_2_dOmega_dot_z = L2_F3_x_2_dOmega_dot_z*L2_u_c2 - L2_F3_y_2_dOmega_dot_z*L2_u_s2
+        L2_F_c3_y_2_dg_x = L2_F3_x_2_dg_x*L2_u_s2 + L2_F3_y_2_dg_x*L2_u_c2
+        L2_F_c3_y_2_dg_y = L2_F3_x_2_dg_y*L2_u_s2 + L2_F3_y_2_dg_y*L2_u_c2
+        L2_F_c3_y_2_dg_z = L2_F3_x_2_dg_z*L2_u_s2 + L2_F3_y_2_dg_z*L2_u_c2
+        L2_F_c3_y_2_dOmega_dot_x = L2_F3_x_2_dOmega_dot_x*L2_u_s2 + L2_F3_y_2_dOmega_dot_x*L2_u_c2
+        L2_F_c3_y_2_dOmega_dot_y = L2_F3_x_2_dOmega_dot_y*L2_u_s2 + L2_F3_y_2_dOmega_dot_y*L2_u_c2
+        L2_F_c3_y_2_dOmega_dot_z = L2_F3_x_2_dOmega_dot_z*L2_u_s2 + L2_F3_y_2_dOmega_dot_z*L2_u_c2
+        L2_N2_x_2_dg_x = L2_N3_x_2_dg_x*L2_u_c2 - L2_N3_y_2_dg_x*L2_u_s2
+        L2_N2_x_2_dg_y = L2_N3_x_2_dg_y*L2_u_c2 - L2_N3_y_2_dg_y*L2_u_s2
+        L2_N2_x_2_dg_z = L2_N3_x_2_dg_z*L2_u_c2 - L2_N3_y_2_dg_z*L2_u_s2
+        L2_N2_x_2_dOmega_dot_x = L2_N3_x_2_dOmega_dot_x*L2_u_c2 - L2_N3_y_2_dOmega_dot_x*L2_u_s2
+        L2_N2_x_2_dOmega_dot_y = L2_N3_x_2_dOmega_dot_y*L2_u_c2 - L2_N3_y_2_dOmega_dot_y*L2_u_s2
+        L2_N2_x_2_dOmega_dot_z = L2_N3_x_2_dOmega_dot_z*L2_u_c2 - L2_N3_y_2_dOmega_dot_z*L2_u_s2
+        L2_N2_y_2_dg_x = L2_N3_x_2_dg_x*L2_u_s2 + L2_N3_y_2_dg_x*L2_u_c2
+        L2_N2_y_2_dg_y = L2_N3_x_2_dg_y*L2_u_s2 + L2_N3_y_2_dg_y*L2_u_c2
+        L2_N2_y_2_dg_z = L2_N3_x_2_dg_z*L2_u_s2 + L2_N3_y_2_dg_z*L2_u_c2
+        L2_N2_y_2_dOmega_dot_x = L2_N3_x_2_dOmega_dot_x*L2_u_s2 + L2_N3_y_2_dOmega_dot_x*L2_u_c2
+        L2_N2_y_2_dOmega_dot_y = L2_N3_x_2_dOmega_dot_y*L2_u_s2 + L2_N3_y_2_dOmega_dot_y*L2_u_c2
+        L2_N2_y_2_dOmega_dot_z = L2_N3_x_2_dOmega_dot_z*L2_u_s2 + L2_N3_y_2_dOmega_dot_z*L2_u_c2
+        L2_t134 = L2_F3_z_2_dg_x*L2_beta2_20 + L2_F_c3_x_2_dg_x*L2_beta2_00
+        L2_F_c2_x_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc12 + L2_t134
+        L2_t135 = L2_F3_z_2_dg_y*L2_beta2_20 + L2_F_c3_x_2_dg_y*L2_beta2_00
+        L2_F_c2_x_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc12 + L2_t135
+        L2_t136 = L2_F3_z_2_dg_z*L2_beta2_20 + L2_F_c3_x_2_dg_z*L2_beta2_00
+        L2_F_c2_x_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc12 + L2_t136
+        L2_t137 = L2_F3_z_2_dOmega_dot_x*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_00
+        L2_F_c2_x_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc12 + L2_t137
+        L2_t138 = L2_F3_z_2_dOmega_dot_y*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_00
+        L2_F_c2_x_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc12 + L2_t138
+        L2_t139 = L2_F3_z_2_dOmega_dot_z*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_00
+        L2_F_c2_x_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc12 + L2_t139
+        L2_t140 = L2_F3_z_2_dg_x*L2_beta2_21 + L2_F_c3_x_2_dg_x*L2_beta2_01
+        L2_F_c2_y_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc13 + L2_t140
+        L2_t141 = L2_F3_z_2_dg_y*L2_beta2_21 + L2_F_c3_x_2_dg_y*L2_beta2_01
+        L2_F_c2_y_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc13 + L2_t141
+        L2_t142 = L2_F3_z_2_dg_z*L2_beta2_21 + L2_F_c3_x_2_dg_z*L2_beta2_01
+        L2_F_c2_y_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc13 + L2_t142
+        L2_t143 = L2_F3_z_2_dOmega_dot_x*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_01
+        L2_F_c2_y_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc13 + L2_t143
+        L2_t144 = L2_F3_z_2_dOmega_dot_y*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_01
+        L2_F_c2_y_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc13 + L2_t144
+        L2_t145 = L2_F3_z_2_dOmega_dot_z*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_01
+        L2_F_c2_y_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc13 + L2_t145
+        L2_t146 = L2_F3_z_2_dg_x*L2_beta2_22 + L2_F_c3_x_2_dg_x*L2_beta2_02
+        L2_F_c2_z_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc14 + L2_t146
+        L2_t147 = L2_F3_z_2_dg_y*L2_beta2_22 + L2_F_c3_x_2_dg_y*L2_beta2_02
+        L2_F_c2_z_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc14 + L2_t147
+        L2_t148 = L2_F3_z_2_dg_z*L2_beta2_22 + L2_F_c3_x_2_dg_z*L2_beta2_02
+        L2_F_c2_z_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc14 + L2_t148
+        L2_t149 = L2_F3_z_2_dOmega_dot_x*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_02
+        L2_F_c2_z_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc14 + L2_t149
+        L2_t150 = L2_F3_z_2_dOmega_dot_y*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_02
+        L2_F_c2_z_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc14 + L2_t150
+        L2_t151 = L2_F3_z_2_dOmega_dot_z*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_02
+        L2_F_c2_z_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc14 + L2_t151
+        L2_F1_x_2_dg_x = L2_F_c2_x_2_dg_x + 3.0*L2_a1_x_dg_x
+        L2_F1_x_2_dg_y = L2_F_c2_x_2_dg_y + 3.0*L2_a1_x_dg_y
+        L2_F1_x_2_dg_z = L2_F_c2_x_2_dg_z + 3.0*L2_a1_x_dg_z
+        L2_F1_x_2_dOmega_dot_x = L2_F_c2_x_2_dOmega_dot_x + 3.0*L2_a1_x_dOmega_dot_x
+        L2_F1_x_2_dOmega_dot_y = L2_F_c2_x_2_dOmega_dot_y + 3.0*L2_a1_x_dOmega_dot_y
+        L2_F1_x_2_dOmega_dot_z = L2_F_c2_x_2_dOmega_dot_z + 3.0*L2_a1_x_dOmega_dot_z
+        L2_t152 = L2_F_c2_y_2_dg_x + 3.0*L2_a1_y_dg_x
+        L2_F1_y_2_dg_x = (0.36)*L2_epsd1_z_dg_x + L2_t152
+        L2_t153 = L2_F_c2_y_2_dg_y + 3.0*L2_a1_y_dg_y
+        L2_F1_y_2_dg_y = (0.36)*L2_epsd1_z_dg_y + L2_t153
+        L2_t154 = L2_F_c2_y_2_dg_z + 3.0*L2_a1_y_dg_z
+        L2_F1_y_2_dg_z = (0.36)*L2_epsd1_z_dg_z + L2_t154
+        L2_t155 = L2_F_c2_y_2_dOmega_dot_x + 3.0*L2_a1_y_dOmega_dot_x
+        L2_F1_y_2_dOmega_dot_x = (0.36)*L2_epsd1_z_dOmega_dot_x + L2_t155
+        L2_t156 = L2_F_c2_y_2_dOmega_dot_y + 3.0*L2_a1_y_dOmega_dot_y
+        L2_F1_y_2_dOmega_dot_y = (0.36)*L2_epsd1_z_dOmega_dot_y + L2_t156
+        L2_t157 = L2_F_c2_y_2_dOmega_dot_z + 3.0*L2_a1_y_dOmega_dot_z
+        L2_F1_y_2_dOmega_dot_z = (0.36)*L2_epsd1_z_dOmega_dot_z + L2_t157
+        L2_F1_z_2_dg_x = L2_F_c2_z_2_dg_x + 3.0*L2_a1_J_z_dg_x
+        L2_F1_z_2_dg_y = L2_F_c2_z_2_dg_y + 3.0*L2_a1_J_z_dg_y
+        L2_F1_z_2_dg_z = L2_F_c2_z_2_dg_z
+        L2_F1_z_2_dOmega_dot_x = L2_F_c2_z_2_dOmega_dot_x - 0.36*L2_epsd1_y_dOmega_dot_x
+        L2_F1_z_2_dOmega_dot_y = L2_F_c2_z_2_dOmega_dot_y - 0.36*L2_epsd1_y_dOmega_dot_y
+        L2_t158 = L2_F_c2_z_2_dOmega_dot_z + 3.0*L2_a1_J_z_dOmega_dot_z
+        L2_F1_z_2_dOmega_dot_z = -0.36*L2_epsd1_y_dOmega_dot_z + L2_t158
+        L2_t159 = L2_N2_x_2_dg_x*L2_beta2_00 + L2_N2_y_2_dg_x*L2_kc12
+        L2_N1_x_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_20 + L2_t159
+        L2_t160 = L2_N2_x_2_dg_y*L2_beta2_00 + L2_N2_y_2_dg_y*L2_kc12
+        L2_N1_x_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_20 + L2_t160
+        L2_t161 = L2_N2_x_2_dg_z*L2_beta2_00 + L2_N2_y_2_dg_z*L2_kc12
+        L2_N1_x_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_20 + L2_t161
+        L2_t162 = L2_N2_x_2_dOmega_dot_x*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_x
+        L2_t163 = L2_N2_y_2_dOmega_dot_x*L2_kc12 + L2_t162
+        L2_N1_x_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_20 + L2_t163
+        L2_t164 = L2_N2_x_2_dOmega_dot_y*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_y
+        L2_t165 = L2_N2_y_2_dOmega_dot_y*L2_kc12 + L2_t164
+        L2_N1_x_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_20 + L2_t165
+        L2_t166 = L2_N2_x_2_dOmega_dot_z*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_z
+        L2_t167 = L2_N2_y_2_dOmega_dot_z*L2_kc12 + L2_t166
+        L2_N1_x_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_20 + L2_t167
+        L2_t168 = -0.25*L2_F_c2_z_2_dg_x - 0.36*L2_a1_J_z_dg_x
+        L2_t169 = L2_N2_x_2_dg_x*L2_beta2_01 + L2_t168
+        L2_t170 = L2_N2_y_2_dg_x*L2_kc13 + L2_t169
+        L2_N1_y_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_21 + L2_t170
+        L2_t171 = -0.25*L2_F_c2_z_2_dg_y - 0.36*L2_a1_J_z_dg_y
+        L2_t172 = L2_N2_x_2_dg_y*L2_beta2_01 + L2_t171
+        L2_t173 = L2_N2_y_2_dg_y*L2_kc13 + L2_t172
+        L2_N1_y_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_21 + L2_t173
+        L2_t174 = -0.25*L2_F_c2_z_2_dg_z + L2_N2_x_2_dg_z*L2_beta2_01
+        L2_t175 = L2_N2_y_2_dg_z*L2_kc13 + L2_t174
+        L2_N1_y_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_21 + L2_t175
+        L2_t176 = -0.25*L2_F_c2_z_2_dOmega_dot_x + (0.0632)*L2_epsd1_y_dOmega_dot_x
+        L2_t177 = L2_N2_x_2_dOmega_dot_x*L2_beta2_01 + L2_t176
+        L2_t178 = L2_N2_y_2_dOmega_dot_x*L2_kc13 + L2_t177
+        L2_N1_y_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_21 + L2_t178
+        L2_t179 = -0.25*L2_F_c2_z_2_dOmega_dot_y + (0.0632)*L2_epsd1_y_dOmega_dot_y
+        L2_t180 = L2_N2_x_2_dOmega_dot_y*L2_beta2_01 + L2_t179
+        L2_t181 = L2_N2_y_2_dOmega_dot_y*L2_kc13 + L2_t180
+        L2_N1_y_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_21 + L2_t181
+        L2_t182 = -0.36*L2_a1_J_z_dOmega_dot_z + (0.0632)*L2_epsd1_y_dOmega_dot_z
+        L2_t183 = -0.25*L2_F_c2_z_2_dOmega_dot_z + L2_t182
+        L2_t184 = L2_N2_x_2_dOmega_dot_z*L2_beta2_01 + L2_t183
+        L2_t185 = L2_N2_y_2_dOmega_dot_z*L2_kc13 + L2_t184
+        L2_N1_y_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_21 + L2_t185
+        L2_t186 = (0.36)*L2_a1_y_dg_x + (0.0632)*L2_epsd1_z_dg_x
+        L2_t187 = 0.25*L2_F_c2_y_2_dg_x + L2_t186
+        L2_t188 = L2_N2_x_2_dg_x*L2_beta2_02 + L2_t187
+        L2_t189 = L2_N2_y_2_dg_x*L2_kc14 + L2_t188
+        L2_N1_z_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_22 + L2_t189
+        L2_t190 = (0.36)*L2_a1_y_dg_y + (0.0632)*L2_epsd1_z_dg_y
+        L2_t191 = 0.25*L2_F_c2_y_2_dg_y + L2_t190
+        L2_t192 = L2_N2_x_2_dg_y*L2_beta2_02 + L2_t191
+        L2_t193 = L2_N2_y_2_dg_y*L2_kc14 + L2_t192
+        L2_N1_z_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_22 + L2_t193
+        L2_t194 = (0.36)*L2_a1_y_dg_z + (0.0632)*L2_epsd1_z_dg_z
+        L2_t195 = 0.25*L2_F_c2_y_2_dg_z + L2_t194
+        L2_t196 = L2_N2_x_2_dg_z*L2_beta2_02 + L2_t195
+        L2_t197 = L2_N2_y_2_dg_z*L2_kc14 + L2_t196
+        L2_N1_z_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_22 + L2_t197
+        L2_t198 = (0.36)*L2_a1_y_dOmega_dot_x + (0.0632)*L2_epsd1_z_dOmega_dot_x
+        L2_t199 = 0.25*L2_F_c2_y_2_dOmega_dot_x + L2_t198
+        L2_t200 = L2_N2_x_2_dOmega_dot_x*L2_beta2_02 + L2_t199
+        L2_t201 = L2_N2_y_2_dOmega_dot_x*L2_kc14 + L2_t200
+        L2_N1_z_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_22 + L2_t201
+        L2_t202 = (0.36)*L2_a1_y_dOmega_dot_y + (0.0632)*L2_epsd1_z_dOmega_dot_y
+        L2_t203 = 0.25*L2_F_c2_y_2_dOmega_dot_y + L2_t202
+        L2_t204 = L2_N2_x_2_dOmega_dot_y*L2_beta2_02 + L2_t203
+        L2_t205 = L2_N2_y_2_dOmega_dot_y*L2_kc14 + L2_t204
+        L2_N1_z_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_22 + L2_t205
+        L2_t206 = (0.36)*L2_a1_y_dOmega_dot_z + (0.0632)*L2_epsd1_z_dOmega_dot_z
+        L2_t207 = 0.25*L2_F_c2_y_2_dOmega_dot_z + L2_t206
+        L2_t208 = L2_N2_x_2_dOmega_dot_z*L2_beta2_02 + L2_t207
+        L2_t209 = L2_N2_y_2_dOmega_dot_z*L2_kc14 + L2_t208
+        L2_N1_z_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_22 + L2_t209
+        L2_t210 = L2_F1_x_2_dg_x*L2_beta1_00 + L2_F1_y_2_dg_x*L2_beta1_10
+        L2_F_base_x_dg_x = L2_F1_z_2_dg_x*L2_kc7 + L2_t210
+        L2_t211 = L2_F1_x_2_dg_y*L2_beta1_00 + L2_F1_y_2_dg_y*L2_beta1_10
+        L2_F_base_x_dg_y = L2_F1_z_2_dg_y*L2_kc7 + L2_t211
+        L2_t212 = L2_F1_x_2_dg_z*L2_beta1_00 + L2_F1_y_2_dg_z*L2_beta1_10
+        L2_F_base_x_dg_z = L2_F1_z_2_dg_z*L2_kc7 + L2_t212
+        L2_t213 = L2_F1_x_2_dOmega_dot_x*L2_beta1_00 + L2_F1_y_2_dOmega_dot_x*L2_beta1_10
+        L2_F_base_x_dOmega_dot_x = L2_F1_z_2_dOmega_dot_x*L2_kc7 + L2_t213
+        L2_t214 = L2_F1_x_2_dOmega_dot_y*L2_beta1_00 + L2_F1_y_2_dOmega_dot_y*L2_beta1_10
+        L2_F_base_x_dOmega_dot_y = L2_F1_z_2_dOmega_dot_y*L2_kc7 + L2_t214
+        L2_t215 = L2_F1_x_2_dOmega_dot_z*L2_beta1_00 + L2_F1_y_2_dOmega_dot_z*L2_beta1_10
+        L2_F_base_x_dOmega_dot_z = L2_F1_z_2_dOmega_dot_z*L2_kc7 + L2_t215
+        L2_t216 = L2_F1_x_2_dg_x*L2_beta1_01 + L2_F1_y_2_dg_x*L2_beta1_11
+        L2_F_base_y_dg_x = L2_F1_z_2_dg_x*L2_kc8 + L2_t216
+        L2_t217 = L2_F1_x_2_dg_y*L2_beta1_01 + L2_F1_y_2_dg_y*L2_beta1_11
+        L2_F_base_y_dg_y = L2_F1_z_2_dg_y*L2_kc8 + L2_t217
+        L2_t218 = L2_F1_x_2_dg_z*L2_beta1_01 + L2_F1_y_2_dg_z*L2_beta1_11
+        L2_F_base_y_dg_z = L2_F1_z_2_dg_z*L2_kc8 + L2_t218
+        L2_t219 = L2_F1_x_2_dOmega_dot_x*L2_beta1_01 + L2_F1_y_2_dOmega_dot_x*L2_beta1_11
+        L2_F_base_y_dOmega_dot_x = L2_F1_z_2_dOmega_dot_x*L2_kc8 + L2_t219
+        L2_t220 = L2_F1_x_2_dOmega_dot_y*L2_beta1_01 + L2_F1_y_2_dOmega_dot_y*L2_beta1_11
+        L2_F_base_y_dOmega_dot_y = L2_F1_z_2_dOmega_dot_y*L2_kc8 + L2_t220
+        L2_t221 = L2_F1_x_2_dOmega_dot_z*L2_beta1_01 + L2_F1_y_2_dOmega_dot_z*L2_beta1_11
+        L2_F_base_y_dOmega_dot_z = L2_F1_z_2_dOmega_dot_z*L2_kc8 + L2_t221
+        L2_F_base_z_dg_x = -L2_F1_x_2_dg_x*L2_crank_s - L2_F1_y_2_dg_x*L2_crank_c
+        L2_F_base_z_dg_y = -L2_F1_x_2_dg_y*L2_crank_s - L2_F1_y_2_dg_y*L2_crank_c
+        L2_F_base_z_dg_z = -L2_F1_x_2_dg_z*L2_crank_s - L2_F1_y_2_dg_z*L2_crank_c
+        L2_F_base_z_dOmega_dot_x = -L2_F1_x_2_dOmega_dot_x*L2_crank_s - L2_F1_y_2_dOmega_dot_x*L2_crank_c
+        L2_F_base_z_dOmega_dot_y = -L2_F1_x_2_dOmega_dot_y*L2_crank_s - L2_F1_y_2_dOmega_dot_y*L2_crank_c
+        L2_F_base_z_dOmega_dot_z = -L2_F1_x_2_dOmega_dot_z*L2_crank_s - L2_F1_y_2_dOmega_dot_z*L2_crank_c
+        cl2_out.append((L2_check2_1, L2_check2_2, L2_b1, L2_fc_x, L2_fc_y, L2_fc_z, L2_N1_x_2_dg_x, L2_N1_x_2_dg_y, L2_N1_x_2_dg_z, L2_N1_x_2_dOmega_dot_x, L2_N1_x_2_dOmega_dot_y, L2_N1_x_2_dOmega_dot_z, L2_N1_y_2_dg_x, L2_N1_y_2_dg_y, L2_N1_y_2_dg_z, L2_N1_y_2_dOmega_dot_x, L2_N1_y_2_dOmega_dot_y, L2_N1_y_2_dOmega_dot_z, L2_N1_z_2_dg_x, L2_N1_z_2_dg_y, L2_N1_z_2_dg_z, L2_N1_z_2_dOmega_dot_x, L2_N1_z_2_dOmega_dot_y, L2_N1_z_2_dOmega_dot_z, L2_F_base_x_dg_x, L2_F_base_x_dg_y, L2_F_base_x_dg_z, L2_F_base_x_dOmega_dot_x, L2_F_base_x_dOmega_dot_y, L2_F_base_x_dOmega_dot_z, L2_F_base_y_dg_x, L2_F_base_y_dg_y, L2_F_base_y_dg_z, L2_F_base_y_dOmega_dot_x, L2_F_base_y_dOmega_dot_y, L2_F_base_y_dOmega_dot_z, L2_F_base_z_dg_x, L2_F_base_z_dg_y, L2_F_base_z_dg_z, L2_F_base_z_dOmega_dot_x, L2_F_base_z_dOmega_dot_y, L2_F_base_z_dOmega_dot_z,))
+    leg1_check2_1, leg1_check2_2, leg1_b1, leg1_fc_x, leg1_fc_y, leg1_fc_z, leg1_N1_x_2_dg_x, leg1_N1_x_2_dg_y, leg1_N1_x_2_dg_z, leg1_N1_x_2_dOmega_dot_x, leg1_N1_x_2_dOmega_dot_y, leg1_N1_x_2_dOmega_dot_z, leg1_N1_y_2_dg_x, leg1_N1_y_2_dg_y, leg1_N1_y_2_dg_z, leg1_N1_y_2_dOmega_dot_x, leg1_N1_y_2_dOmega_dot_y, leg1_N1_y_2_dOmega_dot_z, leg1_N1_z_2_dg_x, leg1_N1_z_2_dg_y, leg1_N1_z_2_dg_z, leg1_N1_z_2_dOmega_dot_x, leg1_N1_z_2_dOmega_dot_y, leg1_N1_z_2_dOmega_dot_z, leg1_F_base_x_dg_x, leg1_F_base_x_dg_y, leg1_F_base_x_dg_z, leg1_F_base_x_dOmega_dot_x, leg1_F_base_x_dOmega_dot_y, leg1_F_base_x_dOmega_dot_z, leg1_F_base_y_dg_x, leg1_F_base_y_dg_y, leg1_F_base_y_dg_z, leg1_F_base_y_dOmega_dot_x, leg1_F_base_y_dOmega_dot_y, leg1_F_base_y_dOmega_dot_z, leg1_F_base_z_dg_x, leg1_F_base_z_dg_y, leg1_F_base_z_dg_z, leg1_F_base_z_dOmega_dot_x, leg1_F_base_z_dOmega_dot_y, leg1_F_base_z_dOmega_dot_z, = cl2_out[0]
+    leg2_check2_1, leg2_check2_2, leg2_b1, leg2_fc_x, leg2_fc_y, leg2_fc_z, leg2_N1_x_2_dg_x, leg2_N1_x_2_dg_y, leg2_N1_x_2_dg_z, leg2_N1_x_2_dOmega_dot_x, leg2_N1_x_2_dOmega_dot_y, leg2_N1_x_2_dOmega_dot_z, leg2_N1_y_2_dg_x, leg2_N1_y_2_dg_y, leg2_N1_y_2_dg_z, leg2_N1_y_2_dOmega_dot_x, leg2_N1_y_2_dOmega_dot_y, leg2_N1_y_2_dOmega_dot_z, leg2_N1_z_2_dg_x, leg2_N1_z_2_dg_y, leg2_N1_z_2_dg_z, leg2_N1_z_2_dOmega_dot_x, leg2_N1_z_2_dOmega_dot_y, leg2_N1_z_2_dOmega_dot_z, leg2_F_base_x_dg_x, leg2_F_base_x_dg_y, leg2_F_base_x_dg_z, leg2_F_base_x_dOmega_dot_x, leg2_F_base_x_dOmega_dot_y, leg2_F_base_x_dOmega_dot_z, leg2_F_base_y_dg_x, leg2_F_base_y_dg_y, leg2_F_base_y_dg_z, leg2_F_base_y_dOmega_dot_x, leg2_F_base_y_dOmega_dot_y, leg2_F_base_y_dOmega_dot_z, leg2_F_base_z_dg_x, leg2_F_base_z_dg_y, leg2_F_base_z_dg_z, leg2_F_base_z_dOmega_dot_x, leg2_F_base_z_dOmega_dot_y, leg2_F_base_z_dOmega_dot_z, = cl2_out[1]
+    leg3_check2_1, leg3_check2_2, leg3_b1, leg3_fc_x, leg3_fc_y, leg3_fc_z, leg3_N1_x_2_dg_x, leg3_N1_x_2_dg_y, leg3_N1_x_2_dg_z, leg3_N1_x_2_dOmega_dot_x, leg3_N1_x_2_dOmega_dot_y, leg3_N1_x_2_dOmega_dot_z, leg3_N1_y_2_dg_x, leg3_N1_y_2_dg_y, leg3_N1_y_2_dg_z, leg3_N1_y_2_dOmega_dot_x, leg3_N1_y_2_dOmega_dot_y, leg3_N1_y_2_dOmega_dot_z, leg3_N1_z_2_dg_x, leg3_N1_z_2_dg_y, leg3_N1_z_2_dg_z, leg3_N1_z_2_dOmega_dot_x, leg3_N1_z_2_dOmega_dot_y, leg3_N1_z_2_dOmega_dot_z, leg3_F_base_x_dg_x, leg3_F_base_x_dg_y, leg3_F_base_x_dg_z, leg3_F_base_x_dOmega_dot_x, leg3_F_base_x_dOmega_dot_y, leg3_F_base_x_dOmega_dot_z, leg3_F_base_y_dg_x, leg3_F_base_y_dg_y, leg3_F_base_y_dg_z, leg3_F_base_y_dOmega_dot_x, leg3_F_base_y_dOmega_dot_y, leg3_F_base_y_dOmega_dot_z, leg3_F_base_z_dg_x, leg3_F_base_z_dg_y, leg3_F_base_z_dg_z, leg3_F_base_z_dOmega_dot_x, leg3_F_base_z_dOmega_dot_y, leg3_F_base_z_dOmega_dot_z, = cl2_out[2]
+    leg4_check2_1, leg4_check2_2, leg4_b1, leg4_fc_x, leg4_fc_y, leg4_fc_z, leg4_N1_x_2_dg_x, leg4_N1_x_2_dg_y, leg4_N1_x_2_dg_z, leg4_N1_x_2_dOmega_dot_x, leg4_N1_x_2_dOmega_dot_y, leg4_N1_x_2_dOmega_dot_z, leg4_N1_y_2_dg_x, leg4_N1_y_2_dg_y, leg4_N1_y_2_dg_z, leg4_N1_y_2_dOmega_dot_x, leg4_N1_y_2_dOmega_dot_y, leg4_N1_y_2_dOmega_dot_z, leg4_N1_z_2_dg_x, leg4_N1_z_2_dg_y, leg4_N1_z_2_dg_z, leg4_N1_z_2_dOmega_dot_x, leg4_N1_z_2_dOmega_dot_y, leg4_N1_z_2_dOmega_dot_z, leg4_F_base_x_dg_x, leg4_F_base_x_dg_y, leg4_F_base_x_dg_z, leg4_F_base_x_dOmega_dot_x, leg4_F_base_x_dOmega_dot_y, leg4_F_base_x_dOmega_dot_z, leg4_F_base_y_dg_x, leg4_F_base_y_dg_y, leg4_F_base_y_dg_z, leg4_F_base_y_dOmega_dot_x, leg4_F_base_y_dOmega_dot_y, leg4_F_base_y_dOmega_dot_z, leg4_F_base_z_dg_x, leg4_F_base_z_dg_y, leg4_F_base_z_dg_z, leg4_F_base_z_dOmega_dot_x, leg4_F_base_z_dOmega_dot_y, leg4_F_base_z_dOmega_dot_z, = cl2_out[3]
+    leg5_check2_1, leg5_check2_2, leg5_b1, leg5_fc_x, leg5_fc_y, leg5_fc_z, leg5_N1_x_2_dg_x, leg5_N1_x_2_dg_y, leg5_N1_x_2_dg_z, leg5_N1_x_2_dOmega_dot_x, leg5_N1_x_2_dOmega_dot_y, leg5_N1_x_2_dOmega_dot_z, leg5_N1_y_2_dg_x, leg5_N1_y_2_dg_y, leg5_N1_y_2_dg_z, leg5_N1_y_2_dOmega_dot_x, leg5_N1_y_2_dOmega_dot_y, leg5_N1_y_2_dOmega_dot_z, leg5_N1_z_2_dg_x, leg5_N1_z_2_dg_y, leg5_N1_z_2_dg_z, leg5_N1_z_2_dOmega_dot_x, leg5_N1_z_2_dOmega_dot_y, leg5_N1_z_2_dOmega_dot_z, leg5_F_base_x_dg_x, leg5_F_base_x_dg_y, leg5_F_base_x_dg_z, leg5_F_base_x_dOmega_dot_x, leg5_F_base_x_dOmega_dot_y, leg5_F_base_x_dOmega_dot_z, leg5_F_base_y_dg_x, leg5_F_base_y_dg_y, leg5_F_base_y_dg_z, leg5_F_base_y_dOmega_dot_x, leg5_F_base_y_dOmega_dot_y, leg5_F_base_y_dOmega_dot_z, leg5_F_base_z_dg_x, leg5_F_base_z_dg_y, leg5_F_base_z_dg_z, leg5_F_base_z_dOmega_dot_x, leg5_F_base_z_dOmega_dot_y, leg5_F_base_z_dOmega_dot_z, = cl2_out[4]
+    leg6_check2_1, leg6_check2_2, leg6_b1, leg6_fc_x, leg6_fc_y, leg6_fc_z, leg6_N1_x_2_dg_x, leg6_N1_x_2_dg_y, leg6_N1_x_2_dg_z, leg6_N1_x_2_dOmega_dot_x, leg6_N1_x_2_dOmega_dot_y, leg6_N1_x_2_dOmega_dot_z, leg6_N1_y_2_dg_x, leg6_N1_y_2_dg_y, leg6_N1_y_2_dg_z, leg6_N1_y_2_dOmega_dot_x, leg6_N1_y_2_dOmega_dot_y, leg6_N1_y_2_dOmega_dot_z, leg6_N1_z_2_dg_x, leg6_N1_z_2_dg_y, leg6_N1_z_2_dg_z, leg6_N1_z_2_dOmega_dot_x, leg6_N1_z_2_dOmega_dot_y, leg6_N1_z_2_dOmega_dot_z, leg6_F_base_x_dg_x, leg6_F_base_x_dg_y, leg6_F_base_x_dg_z, leg6_F_base_x_dOmega_dot_x, leg6_F_base_x_dOmega_dot_y, leg6_F_base_x_dOmega_dot_z, leg6_F_base_y_dg_x, leg6_F_base_y_dg_y, leg6_F_base_y_dg_z, leg6_F_base_y_dOmega_dot_x, leg6_F_base_y_dOmega_dot_y, leg6_F_base_y_dOmega_dot_z, leg6_F_base_z_dg_x, leg6_F_base_z_dg_y, leg6_F_base_z_dg_z, leg6_F_base_z_dOmega_dot_x, leg6_F_base_z_dOmega_dot_y, leg6_F_base_z_dOmega_dot_z, = cl2_out[5]
+    if not (leg1_check2_1 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14634,7 +15446,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 103
-    if not (leg1_check1_5 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg1_check2_2 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14678,7 +15490,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 222
-    if not (leg2_check1_4 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg2_check2_1 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14689,7 +15501,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 203
-    if not (leg2_check1_5 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg2_check2_2 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14733,7 +15545,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 322
-    if not (leg3_check1_4 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg3_check2_1 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14744,7 +15556,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 303
-    if not (leg3_check1_5 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg3_check2_2 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14788,7 +15600,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 422
-    if not (leg4_check1_4 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg4_check2_1 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14799,7 +15611,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 403
-    if not (leg4_check1_5 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg4_check2_2 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14843,7 +15655,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 522
-    if not (leg5_check1_4 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg5_check2_1 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14854,7 +15666,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 503
-    if not (leg5_check1_5 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg5_check2_2 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14898,7 +15710,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 622
-    if not (leg6_check1_4 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    if not (leg6_check2_1 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14909,7 +15721,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 603
-    if not (leg6_check1_5 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    if not (leg6_check2_2 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14920,7 +15732,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 604
-    if not (leg1_check1_6 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
+    if not (leg1_check1_4 > 0.0):  # leg leg1: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14931,7 +15743,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 192
-    if not (leg1_check1_7 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_check1_5 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14942,7 +15754,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 192
-    if not (leg2_check1_6 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
+    if not (leg2_check1_4 > 0.0):  # leg leg2: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14953,7 +15765,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 292
-    if not (leg2_check1_7 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_check1_5 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14964,7 +15776,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 292
-    if not (leg3_check1_6 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
+    if not (leg3_check1_4 > 0.0):  # leg leg3: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14975,7 +15787,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 392
-    if not (leg3_check1_7 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_check1_5 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14986,7 +15798,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 392
-    if not (leg4_check1_6 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
+    if not (leg4_check1_4 > 0.0):  # leg leg4: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -14997,7 +15809,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 492
-    if not (leg4_check1_7 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_check1_5 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -15008,7 +15820,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 492
-    if not (leg5_check1_6 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
+    if not (leg5_check1_4 > 0.0):  # leg leg5: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -15019,7 +15831,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 592
-    if not (leg5_check1_7 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_check1_5 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -15030,7 +15842,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 592
-    if not (leg6_check1_6 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
+    if not (leg6_check1_4 > 0.0):  # leg leg6: closure matrix C^(d): pivot 1 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -15041,7 +15853,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 692
-    if not (leg6_check1_7 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_check1_5 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -15052,69 +15864,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 692
-    Ac_star11 = leg1_K11 + leg2_K11 + leg3_K11 + leg4_K11 + leg5_K11 + leg6_K11 + p_m_ring
-    Ac_star12 = leg1_K12 + leg2_K12 + leg3_K12 + leg4_K12 + leg5_K12 + leg6_K12
-    Ac_star13 = leg1_K13 + leg2_K13 + leg3_K13 + leg4_K13 + leg5_K13 + leg6_K13
-    Ac_star14 = -leg1_KS_00 - leg2_KS_00 - leg3_KS_00 - leg4_KS_00 - leg5_KS_00 - leg6_KS_00
-    Ac_star15 = -leg1_KS_01 - leg2_KS_01 - leg3_KS_01 - leg4_KS_01 - leg5_KS_01 - leg6_KS_01
-    Ac_star16 = -leg1_KS_02 - leg2_KS_02 - leg3_KS_02 - leg4_KS_02 - leg5_KS_02 - leg6_KS_02
-    Ac_star22 = leg1_K22 + leg2_K22 + leg3_K22 + leg4_K22 + leg5_K22 + leg6_K22 + p_m_ring
-    Ac_star23 = leg1_K23 + leg2_K23 + leg3_K23 + leg4_K23 + leg5_K23 + leg6_K23
-    Ac_star24 = -leg1_KS_10 - leg2_KS_10 - leg3_KS_10 - leg4_KS_10 - leg5_KS_10 - leg6_KS_10
-    Ac_star25 = -leg1_KS_11 - leg2_KS_11 - leg3_KS_11 - leg4_KS_11 - leg5_KS_11 - leg6_KS_11
-    Ac_star26 = -leg1_KS_12 - leg2_KS_12 - leg3_KS_12 - leg4_KS_12 - leg5_KS_12 - leg6_KS_12
-    Ac_star33 = leg1_K33 + leg2_K33 + leg3_K33 + leg4_K33 + leg5_K33 + leg6_K33 + p_m_ring
-    Ac_star34 = -leg1_KS_20 - leg2_KS_20 - leg3_KS_20 - leg4_KS_20 - leg5_KS_20 - leg6_KS_20
-    Ac_star35 = -leg1_KS_21 - leg2_KS_21 - leg3_KS_21 - leg4_KS_21 - leg5_KS_21 - leg6_KS_21
-    Ac_star36 = -leg1_KS_22 - leg2_KS_22 - leg3_KS_22 - leg4_KS_22 - leg5_KS_22 - leg6_KS_22
-    Ac_star44 = 0.4213244437154379*leg1_KS_20 - 0.4213244437154379*leg2_KS_20 - 0.5168309414322497*leg3_KS_20 - 0.0955064977168117*leg4_KS_20 + 0.0955064977168117*leg5_KS_20 + 0.5168309414322497*leg6_KS_20 + 20.0
-    Ac_star45 = 0.4213244437154379*leg1_KS_21 - 0.4213244437154379*leg2_KS_21 - 0.5168309414322497*leg3_KS_21 - 0.0955064977168117*leg4_KS_21 + 0.0955064977168117*leg5_KS_21 + 0.5168309414322497*leg6_KS_21
-    Ac_star46 = 0.4213244437154379*leg1_KS_22 - 0.4213244437154379*leg2_KS_22 - 0.5168309414322497*leg3_KS_22 - 0.0955064977168117*leg4_KS_22 + 0.0955064977168117*leg5_KS_22 + 0.5168309414322497*leg6_KS_22
-    Ac_star55 = 0.3535331853275967*leg1_KS_21 + 0.3535331853275967*leg2_KS_21 + 0.18811107882911782*leg3_KS_21 - 0.5416442641567144*leg4_KS_21 - 0.5416442641567144*leg5_KS_21 + 0.18811107882911782*leg6_KS_21 + 20.0
-    Ac_star56 = 0.3535331853275967*leg1_KS_22 + 0.3535331853275967*leg2_KS_22 + 0.18811107882911782*leg3_KS_22 - 0.5416442641567144*leg4_KS_22 - 0.5416442641567144*leg5_KS_22 + 0.18811107882911782*leg6_KS_22
-    Ac_star66 = -0.4213244437154379*leg1_KS_02 - 0.3535331853275967*leg1_KS_12 + 0.4213244437154379*leg2_KS_02 - 0.3535331853275967*leg2_KS_12 + 0.5168309414322497*leg3_KS_02 - 0.18811107882911782*leg3_KS_12 + 0.0955064977168117*leg4_KS_02 + 0.5416442641567144*leg4_KS_12 - 0.0955064977168117*leg5_KS_02 + 0.5416442641567144*leg5_KS_12 - 0.5168309414322497*leg6_KS_02 - 0.18811107882911782*leg6_KS_12 + 38.0
-    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + sc_C_f_x
-    bc_star1_dg_x = leg1_fc_x_dg_x + leg2_fc_x_dg_x + leg3_fc_x_dg_x + leg4_fc_x_dg_x + leg5_fc_x_dg_x + leg6_fc_x_dg_x + sc_C_f_x_dg_x
-    bc_star1_dg_y = leg1_fc_x_dg_y + leg2_fc_x_dg_y + leg3_fc_x_dg_y + leg4_fc_x_dg_y + leg5_fc_x_dg_y + leg6_fc_x_dg_y + sc_C_f_x_dg_y
-    bc_star1_dg_z = leg1_fc_x_dg_z + leg2_fc_x_dg_z + leg3_fc_x_dg_z + leg4_fc_x_dg_z + leg5_fc_x_dg_z + leg6_fc_x_dg_z + sc_C_f_x_dg_z
-    bc_star1_dOmega_dot_x = leg1_fc_x_dOmega_dot_x + leg2_fc_x_dOmega_dot_x + leg3_fc_x_dOmega_dot_x + leg4_fc_x_dOmega_dot_x + leg5_fc_x_dOmega_dot_x + leg6_fc_x_dOmega_dot_x + sc_C_f_x_dOmega_dot_x
-    bc_star1_dOmega_dot_y = leg1_fc_x_dOmega_dot_y + leg2_fc_x_dOmega_dot_y + leg3_fc_x_dOmega_dot_y + leg4_fc_x_dOmega_dot_y + leg5_fc_x_dOmega_dot_y + leg6_fc_x_dOmega_dot_y + sc_C_f_x_dOmega_dot_y
-    bc_star1_dOmega_dot_z = leg1_fc_x_dOmega_dot_z + leg2_fc_x_dOmega_dot_z + leg3_fc_x_dOmega_dot_z + leg4_fc_x_dOmega_dot_z + leg5_fc_x_dOmega_dot_z + leg6_fc_x_dOmega_dot_z + sc_C_f_x_dOmega_dot_z
-    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + sc_C_f_y
-    bc_star2_dg_x = leg1_fc_y_dg_x + leg2_fc_y_dg_x + leg3_fc_y_dg_x + leg4_fc_y_dg_x + leg5_fc_y_dg_x + leg6_fc_y_dg_x + sc_C_f_y_dg_x
-    bc_star2_dg_y = leg1_fc_y_dg_y + leg2_fc_y_dg_y + leg3_fc_y_dg_y + leg4_fc_y_dg_y + leg5_fc_y_dg_y + leg6_fc_y_dg_y + sc_C_f_y_dg_y
-    bc_star2_dg_z = leg1_fc_y_dg_z + leg2_fc_y_dg_z + leg3_fc_y_dg_z + leg4_fc_y_dg_z + leg5_fc_y_dg_z + leg6_fc_y_dg_z + sc_C_f_y_dg_z
-    bc_star2_dOmega_dot_x = leg1_fc_y_dOmega_dot_x + leg2_fc_y_dOmega_dot_x + leg3_fc_y_dOmega_dot_x + leg4_fc_y_dOmega_dot_x + leg5_fc_y_dOmega_dot_x + leg6_fc_y_dOmega_dot_x + sc_C_f_y_dOmega_dot_x
-    bc_star2_dOmega_dot_y = leg1_fc_y_dOmega_dot_y + leg2_fc_y_dOmega_dot_y + leg3_fc_y_dOmega_dot_y + leg4_fc_y_dOmega_dot_y + leg5_fc_y_dOmega_dot_y + leg6_fc_y_dOmega_dot_y + sc_C_f_y_dOmega_dot_y
-    bc_star2_dOmega_dot_z = leg1_fc_y_dOmega_dot_z + leg2_fc_y_dOmega_dot_z + leg3_fc_y_dOmega_dot_z + leg4_fc_y_dOmega_dot_z + leg5_fc_y_dOmega_dot_z + leg6_fc_y_dOmega_dot_z + sc_C_f_y_dOmega_dot_z
-    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + sc_C_f_z
-    bc_star3_dg_x = leg1_fc_z_dg_x + leg2_fc_z_dg_x + leg3_fc_z_dg_x + leg4_fc_z_dg_x + leg5_fc_z_dg_x + leg6_fc_z_dg_x + sc_C_f_z_dg_x
-    bc_star3_dg_y = leg1_fc_z_dg_y + leg2_fc_z_dg_y + leg3_fc_z_dg_y + leg4_fc_z_dg_y + leg5_fc_z_dg_y + leg6_fc_z_dg_y + sc_C_f_z_dg_y
-    bc_star3_dg_z = leg1_fc_z_dg_z + leg2_fc_z_dg_z + leg3_fc_z_dg_z + leg4_fc_z_dg_z + leg5_fc_z_dg_z + leg6_fc_z_dg_z + sc_C_f_z_dg_z
-    bc_star3_dOmega_dot_x = leg1_fc_z_dOmega_dot_x + leg2_fc_z_dOmega_dot_x + leg3_fc_z_dOmega_dot_x + leg4_fc_z_dOmega_dot_x + leg5_fc_z_dOmega_dot_x + leg6_fc_z_dOmega_dot_x + sc_C_f_z_dOmega_dot_x
-    bc_star3_dOmega_dot_y = leg1_fc_z_dOmega_dot_y + leg2_fc_z_dOmega_dot_y + leg3_fc_z_dOmega_dot_y + leg4_fc_z_dOmega_dot_y + leg5_fc_z_dOmega_dot_y + leg6_fc_z_dOmega_dot_y + sc_C_f_z_dOmega_dot_y
-    bc_star3_dOmega_dot_z = leg1_fc_z_dOmega_dot_z + leg2_fc_z_dOmega_dot_z + leg3_fc_z_dOmega_dot_z + leg4_fc_z_dOmega_dot_z + leg5_fc_z_dOmega_dot_z + leg6_fc_z_dOmega_dot_z + sc_C_f_z_dOmega_dot_z
-    bc_star4 = -0.4213244437154379*leg1_fc_z + 0.4213244437154379*leg2_fc_z + 0.5168309414322497*leg3_fc_z + 0.0955064977168117*leg4_fc_z - 0.0955064977168117*leg5_fc_z - 0.5168309414322497*leg6_fc_z + s_C_m_x
-    bc_star4_dg_x = -0.4213244437154379*leg1_fc_z_dg_x + 0.4213244437154379*leg2_fc_z_dg_x + 0.5168309414322497*leg3_fc_z_dg_x + 0.0955064977168117*leg4_fc_z_dg_x - 0.0955064977168117*leg5_fc_z_dg_x - 0.5168309414322497*leg6_fc_z_dg_x
-    bc_star4_dg_y = -0.4213244437154379*leg1_fc_z_dg_y + 0.4213244437154379*leg2_fc_z_dg_y + 0.5168309414322497*leg3_fc_z_dg_y + 0.0955064977168117*leg4_fc_z_dg_y - 0.0955064977168117*leg5_fc_z_dg_y - 0.5168309414322497*leg6_fc_z_dg_y
-    bc_star4_dg_z = -0.4213244437154379*leg1_fc_z_dg_z + 0.4213244437154379*leg2_fc_z_dg_z + 0.5168309414322497*leg3_fc_z_dg_z + 0.0955064977168117*leg4_fc_z_dg_z - 0.0955064977168117*leg5_fc_z_dg_z - 0.5168309414322497*leg6_fc_z_dg_z
-    bc_star4_dOmega_dot_x = -0.4213244437154379*leg1_fc_z_dOmega_dot_x + 0.4213244437154379*leg2_fc_z_dOmega_dot_x + 0.5168309414322497*leg3_fc_z_dOmega_dot_x + 0.0955064977168117*leg4_fc_z_dOmega_dot_x - 0.0955064977168117*leg5_fc_z_dOmega_dot_x - 0.5168309414322497*leg6_fc_z_dOmega_dot_x + s_C_m_x_dOmega_dot_x
-    bc_star4_dOmega_dot_y = -0.4213244437154379*leg1_fc_z_dOmega_dot_y + 0.4213244437154379*leg2_fc_z_dOmega_dot_y + 0.5168309414322497*leg3_fc_z_dOmega_dot_y + 0.0955064977168117*leg4_fc_z_dOmega_dot_y - 0.0955064977168117*leg5_fc_z_dOmega_dot_y - 0.5168309414322497*leg6_fc_z_dOmega_dot_y + s_C_m_x_dOmega_dot_y
-    bc_star4_dOmega_dot_z = -0.4213244437154379*leg1_fc_z_dOmega_dot_z + 0.4213244437154379*leg2_fc_z_dOmega_dot_z + 0.5168309414322497*leg3_fc_z_dOmega_dot_z + 0.0955064977168117*leg4_fc_z_dOmega_dot_z - 0.0955064977168117*leg5_fc_z_dOmega_dot_z - 0.5168309414322497*leg6_fc_z_dOmega_dot_z + s_C_m_x_dOmega_dot_z
-    bc_star5 = -0.3535331853275967*leg1_fc_z - 0.3535331853275967*leg2_fc_z - 0.18811107882911782*leg3_fc_z + 0.5416442641567144*leg4_fc_z + 0.5416442641567144*leg5_fc_z - 0.18811107882911782*leg6_fc_z + s_C_m_y
-    bc_star5_dg_x = -0.3535331853275967*leg1_fc_z_dg_x - 0.3535331853275967*leg2_fc_z_dg_x - 0.18811107882911782*leg3_fc_z_dg_x + 0.5416442641567144*leg4_fc_z_dg_x + 0.5416442641567144*leg5_fc_z_dg_x - 0.18811107882911782*leg6_fc_z_dg_x
-    bc_star5_dg_y = -0.3535331853275967*leg1_fc_z_dg_y - 0.3535331853275967*leg2_fc_z_dg_y - 0.18811107882911782*leg3_fc_z_dg_y + 0.5416442641567144*leg4_fc_z_dg_y + 0.5416442641567144*leg5_fc_z_dg_y - 0.18811107882911782*leg6_fc_z_dg_y
-    bc_star5_dg_z = -0.3535331853275967*leg1_fc_z_dg_z - 0.3535331853275967*leg2_fc_z_dg_z - 0.18811107882911782*leg3_fc_z_dg_z + 0.5416442641567144*leg4_fc_z_dg_z + 0.5416442641567144*leg5_fc_z_dg_z - 0.18811107882911782*leg6_fc_z_dg_z
-    bc_star5_dOmega_dot_x = -0.3535331853275967*leg1_fc_z_dOmega_dot_x - 0.3535331853275967*leg2_fc_z_dOmega_dot_x - 0.18811107882911782*leg3_fc_z_dOmega_dot_x + 0.5416442641567144*leg4_fc_z_dOmega_dot_x + 0.5416442641567144*leg5_fc_z_dOmega_dot_x - 0.18811107882911782*leg6_fc_z_dOmega_dot_x + s_C_m_y_dOmega_dot_x
-    bc_star5_dOmega_dot_y = -0.3535331853275967*leg1_fc_z_dOmega_dot_y - 0.3535331853275967*leg2_fc_z_dOmega_dot_y - 0.18811107882911782*leg3_fc_z_dOmega_dot_y + 0.5416442641567144*leg4_fc_z_dOmega_dot_y + 0.5416442641567144*leg5_fc_z_dOmega_dot_y - 0.18811107882911782*leg6_fc_z_dOmega_dot_y + s_C_m_y_dOmega_dot_y
-    bc_star5_dOmega_dot_z = -0.3535331853275967*leg1_fc_z_dOmega_dot_z - 0.3535331853275967*leg2_fc_z_dOmega_dot_z - 0.18811107882911782*leg3_fc_z_dOmega_dot_z + 0.5416442641567144*leg4_fc_z_dOmega_dot_z + 0.5416442641567144*leg5_fc_z_dOmega_dot_z - 0.18811107882911782*leg6_fc_z_dOmega_dot_z + s_C_m_y_dOmega_dot_z
-    bc_star6 = 0.4213244437154379*leg1_fc_x + 0.3535331853275967*leg1_fc_y - 0.4213244437154379*leg2_fc_x + 0.3535331853275967*leg2_fc_y - 0.5168309414322497*leg3_fc_x + 0.18811107882911782*leg3_fc_y - 0.0955064977168117*leg4_fc_x - 0.5416442641567144*leg4_fc_y + 0.0955064977168117*leg5_fc_x - 0.5416442641567144*leg5_fc_y + 0.5168309414322497*leg6_fc_x + 0.18811107882911782*leg6_fc_y + s_C_m_z
-    bc_star6_dg_x = 0.4213244437154379*leg1_fc_x_dg_x + 0.3535331853275967*leg1_fc_y_dg_x - 0.4213244437154379*leg2_fc_x_dg_x + 0.3535331853275967*leg2_fc_y_dg_x - 0.5168309414322497*leg3_fc_x_dg_x + 0.18811107882911782*leg3_fc_y_dg_x - 0.0955064977168117*leg4_fc_x_dg_x - 0.5416442641567144*leg4_fc_y_dg_x + 0.0955064977168117*leg5_fc_x_dg_x - 0.5416442641567144*leg5_fc_y_dg_x + 0.5168309414322497*leg6_fc_x_dg_x + 0.18811107882911782*leg6_fc_y_dg_x
-    bc_star6_dg_y = 0.4213244437154379*leg1_fc_x_dg_y + 0.3535331853275967*leg1_fc_y_dg_y - 0.4213244437154379*leg2_fc_x_dg_y + 0.3535331853275967*leg2_fc_y_dg_y - 0.5168309414322497*leg3_fc_x_dg_y + 0.18811107882911782*leg3_fc_y_dg_y - 0.0955064977168117*leg4_fc_x_dg_y - 0.5416442641567144*leg4_fc_y_dg_y + 0.0955064977168117*leg5_fc_x_dg_y - 0.5416442641567144*leg5_fc_y_dg_y + 0.5168309414322497*leg6_fc_x_dg_y + 0.18811107882911782*leg6_fc_y_dg_y
-    bc_star6_dg_z = 0.4213244437154379*leg1_fc_x_dg_z + 0.3535331853275967*leg1_fc_y_dg_z - 0.4213244437154379*leg2_fc_x_dg_z + 0.3535331853275967*leg2_fc_y_dg_z - 0.5168309414322497*leg3_fc_x_dg_z + 0.18811107882911782*leg3_fc_y_dg_z - 0.0955064977168117*leg4_fc_x_dg_z - 0.5416442641567144*leg4_fc_y_dg_z + 0.0955064977168117*leg5_fc_x_dg_z - 0.5416442641567144*leg5_fc_y_dg_z + 0.5168309414322497*leg6_fc_x_dg_z + 0.18811107882911782*leg6_fc_y_dg_z
-    bc_star6_dOmega_dot_x = 0.4213244437154379*leg1_fc_x_dOmega_dot_x + 0.3535331853275967*leg1_fc_y_dOmega_dot_x - 0.4213244437154379*leg2_fc_x_dOmega_dot_x + 0.3535331853275967*leg2_fc_y_dOmega_dot_x - 0.5168309414322497*leg3_fc_x_dOmega_dot_x + 0.18811107882911782*leg3_fc_y_dOmega_dot_x - 0.0955064977168117*leg4_fc_x_dOmega_dot_x - 0.5416442641567144*leg4_fc_y_dOmega_dot_x + 0.0955064977168117*leg5_fc_x_dOmega_dot_x - 0.5416442641567144*leg5_fc_y_dOmega_dot_x + 0.5168309414322497*leg6_fc_x_dOmega_dot_x + 0.18811107882911782*leg6_fc_y_dOmega_dot_x + s_C_m_z_dOmega_dot_x
-    bc_star6_dOmega_dot_y = 0.4213244437154379*leg1_fc_x_dOmega_dot_y + 0.3535331853275967*leg1_fc_y_dOmega_dot_y - 0.4213244437154379*leg2_fc_x_dOmega_dot_y + 0.3535331853275967*leg2_fc_y_dOmega_dot_y - 0.5168309414322497*leg3_fc_x_dOmega_dot_y + 0.18811107882911782*leg3_fc_y_dOmega_dot_y - 0.0955064977168117*leg4_fc_x_dOmega_dot_y - 0.5416442641567144*leg4_fc_y_dOmega_dot_y + 0.0955064977168117*leg5_fc_x_dOmega_dot_y - 0.5416442641567144*leg5_fc_y_dOmega_dot_y + 0.5168309414322497*leg6_fc_x_dOmega_dot_y + 0.18811107882911782*leg6_fc_y_dOmega_dot_y + s_C_m_z_dOmega_dot_y
-    bc_star6_dOmega_dot_z = 0.4213244437154379*leg1_fc_x_dOmega_dot_z + 0.3535331853275967*leg1_fc_y_dOmega_dot_z - 0.4213244437154379*leg2_fc_x_dOmega_dot_z + 0.3535331853275967*leg2_fc_y_dOmega_dot_z - 0.5168309414322497*leg3_fc_x_dOmega_dot_z + 0.18811107882911782*leg3_fc_y_dOmega_dot_z - 0.0955064977168117*leg4_fc_x_dOmega_dot_z - 0.5416442641567144*leg4_fc_y_dOmega_dot_z + 0.0955064977168117*leg5_fc_x_dOmega_dot_z - 0.5416442641567144*leg5_fc_y_dOmega_dot_z + 0.5168309414322497*leg6_fc_x_dOmega_dot_z + 0.18811107882911782*leg6_fc_y_dOmega_dot_z + s_C_m_z_dOmega_dot_z
     if not (0.9999999999999*Ac_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15126,13 +15875,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD1 = 1.0/Ac_star11
-    L2_1 = Ac_star12*invD1
-    L3_1 = Ac_star13*invD1
-    L4_1 = Ac_star14*invD1
-    L5_1 = Ac_star15*invD1
-    L6_1 = Ac_star16*invD1
-    D2 = -Ac_star12*L2_1 + Ac_star22
     if not (-1e-13*Ac_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15144,16 +15886,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD2 = 1.0/D2
-    LD3_2 = -Ac_star12*L3_1 + Ac_star23
-    L3_2 = LD3_2*invD2
-    LD4_2 = -Ac_star12*L4_1 + Ac_star24
-    L4_2 = LD4_2*invD2
-    LD5_2 = -Ac_star12*L5_1 + Ac_star25
-    L5_2 = LD5_2*invD2
-    LD6_2 = -Ac_star12*L6_1 + Ac_star26
-    L6_2 = LD6_2*invD2
-    D3 = -Ac_star13*L3_1 + Ac_star33 - L3_2*LD3_2
     if not (-1e-13*Ac_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15165,14 +15897,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD3 = 1.0/D3
-    LD4_3 = -Ac_star13*L4_1 + Ac_star34 - L4_2*LD3_2
-    L4_3 = LD4_3*invD3
-    LD5_3 = -Ac_star13*L5_1 + Ac_star35 - L5_2*LD3_2
-    L5_3 = LD5_3*invD3
-    LD6_3 = -Ac_star13*L6_1 + Ac_star36 - L6_2*LD3_2
-    L6_3 = LD6_3*invD3
-    D4 = -Ac_star14*L4_1 + Ac_star44 - L4_2*LD4_2 - L4_3*LD4_3
     if not (-1e-13*Ac_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15184,12 +15908,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD4 = 1.0/D4
-    LD5_4 = -Ac_star14*L5_1 + Ac_star45 - L5_2*LD4_2 - L5_3*LD4_3
-    L5_4 = LD5_4*invD4
-    LD6_4 = -Ac_star14*L6_1 + Ac_star46 - L6_2*LD4_2 - L6_3*LD4_3
-    L6_4 = LD6_4*invD4
-    D5 = -Ac_star15*L5_1 + Ac_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
     if not (-1e-13*Ac_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15201,10 +15919,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD5 = 1.0/D5
-    LD6_5 = -Ac_star15*L6_1 + Ac_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
-    L6_5 = LD6_5*invD5
-    D6 = -Ac_star16*L6_1 + Ac_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
     if not (-1e-13*Ac_star66 + D6 > 0.0):  # pivot D6 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15216,84 +15930,6 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 3
-    invD6 = 1.0/D6
-    y2 = -L2_1*bc_star1 + bc_star2
-    y2_dg_x = -L2_1*bc_star1_dg_x + bc_star2_dg_x
-    y2_dg_y = -L2_1*bc_star1_dg_y + bc_star2_dg_y
-    y2_dg_z = -L2_1*bc_star1_dg_z + bc_star2_dg_z
-    y2_dOmega_dot_x = -L2_1*bc_star1_dOmega_dot_x + bc_star2_dOmega_dot_x
-    y2_dOmega_dot_y = -L2_1*bc_star1_dOmega_dot_y + bc_star2_dOmega_dot_y
-    y2_dOmega_dot_z = -L2_1*bc_star1_dOmega_dot_z + bc_star2_dOmega_dot_z
-    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
-    y3_dg_x = -L3_1*bc_star1_dg_x - L3_2*y2_dg_x + bc_star3_dg_x
-    y3_dg_y = -L3_1*bc_star1_dg_y - L3_2*y2_dg_y + bc_star3_dg_y
-    y3_dg_z = -L3_1*bc_star1_dg_z - L3_2*y2_dg_z + bc_star3_dg_z
-    y3_dOmega_dot_x = -L3_1*bc_star1_dOmega_dot_x - L3_2*y2_dOmega_dot_x + bc_star3_dOmega_dot_x
-    y3_dOmega_dot_y = -L3_1*bc_star1_dOmega_dot_y - L3_2*y2_dOmega_dot_y + bc_star3_dOmega_dot_y
-    y3_dOmega_dot_z = -L3_1*bc_star1_dOmega_dot_z - L3_2*y2_dOmega_dot_z + bc_star3_dOmega_dot_z
-    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
-    y4_dg_x = -L4_1*bc_star1_dg_x - L4_2*y2_dg_x - L4_3*y3_dg_x + bc_star4_dg_x
-    y4_dg_y = -L4_1*bc_star1_dg_y - L4_2*y2_dg_y - L4_3*y3_dg_y + bc_star4_dg_y
-    y4_dg_z = -L4_1*bc_star1_dg_z - L4_2*y2_dg_z - L4_3*y3_dg_z + bc_star4_dg_z
-    y4_dOmega_dot_x = -L4_1*bc_star1_dOmega_dot_x - L4_2*y2_dOmega_dot_x - L4_3*y3_dOmega_dot_x + bc_star4_dOmega_dot_x
-    y4_dOmega_dot_y = -L4_1*bc_star1_dOmega_dot_y - L4_2*y2_dOmega_dot_y - L4_3*y3_dOmega_dot_y + bc_star4_dOmega_dot_y
-    y4_dOmega_dot_z = -L4_1*bc_star1_dOmega_dot_z - L4_2*y2_dOmega_dot_z - L4_3*y3_dOmega_dot_z + bc_star4_dOmega_dot_z
-    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
-    y5_dg_x = -L5_1*bc_star1_dg_x - L5_2*y2_dg_x - L5_3*y3_dg_x - L5_4*y4_dg_x + bc_star5_dg_x
-    y5_dg_y = -L5_1*bc_star1_dg_y - L5_2*y2_dg_y - L5_3*y3_dg_y - L5_4*y4_dg_y + bc_star5_dg_y
-    y5_dg_z = -L5_1*bc_star1_dg_z - L5_2*y2_dg_z - L5_3*y3_dg_z - L5_4*y4_dg_z + bc_star5_dg_z
-    y5_dOmega_dot_x = -L5_1*bc_star1_dOmega_dot_x - L5_2*y2_dOmega_dot_x - L5_3*y3_dOmega_dot_x - L5_4*y4_dOmega_dot_x + bc_star5_dOmega_dot_x
-    y5_dOmega_dot_y = -L5_1*bc_star1_dOmega_dot_y - L5_2*y2_dOmega_dot_y - L5_3*y3_dOmega_dot_y - L5_4*y4_dOmega_dot_y + bc_star5_dOmega_dot_y
-    y5_dOmega_dot_z = -L5_1*bc_star1_dOmega_dot_z - L5_2*y2_dOmega_dot_z - L5_3*y3_dOmega_dot_z - L5_4*y4_dOmega_dot_z + bc_star5_dOmega_dot_z
-    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
-    y6_dg_x = -L6_1*bc_star1_dg_x - L6_2*y2_dg_x - L6_3*y3_dg_x - L6_4*y4_dg_x - L6_5*y5_dg_x + bc_star6_dg_x
-    y6_dg_y = -L6_1*bc_star1_dg_y - L6_2*y2_dg_y - L6_3*y3_dg_y - L6_4*y4_dg_y - L6_5*y5_dg_y + bc_star6_dg_y
-    y6_dg_z = -L6_1*bc_star1_dg_z - L6_2*y2_dg_z - L6_3*y3_dg_z - L6_4*y4_dg_z - L6_5*y5_dg_z + bc_star6_dg_z
-    y6_dOmega_dot_x = -L6_1*bc_star1_dOmega_dot_x - L6_2*y2_dOmega_dot_x - L6_3*y3_dOmega_dot_x - L6_4*y4_dOmega_dot_x - L6_5*y5_dOmega_dot_x + bc_star6_dOmega_dot_x
-    y6_dOmega_dot_y = -L6_1*bc_star1_dOmega_dot_y - L6_2*y2_dOmega_dot_y - L6_3*y3_dOmega_dot_y - L6_4*y4_dOmega_dot_y - L6_5*y5_dOmega_dot_y + bc_star6_dOmega_dot_y
-    y6_dOmega_dot_z = -L6_1*bc_star1_dOmega_dot_z - L6_2*y2_dOmega_dot_z - L6_3*y3_dOmega_dot_z - L6_4*y4_dOmega_dot_z - L6_5*y5_dOmega_dot_z + bc_star6_dOmega_dot_z
-    yc6 = invD6*y6
-    yc6_dg_x = invD6*y6_dg_x
-    yc6_dg_y = invD6*y6_dg_y
-    yc6_dg_z = invD6*y6_dg_z
-    yc6_dOmega_dot_x = invD6*y6_dOmega_dot_x
-    yc6_dOmega_dot_y = invD6*y6_dOmega_dot_y
-    yc6_dOmega_dot_z = invD6*y6_dOmega_dot_z
-    yc5 = -L6_5*yc6 + invD5*y5
-    yc5_dg_x = -L6_5*yc6_dg_x + invD5*y5_dg_x
-    yc5_dg_y = -L6_5*yc6_dg_y + invD5*y5_dg_y
-    yc5_dg_z = -L6_5*yc6_dg_z + invD5*y5_dg_z
-    yc5_dOmega_dot_x = -L6_5*yc6_dOmega_dot_x + invD5*y5_dOmega_dot_x
-    yc5_dOmega_dot_y = -L6_5*yc6_dOmega_dot_y + invD5*y5_dOmega_dot_y
-    yc5_dOmega_dot_z = -L6_5*yc6_dOmega_dot_z + invD5*y5_dOmega_dot_z
-    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
-    yc4_dg_x = -L5_4*yc5_dg_x - L6_4*yc6_dg_x + invD4*y4_dg_x
-    yc4_dg_y = -L5_4*yc5_dg_y - L6_4*yc6_dg_y + invD4*y4_dg_y
-    yc4_dg_z = -L5_4*yc5_dg_z - L6_4*yc6_dg_z + invD4*y4_dg_z
-    yc4_dOmega_dot_x = -L5_4*yc5_dOmega_dot_x - L6_4*yc6_dOmega_dot_x + invD4*y4_dOmega_dot_x
-    yc4_dOmega_dot_y = -L5_4*yc5_dOmega_dot_y - L6_4*yc6_dOmega_dot_y + invD4*y4_dOmega_dot_y
-    yc4_dOmega_dot_z = -L5_4*yc5_dOmega_dot_z - L6_4*yc6_dOmega_dot_z + invD4*y4_dOmega_dot_z
-    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
-    yc3_dg_x = -L4_3*yc4_dg_x - L5_3*yc5_dg_x - L6_3*yc6_dg_x + invD3*y3_dg_x
-    yc3_dg_y = -L4_3*yc4_dg_y - L5_3*yc5_dg_y - L6_3*yc6_dg_y + invD3*y3_dg_y
-    yc3_dg_z = -L4_3*yc4_dg_z - L5_3*yc5_dg_z - L6_3*yc6_dg_z + invD3*y3_dg_z
-    yc3_dOmega_dot_x = -L4_3*yc4_dOmega_dot_x - L5_3*yc5_dOmega_dot_x - L6_3*yc6_dOmega_dot_x + invD3*y3_dOmega_dot_x
-    yc3_dOmega_dot_y = -L4_3*yc4_dOmega_dot_y - L5_3*yc5_dOmega_dot_y - L6_3*yc6_dOmega_dot_y + invD3*y3_dOmega_dot_y
-    yc3_dOmega_dot_z = -L4_3*yc4_dOmega_dot_z - L5_3*yc5_dOmega_dot_z - L6_3*yc6_dOmega_dot_z + invD3*y3_dOmega_dot_z
-    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
-    yc2_dg_x = -L3_2*yc3_dg_x - L4_2*yc4_dg_x - L5_2*yc5_dg_x - L6_2*yc6_dg_x + invD2*y2_dg_x
-    yc2_dg_y = -L3_2*yc3_dg_y - L4_2*yc4_dg_y - L5_2*yc5_dg_y - L6_2*yc6_dg_y + invD2*y2_dg_y
-    yc2_dg_z = -L3_2*yc3_dg_z - L4_2*yc4_dg_z - L5_2*yc5_dg_z - L6_2*yc6_dg_z + invD2*y2_dg_z
-    yc2_dOmega_dot_x = -L3_2*yc3_dOmega_dot_x - L4_2*yc4_dOmega_dot_x - L5_2*yc5_dOmega_dot_x - L6_2*yc6_dOmega_dot_x + invD2*y2_dOmega_dot_x
-    yc2_dOmega_dot_y = -L3_2*yc3_dOmega_dot_y - L4_2*yc4_dOmega_dot_y - L5_2*yc5_dOmega_dot_y - L6_2*yc6_dOmega_dot_y + invD2*y2_dOmega_dot_y
-    yc2_dOmega_dot_z = -L3_2*yc3_dOmega_dot_z - L4_2*yc4_dOmega_dot_z - L5_2*yc5_dOmega_dot_z - L6_2*yc6_dOmega_dot_z + invD2*y2_dOmega_dot_z
-    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
-    yc1_dg_x = -L2_1*yc2_dg_x - L3_1*yc3_dg_x - L4_1*yc4_dg_x - L5_1*yc5_dg_x - L6_1*yc6_dg_x + bc_star1_dg_x*invD1
-    yc1_dg_y = -L2_1*yc2_dg_y - L3_1*yc3_dg_y - L4_1*yc4_dg_y - L5_1*yc5_dg_y - L6_1*yc6_dg_y + bc_star1_dg_y*invD1
-    yc1_dg_z = -L2_1*yc2_dg_z - L3_1*yc3_dg_z - L4_1*yc4_dg_z - L5_1*yc5_dg_z - L6_1*yc6_dg_z + bc_star1_dg_z*invD1
-    yc1_dOmega_dot_x = -L2_1*yc2_dOmega_dot_x - L3_1*yc3_dOmega_dot_x - L4_1*yc4_dOmega_dot_x - L5_1*yc5_dOmega_dot_x - L6_1*yc6_dOmega_dot_x + bc_star1_dOmega_dot_x*invD1
-    yc1_dOmega_dot_y = -L2_1*yc2_dOmega_dot_y - L3_1*yc3_dOmega_dot_y - L4_1*yc4_dOmega_dot_y - L5_1*yc5_dOmega_dot_y - L6_1*yc6_dOmega_dot_y + bc_star1_dOmega_dot_y*invD1
-    yc1_dOmega_dot_z = -L2_1*yc2_dOmega_dot_z - L3_1*yc3_dOmega_dot_z - L4_1*yc4_dOmega_dot_z - L5_1*yc5_dOmega_dot_z - L6_1*yc6_dOmega_dot_z + bc_star1_dOmega_dot_z*invD1
     if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -15305,690 +15941,190 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
         dudot_dbase[:] = [NAN] * 36
         dwrench_dbase[:] = [NAN] * 36
         return 4
-    udot1 = alpha_C_00*yc1 + alpha_C_10*yc2 + alpha_C_20*yc3
-    udot1_dg_x = alpha_C_00*yc1_dg_x + alpha_C_10*yc2_dg_x + alpha_C_20*yc3_dg_x
-    udot1_dg_y = alpha_C_00*yc1_dg_y + alpha_C_10*yc2_dg_y + alpha_C_20*yc3_dg_y
-    udot1_dg_z = alpha_C_00*yc1_dg_z + alpha_C_10*yc2_dg_z + alpha_C_20*yc3_dg_z
-    udot1_dOmega_dot_x = alpha_C_00*yc1_dOmega_dot_x + alpha_C_10*yc2_dOmega_dot_x + alpha_C_20*yc3_dOmega_dot_x
-    udot1_dOmega_dot_y = alpha_C_00*yc1_dOmega_dot_y + alpha_C_10*yc2_dOmega_dot_y + alpha_C_20*yc3_dOmega_dot_y
-    udot1_dOmega_dot_z = alpha_C_00*yc1_dOmega_dot_z + alpha_C_10*yc2_dOmega_dot_z + alpha_C_20*yc3_dOmega_dot_z
-    udot2 = alpha_C_11*yc2 + alpha_C_21*yc3 + s_psi_z*yc1
-    udot2_dg_x = alpha_C_11*yc2_dg_x + alpha_C_21*yc3_dg_x + s_psi_z*yc1_dg_x
-    udot2_dg_y = alpha_C_11*yc2_dg_y + alpha_C_21*yc3_dg_y + s_psi_z*yc1_dg_y
-    udot2_dg_z = alpha_C_11*yc2_dg_z + alpha_C_21*yc3_dg_z + s_psi_z*yc1_dg_z
-    udot2_dOmega_dot_x = alpha_C_11*yc2_dOmega_dot_x + alpha_C_21*yc3_dOmega_dot_x + s_psi_z*yc1_dOmega_dot_x
-    udot2_dOmega_dot_y = alpha_C_11*yc2_dOmega_dot_y + alpha_C_21*yc3_dOmega_dot_y + s_psi_z*yc1_dOmega_dot_y
-    udot2_dOmega_dot_z = alpha_C_11*yc2_dOmega_dot_z + alpha_C_21*yc3_dOmega_dot_z + s_psi_z*yc1_dOmega_dot_z
-    udot3 = alpha_C_02*yc1 + alpha_C_12*yc2 + alpha_C_22*yc3
-    udot3_dg_x = alpha_C_02*yc1_dg_x + alpha_C_12*yc2_dg_x + alpha_C_22*yc3_dg_x
-    udot3_dg_y = alpha_C_02*yc1_dg_y + alpha_C_12*yc2_dg_y + alpha_C_22*yc3_dg_y
-    udot3_dg_z = alpha_C_02*yc1_dg_z + alpha_C_12*yc2_dg_z + alpha_C_22*yc3_dg_z
-    udot3_dOmega_dot_x = alpha_C_02*yc1_dOmega_dot_x + alpha_C_12*yc2_dOmega_dot_x + alpha_C_22*yc3_dOmega_dot_x
-    udot3_dOmega_dot_y = alpha_C_02*yc1_dOmega_dot_y + alpha_C_12*yc2_dOmega_dot_y + alpha_C_22*yc3_dOmega_dot_y
-    udot3_dOmega_dot_z = alpha_C_02*yc1_dOmega_dot_z + alpha_C_12*yc2_dOmega_dot_z + alpha_C_22*yc3_dOmega_dot_z
-    damping_power_2 = leg1_qd1*leg1_qd1*p_c_crank + leg2_qd1*leg2_qd1*p_c_crank + leg3_qd1*leg3_qd1*p_c_crank + leg4_qd1*leg4_qd1*p_c_crank + leg5_qd1*leg5_qd1*p_c_crank + leg6_qd1*leg6_qd1*p_c_crank
-    # column loop: 6 columns
-    cl1_out = []
-    for (L2_IJ3_11, L2_Ic1_22, L2_N2_y, L2_N2_y_dOmega_dot_x, L2_N2_y_dOmega_dot_y, L2_N2_y_dOmega_dot_z, L2_N2_y_dg_x, L2_N2_y_dg_y, L2_N2_y_dg_z, L2_N3_z, L2_N3_z_dOmega_dot_x, L2_N3_z_dOmega_dot_y, L2_N3_z_dOmega_dot_z, L2_N3_z_dg_x, L2_N3_z_dg_y, L2_N3_z_dg_z, L2_Nm2_1_z, L2_Nm3_1_z, L2_TL1_y, L2_TL1_z, L2_W1_1, L2_W1_2, L2_W1_3, L2_W2_1, L2_W2_2, L2_W2_3, L2_W3_1, L2_W3_2, L2_W3_3, L2_a1_J_z, L2_a1_J_z_dOmega_dot_z, L2_a1_J_z_dg_x, L2_a1_J_z_dg_y, L2_a1_x, L2_a1_x_dOmega_dot_x, L2_a1_x_dOmega_dot_y, L2_a1_x_dOmega_dot_z, L2_a1_x_dg_x, L2_a1_x_dg_y, L2_a1_x_dg_z, L2_a1_y, L2_a1_y_dOmega_dot_x, L2_a1_y_dOmega_dot_y, L2_a1_y_dOmega_dot_z, L2_a1_y_dg_x, L2_a1_y_dg_y, L2_a1_y_dg_z, L2_b1, L2_b1_dOmega_dot_x, L2_b1_dOmega_dot_y, L2_b1_dOmega_dot_z, L2_b1_dg_x, L2_b1_dg_y, L2_b1_dg_z, L2_beta1_00, L2_beta1_01, L2_beta1_10, L2_beta1_11, L2_beta2_00, L2_beta2_01, L2_beta2_02, L2_beta2_20, L2_beta2_21, L2_beta2_22, L2_crank_c, L2_crank_s, L2_epsd1_J_z, L2_epsd1_J_z_dOmega_dot_x, L2_epsd1_J_z_dOmega_dot_y, L2_epsd1_x, L2_epsd1_x_dOmega_dot_x, L2_epsd1_x_dOmega_dot_y, L2_epsd1_x_dOmega_dot_z, L2_epsd1_y, L2_epsd1_y_dOmega_dot_x, L2_epsd1_y_dOmega_dot_y, L2_epsd1_y_dOmega_dot_z, L2_h1, L2_h2, L2_h3, L2_kc0, L2_kc1, L2_kc12, L2_kc13, L2_kc14, L2_kc2, L2_kc7, L2_kc8, L2_lu_inv1, L2_lu_inv2, L2_lu_inv3, L2_omega_p2_x, L2_omega_p2_z, L2_omega_p3_x, L2_omega_p3_y, L2_oo1_W_00, L2_oo1_xy, L2_oo1_xz, L2_oo3_W_00, L2_oo3_xy, L2_oo3_xz, L2_qd2, L2_qd3, L2_u_c2, L2_u_s2,) in (
-        (leg1_IJ3_11, leg1_Ic1_22, leg1_N2_y, leg1_N2_y_dOmega_dot_x, leg1_N2_y_dOmega_dot_y, leg1_N2_y_dOmega_dot_z, leg1_N2_y_dg_x, leg1_N2_y_dg_y, leg1_N2_y_dg_z, leg1_N3_z, leg1_N3_z_dOmega_dot_x, leg1_N3_z_dOmega_dot_y, leg1_N3_z_dOmega_dot_z, leg1_N3_z_dg_x, leg1_N3_z_dg_y, leg1_N3_z_dg_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_a1_J_z, leg1_a1_J_z_dOmega_dot_z, leg1_a1_J_z_dg_x, leg1_a1_J_z_dg_y, leg1_a1_x, leg1_a1_x_dOmega_dot_x, leg1_a1_x_dOmega_dot_y, leg1_a1_x_dOmega_dot_z, leg1_a1_x_dg_x, leg1_a1_x_dg_y, leg1_a1_x_dg_z, leg1_a1_y, leg1_a1_y_dOmega_dot_x, leg1_a1_y_dOmega_dot_y, leg1_a1_y_dOmega_dot_z, leg1_a1_y_dg_x, leg1_a1_y_dg_y, leg1_a1_y_dg_z, leg1_b1, leg1_b1_dOmega_dot_x, leg1_b1_dOmega_dot_y, leg1_b1_dOmega_dot_z, leg1_b1_dg_x, leg1_b1_dg_y, leg1_b1_dg_z, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_crank_c, leg1_crank_s, leg1_epsd1_J_z, leg1_epsd1_J_z_dOmega_dot_x, leg1_epsd1_J_z_dOmega_dot_y, leg1_epsd1_x, leg1_epsd1_x_dOmega_dot_x, leg1_epsd1_x_dOmega_dot_y, leg1_epsd1_x_dOmega_dot_z, leg1_epsd1_y, leg1_epsd1_y_dOmega_dot_x, leg1_epsd1_y_dOmega_dot_y, leg1_epsd1_y_dOmega_dot_z, leg1_h1, leg1_h2, leg1_h3, 0.809160465315115, 0.3535331853275967, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.4213244437154379, 0.34202014332566866, 0.9396926207859084, leg1_lu_inv1, leg1_lu_inv2, leg1_lu_inv3, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo1_W_00, leg1_oo1_xy, leg1_oo1_xz, leg1_oo3_W_00, leg1_oo3_xy, leg1_oo3_xz, leg1_qd2, leg1_qd3, leg1_u_c2, leg1_u_s2,),
-        (leg2_IJ3_11, leg2_Ic1_22, leg2_N2_y, leg2_N2_y_dOmega_dot_x, leg2_N2_y_dOmega_dot_y, leg2_N2_y_dOmega_dot_z, leg2_N2_y_dg_x, leg2_N2_y_dg_y, leg2_N2_y_dg_z, leg2_N3_z, leg2_N3_z_dOmega_dot_x, leg2_N3_z_dOmega_dot_y, leg2_N3_z_dOmega_dot_z, leg2_N3_z_dg_x, leg2_N3_z_dg_y, leg2_N3_z_dg_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_a1_J_z, leg2_a1_J_z_dOmega_dot_z, leg2_a1_J_z_dg_x, leg2_a1_J_z_dg_y, leg2_a1_x, leg2_a1_x_dOmega_dot_x, leg2_a1_x_dOmega_dot_y, leg2_a1_x_dOmega_dot_z, leg2_a1_x_dg_x, leg2_a1_x_dg_y, leg2_a1_x_dg_z, leg2_a1_y, leg2_a1_y_dOmega_dot_x, leg2_a1_y_dOmega_dot_y, leg2_a1_y_dOmega_dot_z, leg2_a1_y_dg_x, leg2_a1_y_dg_y, leg2_a1_y_dg_z, leg2_b1, leg2_b1_dOmega_dot_x, leg2_b1_dOmega_dot_y, leg2_b1_dOmega_dot_z, leg2_b1_dg_x, leg2_b1_dg_y, leg2_b1_dg_z, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_crank_c, leg2_crank_s, leg2_epsd1_J_z, leg2_epsd1_J_z_dOmega_dot_x, leg2_epsd1_J_z_dOmega_dot_y, leg2_epsd1_x, leg2_epsd1_x_dOmega_dot_x, leg2_epsd1_x_dOmega_dot_y, leg2_epsd1_x_dOmega_dot_z, leg2_epsd1_y, leg2_epsd1_y_dOmega_dot_x, leg2_epsd1_y_dOmega_dot_y, leg2_epsd1_y_dOmega_dot_z, leg2_h1, leg2_h2, leg2_h3, 0.809160465315115, 0.3535331853275967, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, 0.4213244437154379, -0.34202014332566866, 0.9396926207859084, leg2_lu_inv1, leg2_lu_inv2, leg2_lu_inv3, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo1_W_00, leg2_oo1_xy, leg2_oo1_xz, leg2_oo3_W_00, leg2_oo3_xy, leg2_oo3_xz, leg2_qd2, leg2_qd3, leg2_u_c2, leg2_u_s2,),
-        (leg3_IJ3_11, leg3_Ic1_22, leg3_N2_y, leg3_N2_y_dOmega_dot_x, leg3_N2_y_dOmega_dot_y, leg3_N2_y_dOmega_dot_z, leg3_N2_y_dg_x, leg3_N2_y_dg_y, leg3_N2_y_dg_z, leg3_N3_z, leg3_N3_z_dOmega_dot_x, leg3_N3_z_dOmega_dot_y, leg3_N3_z_dOmega_dot_z, leg3_N3_z_dg_x, leg3_N3_z_dg_y, leg3_N3_z_dg_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_a1_J_z, leg3_a1_J_z_dOmega_dot_z, leg3_a1_J_z_dg_x, leg3_a1_J_z_dg_y, leg3_a1_x, leg3_a1_x_dOmega_dot_x, leg3_a1_x_dOmega_dot_y, leg3_a1_x_dOmega_dot_z, leg3_a1_x_dg_x, leg3_a1_x_dg_y, leg3_a1_x_dg_z, leg3_a1_y, leg3_a1_y_dOmega_dot_x, leg3_a1_y_dOmega_dot_y, leg3_a1_y_dOmega_dot_z, leg3_a1_y_dg_x, leg3_a1_y_dg_y, leg3_a1_y_dg_z, leg3_b1, leg3_b1_dOmega_dot_x, leg3_b1_dOmega_dot_y, leg3_b1_dOmega_dot_z, leg3_b1_dg_x, leg3_b1_dg_y, leg3_b1_dg_z, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_crank_c, leg3_crank_s, leg3_epsd1_J_z, leg3_epsd1_J_z_dOmega_dot_x, leg3_epsd1_J_z_dOmega_dot_y, leg3_epsd1_x, leg3_epsd1_x_dOmega_dot_x, leg3_epsd1_x_dOmega_dot_y, leg3_epsd1_x_dOmega_dot_z, leg3_epsd1_y, leg3_epsd1_y_dOmega_dot_x, leg3_epsd1_y_dOmega_dot_y, leg3_epsd1_y_dOmega_dot_z, leg3_h1, leg3_h2, leg3_h3, 0.8091604653151149, 0.18811107882911782, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, 0.5168309414322497, -0.984807753012208, -0.17364817766693036, leg3_lu_inv1, leg3_lu_inv2, leg3_lu_inv3, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo1_W_00, leg3_oo1_xy, leg3_oo1_xz, leg3_oo3_W_00, leg3_oo3_xy, leg3_oo3_xz, leg3_qd2, leg3_qd3, leg3_u_c2, leg3_u_s2,),
-        (leg4_IJ3_11, leg4_Ic1_22, leg4_N2_y, leg4_N2_y_dOmega_dot_x, leg4_N2_y_dOmega_dot_y, leg4_N2_y_dOmega_dot_z, leg4_N2_y_dg_x, leg4_N2_y_dg_y, leg4_N2_y_dg_z, leg4_N3_z, leg4_N3_z_dOmega_dot_x, leg4_N3_z_dOmega_dot_y, leg4_N3_z_dOmega_dot_z, leg4_N3_z_dg_x, leg4_N3_z_dg_y, leg4_N3_z_dg_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_TL1_y, leg4_TL1_z, leg4_W1_1, leg4_W1_2, leg4_W1_3, leg4_W2_1, leg4_W2_2, leg4_W2_3, leg4_W3_1, leg4_W3_2, leg4_W3_3, leg4_a1_J_z, leg4_a1_J_z_dOmega_dot_z, leg4_a1_J_z_dg_x, leg4_a1_J_z_dg_y, leg4_a1_x, leg4_a1_x_dOmega_dot_x, leg4_a1_x_dOmega_dot_y, leg4_a1_x_dOmega_dot_z, leg4_a1_x_dg_x, leg4_a1_x_dg_y, leg4_a1_x_dg_z, leg4_a1_y, leg4_a1_y_dOmega_dot_x, leg4_a1_y_dOmega_dot_y, leg4_a1_y_dOmega_dot_z, leg4_a1_y_dg_x, leg4_a1_y_dg_y, leg4_a1_y_dg_z, leg4_b1, leg4_b1_dOmega_dot_x, leg4_b1_dOmega_dot_y, leg4_b1_dOmega_dot_z, leg4_b1_dg_x, leg4_b1_dg_y, leg4_b1_dg_z, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_crank_c, leg4_crank_s, leg4_epsd1_J_z, leg4_epsd1_J_z_dOmega_dot_x, leg4_epsd1_J_z_dOmega_dot_y, leg4_epsd1_x, leg4_epsd1_x_dOmega_dot_x, leg4_epsd1_x_dOmega_dot_y, leg4_epsd1_x_dOmega_dot_z, leg4_epsd1_y, leg4_epsd1_y_dOmega_dot_x, leg4_epsd1_y_dOmega_dot_y, leg4_epsd1_y_dOmega_dot_z, leg4_h1, leg4_h2, leg4_h3, 0.809160465315115, -0.5416442641567144, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, 0.0955064977168117, -0.6427876096865394, -0.766044443118978, leg4_lu_inv1, leg4_lu_inv2, leg4_lu_inv3, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo1_W_00, leg4_oo1_xy, leg4_oo1_xz, leg4_oo3_W_00, leg4_oo3_xy, leg4_oo3_xz, leg4_qd2, leg4_qd3, leg4_u_c2, leg4_u_s2,),
-        (leg5_IJ3_11, leg5_Ic1_22, leg5_N2_y, leg5_N2_y_dOmega_dot_x, leg5_N2_y_dOmega_dot_y, leg5_N2_y_dOmega_dot_z, leg5_N2_y_dg_x, leg5_N2_y_dg_y, leg5_N2_y_dg_z, leg5_N3_z, leg5_N3_z_dOmega_dot_x, leg5_N3_z_dOmega_dot_y, leg5_N3_z_dOmega_dot_z, leg5_N3_z_dg_x, leg5_N3_z_dg_y, leg5_N3_z_dg_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_a1_J_z, leg5_a1_J_z_dOmega_dot_z, leg5_a1_J_z_dg_x, leg5_a1_J_z_dg_y, leg5_a1_x, leg5_a1_x_dOmega_dot_x, leg5_a1_x_dOmega_dot_y, leg5_a1_x_dOmega_dot_z, leg5_a1_x_dg_x, leg5_a1_x_dg_y, leg5_a1_x_dg_z, leg5_a1_y, leg5_a1_y_dOmega_dot_x, leg5_a1_y_dOmega_dot_y, leg5_a1_y_dOmega_dot_z, leg5_a1_y_dg_x, leg5_a1_y_dg_y, leg5_a1_y_dg_z, leg5_b1, leg5_b1_dOmega_dot_x, leg5_b1_dOmega_dot_y, leg5_b1_dOmega_dot_z, leg5_b1_dg_x, leg5_b1_dg_y, leg5_b1_dg_z, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_crank_c, leg5_crank_s, leg5_epsd1_J_z, leg5_epsd1_J_z_dOmega_dot_x, leg5_epsd1_J_z_dOmega_dot_y, leg5_epsd1_x, leg5_epsd1_x_dOmega_dot_x, leg5_epsd1_x_dOmega_dot_y, leg5_epsd1_x_dOmega_dot_z, leg5_epsd1_y, leg5_epsd1_y_dOmega_dot_x, leg5_epsd1_y_dOmega_dot_y, leg5_epsd1_y_dOmega_dot_z, leg5_h1, leg5_h2, leg5_h3, 0.809160465315115, -0.5416442641567144, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.0955064977168117, 0.6427876096865394, -0.766044443118978, leg5_lu_inv1, leg5_lu_inv2, leg5_lu_inv3, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo1_W_00, leg5_oo1_xy, leg5_oo1_xz, leg5_oo3_W_00, leg5_oo3_xy, leg5_oo3_xz, leg5_qd2, leg5_qd3, leg5_u_c2, leg5_u_s2,),
-        (leg6_IJ3_11, leg6_Ic1_22, leg6_N2_y, leg6_N2_y_dOmega_dot_x, leg6_N2_y_dOmega_dot_y, leg6_N2_y_dOmega_dot_z, leg6_N2_y_dg_x, leg6_N2_y_dg_y, leg6_N2_y_dg_z, leg6_N3_z, leg6_N3_z_dOmega_dot_x, leg6_N3_z_dOmega_dot_y, leg6_N3_z_dOmega_dot_z, leg6_N3_z_dg_x, leg6_N3_z_dg_y, leg6_N3_z_dg_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_a1_J_z, leg6_a1_J_z_dOmega_dot_z, leg6_a1_J_z_dg_x, leg6_a1_J_z_dg_y, leg6_a1_x, leg6_a1_x_dOmega_dot_x, leg6_a1_x_dOmega_dot_y, leg6_a1_x_dOmega_dot_z, leg6_a1_x_dg_x, leg6_a1_x_dg_y, leg6_a1_x_dg_z, leg6_a1_y, leg6_a1_y_dOmega_dot_x, leg6_a1_y_dOmega_dot_y, leg6_a1_y_dOmega_dot_z, leg6_a1_y_dg_x, leg6_a1_y_dg_y, leg6_a1_y_dg_z, leg6_b1, leg6_b1_dOmega_dot_x, leg6_b1_dOmega_dot_y, leg6_b1_dOmega_dot_z, leg6_b1_dg_x, leg6_b1_dg_y, leg6_b1_dg_z, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_crank_c, leg6_crank_s, leg6_epsd1_J_z, leg6_epsd1_J_z_dOmega_dot_x, leg6_epsd1_J_z_dOmega_dot_y, leg6_epsd1_x, leg6_epsd1_x_dOmega_dot_x, leg6_epsd1_x_dOmega_dot_y, leg6_epsd1_x_dOmega_dot_z, leg6_epsd1_y, leg6_epsd1_y_dOmega_dot_x, leg6_epsd1_y_dOmega_dot_y, leg6_epsd1_y_dOmega_dot_z, leg6_h1, leg6_h2, leg6_h3, 0.8091604653151149, 0.18811107882911782, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.5168309414322497, 0.984807753012208, -0.17364817766693036, leg6_lu_inv1, leg6_lu_inv2, leg6_lu_inv3, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo1_W_00, leg6_oo1_xy, leg6_oo1_xz, leg6_oo3_W_00, leg6_oo3_xy, leg6_oo3_xz, leg6_qd2, leg6_qd3, leg6_u_c2, leg6_u_s2,),
-    ):
-        L2_a_p_x = -L2_kc2*yc6 + yc1
-        L2_a_p_x_dg_x = -L2_kc2*yc6_dg_x + yc1_dg_x
-        L2_a_p_x_dg_y = -L2_kc2*yc6_dg_y + yc1_dg_y
-        L2_a_p_x_dg_z = -L2_kc2*yc6_dg_z + yc1_dg_z
-        L2_a_p_x_dOmega_dot_x = -L2_kc2*yc6_dOmega_dot_x + yc1_dOmega_dot_x
-        L2_a_p_x_dOmega_dot_y = -L2_kc2*yc6_dOmega_dot_y + yc1_dOmega_dot_y
-        L2_a_p_x_dOmega_dot_z = -L2_kc2*yc6_dOmega_dot_z + yc1_dOmega_dot_z
-        L2_a_p_y = L2_kc1*yc6 + yc2
-        L2_a_p_y_dg_x = L2_kc1*yc6_dg_x + yc2_dg_x
-        L2_a_p_y_dg_y = L2_kc1*yc6_dg_y + yc2_dg_y
-        L2_a_p_y_dg_z = L2_kc1*yc6_dg_z + yc2_dg_z
-        L2_a_p_y_dOmega_dot_x = L2_kc1*yc6_dOmega_dot_x + yc2_dOmega_dot_x
-        L2_a_p_y_dOmega_dot_y = L2_kc1*yc6_dOmega_dot_y + yc2_dOmega_dot_y
-        L2_a_p_y_dOmega_dot_z = L2_kc1*yc6_dOmega_dot_z + yc2_dOmega_dot_z
-        L2_t1 = L2_kc2*yc4 + yc3
-        L2_a_p_z = -L2_kc1*yc5 + L2_t1
-        L2_t2 = L2_kc2*yc4_dg_x + yc3_dg_x
-        L2_a_p_z_dg_x = -L2_kc1*yc5_dg_x + L2_t2
-        L2_t3 = L2_kc2*yc4_dg_y + yc3_dg_y
-        L2_a_p_z_dg_y = -L2_kc1*yc5_dg_y + L2_t3
-        L2_t4 = L2_kc2*yc4_dg_z + yc3_dg_z
-        L2_a_p_z_dg_z = -L2_kc1*yc5_dg_z + L2_t4
-        L2_t5 = L2_kc2*yc4_dOmega_dot_x + yc3_dOmega_dot_x
-        L2_a_p_z_dOmega_dot_x = -L2_kc1*yc5_dOmega_dot_x + L2_t5
-        L2_t6 = L2_kc2*yc4_dOmega_dot_y + yc3_dOmega_dot_y
-        L2_a_p_z_dOmega_dot_y = -L2_kc1*yc5_dOmega_dot_y + L2_t6
-        L2_t7 = L2_kc2*yc4_dOmega_dot_z + yc3_dOmega_dot_z
-        L2_a_p_z_dOmega_dot_z = -L2_kc1*yc5_dOmega_dot_z + L2_t7
-        L2_t8 = L2_W1_1*L2_a_p_x + L2_h1
-        L2_t9 = L2_W2_1*L2_a_p_y + L2_t8
-        L2_qdd1 = L2_W3_1*L2_a_p_z + L2_t9
-        L2_t10 = L2_W1_1*L2_a_p_x_dg_x + L2_W2_1*L2_a_p_y_dg_x
-        L2_qdd1_dg_x = L2_W3_1*L2_a_p_z_dg_x + L2_t10
-        L2_t11 = L2_W1_1*L2_a_p_x_dg_y + L2_W2_1*L2_a_p_y_dg_y
-        L2_qdd1_dg_y = L2_W3_1*L2_a_p_z_dg_y + L2_t11
-        L2_t12 = L2_W1_1*L2_a_p_x_dg_z + L2_W2_1*L2_a_p_y_dg_z
-        L2_qdd1_dg_z = L2_W3_1*L2_a_p_z_dg_z + L2_t12
-        L2_t13 = L2_W1_1*L2_a_p_x_dOmega_dot_x + L2_W2_1*L2_a_p_y_dOmega_dot_x
-        L2_qdd1_dOmega_dot_x = L2_W3_1*L2_a_p_z_dOmega_dot_x + L2_t13
-        L2_t14 = L2_W1_1*L2_a_p_x_dOmega_dot_y + L2_W2_1*L2_a_p_y_dOmega_dot_y
-        L2_qdd1_dOmega_dot_y = L2_W3_1*L2_a_p_z_dOmega_dot_y + L2_t14
-        L2_t15 = L2_W1_1*L2_a_p_x_dOmega_dot_z + L2_W2_1*L2_a_p_y_dOmega_dot_z
-        L2_qdd1_dOmega_dot_z = L2_W3_1*L2_a_p_z_dOmega_dot_z + L2_t15
-        L2_t16 = L2_W1_2*L2_a_p_x + L2_h2
-        L2_t17 = L2_W2_2*L2_a_p_y + L2_t16
-        L2_qdd2 = L2_W3_2*L2_a_p_z + L2_t17
-        L2_t18 = L2_W1_2*L2_a_p_x_dg_x + L2_W2_2*L2_a_p_y_dg_x
-        L2_qdd2_dg_x = L2_W3_2*L2_a_p_z_dg_x + L2_t18
-        L2_t19 = L2_W1_2*L2_a_p_x_dg_y + L2_W2_2*L2_a_p_y_dg_y
-        L2_qdd2_dg_y = L2_W3_2*L2_a_p_z_dg_y + L2_t19
-        L2_t20 = L2_W1_2*L2_a_p_x_dg_z + L2_W2_2*L2_a_p_y_dg_z
-        L2_qdd2_dg_z = L2_W3_2*L2_a_p_z_dg_z + L2_t20
-        L2_t21 = L2_W1_2*L2_a_p_x_dOmega_dot_x + L2_W2_2*L2_a_p_y_dOmega_dot_x
-        L2_qdd2_dOmega_dot_x = L2_W3_2*L2_a_p_z_dOmega_dot_x + L2_t21
-        L2_t22 = L2_W1_2*L2_a_p_x_dOmega_dot_y + L2_W2_2*L2_a_p_y_dOmega_dot_y
-        L2_qdd2_dOmega_dot_y = L2_W3_2*L2_a_p_z_dOmega_dot_y + L2_t22
-        L2_t23 = L2_W1_2*L2_a_p_x_dOmega_dot_z + L2_W2_2*L2_a_p_y_dOmega_dot_z
-        L2_qdd2_dOmega_dot_z = L2_W3_2*L2_a_p_z_dOmega_dot_z + L2_t23
-        L2_t24 = L2_W1_3*L2_a_p_x + L2_h3
-        L2_t25 = L2_W2_3*L2_a_p_y + L2_t24
-        L2_qdd3 = L2_W3_3*L2_a_p_z + L2_t25
-        L2_t26 = L2_W1_3*L2_a_p_x_dg_x + L2_W2_3*L2_a_p_y_dg_x
-        L2_qdd3_dg_x = L2_W3_3*L2_a_p_z_dg_x + L2_t26
-        L2_t27 = L2_W1_3*L2_a_p_x_dg_y + L2_W2_3*L2_a_p_y_dg_y
-        L2_qdd3_dg_y = L2_W3_3*L2_a_p_z_dg_y + L2_t27
-        L2_t28 = L2_W1_3*L2_a_p_x_dg_z + L2_W2_3*L2_a_p_y_dg_z
-        L2_qdd3_dg_z = L2_W3_3*L2_a_p_z_dg_z + L2_t28
-        L2_t29 = L2_W1_3*L2_a_p_x_dOmega_dot_x + L2_W2_3*L2_a_p_y_dOmega_dot_x
-        L2_qdd3_dOmega_dot_x = L2_W3_3*L2_a_p_z_dOmega_dot_x + L2_t29
-        L2_t30 = L2_W1_3*L2_a_p_x_dOmega_dot_y + L2_W2_3*L2_a_p_y_dOmega_dot_y
-        L2_qdd3_dOmega_dot_y = L2_W3_3*L2_a_p_z_dOmega_dot_y + L2_t30
-        L2_t31 = L2_W1_3*L2_a_p_x_dOmega_dot_z + L2_W2_3*L2_a_p_y_dOmega_dot_z
-        L2_qdd3_dOmega_dot_z = L2_W3_3*L2_a_p_z_dOmega_dot_z + L2_t31
-        L2_t32 = L2_Ic1_22*L2_qdd1 - L2_b1
-        L2_t33 = L2_Nm2_1_z*L2_qdd2 + L2_t32
-        L2_Aqdd_b1 = L2_Nm3_1_z*L2_qdd3 + L2_t33
-        L2_t34 = L2_Ic1_22*L2_qdd1_dg_x - L2_b1_dg_x
-        L2_t35 = L2_Nm2_1_z*L2_qdd2_dg_x + L2_t34
-        L2_Aqdd_b1_dg_x = L2_Nm3_1_z*L2_qdd3_dg_x + L2_t35
-        L2_t36 = L2_Ic1_22*L2_qdd1_dg_y - L2_b1_dg_y
-        L2_t37 = L2_Nm2_1_z*L2_qdd2_dg_y + L2_t36
-        L2_Aqdd_b1_dg_y = L2_Nm3_1_z*L2_qdd3_dg_y + L2_t37
-        L2_t38 = L2_Ic1_22*L2_qdd1_dg_z - L2_b1_dg_z
-        L2_t39 = L2_Nm2_1_z*L2_qdd2_dg_z + L2_t38
-        L2_Aqdd_b1_dg_z = L2_Nm3_1_z*L2_qdd3_dg_z + L2_t39
-        L2_t40 = L2_Ic1_22*L2_qdd1_dOmega_dot_x - L2_b1_dOmega_dot_x
-        L2_t41 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_x + L2_t40
-        L2_Aqdd_b1_dOmega_dot_x = L2_Nm3_1_z*L2_qdd3_dOmega_dot_x + L2_t41
-        L2_t42 = L2_Ic1_22*L2_qdd1_dOmega_dot_y - L2_b1_dOmega_dot_y
-        L2_t43 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_y + L2_t42
-        L2_Aqdd_b1_dOmega_dot_y = L2_Nm3_1_z*L2_qdd3_dOmega_dot_y + L2_t43
-        L2_t44 = L2_Ic1_22*L2_qdd1_dOmega_dot_z - L2_b1_dOmega_dot_z
-        L2_t45 = L2_Nm2_1_z*L2_qdd2_dOmega_dot_z + L2_t44
-        L2_Aqdd_b1_dOmega_dot_z = L2_Nm3_1_z*L2_qdd3_dOmega_dot_z + L2_t45
-        L2_t46 = L2_IJ3_11*L2_qdd2 + L2_N2_y
-        L2_Aqdd_b2 = L2_Nm2_1_z*L2_qdd1 + L2_t46
-        L2_t47 = L2_IJ3_11*L2_qdd2_dg_x + L2_N2_y_dg_x
-        L2_Aqdd_b2_dg_x = L2_Nm2_1_z*L2_qdd1_dg_x + L2_t47
-        L2_t48 = L2_IJ3_11*L2_qdd2_dg_y + L2_N2_y_dg_y
-        L2_Aqdd_b2_dg_y = L2_Nm2_1_z*L2_qdd1_dg_y + L2_t48
-        L2_t49 = L2_IJ3_11*L2_qdd2_dg_z + L2_N2_y_dg_z
-        L2_Aqdd_b2_dg_z = L2_Nm2_1_z*L2_qdd1_dg_z + L2_t49
-        L2_t50 = L2_IJ3_11*L2_qdd2_dOmega_dot_x + L2_N2_y_dOmega_dot_x
-        L2_Aqdd_b2_dOmega_dot_x = L2_Nm2_1_z*L2_qdd1_dOmega_dot_x + L2_t50
-        L2_t51 = L2_IJ3_11*L2_qdd2_dOmega_dot_y + L2_N2_y_dOmega_dot_y
-        L2_Aqdd_b2_dOmega_dot_y = L2_Nm2_1_z*L2_qdd1_dOmega_dot_y + L2_t51
-        L2_t52 = L2_IJ3_11*L2_qdd2_dOmega_dot_z + L2_N2_y_dOmega_dot_z
-        L2_Aqdd_b2_dOmega_dot_z = L2_Nm2_1_z*L2_qdd1_dOmega_dot_z + L2_t52
-        L2_t53 = L2_N3_z + (0.305)*L2_qdd3
-        L2_Aqdd_b3 = L2_Nm3_1_z*L2_qdd1 + L2_t53
-        L2_t54 = L2_N3_z_dg_x + (0.305)*L2_qdd3_dg_x
-        L2_Aqdd_b3_dg_x = L2_Nm3_1_z*L2_qdd1_dg_x + L2_t54
-        L2_t55 = L2_N3_z_dg_y + (0.305)*L2_qdd3_dg_y
-        L2_Aqdd_b3_dg_y = L2_Nm3_1_z*L2_qdd1_dg_y + L2_t55
-        L2_t56 = L2_N3_z_dg_z + (0.305)*L2_qdd3_dg_z
-        L2_Aqdd_b3_dg_z = L2_Nm3_1_z*L2_qdd1_dg_z + L2_t56
-        L2_t57 = L2_N3_z_dOmega_dot_x + (0.305)*L2_qdd3_dOmega_dot_x
-        L2_Aqdd_b3_dOmega_dot_x = L2_Nm3_1_z*L2_qdd1_dOmega_dot_x + L2_t57
-        L2_t58 = L2_N3_z_dOmega_dot_y + (0.305)*L2_qdd3_dOmega_dot_y
-        L2_Aqdd_b3_dOmega_dot_y = L2_Nm3_1_z*L2_qdd1_dOmega_dot_y + L2_t58
-        L2_t59 = L2_N3_z_dOmega_dot_z + (0.305)*L2_qdd3_dOmega_dot_z
-        L2_Aqdd_b3_dOmega_dot_z = L2_Nm3_1_z*L2_qdd1_dOmega_dot_z + L2_t59
-        L2_lambda_z3 = L2_Aqdd_b2*L2_lu_inv1
-        L2_lambda_z3_dg_x = L2_Aqdd_b2_dg_x*L2_lu_inv1
-        L2_lambda_z3_dg_y = L2_Aqdd_b2_dg_y*L2_lu_inv1
-        L2_lambda_z3_dg_z = L2_Aqdd_b2_dg_z*L2_lu_inv1
-        L2_lambda_z3_dOmega_dot_x = L2_Aqdd_b2_dOmega_dot_x*L2_lu_inv1
-        L2_lambda_z3_dOmega_dot_y = L2_Aqdd_b2_dOmega_dot_y*L2_lu_inv1
-        L2_lambda_z3_dOmega_dot_z = L2_Aqdd_b2_dOmega_dot_z*L2_lu_inv1
-        L2_lambda_z2 = L2_Aqdd_b3*L2_lu_inv2
-        L2_lambda_z2_dg_x = L2_Aqdd_b3_dg_x*L2_lu_inv2
-        L2_lambda_z2_dg_y = L2_Aqdd_b3_dg_y*L2_lu_inv2
-        L2_lambda_z2_dg_z = L2_Aqdd_b3_dg_z*L2_lu_inv2
-        L2_lambda_z2_dOmega_dot_x = L2_Aqdd_b3_dOmega_dot_x*L2_lu_inv2
-        L2_lambda_z2_dOmega_dot_y = L2_Aqdd_b3_dOmega_dot_y*L2_lu_inv2
-        L2_lambda_z2_dOmega_dot_z = L2_Aqdd_b3_dOmega_dot_z*L2_lu_inv2
-        L2_t60 = L2_Aqdd_b1 - L2_TL1_y*L2_lambda_z2
-        L2_lambda_z1 = L2_lu_inv3*(-L2_TL1_z*L2_lambda_z3 + L2_t60)
-        L2_cse0 = L2_TL1_y*L2_lu_inv3
-        L2_cse1 = L2_TL1_z*L2_lu_inv3
-        L2_t61 = L2_Aqdd_b1_dg_x*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_x
-        L2_lambda_z1_dg_x = -L2_cse1*L2_lambda_z3_dg_x + L2_t61
-        L2_t62 = L2_Aqdd_b1_dg_y*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_y
-        L2_lambda_z1_dg_y = -L2_cse1*L2_lambda_z3_dg_y + L2_t62
-        L2_t63 = L2_Aqdd_b1_dg_z*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dg_z
-        L2_lambda_z1_dg_z = -L2_cse1*L2_lambda_z3_dg_z + L2_t63
-        L2_t64 = L2_Aqdd_b1_dOmega_dot_x*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_x
-        L2_lambda_z1_dOmega_dot_x = -L2_cse1*L2_lambda_z3_dOmega_dot_x + L2_t64
-        L2_t65 = L2_Aqdd_b1_dOmega_dot_y*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_y
-        L2_lambda_z1_dOmega_dot_y = -L2_cse1*L2_lambda_z3_dOmega_dot_y + L2_t65
-        L2_t66 = L2_Aqdd_b1_dOmega_dot_z*L2_lu_inv3 - L2_cse0*L2_lambda_z2_dOmega_dot_z
-        L2_lambda_z1_dOmega_dot_z = -L2_cse1*L2_lambda_z3_dOmega_dot_z + L2_t66
-        L2_epsd1_z = L2_epsd1_J_z + L2_qdd1
-        L2_epsd1_z_dg_x = L2_qdd1_dg_x
-        L2_epsd1_z_dg_y = L2_qdd1_dg_y
-        L2_epsd1_z_dg_z = L2_qdd1_dg_z
-        L2_epsd1_z_dOmega_dot_x = L2_epsd1_J_z_dOmega_dot_x + L2_qdd1_dOmega_dot_x
-        L2_epsd1_z_dOmega_dot_y = L2_epsd1_J_z_dOmega_dot_y + L2_qdd1_dOmega_dot_y
-        L2_epsd1_z_dOmega_dot_z = L2_qdd1_dOmega_dot_z
-        L2_t67 = L2_beta2_00*L2_epsd1_x + L2_beta2_01*L2_epsd1_y
-        L2_t68 = L2_beta2_02*L2_epsd1_z + L2_t67
-        L2_epsd2_x_3 = -L2_omega_p2_z*L2_qd2 + L2_t68
-        L2_epsd2_x_3_dg_x = L2_beta2_02*L2_epsd1_z_dg_x
-        L2_epsd2_x_3_dg_y = L2_beta2_02*L2_epsd1_z_dg_y
-        L2_epsd2_x_3_dg_z = L2_beta2_02*L2_epsd1_z_dg_z
-        L2_t69 = L2_beta2_00*L2_epsd1_x_dOmega_dot_x + L2_beta2_01*L2_epsd1_y_dOmega_dot_x
-        L2_epsd2_x_3_dOmega_dot_x = L2_beta2_02*L2_epsd1_z_dOmega_dot_x + L2_t69
-        L2_t70 = L2_beta2_00*L2_epsd1_x_dOmega_dot_y + L2_beta2_01*L2_epsd1_y_dOmega_dot_y
-        L2_epsd2_x_3_dOmega_dot_y = L2_beta2_02*L2_epsd1_z_dOmega_dot_y + L2_t70
-        L2_t71 = L2_beta2_00*L2_epsd1_x_dOmega_dot_z + L2_beta2_01*L2_epsd1_y_dOmega_dot_z
-        L2_epsd2_x_3_dOmega_dot_z = L2_beta2_02*L2_epsd1_z_dOmega_dot_z + L2_t71
-        L2_t72 = L2_epsd1_x*L2_kc12 + L2_qdd2
-        L2_t73 = L2_epsd1_y*L2_kc13 + L2_t72
-        L2_epsd2_y_2 = L2_epsd1_z*L2_kc14 + L2_t73
-        L2_epsd2_y_2_dg_x = L2_epsd1_z_dg_x*L2_kc14 + L2_qdd2_dg_x
-        L2_epsd2_y_2_dg_y = L2_epsd1_z_dg_y*L2_kc14 + L2_qdd2_dg_y
-        L2_epsd2_y_2_dg_z = L2_epsd1_z_dg_z*L2_kc14 + L2_qdd2_dg_z
-        L2_t74 = L2_epsd1_x_dOmega_dot_x*L2_kc12 + L2_qdd2_dOmega_dot_x
-        L2_t75 = L2_epsd1_y_dOmega_dot_x*L2_kc13 + L2_t74
-        L2_epsd2_y_2_dOmega_dot_x = L2_epsd1_z_dOmega_dot_x*L2_kc14 + L2_t75
-        L2_t76 = L2_epsd1_x_dOmega_dot_y*L2_kc12 + L2_qdd2_dOmega_dot_y
-        L2_t77 = L2_epsd1_y_dOmega_dot_y*L2_kc13 + L2_t76
-        L2_epsd2_y_2_dOmega_dot_y = L2_epsd1_z_dOmega_dot_y*L2_kc14 + L2_t77
-        L2_t78 = L2_epsd1_x_dOmega_dot_z*L2_kc12 + L2_qdd2_dOmega_dot_z
-        L2_t79 = L2_epsd1_y_dOmega_dot_z*L2_kc13 + L2_t78
-        L2_epsd2_y_2_dOmega_dot_z = L2_epsd1_z_dOmega_dot_z*L2_kc14 + L2_t79
-        L2_t80 = L2_beta2_20*L2_epsd1_x + L2_beta2_21*L2_epsd1_y
-        L2_t81 = L2_beta2_22*L2_epsd1_z + L2_t80
-        L2_epsd2_z_3 = L2_omega_p2_x*L2_qd2 + L2_t81
-        L2_epsd2_z_3_dg_x = L2_beta2_22*L2_epsd1_z_dg_x
-        L2_epsd2_z_3_dg_y = L2_beta2_22*L2_epsd1_z_dg_y
-        L2_epsd2_z_3_dg_z = L2_beta2_22*L2_epsd1_z_dg_z
-        L2_t82 = L2_beta2_20*L2_epsd1_x_dOmega_dot_x + L2_beta2_21*L2_epsd1_y_dOmega_dot_x
-        L2_epsd2_z_3_dOmega_dot_x = L2_beta2_22*L2_epsd1_z_dOmega_dot_x + L2_t82
-        L2_t83 = L2_beta2_20*L2_epsd1_x_dOmega_dot_y + L2_beta2_21*L2_epsd1_y_dOmega_dot_y
-        L2_epsd2_z_3_dOmega_dot_y = L2_beta2_22*L2_epsd1_z_dOmega_dot_y + L2_t83
-        L2_t84 = L2_beta2_20*L2_epsd1_x_dOmega_dot_z + L2_beta2_21*L2_epsd1_y_dOmega_dot_z
-        L2_epsd2_z_3_dOmega_dot_z = L2_beta2_22*L2_epsd1_z_dOmega_dot_z + L2_t84
-        L2_cse2 = L2_a1_x + 0.25*L2_oo1_W_00
-        L2_t85 = L2_a1_y + 0.25*L2_epsd1_z
-        L2_cse3 = 0.25*L2_oo1_xy + L2_t85
-        L2_t86 = L2_a1_J_z + 0.25*L2_oo1_xz
-        L2_cse4 = -0.25*L2_epsd1_y + L2_t86
-        L2_t87 = L2_beta2_00*L2_cse2 + L2_beta2_01*L2_cse3
-        L2_a2_x_3 = L2_beta2_02*L2_cse4 + L2_t87
-        L2_cse5 = 0.25*L2_beta2_01
-        L2_t88 = L2_a1_J_z_dg_x*L2_beta2_02 + L2_a1_x_dg_x*L2_beta2_00
-        L2_t89 = L2_a1_y_dg_x*L2_beta2_01 + L2_t88
-        L2_a2_x_3_dg_x = L2_cse5*L2_epsd1_z_dg_x + L2_t89
-        L2_t90 = L2_a1_J_z_dg_y*L2_beta2_02 + L2_a1_x_dg_y*L2_beta2_00
-        L2_t91 = L2_a1_y_dg_y*L2_beta2_01 + L2_t90
-        L2_a2_x_3_dg_y = L2_cse5*L2_epsd1_z_dg_y + L2_t91
-        L2_t92 = L2_a1_x_dg_z*L2_beta2_00 + L2_a1_y_dg_z*L2_beta2_01
-        L2_a2_x_3_dg_z = L2_cse5*L2_epsd1_z_dg_z + L2_t92
-        L2_cse6 = 0.25*L2_beta2_02
-        L2_t93 = L2_a1_x_dOmega_dot_x*L2_beta2_00 + L2_a1_y_dOmega_dot_x*L2_beta2_01
-        L2_t94 = L2_cse5*L2_epsd1_z_dOmega_dot_x + L2_t93
-        L2_a2_x_3_dOmega_dot_x = -L2_cse6*L2_epsd1_y_dOmega_dot_x + L2_t94
-        L2_t95 = L2_a1_x_dOmega_dot_y*L2_beta2_00 + L2_a1_y_dOmega_dot_y*L2_beta2_01
-        L2_t96 = L2_cse5*L2_epsd1_z_dOmega_dot_y + L2_t95
-        L2_a2_x_3_dOmega_dot_y = -L2_cse6*L2_epsd1_y_dOmega_dot_y + L2_t96
-        L2_t97 = L2_a1_J_z_dOmega_dot_z*L2_beta2_02 + L2_a1_x_dOmega_dot_z*L2_beta2_00
-        L2_t98 = L2_a1_y_dOmega_dot_z*L2_beta2_01 + L2_t97
-        L2_t99 = L2_cse5*L2_epsd1_z_dOmega_dot_z + L2_t98
-        L2_a2_x_3_dOmega_dot_z = -L2_cse6*L2_epsd1_y_dOmega_dot_z + L2_t99
-        L2_t100 = L2_cse2*L2_kc12 + L2_cse3*L2_kc13
-        L2_a2_y_3 = L2_cse4*L2_kc14 + L2_t100
-        L2_cse7 = 0.25*L2_kc13
-        L2_t101 = L2_a1_J_z_dg_x*L2_kc14 + L2_a1_x_dg_x*L2_kc12
-        L2_t102 = L2_a1_y_dg_x*L2_kc13 + L2_t101
-        L2_a2_y_3_dg_x = L2_cse7*L2_epsd1_z_dg_x + L2_t102
-        L2_t103 = L2_a1_J_z_dg_y*L2_kc14 + L2_a1_x_dg_y*L2_kc12
-        L2_t104 = L2_a1_y_dg_y*L2_kc13 + L2_t103
-        L2_a2_y_3_dg_y = L2_cse7*L2_epsd1_z_dg_y + L2_t104
-        L2_t105 = L2_a1_x_dg_z*L2_kc12 + L2_a1_y_dg_z*L2_kc13
-        L2_a2_y_3_dg_z = L2_cse7*L2_epsd1_z_dg_z + L2_t105
-        L2_cse8 = 0.25*L2_kc14
-        L2_t106 = L2_a1_x_dOmega_dot_x*L2_kc12 + L2_a1_y_dOmega_dot_x*L2_kc13
-        L2_t107 = L2_cse7*L2_epsd1_z_dOmega_dot_x + L2_t106
-        L2_a2_y_3_dOmega_dot_x = -L2_cse8*L2_epsd1_y_dOmega_dot_x + L2_t107
-        L2_t108 = L2_a1_x_dOmega_dot_y*L2_kc12 + L2_a1_y_dOmega_dot_y*L2_kc13
-        L2_t109 = L2_cse7*L2_epsd1_z_dOmega_dot_y + L2_t108
-        L2_a2_y_3_dOmega_dot_y = -L2_cse8*L2_epsd1_y_dOmega_dot_y + L2_t109
-        L2_t110 = L2_a1_J_z_dOmega_dot_z*L2_kc14 + L2_a1_x_dOmega_dot_z*L2_kc12
-        L2_t111 = L2_a1_y_dOmega_dot_z*L2_kc13 + L2_t110
-        L2_t112 = L2_cse7*L2_epsd1_z_dOmega_dot_z + L2_t111
-        L2_a2_y_3_dOmega_dot_z = -L2_cse8*L2_epsd1_y_dOmega_dot_z + L2_t112
-        L2_t113 = L2_beta2_20*L2_cse2 + L2_beta2_21*L2_cse3
-        L2_a2_z_3 = L2_beta2_22*L2_cse4 + L2_t113
-        L2_cse9 = 0.25*L2_beta2_21
-        L2_t114 = L2_a1_J_z_dg_x*L2_beta2_22 + L2_a1_x_dg_x*L2_beta2_20
-        L2_t115 = L2_a1_y_dg_x*L2_beta2_21 + L2_t114
-        L2_a2_z_3_dg_x = L2_cse9*L2_epsd1_z_dg_x + L2_t115
-        L2_t116 = L2_a1_J_z_dg_y*L2_beta2_22 + L2_a1_x_dg_y*L2_beta2_20
-        L2_t117 = L2_a1_y_dg_y*L2_beta2_21 + L2_t116
-        L2_a2_z_3_dg_y = L2_cse9*L2_epsd1_z_dg_y + L2_t117
-        L2_t118 = L2_a1_x_dg_z*L2_beta2_20 + L2_a1_y_dg_z*L2_beta2_21
-        L2_a2_z_3_dg_z = L2_cse9*L2_epsd1_z_dg_z + L2_t118
-        L2_cse10 = 0.25*L2_beta2_22
-        L2_t119 = L2_a1_x_dOmega_dot_x*L2_beta2_20 + L2_a1_y_dOmega_dot_x*L2_beta2_21
-        L2_t120 = L2_cse9*L2_epsd1_z_dOmega_dot_x + L2_t119
-        L2_a2_z_3_dOmega_dot_x = -L2_cse10*L2_epsd1_y_dOmega_dot_x + L2_t120
-        L2_t121 = L2_a1_x_dOmega_dot_y*L2_beta2_20 + L2_a1_y_dOmega_dot_y*L2_beta2_21
-        L2_t122 = L2_cse9*L2_epsd1_z_dOmega_dot_y + L2_t121
-        L2_a2_z_3_dOmega_dot_y = -L2_cse10*L2_epsd1_y_dOmega_dot_y + L2_t122
-        L2_t123 = L2_a1_J_z_dOmega_dot_z*L2_beta2_22 + L2_a1_x_dOmega_dot_z*L2_beta2_20
-        L2_t124 = L2_a1_y_dOmega_dot_z*L2_beta2_21 + L2_t123
-        L2_t125 = L2_cse9*L2_epsd1_z_dOmega_dot_z + L2_t124
-        L2_a2_z_3_dOmega_dot_z = -L2_cse10*L2_epsd1_y_dOmega_dot_z + L2_t125
-        L2_t126 = L2_epsd2_x_3*L2_u_c2 + L2_epsd2_y_2*L2_u_s2
-        L2_epsd3_x_3 = L2_omega_p3_y*L2_qd3 + L2_t126
-        L2_epsd3_x_3_dg_x = L2_epsd2_x_3_dg_x*L2_u_c2 + L2_epsd2_y_2_dg_x*L2_u_s2
-        L2_epsd3_x_3_dg_y = L2_epsd2_x_3_dg_y*L2_u_c2 + L2_epsd2_y_2_dg_y*L2_u_s2
-        L2_epsd3_x_3_dg_z = L2_epsd2_x_3_dg_z*L2_u_c2 + L2_epsd2_y_2_dg_z*L2_u_s2
-        L2_epsd3_x_3_dOmega_dot_x = L2_epsd2_x_3_dOmega_dot_x*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_x*L2_u_s2
-        L2_epsd3_x_3_dOmega_dot_y = L2_epsd2_x_3_dOmega_dot_y*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_y*L2_u_s2
-        L2_epsd3_x_3_dOmega_dot_z = L2_epsd2_x_3_dOmega_dot_z*L2_u_c2 + L2_epsd2_y_2_dOmega_dot_z*L2_u_s2
-        L2_t127 = -L2_epsd2_x_3*L2_u_s2 + L2_epsd2_y_2*L2_u_c2
-        L2_epsd3_y_3 = -L2_omega_p3_x*L2_qd3 + L2_t127
-        L2_epsd3_y_3_dg_x = -L2_epsd2_x_3_dg_x*L2_u_s2 + L2_epsd2_y_2_dg_x*L2_u_c2
-        L2_epsd3_y_3_dg_y = -L2_epsd2_x_3_dg_y*L2_u_s2 + L2_epsd2_y_2_dg_y*L2_u_c2
-        L2_epsd3_y_3_dg_z = -L2_epsd2_x_3_dg_z*L2_u_s2 + L2_epsd2_y_2_dg_z*L2_u_c2
-        L2_epsd3_y_3_dOmega_dot_x = -L2_epsd2_x_3_dOmega_dot_x*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_x*L2_u_c2
-        L2_epsd3_y_3_dOmega_dot_y = -L2_epsd2_x_3_dOmega_dot_y*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_y*L2_u_c2
-        L2_epsd3_y_3_dOmega_dot_z = -L2_epsd2_x_3_dOmega_dot_z*L2_u_s2 + L2_epsd2_y_2_dOmega_dot_z*L2_u_c2
-        L2_epsd3_z = L2_epsd2_z_3 + L2_qdd3
-        L2_epsd3_z_dg_x = L2_epsd2_z_3_dg_x + L2_qdd3_dg_x
-        L2_epsd3_z_dg_y = L2_epsd2_z_3_dg_y + L2_qdd3_dg_y
-        L2_epsd3_z_dg_z = L2_epsd2_z_3_dg_z + L2_qdd3_dg_z
-        L2_epsd3_z_dOmega_dot_x = L2_epsd2_z_3_dOmega_dot_x + L2_qdd3_dOmega_dot_x
-        L2_epsd3_z_dOmega_dot_y = L2_epsd2_z_3_dOmega_dot_y + L2_qdd3_dOmega_dot_y
-        L2_epsd3_z_dOmega_dot_z = L2_epsd2_z_3_dOmega_dot_z + L2_qdd3_dOmega_dot_z
-        L2_a3_x_3 = L2_a2_x_3*L2_u_c2 + L2_a2_y_3*L2_u_s2
-        L2_a3_x_3_dg_x = L2_a2_x_3_dg_x*L2_u_c2 + L2_a2_y_3_dg_x*L2_u_s2
-        L2_a3_x_3_dg_y = L2_a2_x_3_dg_y*L2_u_c2 + L2_a2_y_3_dg_y*L2_u_s2
-        L2_a3_x_3_dg_z = L2_a2_x_3_dg_z*L2_u_c2 + L2_a2_y_3_dg_z*L2_u_s2
-        L2_a3_x_3_dOmega_dot_x = L2_a2_x_3_dOmega_dot_x*L2_u_c2 + L2_a2_y_3_dOmega_dot_x*L2_u_s2
-        L2_a3_x_3_dOmega_dot_y = L2_a2_x_3_dOmega_dot_y*L2_u_c2 + L2_a2_y_3_dOmega_dot_y*L2_u_s2
-        L2_a3_x_3_dOmega_dot_z = L2_a2_x_3_dOmega_dot_z*L2_u_c2 + L2_a2_y_3_dOmega_dot_z*L2_u_s2
-        L2_a3_y_3 = -L2_a2_x_3*L2_u_s2 + L2_a2_y_3*L2_u_c2
-        L2_a3_y_3_dg_x = -L2_a2_x_3_dg_x*L2_u_s2 + L2_a2_y_3_dg_x*L2_u_c2
-        L2_a3_y_3_dg_y = -L2_a2_x_3_dg_y*L2_u_s2 + L2_a2_y_3_dg_y*L2_u_c2
-        L2_a3_y_3_dg_z = -L2_a2_x_3_dg_z*L2_u_s2 + L2_a2_y_3_dg_z*L2_u_c2
-        L2_a3_y_3_dOmega_dot_x = -L2_a2_x_3_dOmega_dot_x*L2_u_s2 + L2_a2_y_3_dOmega_dot_x*L2_u_c2
-        L2_a3_y_3_dOmega_dot_y = -L2_a2_x_3_dOmega_dot_y*L2_u_s2 + L2_a2_y_3_dOmega_dot_y*L2_u_c2
-        L2_a3_y_3_dOmega_dot_z = -L2_a2_x_3_dOmega_dot_z*L2_u_s2 + L2_a2_y_3_dOmega_dot_z*L2_u_c2
-        L2_t128 = -L2_lambda_z1 + (0.75)*L2_oo3_W_00
-        L2_F3_x_2 = (2.5)*L2_a3_x_3 + L2_t128
-        L2_F3_x_2_dg_x = (2.5)*L2_a3_x_3_dg_x - L2_lambda_z1_dg_x
-        L2_F3_x_2_dg_y = (2.5)*L2_a3_x_3_dg_y - L2_lambda_z1_dg_y
-        L2_F3_x_2_dg_z = (2.5)*L2_a3_x_3_dg_z - L2_lambda_z1_dg_z
-        L2_F3_x_2_dOmega_dot_x = (2.5)*L2_a3_x_3_dOmega_dot_x - L2_lambda_z1_dOmega_dot_x
-        L2_F3_x_2_dOmega_dot_y = (2.5)*L2_a3_x_3_dOmega_dot_y - L2_lambda_z1_dOmega_dot_y
-        L2_F3_x_2_dOmega_dot_z = (2.5)*L2_a3_x_3_dOmega_dot_z - L2_lambda_z1_dOmega_dot_z
-        L2_t129 = (0.75)*L2_epsd3_z - L2_lambda_z2
-        L2_t130 = (0.75)*L2_oo3_xy + L2_t129
-        L2_F3_y_2 = (2.5)*L2_a3_y_3 + L2_t130
-        L2_t131 = (0.75)*L2_epsd3_z_dg_x - L2_lambda_z2_dg_x
-        L2_F3_y_2_dg_x = (2.5)*L2_a3_y_3_dg_x + L2_t131
-        L2_t132 = (0.75)*L2_epsd3_z_dg_y - L2_lambda_z2_dg_y
-        L2_F3_y_2_dg_y = (2.5)*L2_a3_y_3_dg_y + L2_t132
-        L2_t133 = (0.75)*L2_epsd3_z_dg_z - L2_lambda_z2_dg_z
-        L2_F3_y_2_dg_z = (2.5)*L2_a3_y_3_dg_z + L2_t133
-        L2_t134 = (0.75)*L2_epsd3_z_dOmega_dot_x - L2_lambda_z2_dOmega_dot_x
-        L2_F3_y_2_dOmega_dot_x = (2.5)*L2_a3_y_3_dOmega_dot_x + L2_t134
-        L2_t135 = (0.75)*L2_epsd3_z_dOmega_dot_y - L2_lambda_z2_dOmega_dot_y
-        L2_F3_y_2_dOmega_dot_y = (2.5)*L2_a3_y_3_dOmega_dot_y + L2_t135
-        L2_t136 = (0.75)*L2_epsd3_z_dOmega_dot_z - L2_lambda_z2_dOmega_dot_z
-        L2_F3_y_2_dOmega_dot_z = (2.5)*L2_a3_y_3_dOmega_dot_z + L2_t136
-        L2_t137 = -0.75*L2_epsd3_y_3 - L2_lambda_z3
-        L2_t138 = (0.75)*L2_oo3_xz + L2_t137
-        L2_F3_z_2 = (2.5)*L2_a2_z_3 + L2_t138
-        L2_t139 = -0.75*L2_epsd3_y_3_dg_x - L2_lambda_z3_dg_x
-        L2_F3_z_2_dg_x = (2.5)*L2_a2_z_3_dg_x + L2_t139
-        L2_t140 = -0.75*L2_epsd3_y_3_dg_y - L2_lambda_z3_dg_y
-        L2_F3_z_2_dg_y = (2.5)*L2_a2_z_3_dg_y + L2_t140
-        L2_t141 = -0.75*L2_epsd3_y_3_dg_z - L2_lambda_z3_dg_z
-        L2_F3_z_2_dg_z = (2.5)*L2_a2_z_3_dg_z + L2_t141
-        L2_t142 = -0.75*L2_epsd3_y_3_dOmega_dot_x - L2_lambda_z3_dOmega_dot_x
-        L2_F3_z_2_dOmega_dot_x = (2.5)*L2_a2_z_3_dOmega_dot_x + L2_t142
-        L2_t143 = -0.75*L2_epsd3_y_3_dOmega_dot_y - L2_lambda_z3_dOmega_dot_y
-        L2_F3_z_2_dOmega_dot_y = (2.5)*L2_a2_z_3_dOmega_dot_y + L2_t143
-        L2_t144 = -0.75*L2_epsd3_y_3_dOmega_dot_z - L2_lambda_z3_dOmega_dot_z
-        L2_F3_z_2_dOmega_dot_z = (2.5)*L2_a2_z_3_dOmega_dot_z + L2_t144
-        L2_N3_x_2 = (0.001)*L2_epsd3_x_3
-        L2_N3_x_2_dg_x = (0.001)*L2_epsd3_x_3_dg_x
-        L2_N3_x_2_dg_y = (0.001)*L2_epsd3_x_3_dg_y
-        L2_N3_x_2_dg_z = (0.001)*L2_epsd3_x_3_dg_z
-        L2_N3_x_2_dOmega_dot_x = (0.001)*L2_epsd3_x_3_dOmega_dot_x
-        L2_N3_x_2_dOmega_dot_y = (0.001)*L2_epsd3_x_3_dOmega_dot_y
-        L2_N3_x_2_dOmega_dot_z = (0.001)*L2_epsd3_x_3_dOmega_dot_z
-        L2_t145 = -0.75*L2_a2_z_3 - 0.304*L2_oo3_xz
-        L2_t146 = (0.305)*L2_epsd3_y_3 + L2_t145
-        L2_N3_y_2 = L2_kc0*L2_lambda_z3 + L2_t146
-        L2_t147 = -0.75*L2_a2_z_3_dg_x + (0.305)*L2_epsd3_y_3_dg_x
-        L2_N3_y_2_dg_x = L2_kc0*L2_lambda_z3_dg_x + L2_t147
-        L2_t148 = -0.75*L2_a2_z_3_dg_y + (0.305)*L2_epsd3_y_3_dg_y
-        L2_N3_y_2_dg_y = L2_kc0*L2_lambda_z3_dg_y + L2_t148
-        L2_t149 = -0.75*L2_a2_z_3_dg_z + (0.305)*L2_epsd3_y_3_dg_z
-        L2_N3_y_2_dg_z = L2_kc0*L2_lambda_z3_dg_z + L2_t149
-        L2_t150 = -0.75*L2_a2_z_3_dOmega_dot_x + (0.305)*L2_epsd3_y_3_dOmega_dot_x
-        L2_N3_y_2_dOmega_dot_x = L2_kc0*L2_lambda_z3_dOmega_dot_x + L2_t150
-        L2_t151 = -0.75*L2_a2_z_3_dOmega_dot_y + (0.305)*L2_epsd3_y_3_dOmega_dot_y
-        L2_N3_y_2_dOmega_dot_y = L2_kc0*L2_lambda_z3_dOmega_dot_y + L2_t151
-        L2_t152 = -0.75*L2_a2_z_3_dOmega_dot_z + (0.305)*L2_epsd3_y_3_dOmega_dot_z
-        L2_N3_y_2_dOmega_dot_z = L2_kc0*L2_lambda_z3_dOmega_dot_z + L2_t152
-        L2_t153 = (0.75)*L2_a3_y_3 + (0.304)*L2_oo3_xy
-        L2_t154 = (0.305)*L2_epsd3_z + L2_t153
-        L2_N3_z_2 = -L2_kc0*L2_lambda_z2 + L2_t154
-        L2_t155 = (0.75)*L2_a3_y_3_dg_x + (0.305)*L2_epsd3_z_dg_x
-        L2_N3_z_2_dg_x = -L2_kc0*L2_lambda_z2_dg_x + L2_t155
-        L2_t156 = (0.75)*L2_a3_y_3_dg_y + (0.305)*L2_epsd3_z_dg_y
-        L2_N3_z_2_dg_y = -L2_kc0*L2_lambda_z2_dg_y + L2_t156
-        L2_t157 = (0.75)*L2_a3_y_3_dg_z + (0.305)*L2_epsd3_z_dg_z
-        L2_N3_z_2_dg_z = -L2_kc0*L2_lambda_z2_dg_z + L2_t157
-        L2_t158 = (0.75)*L2_a3_y_3_dOmega_dot_x + (0.305)*L2_epsd3_z_dOmega_dot_x
-        L2_N3_z_2_dOmega_dot_x = -L2_kc0*L2_lambda_z2_dOmega_dot_x + L2_t158
-        L2_t159 = (0.75)*L2_a3_y_3_dOmega_dot_y + (0.305)*L2_epsd3_z_dOmega_dot_y
-        L2_N3_z_2_dOmega_dot_y = -L2_kc0*L2_lambda_z2_dOmega_dot_y + L2_t159
-        L2_t160 = (0.75)*L2_a3_y_3_dOmega_dot_z + (0.305)*L2_epsd3_z_dOmega_dot_z
-        L2_N3_z_2_dOmega_dot_z = -L2_kc0*L2_lambda_z2_dOmega_dot_z + L2_t160
-        L2_F_c3_x_2 = L2_F3_x_2*L2_u_c2 - L2_F3_y_2*L2_u_s2
-        L2_F_c3_x_2_dg_x = L2_F3_x_2_dg_x*L2_u_c2 - L2_F3_y_2_dg_x*L2_u_s2
-        L2_F_c3_x_2_dg_y = L2_F3_x_2_dg_y*L2_u_c2 - L2_F3_y_2_dg_y*L2_u_s2
-        L2_F_c3_x_2_dg_z = L2_F3_x_2_dg_z*L2_u_c2 - L2_F3_y_2_dg_z*L2_u_s2
-        L2_F_c3_x_2_dOmega_dot_x = L2_F3_x_2_dOmega_dot_x*L2_u_c2 - L2_F3_y_2_dOmega_dot_x*L2_u_s2
-        L2_F_c3_x_2_dOmega_dot_y = L2_F3_x_2_dOmega_dot_y*L2_u_c2 - L2_F3_y_2_dOmega_dot_y*L2_u_s2
-        L2_F_c3_x_2_dOmega_dot_z = L2_F3_x_2_dOmega_dot_z*L2_u_c2 - L2_F3_y_2_dOmega_dot_z*L2_u_s2
-        L2_F_c3_y_2 = L2_F3_x_2*L2_u_s2 + L2_F3_y_2*L2_u_c2
-        L2_F_c3_y_2_dg_x = L2_F3_x_2_dg_x*L2_u_s2 + L2_F3_y_2_dg_x*L2_u_c2
-        L2_F_c3_y_2_dg_y = L2_F3_x_2_dg_y*L2_u_s2 + L2_F3_y_2_dg_y*L2_u_c2
-        L2_F_c3_y_2_dg_z = L2_F3_x_2_dg_z*L2_u_s2 + L2_F3_y_2_dg_z*L2_u_c2
-        L2_F_c3_y_2_dOmega_dot_x = L2_F3_x_2_dOmega_dot_x*L2_u_s2 + L2_F3_y_2_dOmega_dot_x*L2_u_c2
-        L2_F_c3_y_2_dOmega_dot_y = L2_F3_x_2_dOmega_dot_y*L2_u_s2 + L2_F3_y_2_dOmega_dot_y*L2_u_c2
-        L2_F_c3_y_2_dOmega_dot_z = L2_F3_x_2_dOmega_dot_z*L2_u_s2 + L2_F3_y_2_dOmega_dot_z*L2_u_c2
-        L2_N2_x_2 = L2_N3_x_2*L2_u_c2 - L2_N3_y_2*L2_u_s2
-        L2_N2_x_2_dg_x = L2_N3_x_2_dg_x*L2_u_c2 - L2_N3_y_2_dg_x*L2_u_s2
-        L2_N2_x_2_dg_y = L2_N3_x_2_dg_y*L2_u_c2 - L2_N3_y_2_dg_y*L2_u_s2
-        L2_N2_x_2_dg_z = L2_N3_x_2_dg_z*L2_u_c2 - L2_N3_y_2_dg_z*L2_u_s2
-        L2_N2_x_2_dOmega_dot_x = L2_N3_x_2_dOmega_dot_x*L2_u_c2 - L2_N3_y_2_dOmega_dot_x*L2_u_s2
-        L2_N2_x_2_dOmega_dot_y = L2_N3_x_2_dOmega_dot_y*L2_u_c2 - L2_N3_y_2_dOmega_dot_y*L2_u_s2
-        L2_N2_x_2_dOmega_dot_z = L2_N3_x_2_dOmega_dot_z*L2_u_c2 - L2_N3_y_2_dOmega_dot_z*L2_u_s2
-        L2_N2_y_2 = L2_N3_x_2*L2_u_s2 + L2_N3_y_2*L2_u_c2
-        L2_N2_y_2_dg_x = L2_N3_x_2_dg_x*L2_u_s2 + L2_N3_y_2_dg_x*L2_u_c2
-        L2_N2_y_2_dg_y = L2_N3_x_2_dg_y*L2_u_s2 + L2_N3_y_2_dg_y*L2_u_c2
-        L2_N2_y_2_dg_z = L2_N3_x_2_dg_z*L2_u_s2 + L2_N3_y_2_dg_z*L2_u_c2
-        L2_N2_y_2_dOmega_dot_x = L2_N3_x_2_dOmega_dot_x*L2_u_s2 + L2_N3_y_2_dOmega_dot_x*L2_u_c2
-        L2_N2_y_2_dOmega_dot_y = L2_N3_x_2_dOmega_dot_y*L2_u_s2 + L2_N3_y_2_dOmega_dot_y*L2_u_c2
-        L2_N2_y_2_dOmega_dot_z = L2_N3_x_2_dOmega_dot_z*L2_u_s2 + L2_N3_y_2_dOmega_dot_z*L2_u_c2
-        L2_t161 = L2_F3_z_2*L2_beta2_20 + L2_F_c3_x_2*L2_beta2_00
-        L2_F_c2_x_2 = L2_F_c3_y_2*L2_kc12 + L2_t161
-        L2_t162 = L2_F3_z_2_dg_x*L2_beta2_20 + L2_F_c3_x_2_dg_x*L2_beta2_00
-        L2_F_c2_x_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc12 + L2_t162
-        L2_t163 = L2_F3_z_2_dg_y*L2_beta2_20 + L2_F_c3_x_2_dg_y*L2_beta2_00
-        L2_F_c2_x_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc12 + L2_t163
-        L2_t164 = L2_F3_z_2_dg_z*L2_beta2_20 + L2_F_c3_x_2_dg_z*L2_beta2_00
-        L2_F_c2_x_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc12 + L2_t164
-        L2_t165 = L2_F3_z_2_dOmega_dot_x*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_00
-        L2_F_c2_x_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc12 + L2_t165
-        L2_t166 = L2_F3_z_2_dOmega_dot_y*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_00
-        L2_F_c2_x_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc12 + L2_t166
-        L2_t167 = L2_F3_z_2_dOmega_dot_z*L2_beta2_20 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_00
-        L2_F_c2_x_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc12 + L2_t167
-        L2_t168 = L2_F3_z_2*L2_beta2_21 + L2_F_c3_x_2*L2_beta2_01
-        L2_F_c2_y_2 = L2_F_c3_y_2*L2_kc13 + L2_t168
-        L2_t169 = L2_F3_z_2_dg_x*L2_beta2_21 + L2_F_c3_x_2_dg_x*L2_beta2_01
-        L2_F_c2_y_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc13 + L2_t169
-        L2_t170 = L2_F3_z_2_dg_y*L2_beta2_21 + L2_F_c3_x_2_dg_y*L2_beta2_01
-        L2_F_c2_y_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc13 + L2_t170
-        L2_t171 = L2_F3_z_2_dg_z*L2_beta2_21 + L2_F_c3_x_2_dg_z*L2_beta2_01
-        L2_F_c2_y_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc13 + L2_t171
-        L2_t172 = L2_F3_z_2_dOmega_dot_x*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_01
-        L2_F_c2_y_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc13 + L2_t172
-        L2_t173 = L2_F3_z_2_dOmega_dot_y*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_01
-        L2_F_c2_y_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc13 + L2_t173
-        L2_t174 = L2_F3_z_2_dOmega_dot_z*L2_beta2_21 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_01
-        L2_F_c2_y_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc13 + L2_t174
-        L2_t175 = L2_F3_z_2*L2_beta2_22 + L2_F_c3_x_2*L2_beta2_02
-        L2_F_c2_z_2 = L2_F_c3_y_2*L2_kc14 + L2_t175
-        L2_t176 = L2_F3_z_2_dg_x*L2_beta2_22 + L2_F_c3_x_2_dg_x*L2_beta2_02
-        L2_F_c2_z_2_dg_x = L2_F_c3_y_2_dg_x*L2_kc14 + L2_t176
-        L2_t177 = L2_F3_z_2_dg_y*L2_beta2_22 + L2_F_c3_x_2_dg_y*L2_beta2_02
-        L2_F_c2_z_2_dg_y = L2_F_c3_y_2_dg_y*L2_kc14 + L2_t177
-        L2_t178 = L2_F3_z_2_dg_z*L2_beta2_22 + L2_F_c3_x_2_dg_z*L2_beta2_02
-        L2_F_c2_z_2_dg_z = L2_F_c3_y_2_dg_z*L2_kc14 + L2_t178
-        L2_t179 = L2_F3_z_2_dOmega_dot_x*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_x*L2_beta2_02
-        L2_F_c2_z_2_dOmega_dot_x = L2_F_c3_y_2_dOmega_dot_x*L2_kc14 + L2_t179
-        L2_t180 = L2_F3_z_2_dOmega_dot_y*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_y*L2_beta2_02
-        L2_F_c2_z_2_dOmega_dot_y = L2_F_c3_y_2_dOmega_dot_y*L2_kc14 + L2_t180
-        L2_t181 = L2_F3_z_2_dOmega_dot_z*L2_beta2_22 + L2_F_c3_x_2_dOmega_dot_z*L2_beta2_02
-        L2_F_c2_z_2_dOmega_dot_z = L2_F_c3_y_2_dOmega_dot_z*L2_kc14 + L2_t181
-        L2_t182 = L2_F_c2_x_2 + 3.0*L2_a1_x
-        L2_F1_x_2 = (0.36)*L2_oo1_W_00 + L2_t182
-        L2_F1_x_2_dg_x = L2_F_c2_x_2_dg_x + 3.0*L2_a1_x_dg_x
-        L2_F1_x_2_dg_y = L2_F_c2_x_2_dg_y + 3.0*L2_a1_x_dg_y
-        L2_F1_x_2_dg_z = L2_F_c2_x_2_dg_z + 3.0*L2_a1_x_dg_z
-        L2_F1_x_2_dOmega_dot_x = L2_F_c2_x_2_dOmega_dot_x + 3.0*L2_a1_x_dOmega_dot_x
-        L2_F1_x_2_dOmega_dot_y = L2_F_c2_x_2_dOmega_dot_y + 3.0*L2_a1_x_dOmega_dot_y
-        L2_F1_x_2_dOmega_dot_z = L2_F_c2_x_2_dOmega_dot_z + 3.0*L2_a1_x_dOmega_dot_z
-        L2_t183 = L2_F_c2_y_2 + 3.0*L2_a1_y
-        L2_t184 = (0.36)*L2_epsd1_z + L2_t183
-        L2_F1_y_2 = (0.36)*L2_oo1_xy + L2_t184
-        L2_t185 = L2_F_c2_y_2_dg_x + 3.0*L2_a1_y_dg_x
-        L2_F1_y_2_dg_x = (0.36)*L2_epsd1_z_dg_x + L2_t185
-        L2_t186 = L2_F_c2_y_2_dg_y + 3.0*L2_a1_y_dg_y
-        L2_F1_y_2_dg_y = (0.36)*L2_epsd1_z_dg_y + L2_t186
-        L2_t187 = L2_F_c2_y_2_dg_z + 3.0*L2_a1_y_dg_z
-        L2_F1_y_2_dg_z = (0.36)*L2_epsd1_z_dg_z + L2_t187
-        L2_t188 = L2_F_c2_y_2_dOmega_dot_x + 3.0*L2_a1_y_dOmega_dot_x
-        L2_F1_y_2_dOmega_dot_x = (0.36)*L2_epsd1_z_dOmega_dot_x + L2_t188
-        L2_t189 = L2_F_c2_y_2_dOmega_dot_y + 3.0*L2_a1_y_dOmega_dot_y
-        L2_F1_y_2_dOmega_dot_y = (0.36)*L2_epsd1_z_dOmega_dot_y + L2_t189
-        L2_t190 = L2_F_c2_y_2_dOmega_dot_z + 3.0*L2_a1_y_dOmega_dot_z
-        L2_F1_y_2_dOmega_dot_z = (0.36)*L2_epsd1_z_dOmega_dot_z + L2_t190
-        L2_t191 = L2_F_c2_z_2 + 3.0*L2_a1_J_z
-        L2_t192 = -0.36*L2_epsd1_y + L2_t191
-        L2_F1_z_2 = (0.36)*L2_oo1_xz + L2_t192
-        L2_F1_z_2_dg_x = L2_F_c2_z_2_dg_x + 3.0*L2_a1_J_z_dg_x
-        L2_F1_z_2_dg_y = L2_F_c2_z_2_dg_y + 3.0*L2_a1_J_z_dg_y
-        L2_F1_z_2_dg_z = L2_F_c2_z_2_dg_z
-        L2_F1_z_2_dOmega_dot_x = L2_F_c2_z_2_dOmega_dot_x - 0.36*L2_epsd1_y_dOmega_dot_x
-        L2_F1_z_2_dOmega_dot_y = L2_F_c2_z_2_dOmega_dot_y - 0.36*L2_epsd1_y_dOmega_dot_y
-        L2_t193 = L2_F_c2_z_2_dOmega_dot_z + 3.0*L2_a1_J_z_dOmega_dot_z
-        L2_F1_z_2_dOmega_dot_z = -0.36*L2_epsd1_y_dOmega_dot_z + L2_t193
-        L2_t194 = L2_N2_x_2*L2_beta2_00 + (0.002)*L2_epsd1_x
-        L2_t195 = L2_N2_y_2*L2_kc12 + L2_t194
-        L2_N1_x_2 = L2_N3_z_2*L2_beta2_20 + L2_t195
-        L2_t196 = L2_N2_x_2_dg_x*L2_beta2_00 + L2_N2_y_2_dg_x*L2_kc12
-        L2_N1_x_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_20 + L2_t196
-        L2_t197 = L2_N2_x_2_dg_y*L2_beta2_00 + L2_N2_y_2_dg_y*L2_kc12
-        L2_N1_x_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_20 + L2_t197
-        L2_t198 = L2_N2_x_2_dg_z*L2_beta2_00 + L2_N2_y_2_dg_z*L2_kc12
-        L2_N1_x_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_20 + L2_t198
-        L2_t199 = L2_N2_x_2_dOmega_dot_x*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_x
-        L2_t200 = L2_N2_y_2_dOmega_dot_x*L2_kc12 + L2_t199
-        L2_N1_x_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_20 + L2_t200
-        L2_t201 = L2_N2_x_2_dOmega_dot_y*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_y
-        L2_t202 = L2_N2_y_2_dOmega_dot_y*L2_kc12 + L2_t201
-        L2_N1_x_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_20 + L2_t202
-        L2_t203 = L2_N2_x_2_dOmega_dot_z*L2_beta2_00 + (0.002)*L2_epsd1_x_dOmega_dot_z
-        L2_t204 = L2_N2_y_2_dOmega_dot_z*L2_kc12 + L2_t203
-        L2_N1_x_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_20 + L2_t204
-        L2_t205 = -0.36*L2_a1_J_z - 0.0612*L2_oo1_xz
-        L2_t206 = (0.0632)*L2_epsd1_y + L2_t205
-        L2_t207 = -0.25*L2_F_c2_z_2 + L2_t206
-        L2_t208 = L2_N2_x_2*L2_beta2_01 + L2_t207
-        L2_t209 = L2_N2_y_2*L2_kc13 + L2_t208
-        L2_N1_y_2 = L2_N3_z_2*L2_beta2_21 + L2_t209
-        L2_t210 = -0.25*L2_F_c2_z_2_dg_x - 0.36*L2_a1_J_z_dg_x
-        L2_t211 = L2_N2_x_2_dg_x*L2_beta2_01 + L2_t210
-        L2_t212 = L2_N2_y_2_dg_x*L2_kc13 + L2_t211
-        L2_N1_y_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_21 + L2_t212
-        L2_t213 = -0.25*L2_F_c2_z_2_dg_y - 0.36*L2_a1_J_z_dg_y
-        L2_t214 = L2_N2_x_2_dg_y*L2_beta2_01 + L2_t213
-        L2_t215 = L2_N2_y_2_dg_y*L2_kc13 + L2_t214
-        L2_N1_y_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_21 + L2_t215
-        L2_t216 = -0.25*L2_F_c2_z_2_dg_z + L2_N2_x_2_dg_z*L2_beta2_01
-        L2_t217 = L2_N2_y_2_dg_z*L2_kc13 + L2_t216
-        L2_N1_y_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_21 + L2_t217
-        L2_t218 = -0.25*L2_F_c2_z_2_dOmega_dot_x + (0.0632)*L2_epsd1_y_dOmega_dot_x
-        L2_t219 = L2_N2_x_2_dOmega_dot_x*L2_beta2_01 + L2_t218
-        L2_t220 = L2_N2_y_2_dOmega_dot_x*L2_kc13 + L2_t219
-        L2_N1_y_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_21 + L2_t220
-        L2_t221 = -0.25*L2_F_c2_z_2_dOmega_dot_y + (0.0632)*L2_epsd1_y_dOmega_dot_y
-        L2_t222 = L2_N2_x_2_dOmega_dot_y*L2_beta2_01 + L2_t221
-        L2_t223 = L2_N2_y_2_dOmega_dot_y*L2_kc13 + L2_t222
-        L2_N1_y_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_21 + L2_t223
-        L2_t224 = -0.36*L2_a1_J_z_dOmega_dot_z + (0.0632)*L2_epsd1_y_dOmega_dot_z
-        L2_t225 = -0.25*L2_F_c2_z_2_dOmega_dot_z + L2_t224
-        L2_t226 = L2_N2_x_2_dOmega_dot_z*L2_beta2_01 + L2_t225
-        L2_t227 = L2_N2_y_2_dOmega_dot_z*L2_kc13 + L2_t226
-        L2_N1_y_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_21 + L2_t227
-        L2_t228 = (0.36)*L2_a1_y + (0.0632)*L2_epsd1_z
-        L2_t229 = (0.0612)*L2_oo1_xy + L2_t228
-        L2_t230 = 0.25*L2_F_c2_y_2 + L2_t229
-        L2_t231 = L2_N2_x_2*L2_beta2_02 + L2_t230
-        L2_t232 = L2_N2_y_2*L2_kc14 + L2_t231
-        L2_N1_z_2 = L2_N3_z_2*L2_beta2_22 + L2_t232
-        L2_t233 = (0.36)*L2_a1_y_dg_x + (0.0632)*L2_epsd1_z_dg_x
-        L2_t234 = 0.25*L2_F_c2_y_2_dg_x + L2_t233
-        L2_t235 = L2_N2_x_2_dg_x*L2_beta2_02 + L2_t234
-        L2_t236 = L2_N2_y_2_dg_x*L2_kc14 + L2_t235
-        L2_N1_z_2_dg_x = L2_N3_z_2_dg_x*L2_beta2_22 + L2_t236
-        L2_t237 = (0.36)*L2_a1_y_dg_y + (0.0632)*L2_epsd1_z_dg_y
-        L2_t238 = 0.25*L2_F_c2_y_2_dg_y + L2_t237
-        L2_t239 = L2_N2_x_2_dg_y*L2_beta2_02 + L2_t238
-        L2_t240 = L2_N2_y_2_dg_y*L2_kc14 + L2_t239
-        L2_N1_z_2_dg_y = L2_N3_z_2_dg_y*L2_beta2_22 + L2_t240
-        L2_t241 = (0.36)*L2_a1_y_dg_z + (0.0632)*L2_epsd1_z_dg_z
-        L2_t242 = 0.25*L2_F_c2_y_2_dg_z + L2_t241
-        L2_t243 = L2_N2_x_2_dg_z*L2_beta2_02 + L2_t242
-        L2_t244 = L2_N2_y_2_dg_z*L2_kc14 + L2_t243
-        L2_N1_z_2_dg_z = L2_N3_z_2_dg_z*L2_beta2_22 + L2_t244
-        L2_t245 = (0.36)*L2_a1_y_dOmega_dot_x + (0.0632)*L2_epsd1_z_dOmega_dot_x
-        L2_t246 = 0.25*L2_F_c2_y_2_dOmega_dot_x + L2_t245
-        L2_t247 = L2_N2_x_2_dOmega_dot_x*L2_beta2_02 + L2_t246
-        L2_t248 = L2_N2_y_2_dOmega_dot_x*L2_kc14 + L2_t247
-        L2_N1_z_2_dOmega_dot_x = L2_N3_z_2_dOmega_dot_x*L2_beta2_22 + L2_t248
-        L2_t249 = (0.36)*L2_a1_y_dOmega_dot_y + (0.0632)*L2_epsd1_z_dOmega_dot_y
-        L2_t250 = 0.25*L2_F_c2_y_2_dOmega_dot_y + L2_t249
-        L2_t251 = L2_N2_x_2_dOmega_dot_y*L2_beta2_02 + L2_t250
-        L2_t252 = L2_N2_y_2_dOmega_dot_y*L2_kc14 + L2_t251
-        L2_N1_z_2_dOmega_dot_y = L2_N3_z_2_dOmega_dot_y*L2_beta2_22 + L2_t252
-        L2_t253 = (0.36)*L2_a1_y_dOmega_dot_z + (0.0632)*L2_epsd1_z_dOmega_dot_z
-        L2_t254 = 0.25*L2_F_c2_y_2_dOmega_dot_z + L2_t253
-        L2_t255 = L2_N2_x_2_dOmega_dot_z*L2_beta2_02 + L2_t254
-        L2_t256 = L2_N2_y_2_dOmega_dot_z*L2_kc14 + L2_t255
-        L2_N1_z_2_dOmega_dot_z = L2_N3_z_2_dOmega_dot_z*L2_beta2_22 + L2_t256
-        L2_t257 = L2_F1_x_2*L2_beta1_00 + L2_F1_y_2*L2_beta1_10
-        L2_F_base_x = L2_F1_z_2*L2_kc7 + L2_t257
-        L2_t258 = L2_F1_x_2_dg_x*L2_beta1_00 + L2_F1_y_2_dg_x*L2_beta1_10
-        L2_F_base_x_dg_x = L2_F1_z_2_dg_x*L2_kc7 + L2_t258
-        L2_t259 = L2_F1_x_2_dg_y*L2_beta1_00 + L2_F1_y_2_dg_y*L2_beta1_10
-        L2_F_base_x_dg_y = L2_F1_z_2_dg_y*L2_kc7 + L2_t259
-        L2_t260 = L2_F1_x_2_dg_z*L2_beta1_00 + L2_F1_y_2_dg_z*L2_beta1_10
-        L2_F_base_x_dg_z = L2_F1_z_2_dg_z*L2_kc7 + L2_t260
-        L2_t261 = L2_F1_x_2_dOmega_dot_x*L2_beta1_00 + L2_F1_y_2_dOmega_dot_x*L2_beta1_10
-        L2_F_base_x_dOmega_dot_x = L2_F1_z_2_dOmega_dot_x*L2_kc7 + L2_t261
-        L2_t262 = L2_F1_x_2_dOmega_dot_y*L2_beta1_00 + L2_F1_y_2_dOmega_dot_y*L2_beta1_10
-        L2_F_base_x_dOmega_dot_y = L2_F1_z_2_dOmega_dot_y*L2_kc7 + L2_t262
-        L2_t263 = L2_F1_x_2_dOmega_dot_z*L2_beta1_00 + L2_F1_y_2_dOmega_dot_z*L2_beta1_10
-        L2_F_base_x_dOmega_dot_z = L2_F1_z_2_dOmega_dot_z*L2_kc7 + L2_t263
-        L2_t264 = L2_F1_x_2*L2_beta1_01 + L2_F1_y_2*L2_beta1_11
-        L2_F_base_y = L2_F1_z_2*L2_kc8 + L2_t264
-        L2_t265 = L2_F1_x_2_dg_x*L2_beta1_01 + L2_F1_y_2_dg_x*L2_beta1_11
-        L2_F_base_y_dg_x = L2_F1_z_2_dg_x*L2_kc8 + L2_t265
-        L2_t266 = L2_F1_x_2_dg_y*L2_beta1_01 + L2_F1_y_2_dg_y*L2_beta1_11
-        L2_F_base_y_dg_y = L2_F1_z_2_dg_y*L2_kc8 + L2_t266
-        L2_t267 = L2_F1_x_2_dg_z*L2_beta1_01 + L2_F1_y_2_dg_z*L2_beta1_11
-        L2_F_base_y_dg_z = L2_F1_z_2_dg_z*L2_kc8 + L2_t267
-        L2_t268 = L2_F1_x_2_dOmega_dot_x*L2_beta1_01 + L2_F1_y_2_dOmega_dot_x*L2_beta1_11
-        L2_F_base_y_dOmega_dot_x = L2_F1_z_2_dOmega_dot_x*L2_kc8 + L2_t268
-        L2_t269 = L2_F1_x_2_dOmega_dot_y*L2_beta1_01 + L2_F1_y_2_dOmega_dot_y*L2_beta1_11
-        L2_F_base_y_dOmega_dot_y = L2_F1_z_2_dOmega_dot_y*L2_kc8 + L2_t269
-        L2_t270 = L2_F1_x_2_dOmega_dot_z*L2_beta1_01 + L2_F1_y_2_dOmega_dot_z*L2_beta1_11
-        L2_F_base_y_dOmega_dot_z = L2_F1_z_2_dOmega_dot_z*L2_kc8 + L2_t270
-        L2_F_base_z = -L2_F1_x_2*L2_crank_s - L2_F1_y_2*L2_crank_c
-        L2_F_base_z_dg_x = -L2_F1_x_2_dg_x*L2_crank_s - L2_F1_y_2_dg_x*L2_crank_c
-        L2_F_base_z_dg_y = -L2_F1_x_2_dg_y*L2_crank_s - L2_F1_y_2_dg_y*L2_crank_c
-        L2_F_base_z_dg_z = -L2_F1_x_2_dg_z*L2_crank_s - L2_F1_y_2_dg_z*L2_crank_c
-        L2_F_base_z_dOmega_dot_x = -L2_F1_x_2_dOmega_dot_x*L2_crank_s - L2_F1_y_2_dOmega_dot_x*L2_crank_c
-        L2_F_base_z_dOmega_dot_y = -L2_F1_x_2_dOmega_dot_y*L2_crank_s - L2_F1_y_2_dOmega_dot_y*L2_crank_c
-        L2_F_base_z_dOmega_dot_z = -L2_F1_x_2_dOmega_dot_z*L2_crank_s - L2_F1_y_2_dOmega_dot_z*L2_crank_c
-        cl1_out.append((L2_N1_x_2, L2_N1_x_2_dg_x, L2_N1_x_2_dg_y, L2_N1_x_2_dg_z, L2_N1_x_2_dOmega_dot_x, L2_N1_x_2_dOmega_dot_y, L2_N1_x_2_dOmega_dot_z, L2_N1_y_2, L2_N1_y_2_dg_x, L2_N1_y_2_dg_y, L2_N1_y_2_dg_z, L2_N1_y_2_dOmega_dot_x, L2_N1_y_2_dOmega_dot_y, L2_N1_y_2_dOmega_dot_z, L2_N1_z_2, L2_N1_z_2_dg_x, L2_N1_z_2_dg_y, L2_N1_z_2_dg_z, L2_N1_z_2_dOmega_dot_x, L2_N1_z_2_dOmega_dot_y, L2_N1_z_2_dOmega_dot_z, L2_F_base_x, L2_F_base_x_dg_x, L2_F_base_x_dg_y, L2_F_base_x_dg_z, L2_F_base_x_dOmega_dot_x, L2_F_base_x_dOmega_dot_y, L2_F_base_x_dOmega_dot_z, L2_F_base_y, L2_F_base_y_dg_x, L2_F_base_y_dg_y, L2_F_base_y_dg_z, L2_F_base_y_dOmega_dot_x, L2_F_base_y_dOmega_dot_y, L2_F_base_y_dOmega_dot_z, L2_F_base_z, L2_F_base_z_dg_x, L2_F_base_z_dg_y, L2_F_base_z_dg_z, L2_F_base_z_dOmega_dot_x, L2_F_base_z_dOmega_dot_y, L2_F_base_z_dOmega_dot_z,))
-    leg1_N1_x_2, leg1_N1_x_2_dg_x, leg1_N1_x_2_dg_y, leg1_N1_x_2_dg_z, leg1_N1_x_2_dOmega_dot_x, leg1_N1_x_2_dOmega_dot_y, leg1_N1_x_2_dOmega_dot_z, leg1_N1_y_2, leg1_N1_y_2_dg_x, leg1_N1_y_2_dg_y, leg1_N1_y_2_dg_z, leg1_N1_y_2_dOmega_dot_x, leg1_N1_y_2_dOmega_dot_y, leg1_N1_y_2_dOmega_dot_z, leg1_N1_z_2, leg1_N1_z_2_dg_x, leg1_N1_z_2_dg_y, leg1_N1_z_2_dg_z, leg1_N1_z_2_dOmega_dot_x, leg1_N1_z_2_dOmega_dot_y, leg1_N1_z_2_dOmega_dot_z, leg1_F_base_x, leg1_F_base_x_dg_x, leg1_F_base_x_dg_y, leg1_F_base_x_dg_z, leg1_F_base_x_dOmega_dot_x, leg1_F_base_x_dOmega_dot_y, leg1_F_base_x_dOmega_dot_z, leg1_F_base_y, leg1_F_base_y_dg_x, leg1_F_base_y_dg_y, leg1_F_base_y_dg_z, leg1_F_base_y_dOmega_dot_x, leg1_F_base_y_dOmega_dot_y, leg1_F_base_y_dOmega_dot_z, leg1_F_base_z, leg1_F_base_z_dg_x, leg1_F_base_z_dg_y, leg1_F_base_z_dg_z, leg1_F_base_z_dOmega_dot_x, leg1_F_base_z_dOmega_dot_y, leg1_F_base_z_dOmega_dot_z, = cl1_out[0]
-    leg2_N1_x_2, leg2_N1_x_2_dg_x, leg2_N1_x_2_dg_y, leg2_N1_x_2_dg_z, leg2_N1_x_2_dOmega_dot_x, leg2_N1_x_2_dOmega_dot_y, leg2_N1_x_2_dOmega_dot_z, leg2_N1_y_2, leg2_N1_y_2_dg_x, leg2_N1_y_2_dg_y, leg2_N1_y_2_dg_z, leg2_N1_y_2_dOmega_dot_x, leg2_N1_y_2_dOmega_dot_y, leg2_N1_y_2_dOmega_dot_z, leg2_N1_z_2, leg2_N1_z_2_dg_x, leg2_N1_z_2_dg_y, leg2_N1_z_2_dg_z, leg2_N1_z_2_dOmega_dot_x, leg2_N1_z_2_dOmega_dot_y, leg2_N1_z_2_dOmega_dot_z, leg2_F_base_x, leg2_F_base_x_dg_x, leg2_F_base_x_dg_y, leg2_F_base_x_dg_z, leg2_F_base_x_dOmega_dot_x, leg2_F_base_x_dOmega_dot_y, leg2_F_base_x_dOmega_dot_z, leg2_F_base_y, leg2_F_base_y_dg_x, leg2_F_base_y_dg_y, leg2_F_base_y_dg_z, leg2_F_base_y_dOmega_dot_x, leg2_F_base_y_dOmega_dot_y, leg2_F_base_y_dOmega_dot_z, leg2_F_base_z, leg2_F_base_z_dg_x, leg2_F_base_z_dg_y, leg2_F_base_z_dg_z, leg2_F_base_z_dOmega_dot_x, leg2_F_base_z_dOmega_dot_y, leg2_F_base_z_dOmega_dot_z, = cl1_out[1]
-    leg3_N1_x_2, leg3_N1_x_2_dg_x, leg3_N1_x_2_dg_y, leg3_N1_x_2_dg_z, leg3_N1_x_2_dOmega_dot_x, leg3_N1_x_2_dOmega_dot_y, leg3_N1_x_2_dOmega_dot_z, leg3_N1_y_2, leg3_N1_y_2_dg_x, leg3_N1_y_2_dg_y, leg3_N1_y_2_dg_z, leg3_N1_y_2_dOmega_dot_x, leg3_N1_y_2_dOmega_dot_y, leg3_N1_y_2_dOmega_dot_z, leg3_N1_z_2, leg3_N1_z_2_dg_x, leg3_N1_z_2_dg_y, leg3_N1_z_2_dg_z, leg3_N1_z_2_dOmega_dot_x, leg3_N1_z_2_dOmega_dot_y, leg3_N1_z_2_dOmega_dot_z, leg3_F_base_x, leg3_F_base_x_dg_x, leg3_F_base_x_dg_y, leg3_F_base_x_dg_z, leg3_F_base_x_dOmega_dot_x, leg3_F_base_x_dOmega_dot_y, leg3_F_base_x_dOmega_dot_z, leg3_F_base_y, leg3_F_base_y_dg_x, leg3_F_base_y_dg_y, leg3_F_base_y_dg_z, leg3_F_base_y_dOmega_dot_x, leg3_F_base_y_dOmega_dot_y, leg3_F_base_y_dOmega_dot_z, leg3_F_base_z, leg3_F_base_z_dg_x, leg3_F_base_z_dg_y, leg3_F_base_z_dg_z, leg3_F_base_z_dOmega_dot_x, leg3_F_base_z_dOmega_dot_y, leg3_F_base_z_dOmega_dot_z, = cl1_out[2]
-    leg4_N1_x_2, leg4_N1_x_2_dg_x, leg4_N1_x_2_dg_y, leg4_N1_x_2_dg_z, leg4_N1_x_2_dOmega_dot_x, leg4_N1_x_2_dOmega_dot_y, leg4_N1_x_2_dOmega_dot_z, leg4_N1_y_2, leg4_N1_y_2_dg_x, leg4_N1_y_2_dg_y, leg4_N1_y_2_dg_z, leg4_N1_y_2_dOmega_dot_x, leg4_N1_y_2_dOmega_dot_y, leg4_N1_y_2_dOmega_dot_z, leg4_N1_z_2, leg4_N1_z_2_dg_x, leg4_N1_z_2_dg_y, leg4_N1_z_2_dg_z, leg4_N1_z_2_dOmega_dot_x, leg4_N1_z_2_dOmega_dot_y, leg4_N1_z_2_dOmega_dot_z, leg4_F_base_x, leg4_F_base_x_dg_x, leg4_F_base_x_dg_y, leg4_F_base_x_dg_z, leg4_F_base_x_dOmega_dot_x, leg4_F_base_x_dOmega_dot_y, leg4_F_base_x_dOmega_dot_z, leg4_F_base_y, leg4_F_base_y_dg_x, leg4_F_base_y_dg_y, leg4_F_base_y_dg_z, leg4_F_base_y_dOmega_dot_x, leg4_F_base_y_dOmega_dot_y, leg4_F_base_y_dOmega_dot_z, leg4_F_base_z, leg4_F_base_z_dg_x, leg4_F_base_z_dg_y, leg4_F_base_z_dg_z, leg4_F_base_z_dOmega_dot_x, leg4_F_base_z_dOmega_dot_y, leg4_F_base_z_dOmega_dot_z, = cl1_out[3]
-    leg5_N1_x_2, leg5_N1_x_2_dg_x, leg5_N1_x_2_dg_y, leg5_N1_x_2_dg_z, leg5_N1_x_2_dOmega_dot_x, leg5_N1_x_2_dOmega_dot_y, leg5_N1_x_2_dOmega_dot_z, leg5_N1_y_2, leg5_N1_y_2_dg_x, leg5_N1_y_2_dg_y, leg5_N1_y_2_dg_z, leg5_N1_y_2_dOmega_dot_x, leg5_N1_y_2_dOmega_dot_y, leg5_N1_y_2_dOmega_dot_z, leg5_N1_z_2, leg5_N1_z_2_dg_x, leg5_N1_z_2_dg_y, leg5_N1_z_2_dg_z, leg5_N1_z_2_dOmega_dot_x, leg5_N1_z_2_dOmega_dot_y, leg5_N1_z_2_dOmega_dot_z, leg5_F_base_x, leg5_F_base_x_dg_x, leg5_F_base_x_dg_y, leg5_F_base_x_dg_z, leg5_F_base_x_dOmega_dot_x, leg5_F_base_x_dOmega_dot_y, leg5_F_base_x_dOmega_dot_z, leg5_F_base_y, leg5_F_base_y_dg_x, leg5_F_base_y_dg_y, leg5_F_base_y_dg_z, leg5_F_base_y_dOmega_dot_x, leg5_F_base_y_dOmega_dot_y, leg5_F_base_y_dOmega_dot_z, leg5_F_base_z, leg5_F_base_z_dg_x, leg5_F_base_z_dg_y, leg5_F_base_z_dg_z, leg5_F_base_z_dOmega_dot_x, leg5_F_base_z_dOmega_dot_y, leg5_F_base_z_dOmega_dot_z, = cl1_out[4]
-    leg6_N1_x_2, leg6_N1_x_2_dg_x, leg6_N1_x_2_dg_y, leg6_N1_x_2_dg_z, leg6_N1_x_2_dOmega_dot_x, leg6_N1_x_2_dOmega_dot_y, leg6_N1_x_2_dOmega_dot_z, leg6_N1_y_2, leg6_N1_y_2_dg_x, leg6_N1_y_2_dg_y, leg6_N1_y_2_dg_z, leg6_N1_y_2_dOmega_dot_x, leg6_N1_y_2_dOmega_dot_y, leg6_N1_y_2_dOmega_dot_z, leg6_N1_z_2, leg6_N1_z_2_dg_x, leg6_N1_z_2_dg_y, leg6_N1_z_2_dg_z, leg6_N1_z_2_dOmega_dot_x, leg6_N1_z_2_dOmega_dot_y, leg6_N1_z_2_dOmega_dot_z, leg6_F_base_x, leg6_F_base_x_dg_x, leg6_F_base_x_dg_y, leg6_F_base_x_dg_z, leg6_F_base_x_dOmega_dot_x, leg6_F_base_x_dOmega_dot_y, leg6_F_base_x_dOmega_dot_z, leg6_F_base_y, leg6_F_base_y_dg_x, leg6_F_base_y_dg_y, leg6_F_base_y_dg_z, leg6_F_base_y_dOmega_dot_x, leg6_F_base_y_dOmega_dot_y, leg6_F_base_y_dOmega_dot_z, leg6_F_base_z, leg6_F_base_z_dg_x, leg6_F_base_z_dg_y, leg6_F_base_z_dg_z, leg6_F_base_z_dOmega_dot_x, leg6_F_base_z_dOmega_dot_y, leg6_F_base_z_dOmega_dot_z, = cl1_out[5]
-    base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
+    bc_star1 = leg1_fc_x + leg2_fc_x + leg3_fc_x + leg4_fc_x + leg5_fc_x + leg6_fc_x + sc_C_f_x
+    bc_star2 = leg1_fc_y + leg2_fc_y + leg3_fc_y + leg4_fc_y + leg5_fc_y + leg6_fc_y + sc_C_f_y
+    bc_star3 = leg1_fc_z + leg2_fc_z + leg3_fc_z + leg4_fc_z + leg5_fc_z + leg6_fc_z + sc_C_f_z
+    bc_star4 = -0.4213244437154379*leg1_fc_z + 0.4213244437154379*leg2_fc_z + 0.5168309414322497*leg3_fc_z + 0.0955064977168117*leg4_fc_z - 0.0955064977168117*leg5_fc_z - 0.5168309414322497*leg6_fc_z + s_C_m_x
+    bc_star5 = -0.3535331853275967*leg1_fc_z - 0.3535331853275967*leg2_fc_z - 0.18811107882911782*leg3_fc_z + 0.5416442641567144*leg4_fc_z + 0.5416442641567144*leg5_fc_z - 0.18811107882911782*leg6_fc_z + s_C_m_y
+    bc_star6 = 0.4213244437154379*leg1_fc_x + 0.3535331853275967*leg1_fc_y - 0.4213244437154379*leg2_fc_x + 0.3535331853275967*leg2_fc_y - 0.5168309414322497*leg3_fc_x + 0.18811107882911782*leg3_fc_y - 0.0955064977168117*leg4_fc_x - 0.5416442641567144*leg4_fc_y + 0.0955064977168117*leg5_fc_x - 0.5416442641567144*leg5_fc_y + 0.5168309414322497*leg6_fc_x + 0.18811107882911782*leg6_fc_y + s_C_m_z
+    y2 = -L2_1*bc_star1 + bc_star2
+    y3 = -L3_1*bc_star1 - L3_2*y2 + bc_star3
+    y4 = -L4_1*bc_star1 - L4_2*y2 - L4_3*y3 + bc_star4
+    y5 = -L5_1*bc_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + bc_star5
+    y6 = -L6_1*bc_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + bc_star6
+    yc6 = invD6*y6
+    yc5 = -L6_5*yc6 + invD5*y5
+    yc4 = -L5_4*yc5 - L6_4*yc6 + invD4*y4
+    yc3 = -L4_3*yc4 - L5_3*yc5 - L6_3*yc6 + invD3*y3
+    yc2 = -L3_2*yc3 - L4_2*yc4 - L5_2*yc5 - L6_2*yc6 + invD2*y2
+    yc1 = -L2_1*yc2 - L3_1*yc3 - L4_1*yc4 - L5_1*yc5 - L6_1*yc6 + bc_star1*invD1
     base_force_x_dg_x = -leg1_F_base_x_dg_x - leg2_F_base_x_dg_x - leg3_F_base_x_dg_x - leg4_F_base_x_dg_x - leg5_F_base_x_dg_x - leg6_F_base_x_dg_x
     base_force_x_dg_y = -leg1_F_base_x_dg_y - leg2_F_base_x_dg_y - leg3_F_base_x_dg_y - leg4_F_base_x_dg_y - leg5_F_base_x_dg_y - leg6_F_base_x_dg_y
     base_force_x_dg_z = -leg1_F_base_x_dg_z - leg2_F_base_x_dg_z - leg3_F_base_x_dg_z - leg4_F_base_x_dg_z - leg5_F_base_x_dg_z - leg6_F_base_x_dg_z
     base_force_x_dOmega_dot_x = -leg1_F_base_x_dOmega_dot_x - leg2_F_base_x_dOmega_dot_x - leg3_F_base_x_dOmega_dot_x - leg4_F_base_x_dOmega_dot_x - leg5_F_base_x_dOmega_dot_x - leg6_F_base_x_dOmega_dot_x
     base_force_x_dOmega_dot_y = -leg1_F_base_x_dOmega_dot_y - leg2_F_base_x_dOmega_dot_y - leg3_F_base_x_dOmega_dot_y - leg4_F_base_x_dOmega_dot_y - leg5_F_base_x_dOmega_dot_y - leg6_F_base_x_dOmega_dot_y
     base_force_x_dOmega_dot_z = -leg1_F_base_x_dOmega_dot_z - leg2_F_base_x_dOmega_dot_z - leg3_F_base_x_dOmega_dot_z - leg4_F_base_x_dOmega_dot_z - leg5_F_base_x_dOmega_dot_z - leg6_F_base_x_dOmega_dot_z
-    base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_y_dg_x = -leg1_F_base_y_dg_x - leg2_F_base_y_dg_x - leg3_F_base_y_dg_x - leg4_F_base_y_dg_x - leg5_F_base_y_dg_x - leg6_F_base_y_dg_x
     base_force_y_dg_y = -leg1_F_base_y_dg_y - leg2_F_base_y_dg_y - leg3_F_base_y_dg_y - leg4_F_base_y_dg_y - leg5_F_base_y_dg_y - leg6_F_base_y_dg_y
     base_force_y_dg_z = -leg1_F_base_y_dg_z - leg2_F_base_y_dg_z - leg3_F_base_y_dg_z - leg4_F_base_y_dg_z - leg5_F_base_y_dg_z - leg6_F_base_y_dg_z
     base_force_y_dOmega_dot_x = -leg1_F_base_y_dOmega_dot_x - leg2_F_base_y_dOmega_dot_x - leg3_F_base_y_dOmega_dot_x - leg4_F_base_y_dOmega_dot_x - leg5_F_base_y_dOmega_dot_x - leg6_F_base_y_dOmega_dot_x
     base_force_y_dOmega_dot_y = -leg1_F_base_y_dOmega_dot_y - leg2_F_base_y_dOmega_dot_y - leg3_F_base_y_dOmega_dot_y - leg4_F_base_y_dOmega_dot_y - leg5_F_base_y_dOmega_dot_y - leg6_F_base_y_dOmega_dot_y
     base_force_y_dOmega_dot_z = -leg1_F_base_y_dOmega_dot_z - leg2_F_base_y_dOmega_dot_z - leg3_F_base_y_dOmega_dot_z - leg4_F_base_y_dOmega_dot_z - leg5_F_base_y_dOmega_dot_z - leg6_F_base_y_dOmega_dot_z
-    base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
     base_force_z_dg_x = -leg1_F_base_z_dg_x - leg2_F_base_z_dg_x - leg3_F_base_z_dg_x - leg4_F_base_z_dg_x - leg5_F_base_z_dg_x - leg6_F_base_z_dg_x
     base_force_z_dg_y = -leg1_F_base_z_dg_y - leg2_F_base_z_dg_y - leg3_F_base_z_dg_y - leg4_F_base_z_dg_y - leg5_F_base_z_dg_y - leg6_F_base_z_dg_y
     base_force_z_dg_z = -leg1_F_base_z_dg_z - leg2_F_base_z_dg_z - leg3_F_base_z_dg_z - leg4_F_base_z_dg_z - leg5_F_base_z_dg_z - leg6_F_base_z_dg_z
     base_force_z_dOmega_dot_x = -leg1_F_base_z_dOmega_dot_x - leg2_F_base_z_dOmega_dot_x - leg3_F_base_z_dOmega_dot_x - leg4_F_base_z_dOmega_dot_x - leg5_F_base_z_dOmega_dot_x - leg6_F_base_z_dOmega_dot_x
     base_force_z_dOmega_dot_y = -leg1_F_base_z_dOmega_dot_y - leg2_F_base_z_dOmega_dot_y - leg3_F_base_z_dOmega_dot_y - leg4_F_base_z_dOmega_dot_y - leg5_F_base_z_dOmega_dot_y - leg6_F_base_z_dOmega_dot_y
     base_force_z_dOmega_dot_z = -leg1_F_base_z_dOmega_dot_z - leg2_F_base_z_dOmega_dot_z - leg3_F_base_z_dOmega_dot_z - leg4_F_base_z_dOmega_dot_z - leg5_F_base_z_dOmega_dot_z - leg6_F_base_z_dOmega_dot_z
-    base_moment_x = 0.273616114660535*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - leg1_N1_y_2*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2 - 0.273616114660535*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 - leg2_N1_y_2*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2 - 0.7878462024097664*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - leg3_N1_y_2*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2 - 0.5142300877492315*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - leg4_N1_y_2*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2 + 0.5142300877492315*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 - leg5_N1_y_2*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2 + 0.7878462024097664*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 - leg6_N1_y_2*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2
     base_moment_x_dg_x = 0.273616114660535*leg1_F_base_z_dg_x - leg1_N1_x_2_dg_x*leg1_beta1_00 - leg1_N1_y_2_dg_x*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dg_x - 0.273616114660535*leg2_F_base_z_dg_x - leg2_N1_x_2_dg_x*leg2_beta1_00 - leg2_N1_y_2_dg_x*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dg_x - 0.7878462024097664*leg3_F_base_z_dg_x - leg3_N1_x_2_dg_x*leg3_beta1_00 - leg3_N1_y_2_dg_x*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dg_x - 0.5142300877492315*leg4_F_base_z_dg_x - leg4_N1_x_2_dg_x*leg4_beta1_00 - leg4_N1_y_2_dg_x*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dg_x + 0.5142300877492315*leg5_F_base_z_dg_x - leg5_N1_x_2_dg_x*leg5_beta1_00 - leg5_N1_y_2_dg_x*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dg_x + 0.7878462024097664*leg6_F_base_z_dg_x - leg6_N1_x_2_dg_x*leg6_beta1_00 - leg6_N1_y_2_dg_x*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dg_x
     base_moment_x_dg_y = 0.273616114660535*leg1_F_base_z_dg_y - leg1_N1_x_2_dg_y*leg1_beta1_00 - leg1_N1_y_2_dg_y*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dg_y - 0.273616114660535*leg2_F_base_z_dg_y - leg2_N1_x_2_dg_y*leg2_beta1_00 - leg2_N1_y_2_dg_y*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dg_y - 0.7878462024097664*leg3_F_base_z_dg_y - leg3_N1_x_2_dg_y*leg3_beta1_00 - leg3_N1_y_2_dg_y*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dg_y - 0.5142300877492315*leg4_F_base_z_dg_y - leg4_N1_x_2_dg_y*leg4_beta1_00 - leg4_N1_y_2_dg_y*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dg_y + 0.5142300877492315*leg5_F_base_z_dg_y - leg5_N1_x_2_dg_y*leg5_beta1_00 - leg5_N1_y_2_dg_y*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dg_y + 0.7878462024097664*leg6_F_base_z_dg_y - leg6_N1_x_2_dg_y*leg6_beta1_00 - leg6_N1_y_2_dg_y*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dg_y
     base_moment_x_dg_z = 0.273616114660535*leg1_F_base_z_dg_z - leg1_N1_x_2_dg_z*leg1_beta1_00 - leg1_N1_y_2_dg_z*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dg_z - 0.273616114660535*leg2_F_base_z_dg_z - leg2_N1_x_2_dg_z*leg2_beta1_00 - leg2_N1_y_2_dg_z*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dg_z - 0.7878462024097664*leg3_F_base_z_dg_z - leg3_N1_x_2_dg_z*leg3_beta1_00 - leg3_N1_y_2_dg_z*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dg_z - 0.5142300877492315*leg4_F_base_z_dg_z - leg4_N1_x_2_dg_z*leg4_beta1_00 - leg4_N1_y_2_dg_z*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dg_z + 0.5142300877492315*leg5_F_base_z_dg_z - leg5_N1_x_2_dg_z*leg5_beta1_00 - leg5_N1_y_2_dg_z*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dg_z + 0.7878462024097664*leg6_F_base_z_dg_z - leg6_N1_x_2_dg_z*leg6_beta1_00 - leg6_N1_y_2_dg_z*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dg_z
     base_moment_x_dOmega_dot_x = 0.273616114660535*leg1_F_base_z_dOmega_dot_x - leg1_N1_x_2_dOmega_dot_x*leg1_beta1_00 - leg1_N1_y_2_dOmega_dot_x*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dOmega_dot_x - 0.273616114660535*leg2_F_base_z_dOmega_dot_x - leg2_N1_x_2_dOmega_dot_x*leg2_beta1_00 - leg2_N1_y_2_dOmega_dot_x*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dOmega_dot_x - 0.7878462024097664*leg3_F_base_z_dOmega_dot_x - leg3_N1_x_2_dOmega_dot_x*leg3_beta1_00 - leg3_N1_y_2_dOmega_dot_x*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dOmega_dot_x - 0.5142300877492315*leg4_F_base_z_dOmega_dot_x - leg4_N1_x_2_dOmega_dot_x*leg4_beta1_00 - leg4_N1_y_2_dOmega_dot_x*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dOmega_dot_x + 0.5142300877492315*leg5_F_base_z_dOmega_dot_x - leg5_N1_x_2_dOmega_dot_x*leg5_beta1_00 - leg5_N1_y_2_dOmega_dot_x*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dOmega_dot_x + 0.7878462024097664*leg6_F_base_z_dOmega_dot_x - leg6_N1_x_2_dOmega_dot_x*leg6_beta1_00 - leg6_N1_y_2_dOmega_dot_x*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dOmega_dot_x
     base_moment_x_dOmega_dot_y = 0.273616114660535*leg1_F_base_z_dOmega_dot_y - leg1_N1_x_2_dOmega_dot_y*leg1_beta1_00 - leg1_N1_y_2_dOmega_dot_y*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dOmega_dot_y - 0.273616114660535*leg2_F_base_z_dOmega_dot_y - leg2_N1_x_2_dOmega_dot_y*leg2_beta1_00 - leg2_N1_y_2_dOmega_dot_y*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dOmega_dot_y - 0.7878462024097664*leg3_F_base_z_dOmega_dot_y - leg3_N1_x_2_dOmega_dot_y*leg3_beta1_00 - leg3_N1_y_2_dOmega_dot_y*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dOmega_dot_y - 0.5142300877492315*leg4_F_base_z_dOmega_dot_y - leg4_N1_x_2_dOmega_dot_y*leg4_beta1_00 - leg4_N1_y_2_dOmega_dot_y*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dOmega_dot_y + 0.5142300877492315*leg5_F_base_z_dOmega_dot_y - leg5_N1_x_2_dOmega_dot_y*leg5_beta1_00 - leg5_N1_y_2_dOmega_dot_y*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dOmega_dot_y + 0.7878462024097664*leg6_F_base_z_dOmega_dot_y - leg6_N1_x_2_dOmega_dot_y*leg6_beta1_00 - leg6_N1_y_2_dOmega_dot_y*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dOmega_dot_y
     base_moment_x_dOmega_dot_z = 0.273616114660535*leg1_F_base_z_dOmega_dot_z - leg1_N1_x_2_dOmega_dot_z*leg1_beta1_00 - leg1_N1_y_2_dOmega_dot_z*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2_dOmega_dot_z - 0.273616114660535*leg2_F_base_z_dOmega_dot_z - leg2_N1_x_2_dOmega_dot_z*leg2_beta1_00 - leg2_N1_y_2_dOmega_dot_z*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2_dOmega_dot_z - 0.7878462024097664*leg3_F_base_z_dOmega_dot_z - leg3_N1_x_2_dOmega_dot_z*leg3_beta1_00 - leg3_N1_y_2_dOmega_dot_z*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2_dOmega_dot_z - 0.5142300877492315*leg4_F_base_z_dOmega_dot_z - leg4_N1_x_2_dOmega_dot_z*leg4_beta1_00 - leg4_N1_y_2_dOmega_dot_z*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2_dOmega_dot_z + 0.5142300877492315*leg5_F_base_z_dOmega_dot_z - leg5_N1_x_2_dOmega_dot_z*leg5_beta1_00 - leg5_N1_y_2_dOmega_dot_z*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2_dOmega_dot_z + 0.7878462024097664*leg6_F_base_z_dOmega_dot_z - leg6_N1_x_2_dOmega_dot_z*leg6_beta1_00 - leg6_N1_y_2_dOmega_dot_z*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2_dOmega_dot_z
-    base_moment_y = 0.7517540966287268*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 - leg1_N1_y_2*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2 + 0.7517540966287268*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 - leg2_N1_y_2*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2 - 0.1389185421335443*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - leg3_N1_y_2*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2 - 0.6128355544951825*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - leg4_N1_y_2*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2 - 0.6128355544951825*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - leg5_N1_y_2*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2 - 0.1389185421335443*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - leg6_N1_y_2*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2
     base_moment_y_dg_x = 0.7517540966287268*leg1_F_base_z_dg_x - leg1_N1_x_2_dg_x*leg1_beta1_01 - leg1_N1_y_2_dg_x*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dg_x + 0.7517540966287268*leg2_F_base_z_dg_x - leg2_N1_x_2_dg_x*leg2_beta1_01 - leg2_N1_y_2_dg_x*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dg_x - 0.1389185421335443*leg3_F_base_z_dg_x - leg3_N1_x_2_dg_x*leg3_beta1_01 - leg3_N1_y_2_dg_x*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dg_x - 0.6128355544951825*leg4_F_base_z_dg_x - leg4_N1_x_2_dg_x*leg4_beta1_01 - leg4_N1_y_2_dg_x*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dg_x - 0.6128355544951825*leg5_F_base_z_dg_x - leg5_N1_x_2_dg_x*leg5_beta1_01 - leg5_N1_y_2_dg_x*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dg_x - 0.1389185421335443*leg6_F_base_z_dg_x - leg6_N1_x_2_dg_x*leg6_beta1_01 - leg6_N1_y_2_dg_x*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dg_x
     base_moment_y_dg_y = 0.7517540966287268*leg1_F_base_z_dg_y - leg1_N1_x_2_dg_y*leg1_beta1_01 - leg1_N1_y_2_dg_y*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dg_y + 0.7517540966287268*leg2_F_base_z_dg_y - leg2_N1_x_2_dg_y*leg2_beta1_01 - leg2_N1_y_2_dg_y*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dg_y - 0.1389185421335443*leg3_F_base_z_dg_y - leg3_N1_x_2_dg_y*leg3_beta1_01 - leg3_N1_y_2_dg_y*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dg_y - 0.6128355544951825*leg4_F_base_z_dg_y - leg4_N1_x_2_dg_y*leg4_beta1_01 - leg4_N1_y_2_dg_y*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dg_y - 0.6128355544951825*leg5_F_base_z_dg_y - leg5_N1_x_2_dg_y*leg5_beta1_01 - leg5_N1_y_2_dg_y*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dg_y - 0.1389185421335443*leg6_F_base_z_dg_y - leg6_N1_x_2_dg_y*leg6_beta1_01 - leg6_N1_y_2_dg_y*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dg_y
     base_moment_y_dg_z = 0.7517540966287268*leg1_F_base_z_dg_z - leg1_N1_x_2_dg_z*leg1_beta1_01 - leg1_N1_y_2_dg_z*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dg_z + 0.7517540966287268*leg2_F_base_z_dg_z - leg2_N1_x_2_dg_z*leg2_beta1_01 - leg2_N1_y_2_dg_z*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dg_z - 0.1389185421335443*leg3_F_base_z_dg_z - leg3_N1_x_2_dg_z*leg3_beta1_01 - leg3_N1_y_2_dg_z*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dg_z - 0.6128355544951825*leg4_F_base_z_dg_z - leg4_N1_x_2_dg_z*leg4_beta1_01 - leg4_N1_y_2_dg_z*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dg_z - 0.6128355544951825*leg5_F_base_z_dg_z - leg5_N1_x_2_dg_z*leg5_beta1_01 - leg5_N1_y_2_dg_z*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dg_z - 0.1389185421335443*leg6_F_base_z_dg_z - leg6_N1_x_2_dg_z*leg6_beta1_01 - leg6_N1_y_2_dg_z*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dg_z
     base_moment_y_dOmega_dot_x = 0.7517540966287268*leg1_F_base_z_dOmega_dot_x - leg1_N1_x_2_dOmega_dot_x*leg1_beta1_01 - leg1_N1_y_2_dOmega_dot_x*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dOmega_dot_x + 0.7517540966287268*leg2_F_base_z_dOmega_dot_x - leg2_N1_x_2_dOmega_dot_x*leg2_beta1_01 - leg2_N1_y_2_dOmega_dot_x*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dOmega_dot_x - 0.1389185421335443*leg3_F_base_z_dOmega_dot_x - leg3_N1_x_2_dOmega_dot_x*leg3_beta1_01 - leg3_N1_y_2_dOmega_dot_x*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dOmega_dot_x - 0.6128355544951825*leg4_F_base_z_dOmega_dot_x - leg4_N1_x_2_dOmega_dot_x*leg4_beta1_01 - leg4_N1_y_2_dOmega_dot_x*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dOmega_dot_x - 0.6128355544951825*leg5_F_base_z_dOmega_dot_x - leg5_N1_x_2_dOmega_dot_x*leg5_beta1_01 - leg5_N1_y_2_dOmega_dot_x*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dOmega_dot_x - 0.1389185421335443*leg6_F_base_z_dOmega_dot_x - leg6_N1_x_2_dOmega_dot_x*leg6_beta1_01 - leg6_N1_y_2_dOmega_dot_x*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dOmega_dot_x
     base_moment_y_dOmega_dot_y = 0.7517540966287268*leg1_F_base_z_dOmega_dot_y - leg1_N1_x_2_dOmega_dot_y*leg1_beta1_01 - leg1_N1_y_2_dOmega_dot_y*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dOmega_dot_y + 0.7517540966287268*leg2_F_base_z_dOmega_dot_y - leg2_N1_x_2_dOmega_dot_y*leg2_beta1_01 - leg2_N1_y_2_dOmega_dot_y*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dOmega_dot_y - 0.1389185421335443*leg3_F_base_z_dOmega_dot_y - leg3_N1_x_2_dOmega_dot_y*leg3_beta1_01 - leg3_N1_y_2_dOmega_dot_y*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dOmega_dot_y - 0.6128355544951825*leg4_F_base_z_dOmega_dot_y - leg4_N1_x_2_dOmega_dot_y*leg4_beta1_01 - leg4_N1_y_2_dOmega_dot_y*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dOmega_dot_y - 0.6128355544951825*leg5_F_base_z_dOmega_dot_y - leg5_N1_x_2_dOmega_dot_y*leg5_beta1_01 - leg5_N1_y_2_dOmega_dot_y*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dOmega_dot_y - 0.1389185421335443*leg6_F_base_z_dOmega_dot_y - leg6_N1_x_2_dOmega_dot_y*leg6_beta1_01 - leg6_N1_y_2_dOmega_dot_y*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dOmega_dot_y
     base_moment_y_dOmega_dot_z = 0.7517540966287268*leg1_F_base_z_dOmega_dot_z - leg1_N1_x_2_dOmega_dot_z*leg1_beta1_01 - leg1_N1_y_2_dOmega_dot_z*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2_dOmega_dot_z + 0.7517540966287268*leg2_F_base_z_dOmega_dot_z - leg2_N1_x_2_dOmega_dot_z*leg2_beta1_01 - leg2_N1_y_2_dOmega_dot_z*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2_dOmega_dot_z - 0.1389185421335443*leg3_F_base_z_dOmega_dot_z - leg3_N1_x_2_dOmega_dot_z*leg3_beta1_01 - leg3_N1_y_2_dOmega_dot_z*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2_dOmega_dot_z - 0.6128355544951825*leg4_F_base_z_dOmega_dot_z - leg4_N1_x_2_dOmega_dot_z*leg4_beta1_01 - leg4_N1_y_2_dOmega_dot_z*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2_dOmega_dot_z - 0.6128355544951825*leg5_F_base_z_dOmega_dot_z - leg5_N1_x_2_dOmega_dot_z*leg5_beta1_01 - leg5_N1_y_2_dOmega_dot_z*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2_dOmega_dot_z - 0.1389185421335443*leg6_F_base_z_dOmega_dot_z - leg6_N1_x_2_dOmega_dot_z*leg6_beta1_01 - leg6_N1_y_2_dOmega_dot_z*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2_dOmega_dot_z
-    base_moment_z = -0.273616114660535*leg1_F_base_x - 0.7517540966287268*leg1_F_base_y + leg1_N1_x_2*leg1_crank_s + leg1_N1_y_2*leg1_crank_c + 0.273616114660535*leg2_F_base_x - 0.7517540966287268*leg2_F_base_y + leg2_N1_x_2*leg2_crank_s + leg2_N1_y_2*leg2_crank_c + 0.7878462024097664*leg3_F_base_x + 0.1389185421335443*leg3_F_base_y + leg3_N1_x_2*leg3_crank_s + leg3_N1_y_2*leg3_crank_c + 0.5142300877492315*leg4_F_base_x + 0.6128355544951825*leg4_F_base_y + leg4_N1_x_2*leg4_crank_s + leg4_N1_y_2*leg4_crank_c - 0.5142300877492315*leg5_F_base_x + 0.6128355544951825*leg5_F_base_y + leg5_N1_x_2*leg5_crank_s + leg5_N1_y_2*leg5_crank_c - 0.7878462024097664*leg6_F_base_x + 0.1389185421335443*leg6_F_base_y + leg6_N1_x_2*leg6_crank_s + leg6_N1_y_2*leg6_crank_c
     base_moment_z_dg_x = -0.273616114660535*leg1_F_base_x_dg_x - 0.7517540966287268*leg1_F_base_y_dg_x + leg1_N1_x_2_dg_x*leg1_crank_s + leg1_N1_y_2_dg_x*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dg_x - 0.7517540966287268*leg2_F_base_y_dg_x + leg2_N1_x_2_dg_x*leg2_crank_s + leg2_N1_y_2_dg_x*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dg_x + 0.1389185421335443*leg3_F_base_y_dg_x + leg3_N1_x_2_dg_x*leg3_crank_s + leg3_N1_y_2_dg_x*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dg_x + 0.6128355544951825*leg4_F_base_y_dg_x + leg4_N1_x_2_dg_x*leg4_crank_s + leg4_N1_y_2_dg_x*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dg_x + 0.6128355544951825*leg5_F_base_y_dg_x + leg5_N1_x_2_dg_x*leg5_crank_s + leg5_N1_y_2_dg_x*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dg_x + 0.1389185421335443*leg6_F_base_y_dg_x + leg6_N1_x_2_dg_x*leg6_crank_s + leg6_N1_y_2_dg_x*leg6_crank_c
     base_moment_z_dg_y = -0.273616114660535*leg1_F_base_x_dg_y - 0.7517540966287268*leg1_F_base_y_dg_y + leg1_N1_x_2_dg_y*leg1_crank_s + leg1_N1_y_2_dg_y*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dg_y - 0.7517540966287268*leg2_F_base_y_dg_y + leg2_N1_x_2_dg_y*leg2_crank_s + leg2_N1_y_2_dg_y*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dg_y + 0.1389185421335443*leg3_F_base_y_dg_y + leg3_N1_x_2_dg_y*leg3_crank_s + leg3_N1_y_2_dg_y*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dg_y + 0.6128355544951825*leg4_F_base_y_dg_y + leg4_N1_x_2_dg_y*leg4_crank_s + leg4_N1_y_2_dg_y*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dg_y + 0.6128355544951825*leg5_F_base_y_dg_y + leg5_N1_x_2_dg_y*leg5_crank_s + leg5_N1_y_2_dg_y*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dg_y + 0.1389185421335443*leg6_F_base_y_dg_y + leg6_N1_x_2_dg_y*leg6_crank_s + leg6_N1_y_2_dg_y*leg6_crank_c
     base_moment_z_dg_z = -0.273616114660535*leg1_F_base_x_dg_z - 0.7517540966287268*leg1_F_base_y_dg_z + leg1_N1_x_2_dg_z*leg1_crank_s + leg1_N1_y_2_dg_z*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dg_z - 0.7517540966287268*leg2_F_base_y_dg_z + leg2_N1_x_2_dg_z*leg2_crank_s + leg2_N1_y_2_dg_z*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dg_z + 0.1389185421335443*leg3_F_base_y_dg_z + leg3_N1_x_2_dg_z*leg3_crank_s + leg3_N1_y_2_dg_z*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dg_z + 0.6128355544951825*leg4_F_base_y_dg_z + leg4_N1_x_2_dg_z*leg4_crank_s + leg4_N1_y_2_dg_z*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dg_z + 0.6128355544951825*leg5_F_base_y_dg_z + leg5_N1_x_2_dg_z*leg5_crank_s + leg5_N1_y_2_dg_z*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dg_z + 0.1389185421335443*leg6_F_base_y_dg_z + leg6_N1_x_2_dg_z*leg6_crank_s + leg6_N1_y_2_dg_z*leg6_crank_c
     base_moment_z_dOmega_dot_x = -0.273616114660535*leg1_F_base_x_dOmega_dot_x - 0.7517540966287268*leg1_F_base_y_dOmega_dot_x + leg1_N1_x_2_dOmega_dot_x*leg1_crank_s + leg1_N1_y_2_dOmega_dot_x*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dOmega_dot_x - 0.7517540966287268*leg2_F_base_y_dOmega_dot_x + leg2_N1_x_2_dOmega_dot_x*leg2_crank_s + leg2_N1_y_2_dOmega_dot_x*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dOmega_dot_x + 0.1389185421335443*leg3_F_base_y_dOmega_dot_x + leg3_N1_x_2_dOmega_dot_x*leg3_crank_s + leg3_N1_y_2_dOmega_dot_x*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dOmega_dot_x + 0.6128355544951825*leg4_F_base_y_dOmega_dot_x + leg4_N1_x_2_dOmega_dot_x*leg4_crank_s + leg4_N1_y_2_dOmega_dot_x*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dOmega_dot_x + 0.6128355544951825*leg5_F_base_y_dOmega_dot_x + leg5_N1_x_2_dOmega_dot_x*leg5_crank_s + leg5_N1_y_2_dOmega_dot_x*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dOmega_dot_x + 0.1389185421335443*leg6_F_base_y_dOmega_dot_x + leg6_N1_x_2_dOmega_dot_x*leg6_crank_s + leg6_N1_y_2_dOmega_dot_x*leg6_crank_c
     base_moment_z_dOmega_dot_y = -0.273616114660535*leg1_F_base_x_dOmega_dot_y - 0.7517540966287268*leg1_F_base_y_dOmega_dot_y + leg1_N1_x_2_dOmega_dot_y*leg1_crank_s + leg1_N1_y_2_dOmega_dot_y*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dOmega_dot_y - 0.7517540966287268*leg2_F_base_y_dOmega_dot_y + leg2_N1_x_2_dOmega_dot_y*leg2_crank_s + leg2_N1_y_2_dOmega_dot_y*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dOmega_dot_y + 0.1389185421335443*leg3_F_base_y_dOmega_dot_y + leg3_N1_x_2_dOmega_dot_y*leg3_crank_s + leg3_N1_y_2_dOmega_dot_y*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dOmega_dot_y + 0.6128355544951825*leg4_F_base_y_dOmega_dot_y + leg4_N1_x_2_dOmega_dot_y*leg4_crank_s + leg4_N1_y_2_dOmega_dot_y*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dOmega_dot_y + 0.6128355544951825*leg5_F_base_y_dOmega_dot_y + leg5_N1_x_2_dOmega_dot_y*leg5_crank_s + leg5_N1_y_2_dOmega_dot_y*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dOmega_dot_y + 0.1389185421335443*leg6_F_base_y_dOmega_dot_y + leg6_N1_x_2_dOmega_dot_y*leg6_crank_s + leg6_N1_y_2_dOmega_dot_y*leg6_crank_c
     base_moment_z_dOmega_dot_z = -0.273616114660535*leg1_F_base_x_dOmega_dot_z - 0.7517540966287268*leg1_F_base_y_dOmega_dot_z + leg1_N1_x_2_dOmega_dot_z*leg1_crank_s + leg1_N1_y_2_dOmega_dot_z*leg1_crank_c + 0.273616114660535*leg2_F_base_x_dOmega_dot_z - 0.7517540966287268*leg2_F_base_y_dOmega_dot_z + leg2_N1_x_2_dOmega_dot_z*leg2_crank_s + leg2_N1_y_2_dOmega_dot_z*leg2_crank_c + 0.7878462024097664*leg3_F_base_x_dOmega_dot_z + 0.1389185421335443*leg3_F_base_y_dOmega_dot_z + leg3_N1_x_2_dOmega_dot_z*leg3_crank_s + leg3_N1_y_2_dOmega_dot_z*leg3_crank_c + 0.5142300877492315*leg4_F_base_x_dOmega_dot_z + 0.6128355544951825*leg4_F_base_y_dOmega_dot_z + leg4_N1_x_2_dOmega_dot_z*leg4_crank_s + leg4_N1_y_2_dOmega_dot_z*leg4_crank_c - 0.5142300877492315*leg5_F_base_x_dOmega_dot_z + 0.6128355544951825*leg5_F_base_y_dOmega_dot_z + leg5_N1_x_2_dOmega_dot_z*leg5_crank_s + leg5_N1_y_2_dOmega_dot_z*leg5_crank_c - 0.7878462024097664*leg6_F_base_x_dOmega_dot_z + 0.1389185421335443*leg6_F_base_y_dOmega_dot_z + leg6_N1_x_2_dOmega_dot_z*leg6_crank_s + leg6_N1_y_2_dOmega_dot_z*leg6_crank_c
+    udot1 = alpha_C_00*yc1 + alpha_C_10*yc2 + alpha_C_20*yc3
+    udot2 = alpha_C_11*yc2 + alpha_C_21*yc3 + s_psi_z*yc1
+    udot3 = alpha_C_02*yc1 + alpha_C_12*yc2 + alpha_C_22*yc3
+    # column loop: 6 columns
+    cl3_out = []
+    for (L3_IJ3_11, L3_Ic1_22, L3_N2_y, L3_N3_z, L3_Nm2_1_z, L3_Nm3_1_z, L3_TL1_y, L3_TL1_z, L3_W1_1, L3_W1_2, L3_W1_3, L3_W2_1, L3_W2_2, L3_W2_3, L3_W3_1, L3_W3_2, L3_W3_3, L3_a1_J_z, L3_a1_x, L3_a1_y, L3_b1, L3_beta1_00, L3_beta1_01, L3_beta1_10, L3_beta1_11, L3_beta2_00, L3_beta2_01, L3_beta2_02, L3_beta2_20, L3_beta2_21, L3_beta2_22, L3_crank_c, L3_crank_s, L3_epsd1_J_z, L3_epsd1_x, L3_epsd1_y, L3_h1, L3_h2, L3_h3, L3_kc0, L3_kc1, L3_kc12, L3_kc13, L3_kc14, L3_kc2, L3_kc7, L3_kc8, L3_lu_inv1, L3_lu_inv2, L3_lu_inv3, L3_omega_p2_x, L3_omega_p2_z, L3_omega_p3_x, L3_omega_p3_y, L3_oo1_W_00, L3_oo1_xy, L3_oo1_xz, L3_oo3_W_00, L3_oo3_xy, L3_oo3_xz, L3_qd2, L3_qd3, L3_u_c2, L3_u_s2,) in (
+        (leg1_IJ3_11, leg1_Ic1_22, leg1_N2_y, leg1_N3_z, leg1_Nm2_1_z, leg1_Nm3_1_z, leg1_TL1_y, leg1_TL1_z, leg1_W1_1, leg1_W1_2, leg1_W1_3, leg1_W2_1, leg1_W2_2, leg1_W2_3, leg1_W3_1, leg1_W3_2, leg1_W3_3, leg1_a1_J_z, leg1_a1_x, leg1_a1_y, leg1_b1, leg1_beta1_00, leg1_beta1_01, leg1_beta1_10, leg1_beta1_11, leg1_beta2_00, leg1_beta2_01, leg1_beta2_02, leg1_beta2_20, leg1_beta2_21, leg1_beta2_22, leg1_crank_c, leg1_crank_s, leg1_epsd1_J_z, leg1_epsd1_x, leg1_epsd1_y, leg1_h1, leg1_h2, leg1_h3, 0.809160465315115, 0.3535331853275967, -0.256206213014558, -0.22329828560068166, 0.9404766089917045, -0.4213244437154379, 0.34202014332566866, 0.9396926207859084, leg1_lu_inv1, leg1_lu_inv2, leg1_lu_inv3, leg1_omega_p2_x, leg1_omega_p2_z, leg1_omega_p3_x, leg1_omega_p3_y, leg1_oo1_W_00, leg1_oo1_xy, leg1_oo1_xz, leg1_oo3_W_00, leg1_oo3_xy, leg1_oo3_xz, leg1_qd2, leg1_qd3, leg1_u_c2, leg1_u_s2,),
+        (leg2_IJ3_11, leg2_Ic1_22, leg2_N2_y, leg2_N3_z, leg2_Nm2_1_z, leg2_Nm3_1_z, leg2_TL1_y, leg2_TL1_z, leg2_W1_1, leg2_W1_2, leg2_W1_3, leg2_W2_1, leg2_W2_2, leg2_W2_3, leg2_W3_1, leg2_W3_2, leg2_W3_3, leg2_a1_J_z, leg2_a1_x, leg2_a1_y, leg2_b1, leg2_beta1_00, leg2_beta1_01, leg2_beta1_10, leg2_beta1_11, leg2_beta2_00, leg2_beta2_01, leg2_beta2_02, leg2_beta2_20, leg2_beta2_21, leg2_beta2_22, leg2_crank_c, leg2_crank_s, leg2_epsd1_J_z, leg2_epsd1_x, leg2_epsd1_y, leg2_h1, leg2_h2, leg2_h3, 0.809160465315115, 0.3535331853275967, 0.256206213014558, 0.22329828560068166, 0.9404766089917045, 0.4213244437154379, -0.34202014332566866, 0.9396926207859084, leg2_lu_inv1, leg2_lu_inv2, leg2_lu_inv3, leg2_omega_p2_x, leg2_omega_p2_z, leg2_omega_p3_x, leg2_omega_p3_y, leg2_oo1_W_00, leg2_oo1_xy, leg2_oo1_xz, leg2_oo3_W_00, leg2_oo3_xy, leg2_oo3_xz, leg2_qd2, leg2_qd3, leg2_u_c2, leg2_u_s2,),
+        (leg3_IJ3_11, leg3_Ic1_22, leg3_N2_y, leg3_N3_z, leg3_Nm2_1_z, leg3_Nm3_1_z, leg3_TL1_y, leg3_TL1_z, leg3_W1_1, leg3_W1_2, leg3_W1_3, leg3_W2_1, leg3_W2_2, leg3_W2_3, leg3_W3_1, leg3_W3_2, leg3_W3_3, leg3_a1_J_z, leg3_a1_x, leg3_a1_y, leg3_b1, leg3_beta1_00, leg3_beta1_01, leg3_beta1_10, leg3_beta1_11, leg3_beta2_00, leg3_beta2_01, leg3_beta2_02, leg3_beta2_20, leg3_beta2_21, leg3_beta2_22, leg3_crank_c, leg3_crank_s, leg3_epsd1_J_z, leg3_epsd1_x, leg3_epsd1_y, leg3_h1, leg3_h2, leg3_h3, 0.8091604653151149, 0.18811107882911782, -0.25620621301455804, -0.22329828560068185, 0.9404766089917044, 0.5168309414322497, -0.984807753012208, -0.17364817766693036, leg3_lu_inv1, leg3_lu_inv2, leg3_lu_inv3, leg3_omega_p2_x, leg3_omega_p2_z, leg3_omega_p3_x, leg3_omega_p3_y, leg3_oo1_W_00, leg3_oo1_xy, leg3_oo1_xz, leg3_oo3_W_00, leg3_oo3_xy, leg3_oo3_xz, leg3_qd2, leg3_qd3, leg3_u_c2, leg3_u_s2,),
+        (leg4_IJ3_11, leg4_Ic1_22, leg4_N2_y, leg4_N3_z, leg4_Nm2_1_z, leg4_Nm3_1_z, leg4_TL1_y, leg4_TL1_z, leg4_W1_1, leg4_W1_2, leg4_W1_3, leg4_W2_1, leg4_W2_2, leg4_W2_3, leg4_W3_1, leg4_W3_2, leg4_W3_3, leg4_a1_J_z, leg4_a1_x, leg4_a1_y, leg4_b1, leg4_beta1_00, leg4_beta1_01, leg4_beta1_10, leg4_beta1_11, leg4_beta2_00, leg4_beta2_01, leg4_beta2_02, leg4_beta2_20, leg4_beta2_21, leg4_beta2_22, leg4_crank_c, leg4_crank_s, leg4_epsd1_J_z, leg4_epsd1_x, leg4_epsd1_y, leg4_h1, leg4_h2, leg4_h3, 0.809160465315115, -0.5416442641567144, 0.25620621301455787, 0.22329828560068166, 0.9404766089917045, 0.0955064977168117, -0.6427876096865394, -0.766044443118978, leg4_lu_inv1, leg4_lu_inv2, leg4_lu_inv3, leg4_omega_p2_x, leg4_omega_p2_z, leg4_omega_p3_x, leg4_omega_p3_y, leg4_oo1_W_00, leg4_oo1_xy, leg4_oo1_xz, leg4_oo3_W_00, leg4_oo3_xy, leg4_oo3_xz, leg4_qd2, leg4_qd3, leg4_u_c2, leg4_u_s2,),
+        (leg5_IJ3_11, leg5_Ic1_22, leg5_N2_y, leg5_N3_z, leg5_Nm2_1_z, leg5_Nm3_1_z, leg5_TL1_y, leg5_TL1_z, leg5_W1_1, leg5_W1_2, leg5_W1_3, leg5_W2_1, leg5_W2_2, leg5_W2_3, leg5_W3_1, leg5_W3_2, leg5_W3_3, leg5_a1_J_z, leg5_a1_x, leg5_a1_y, leg5_b1, leg5_beta1_00, leg5_beta1_01, leg5_beta1_10, leg5_beta1_11, leg5_beta2_00, leg5_beta2_01, leg5_beta2_02, leg5_beta2_20, leg5_beta2_21, leg5_beta2_22, leg5_crank_c, leg5_crank_s, leg5_epsd1_J_z, leg5_epsd1_x, leg5_epsd1_y, leg5_h1, leg5_h2, leg5_h3, 0.809160465315115, -0.5416442641567144, -0.25620621301455787, -0.22329828560068166, 0.9404766089917045, -0.0955064977168117, 0.6427876096865394, -0.766044443118978, leg5_lu_inv1, leg5_lu_inv2, leg5_lu_inv3, leg5_omega_p2_x, leg5_omega_p2_z, leg5_omega_p3_x, leg5_omega_p3_y, leg5_oo1_W_00, leg5_oo1_xy, leg5_oo1_xz, leg5_oo3_W_00, leg5_oo3_xy, leg5_oo3_xz, leg5_qd2, leg5_qd3, leg5_u_c2, leg5_u_s2,),
+        (leg6_IJ3_11, leg6_Ic1_22, leg6_N2_y, leg6_N3_z, leg6_Nm2_1_z, leg6_Nm3_1_z, leg6_TL1_y, leg6_TL1_z, leg6_W1_1, leg6_W1_2, leg6_W1_3, leg6_W2_1, leg6_W2_2, leg6_W2_3, leg6_W3_1, leg6_W3_2, leg6_W3_3, leg6_a1_J_z, leg6_a1_x, leg6_a1_y, leg6_b1, leg6_beta1_00, leg6_beta1_01, leg6_beta1_10, leg6_beta1_11, leg6_beta2_00, leg6_beta2_01, leg6_beta2_02, leg6_beta2_20, leg6_beta2_21, leg6_beta2_22, leg6_crank_c, leg6_crank_s, leg6_epsd1_J_z, leg6_epsd1_x, leg6_epsd1_y, leg6_h1, leg6_h2, leg6_h3, 0.8091604653151149, 0.18811107882911782, 0.25620621301455804, 0.22329828560068185, 0.9404766089917044, -0.5168309414322497, 0.984807753012208, -0.17364817766693036, leg6_lu_inv1, leg6_lu_inv2, leg6_lu_inv3, leg6_omega_p2_x, leg6_omega_p2_z, leg6_omega_p3_x, leg6_omega_p3_y, leg6_oo1_W_00, leg6_oo1_xy, leg6_oo1_xz, leg6_oo3_W_00, leg6_oo3_xy, leg6_oo3_xz, leg6_qd2, leg6_qd3, leg6_u_c2, leg6_u_s2,),
+    ):
+        L3_a_p_x = -L3_kc2*yc6 + yc1
+        L3_a_p_y = L3_kc1*yc6 + yc2
+        L3_t1 = L3_kc2*yc4 + yc3
+        L3_a_p_z = -L3_kc1*yc5 + L3_t1
+        L3_t2 = L3_W1_1*L3_a_p_x + L3_h1
+        L3_t3 = L3_W2_1*L3_a_p_y + L3_t2
+        L3_qdd1 = L3_W3_1*L3_a_p_z + L3_t3
+        L3_t4 = L3_W1_2*L3_a_p_x + L3_h2
+        L3_t5 = L3_W2_2*L3_a_p_y + L3_t4
+        L3_qdd2 = L3_W3_2*L3_a_p_z + L3_t5
+        L3_t6 = L3_W1_3*L3_a_p_x + L3_h3
+        L3_t7 = L3_W2_3*L3_a_p_y + L3_t6
+        L3_qdd3 = L3_W3_3*L3_a_p_z + L3_t7
+        L3_t8 = L3_Ic1_22*L3_qdd1 - L3_b1
+        L3_t9 = L3_Nm2_1_z*L3_qdd2 + L3_t8
+        L3_Aqdd_b1 = L3_Nm3_1_z*L3_qdd3 + L3_t9
+        L3_t10 = L3_IJ3_11*L3_qdd2 + L3_N2_y
+        L3_Aqdd_b2 = L3_Nm2_1_z*L3_qdd1 + L3_t10
+        L3_t11 = L3_N3_z + (0.305)*L3_qdd3
+        L3_Aqdd_b3 = L3_Nm3_1_z*L3_qdd1 + L3_t11
+        L3_lambda_z3 = L3_Aqdd_b2*L3_lu_inv1
+        L3_lambda_z2 = L3_Aqdd_b3*L3_lu_inv2
+        L3_t12 = L3_Aqdd_b1 - L3_TL1_y*L3_lambda_z2
+        L3_lambda_z1 = L3_lu_inv3*(-L3_TL1_z*L3_lambda_z3 + L3_t12)
+        L3_epsd1_z = L3_epsd1_J_z + L3_qdd1
+        L3_t13 = L3_beta2_00*L3_epsd1_x + L3_beta2_01*L3_epsd1_y
+        L3_t14 = L3_beta2_02*L3_epsd1_z + L3_t13
+        L3_epsd2_x_3 = -L3_omega_p2_z*L3_qd2 + L3_t14
+        L3_t15 = L3_epsd1_x*L3_kc12 + L3_qdd2
+        L3_t16 = L3_epsd1_y*L3_kc13 + L3_t15
+        L3_epsd2_y_2 = L3_epsd1_z*L3_kc14 + L3_t16
+        L3_t17 = L3_beta2_20*L3_epsd1_x + L3_beta2_21*L3_epsd1_y
+        L3_t18 = L3_beta2_22*L3_epsd1_z + L3_t17
+        L3_epsd2_z_3 = L3_omega_p2_x*L3_qd2 + L3_t18
+        L3_cse0 = L3_a1_x + 0.25*L3_oo1_W_00
+        L3_t19 = L3_a1_y + 0.25*L3_epsd1_z
+        L3_cse1 = 0.25*L3_oo1_xy + L3_t19
+        L3_t20 = L3_a1_J_z + 0.25*L3_oo1_xz
+        L3_cse2 = -0.25*L3_epsd1_y + L3_t20
+        L3_t21 = L3_beta2_00*L3_cse0 + L3_beta2_01*L3_cse1
+        L3_a2_x_3 = L3_beta2_02*L3_cse2 + L3_t21
+        L3_t22 = L3_cse0*L3_kc12 + L3_cse1*L3_kc13
+        L3_a2_y_3 = L3_cse2*L3_kc14 + L3_t22
+        L3_t23 = L3_beta2_20*L3_cse0 + L3_beta2_21*L3_cse1
+        L3_a2_z_3 = L3_beta2_22*L3_cse2 + L3_t23
+        L3_t24 = L3_epsd2_x_3*L3_u_c2 + L3_epsd2_y_2*L3_u_s2
+        L3_epsd3_x_3 = L3_omega_p3_y*L3_qd3 + L3_t24
+        L3_t25 = -L3_epsd2_x_3*L3_u_s2 + L3_epsd2_y_2*L3_u_c2
+        L3_epsd3_y_3 = -L3_omega_p3_x*L3_qd3 + L3_t25
+        L3_epsd3_z = L3_epsd2_z_3 + L3_qdd3
+        L3_a3_x_3 = L3_a2_x_3*L3_u_c2 + L3_a2_y_3*L3_u_s2
+        L3_a3_y_3 = -L3_a2_x_3*L3_u_s2 + L3_a2_y_3*L3_u_c2
+        L3_t26 = -L3_lambda_z1 + (0.75)*L3_oo3_W_00
+        L3_F3_x_2 = (2.5)*L3_a3_x_3 + L3_t26
+        L3_t27 = (0.75)*L3_epsd3_z - L3_lambda_z2
+        L3_t28 = (0.75)*L3_oo3_xy + L3_t27
+        L3_F3_y_2 = (2.5)*L3_a3_y_3 + L3_t28
+        L3_t29 = -0.75*L3_epsd3_y_3 - L3_lambda_z3
+        L3_t30 = (0.75)*L3_oo3_xz + L3_t29
+        L3_F3_z_2 = (2.5)*L3_a2_z_3 + L3_t30
+        L3_N3_x_2 = (0.001)*L3_epsd3_x_3
+        L3_t31 = -0.75*L3_a2_z_3 - 0.304*L3_oo3_xz
+        L3_t32 = (0.305)*L3_epsd3_y_3 + L3_t31
+        L3_N3_y_2 = L3_kc0*L3_lambda_z3 + L3_t32
+        L3_t33 = (0.75)*L3_a3_y_3 + (0.304)*L3_oo3_xy
+        L3_t34 = (0.305)*L3_epsd3_z + L3_t33
+        L3_N3_z_2 = -L3_kc0*L3_lambda_z2 + L3_t34
+        L3_F_c3_x_2 = L3_F3_x_2*L3_u_c2 - L3_F3_y_2*L3_u_s2
+        L3_F_c3_y_2 = L3_F3_x_2*L3_u_s2 + L3_F3_y_2*L3_u_c2
+        L3_N2_x_2 = L3_N3_x_2*L3_u_c2 - L3_N3_y_2*L3_u_s2
+        L3_N2_y_2 = L3_N3_x_2*L3_u_s2 + L3_N3_y_2*L3_u_c2
+        L3_t35 = L3_F3_z_2*L3_beta2_20 + L3_F_c3_x_2*L3_beta2_00
+        L3_F_c2_x_2 = L3_F_c3_y_2*L3_kc12 + L3_t35
+        L3_t36 = L3_F3_z_2*L3_beta2_21 + L3_F_c3_x_2*L3_beta2_01
+        L3_F_c2_y_2 = L3_F_c3_y_2*L3_kc13 + L3_t36
+        L3_t37 = L3_F3_z_2*L3_beta2_22 + L3_F_c3_x_2*L3_beta2_02
+        L3_F_c2_z_2 = L3_F_c3_y_2*L3_kc14 + L3_t37
+        L3_t38 = L3_F_c2_x_2 + 3.0*L3_a1_x
+        L3_F1_x_2 = (0.36)*L3_oo1_W_00 + L3_t38
+        L3_t39 = L3_F_c2_y_2 + 3.0*L3_a1_y
+        L3_t40 = (0.36)*L3_epsd1_z + L3_t39
+        L3_F1_y_2 = (0.36)*L3_oo1_xy + L3_t40
+        L3_t41 = L3_F_c2_z_2 + 3.0*L3_a1_J_z
+        L3_t42 = -0.36*L3_epsd1_y + L3_t41
+        L3_F1_z_2 = (0.36)*L3_oo1_xz + L3_t42
+        L3_t43 = L3_N2_x_2*L3_beta2_00 + (0.002)*L3_epsd1_x
+        L3_t44 = L3_N2_y_2*L3_kc12 + L3_t43
+        L3_N1_x_2 = L3_N3_z_2*L3_beta2_20 + L3_t44
+        L3_t45 = -0.36*L3_a1_J_z - 0.0612*L3_oo1_xz
+        L3_t46 = (0.0632)*L3_epsd1_y + L3_t45
+        L3_t47 = -0.25*L3_F_c2_z_2 + L3_t46
+        L3_t48 = L3_N2_x_2*L3_beta2_01 + L3_t47
+        L3_t49 = L3_N2_y_2*L3_kc13 + L3_t48
+        L3_N1_y_2 = L3_N3_z_2*L3_beta2_21 + L3_t49
+        L3_t50 = (0.36)*L3_a1_y + (0.0632)*L3_epsd1_z
+        L3_t51 = (0.0612)*L3_oo1_xy + L3_t50
+        L3_t52 = 0.25*L3_F_c2_y_2 + L3_t51
+        L3_t53 = L3_N2_x_2*L3_beta2_02 + L3_t52
+        L3_t54 = L3_N2_y_2*L3_kc14 + L3_t53
+        L3_N1_z_2 = L3_N3_z_2*L3_beta2_22 + L3_t54
+        L3_t55 = L3_F1_x_2*L3_beta1_00 + L3_F1_y_2*L3_beta1_10
+        L3_F_base_x = L3_F1_z_2*L3_kc7 + L3_t55
+        L3_t56 = L3_F1_x_2*L3_beta1_01 + L3_F1_y_2*L3_beta1_11
+        L3_F_base_y = L3_F1_z_2*L3_kc8 + L3_t56
+        L3_F_base_z = -L3_F1_x_2*L3_crank_s - L3_F1_y_2*L3_crank_c
+        cl3_out.append((L3_N1_x_2, L3_N1_y_2, L3_N1_z_2, L3_F_base_x, L3_F_base_y, L3_F_base_z,))
+    leg1_N1_x_2, leg1_N1_y_2, leg1_N1_z_2, leg1_F_base_x, leg1_F_base_y, leg1_F_base_z, = cl3_out[0]
+    leg2_N1_x_2, leg2_N1_y_2, leg2_N1_z_2, leg2_F_base_x, leg2_F_base_y, leg2_F_base_z, = cl3_out[1]
+    leg3_N1_x_2, leg3_N1_y_2, leg3_N1_z_2, leg3_F_base_x, leg3_F_base_y, leg3_F_base_z, = cl3_out[2]
+    leg4_N1_x_2, leg4_N1_y_2, leg4_N1_z_2, leg4_F_base_x, leg4_F_base_y, leg4_F_base_z, = cl3_out[3]
+    leg5_N1_x_2, leg5_N1_y_2, leg5_N1_z_2, leg5_F_base_x, leg5_F_base_y, leg5_F_base_z, = cl3_out[4]
+    leg6_N1_x_2, leg6_N1_y_2, leg6_N1_z_2, leg6_F_base_x, leg6_F_base_y, leg6_F_base_z, = cl3_out[5]
+    base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
+    base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
+    base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
+    base_moment_x = 0.273616114660535*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - leg1_N1_y_2*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2 - 0.273616114660535*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 - leg2_N1_y_2*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2 - 0.7878462024097664*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - leg3_N1_y_2*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2 - 0.5142300877492315*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - leg4_N1_y_2*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2 + 0.5142300877492315*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 - leg5_N1_y_2*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2 + 0.7878462024097664*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 - leg6_N1_y_2*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2
+    base_moment_y = 0.7517540966287268*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 - leg1_N1_y_2*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2 + 0.7517540966287268*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 - leg2_N1_y_2*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2 - 0.1389185421335443*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - leg3_N1_y_2*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2 - 0.6128355544951825*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - leg4_N1_y_2*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2 - 0.6128355544951825*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - leg5_N1_y_2*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2 - 0.1389185421335443*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - leg6_N1_y_2*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2
+    base_moment_z = -0.273616114660535*leg1_F_base_x - 0.7517540966287268*leg1_F_base_y + leg1_N1_x_2*leg1_crank_s + leg1_N1_y_2*leg1_crank_c + 0.273616114660535*leg2_F_base_x - 0.7517540966287268*leg2_F_base_y + leg2_N1_x_2*leg2_crank_s + leg2_N1_y_2*leg2_crank_c + 0.7878462024097664*leg3_F_base_x + 0.1389185421335443*leg3_F_base_y + leg3_N1_x_2*leg3_crank_s + leg3_N1_y_2*leg3_crank_c + 0.5142300877492315*leg4_F_base_x + 0.6128355544951825*leg4_F_base_y + leg4_N1_x_2*leg4_crank_s + leg4_N1_y_2*leg4_crank_c - 0.5142300877492315*leg5_F_base_x + 0.6128355544951825*leg5_F_base_y + leg5_N1_x_2*leg5_crank_s + leg5_N1_y_2*leg5_crank_c - 0.7878462024097664*leg6_F_base_x + 0.1389185421335443*leg6_F_base_y + leg6_N1_x_2*leg6_crank_s + leg6_N1_y_2*leg6_crank_c
     xdot[0] = v_x
     xdot[1] = v_y
     xdot[2] = v_z

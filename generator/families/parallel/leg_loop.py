@@ -16,8 +16,9 @@ vector lanes:
    loop) are the slots, one column per leg. The statements are split in levels: a leg
    statement that reads a mechanism-wide value computed from the legs (udot, from the
    reduction) goes into a later loop than the values it was computed from; a call with no
-   vector form (``sin``, ``cos``, ``fmax``...; not ``atan2``, printed as the branch-free
-   ``mg_atan2``) gets a loop of its own between two
+   vector form (``sin``, ``cos``, ``fmax``..., and ``atan2``: the branch-free ``mg_atan2``
+   vectorises alone, but merged into a large body it can stop GCC vectorising that on
+   SSE2) gets a loop of its own between two
    vector loops. Each leg's checks become results of the loop, checked after it in the
    kernel's order (the first failing check is the same: the loop computes on with NaN).
    Within a body, statements of the slot constants alone are evaluated per leg at generation
@@ -119,7 +120,7 @@ def _canonical_expr(e: sp.Expr) -> sp.Expr:
 def _no_vector_form(node: sp.Basic) -> bool:
     """A call the compiler cannot evaluate in vector lanes bit for bit (generator/simd.py)."""
     if isinstance(node, (sp.Function, sp.Max, sp.Min)):       # fmax, fmin: their NaN rule
-        return not isinstance(node, (sp.Abs, sp.atan2))          # mg_atan2 vectorises
+        return not isinstance(node, sp.Abs)
     return node.is_Pow and not node.exp.is_Integer and node.exp not in (sp.Rational(1, 2),
                                                                         sp.Rational(-1, 2))
 
