@@ -193,7 +193,7 @@ def _crank_axis_along_the_rod(data: dict) -> None:
     leg["crank_dir"], leg["crank_axis"] = c.tolist(), (v - a * c).tolist()
 
 
-REFUSED: dict[str, tuple[str, Callable[[dict], None], str]] = {
+REFUSED: dict[str, tuple[str, Callable[[dict], None], str | tuple[str, ...]]] = {
     "complex coordinate": ("gough_stewart_docking", _set(("legs", 0, "base"), [1j, 0, 0]),
                            "legs[0].base"),
     "string coordinate": ("hunt_rus_docking", _set(("legs", 2, "platform"), [0.1, "y", 0]),
@@ -217,7 +217,10 @@ REFUSED: dict[str, tuple[str, Callable[[dict], None], str]] = {
                                     "limits.crank"),
     "crank much longer than the legs": ("hunt_rus_docking", _set(("leg", "crank"), 1e100),
                                         "crank"),
-    "crank axis along the rod": ("hunt_rus_docking", _crank_axis_along_the_rod, "dead point"),
+    # a dead point is also the edge of the reach: rounding (numpy's build) decides which of the
+    # two refusals of legs[0] comes first ("out of reach" seen with numpy 2.4.6, scipy 1.17.1)
+    "crank axis along the rod": ("hunt_rus_docking", _crank_axis_along_the_rod,
+                                 ("dead point", "legs[0]: leg leg1: the home pose is out of reach")),
     "zero rail": ("hexapod_pus", _set(("legs", 2, "rail"), [0, 0, 0]), "legs[2].rail"),
     "rod shorter than the rail's distance": ("hexapod_pus", _set(("legs", 5, "rod"), 0.2),
                                              "legs[5].rod"),
@@ -232,7 +235,9 @@ def test_degenerate_spec_is_refused_naming_the_field(case):
     change(data)
     with pytest.raises(ModelError) as e:
         platform_from_dict(data, SOURCE)
-    assert str(e.value).startswith(SOURCE) and fragment in str(e.value), str(e.value)
+    fragments = fragment if isinstance(fragment, tuple) else (fragment,)
+    assert str(e.value).startswith(SOURCE) and any(f in str(e.value) for f in fragments), \
+        str(e.value)
 
 
 def test_legs_through_one_point_build_a_model():
