@@ -123,9 +123,10 @@ def _loop(loop: ColumnLoop, printer, where: str) -> dict:
     printed values of the slots, one list per column), ``targets`` (one list per column),
     ``body`` (assignments), ``size`` (columns padded to :data:`LOOP_LANES`), ``count`` (the
     columns). For C, the slots split in two: ``constant_rows`` (a slot that is a number in
-    every column: one row of the values, padded with zeros, a ``static const`` array written
-    once at load time) and ``variable_slots`` / ``variable_columns`` (the rest, stored at every
-    call). The template names its arrays with ``prefix`` (filled in by :func:`_loop_prefixes`)."""
+    every column: one row of the values, a ``static const`` array written once at load time)
+    and ``variable_slots`` / ``variable_columns`` (the rest, stored at every call), both padded
+    with zero columns to ``size``. The template names its arrays with ``prefix`` (filled in by
+    :func:`_loop_prefixes`)."""
     name = lambda s, what: _identifier(s, f"{where}: column loop {what}")
     slots = [name(s, "slot") for s in loop.slots]
     columns = [[_code(printer, e, f"{where}: column loop value") for e in col]
@@ -133,15 +134,15 @@ def _loop(loop: ColumnLoop, printer, where: str) -> dict:
     size = -(-len(loop.columns) // LOOP_LANES) * LOOP_LANES
     constant = [all(sp.sympify(col[i]).is_Number for col in loop.columns)
                 for i in range(len(slots))]
-    padding = ["0.0"] * (size - len(columns))
+    padded = columns + [["0.0"] * len(slots)] * (size - len(columns))   # zero columns
     return {"slots": slots,
             "results": [name(s, "result") for s in loop.results],
             "columns": columns,
-            "constant_rows": [{"slot": s, "values": [col[i] for col in columns] + padding}
+            "constant_rows": [{"slot": s, "values": [col[i] for col in padded]}
                               for i, s in enumerate(slots) if constant[i]],
             "variable_slots": [s for i, s in enumerate(slots) if not constant[i]],
             "variable_columns": [[v for i, v in enumerate(col) if not constant[i]]
-                                 for col in columns],
+                                 for col in padded],
             "targets": [[name(t, "target") for t in col] for col in loop.targets],
             "body": [{"target": name(st.target, "assignment"),
                       "expr": _code(printer, st.expr, f"{where}: {st.target}")}

@@ -161,14 +161,16 @@ def max_ulp_error(x: np.ndarray, got: np.ndarray, exact_fn) -> float:
     """max over i of |got_i - f(x_i)| / ulp(f(x_i)), f evaluated by mpmath at 200 bits; the
     ulp of a real y in [2^(e-1), 2^e) is 2^(e-53) (2^-1074 below the normal range)."""
     import mpmath
-    worst = 0.0
     with mpmath.workprec(200):
-        for xi, gi in zip(x.tolist(), got.tolist()):
-            exact = exact_fn(mpmath.mpf(xi))
-            if exact == 0:
-                worst = max(worst, 0.0 if gi == 0 else float("inf"))
-                continue
-            _, e = mpmath.frexp(exact)
-            ulp = mpmath.ldexp(1, max(int(e) - 53, -1074))
-            worst = max(worst, float(abs(mpmath.mpf(gi) - exact) / ulp))
-    return worst
+        return max((ulps(gi, exact_fn(mpmath.mpf(xi)))
+                    for xi, gi in zip(x.tolist(), got.tolist())), default=0.0)
+
+
+def ulps(got: float, exact) -> float:
+    """|got - exact| in ulps of ``exact`` (an mpmath number; 0 or inf when exact is 0)."""
+    import mpmath
+    if exact == 0:
+        return 0.0 if got == 0 else float("inf")
+    _, e = mpmath.frexp(exact)
+    ulp = mpmath.ldexp(1, max(int(e) - 53, -1074))
+    return float(abs(mpmath.mpf(got) - exact) / ulp)
