@@ -29,8 +29,8 @@ has one gravity), only states our step accepts (inside the joint limits).
 
 Build: as bench/pinocchio_race.py (``-O3 -DNDEBUG``, plus ``-fno-math-errno`` as the runtime
 compiles the kernels (runtime/cbuild.py: sqrt inline, no libm call setting errno), the same
-flags for both sides, ``RACE_FLAGS``, unless ``MECHGEN_RACE_OURS_CFLAGS`` adds flags to our
-kernels' compilation; cached in
+flags for both sides, ``RACE_FLAGS``, and ``-fopenmp-simd`` for our kernels as the runtime
+gives it (``MECHGEN_RACE_OURS_CFLAGS`` replaces that); cached in
 bench/results/pinocchio_build/; the Pinocchio part compiles once, about a minute).
 Run ``python bench/pinocchio_constraint_race.py hexapod_spu`` for one mechanism's numbers.
 """
@@ -57,9 +57,10 @@ from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, TIMING_HEADER, 
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
 RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
-# extra flags for our kernels only, e.g. MECHGEN_RACE_OURS_CFLAGS=-fno-tree-slp-vectorize (as
-# runtime/cbuild.py compiles them); unset: both sides with RACE_FLAGS
-OURS_EXTRA_FLAGS = os.environ.get("MECHGEN_RACE_OURS_CFLAGS", "").split()
+# extra flags for our kernels only, e.g. MECHGEN_RACE_OURS_CFLAGS=-fno-tree-slp-vectorize;
+# unset: -fopenmp-simd, as runtime/cbuild.py compiles them (VECTOR_LOOP_FLAGS: it honours the
+# kernels' #pragma omp simd loops, changing no bit; Pinocchio has no such pragma)
+OURS_EXTRA_FLAGS = os.environ.get("MECHGEN_RACE_OURS_CFLAGS", "-fopenmp-simd").split()
 PROX = (1e-12, 1e-12, 1e-10, 10)     # absolute and relative accuracy, mu, max iterations
 CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]

@@ -13,8 +13,8 @@ variable and the W states advance together. Four things need care and are handle
   ``mg_cos_poly``) and marks the lane when an argument is out of its range; a marked lane's
   state is then computed again by the single-state kernel, whose result it keeps;
 - calls of the C library that have no vector form without ``-ffast-math`` (``pow``;
-  ``atan2`` is printed as the project's branch-free ``mg_atan2``, which vectorises;
-  ``fmax``/``fmin`` have no vector form that keeps their NaN rule). Each
+  ``atan2``, ``fmax`` and ``fmin`` are printed as the project's branch-free ``mg_atan2``,
+  ``mg_fmax`` and ``mg_fmin``, which vectorise). Each
   call is cut out of its line (the text of the call, innermost first, replaced by a fresh
   name) and evaluated per lane in a scalar loop, so its value is the very one the
   single-state kernel computes;
@@ -64,9 +64,10 @@ result bit for bit (``sqrt``, ``fabs`` and the arithmetic operators have one).""
 TRIG_CALLS = frozenset({"mg_sin", "mg_cos"})
 """The project's sine and cosine: vectorised by their polynomial path (:func:`poly_trig`)."""
 
-VECTOR_CALLS = frozenset({"sqrt", "fabs", "mg_atan2"}) | TRIG_CALLS
-"""Calls evaluated in vector lanes; ``mg_atan2`` (templates/c/sincos.c.j2) is branch-free
-arithmetic on doubles and their bits, so it vectorises bit for bit."""
+VECTOR_CALLS = frozenset({"sqrt", "fabs", "mg_atan2", "mg_fmax", "mg_fmin"}) | TRIG_CALLS
+"""Calls evaluated in vector lanes; ``mg_atan2``, ``mg_fmax`` and ``mg_fmin``
+(templates/c/sincos.c.j2) are branch-free arithmetic on doubles and their bits, so they
+vectorise bit for bit."""
 
 STACK_BYTES = 256 * 1024
 """Largest block buffer (W-wide arrays of crossing values, inputs and outputs) a batch may put

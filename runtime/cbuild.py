@@ -52,6 +52,14 @@ with ``-fno-tree-slp-vectorize``: GCC 12's straight-line vectoriser fuses ``a*b 
 pairs into ``vfmsubadd`` (FMA) despite ``-ffp-contract=off`` when the CPU has FMA, which would
 change the single-state kernels' last bits. None changes a result: no fast-math, no
 contraction. Without them the batch runs the single-state kernel state after state."""
+VECTOR_LOOP_FLAGS = ["-fopenmp-simd"]
+"""Given to every build, when the compiler accepts them (:func:`vector_loop_flags`): the
+single-state kernels' ``#pragma omp simd`` loops (gathered sines and cosines, a platform's
+loops over its legs) are then vectorised as written, each lane computing the same IEEE
+operations as the scalar form (the same bits). Without it GCC's cost model keeps some of them
+scalar: the loops of the project's selects (mg_atan2, mg_fmax, mg_fmin), whose masked form is
+4x slower than a ternary when run scalar (docs/sincos.md): gough_stewart_docking ``step``
+1270 -> 6xx ns at ``-O2 -mavx2`` (measured, docs/algorithms.md §1.6.4)."""
 ISA_FLAGS = ["-mavx2"]
 """Given when the CPU that builds has AVX2 and the compiler takes them (:func:`isa_flags`). AVX2
 without FMA changes no result: GCC cannot fuse a multiply-add it has no instruction for, and
@@ -197,13 +205,20 @@ def isa_flags() -> list[str]:
     return list(ISA_FLAGS) if value == "1" or host_has_avx2(cc) else []
 
 
+def vector_loop_flags() -> list[str]:
+    """:data:`VECTOR_LOOP_FLAGS` the compiler accepts."""
+    cc = compiler_command()
+    return [flag for flag in VECTOR_LOOP_FLAGS if accepts(cc, flag)]
+
+
 def cflags(simd: bool | None = None) -> list[str]:
-    """The flags the kernels are compiled with: :data:`CFLAGS` and :func:`isa_flags`; with
+    """The flags the kernels are compiled with: :data:`CFLAGS`, :func:`isa_flags` and
+    :func:`vector_loop_flags`; with
     ``simd`` (default: the environment's :data:`SIMD_ENV`) also ``-DMECHGEN_SIMD=1`` and each
     of :data:`OPTIONAL_CFLAGS` the compiler accepts (a compiler without them builds the blocks
     lane by lane, with the same results)."""
     if not (simd_requested() if simd is None else simd):
-        return CFLAGS + isa_flags()
+        return CFLAGS + isa_flags() + vector_loop_flags()
     cc = compiler_command()
     flags = CFLAGS + isa_flags() + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
     if "-fno-tree-slp-vectorize" not in flags and "-march=native" in flags:

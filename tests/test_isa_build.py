@@ -45,13 +45,14 @@ def _inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
 def test_avx2_flags_are_given_as_asked(monkeypatch):
     cc = cbuild.compiler_command()
     takes = all(cbuild.accepts(cc, f) for f in cbuild.ISA_FLAGS)
+    loops = cbuild.vector_loop_flags()
     monkeypatch.setenv(cbuild.ISA_ENV, "0")
-    assert cbuild.cflags() == cbuild.CFLAGS
+    assert cbuild.cflags() == cbuild.CFLAGS + loops
     monkeypatch.setenv(cbuild.ISA_ENV, "1")
-    assert cbuild.cflags() == cbuild.CFLAGS + (cbuild.ISA_FLAGS if takes else [])
+    assert cbuild.cflags() == cbuild.CFLAGS + (cbuild.ISA_FLAGS if takes else []) + loops
     monkeypatch.delenv(cbuild.ISA_ENV)
     assert cbuild.cflags() == cbuild.CFLAGS + (cbuild.ISA_FLAGS if takes and
-                                               cbuild.host_has_avx2(cc) else [])
+                                               cbuild.host_has_avx2(cc) else []) + loops
     monkeypatch.setenv(cbuild.ISA_ENV, "yes")
     with pytest.raises(ValueError, match="MECHGEN_AVX2 must be 0 or 1"):
         cbuild.cflags()

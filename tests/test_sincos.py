@@ -19,7 +19,7 @@ import sympy as sp
 
 from mechgen.generator.backends.c import CPrinter
 from mechgen.generator.passes.sincos import pair_sincos, whole_call
-from tests.trig_driver import max_ulp_error, run, run_atan2, trig_library, ulps
+from tests.trig_driver import max_ulp_error, run, run_atan2, run_pair, trig_library, ulps
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND = 1.6e6                   # MG_TRIG_BOUND of the prelude
@@ -195,3 +195,66 @@ def test_vectorised_atan2_gives_the_scalar_bits(scalar, vectorised):
     want = run_atan2(scalar, y, x).view(np.uint64)
     for routine in ("simd", "mg"):
         np.testing.assert_array_equal(run_atan2(vectorised, y, x, routine).view(np.uint64), want)
+
+
+# --- fmax, fmin and the two forms of mg_select ------------------------------------------------
+
+_PAIR_VALUES = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf, np.nan, 5e-324, -5e-324,
+                1.7976931348623157e308, -1.7976931348623157e308]
+
+
+def _all_pairs() -> tuple[np.ndarray, np.ndarray]:
+    x, y = (a.ravel() for a in np.meshgrid(_PAIR_VALUES, _PAIR_VALUES))
+    rng = np.random.default_rng(5)
+    rx, ry = rng.normal(size=2000), rng.normal(size=2000)
+    ry[::3] = rx[::3]                                 # equal arguments
+    return np.concatenate([x, rx]), np.concatenate([y, ry])
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_and_fmin_follow_c99_and_take_y_on_ties(scalar, name):
+    """C99 F.9.9.2/3: a NaN argument loses to a number (both NaN: NaN); otherwise the larger
+    (smaller); arguments that compare equal (+0 and -0 included) give y, as glibc's x86-64
+    fmax does, on every CPU."""
+    x, y = _all_pairs()
+    got = run_pair(scalar, name, x, y)
+    pick = np.greater if name == "fmax" else np.less
+    want = np.where(np.isnan(x), y, np.where(np.isnan(y), x, np.where(pick(x, y), x, y)))
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    libm = run_pair(scalar, name, x, y, "libm")
+    differ = got.view(np.uint64) != libm.view(np.uint64)
+    assert np.all((x[differ] == 0) & (y[differ] == 0))  # at most the sign of a zero
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_vectorised_fmax_and_fmin_give_the_scalar_bits(scalar, vectorised, name):
+    x, y = _all_pairs()
+    want = run_pair(scalar, name, x, y).view(np.uint64)
+    for routine in ("simd", "mg"):
+        np.testing.assert_array_equal(run_pair(vectorised, name, x, y, routine).view(np.uint64),
+                                      want)
+
+
+def test_both_forms_of_the_select_give_the_same_bits():
+    """MG_SELECT_BITS 1 (a mask on the bits: AVX2, AVX-512) and 0 (a ternary: other targets)
+    compute the same atan2, fmax and fmin, scalar and under #pragma omp simd."""
+    rng = np.random.default_rng(19)
+    y, x = _atan2_pairs(rng, 4000)
+    px, py = _all_pairs()
+    results = []
+    for bits in (0, 1):
+        lib = trig_library(simd=True, select_bits=bits)
+        for routine in ("mg", "simd"):
+            results.append([run_atan2(lib, y, x, routine).view(np.uint64),
+                            run_pair(lib, "fmax", px, py, routine).view(np.uint64),
+                            run_pair(lib, "fmin", px, py, routine).view(np.uint64)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_c_printer_writes_max_and_min_as_the_project_routines():
+    a, b, c = sp.symbols("a b c")
+    printer = CPrinter({"strict": False})
+    assert printer.doprint(sp.Max(a, b)) in ("mg_fmax(a, b)", "mg_fmax(b, a)")
+    assert re.fullmatch(r"mg_fmin\(\w, mg_fmin\(\w, \w\)\)", printer.doprint(sp.Min(a, b, c)))

@@ -32,6 +32,12 @@ double libm_sincos_sum(const double *x, int64_t n, int64_t reps);
 void mg_atan2_array(const double *y, const double *x, double *out, int64_t n);
 void mg_atan2_simd_array(const double *y, const double *x, double *out, int64_t n);
 void libm_atan2_array(const double *y, const double *x, double *out, int64_t n);
+void mg_fmax_array(const double *x, const double *y, double *out, int64_t n);
+void mg_fmin_array(const double *x, const double *y, double *out, int64_t n);
+void mg_fmax_simd_array(const double *x, const double *y, double *out, int64_t n);
+void mg_fmin_simd_array(const double *x, const double *y, double *out, int64_t n);
+void libm_fmax_array(const double *x, const double *y, double *out, int64_t n);
+void libm_fmin_array(const double *x, const double *y, double *out, int64_t n);
 """
 
 LOOPS = r"""
@@ -109,6 +115,23 @@ void libm_atan2_array(const double *y, const double *x, double *out, int64_t n)
 {
     for (int64_t i = 0; i < n; ++i) out[i] = atan2(y[i], x[i]);
 }
+
+#define MG_PAIR_LOOPS(NAME, CALL)                                                      \
+void mg_##NAME##_array(const double *x, const double *y, double *out, int64_t n)       \
+{                                                                                      \
+    for (int64_t i = 0; i < n; ++i) out[i] = CALL(x[i], y[i]);                         \
+}                                                                                      \
+void mg_##NAME##_simd_array(const double *x, const double *y, double *out, int64_t n)  \
+{                                                                                      \
+    _Pragma("omp simd")                                                                \
+    for (int64_t i = 0; i < n; ++i) out[i] = CALL(x[i], y[i]);                         \
+}                                                                                      \
+void libm_##NAME##_array(const double *x, const double *y, double *out, int64_t n)     \
+{                                                                                      \
+    for (int64_t i = 0; i < n; ++i) out[i] = NAME(x[i], y[i]);                         \
+}
+MG_PAIR_LOOPS(fmax, mg_fmax)
+MG_PAIR_LOOPS(fmin, mg_fmin)
 """
 
 
@@ -117,12 +140,16 @@ def prelude() -> str:
     return _env().get_template("c/sincos.c.j2").render()
 
 
-def trig_library(simd: bool = False):
+def trig_library(simd: bool = False, select_bits: int | None = None):
     """The cffi module (``.ffi``, ``.lib``) of the loops above, built with the runtime's flags
-    (``simd``: the SIMD build's)."""
+    (``simd``: the SIMD build's); ``select_bits`` 0 or 1 forces the form of ``mg_select``
+    (``MG_SELECT_BITS``; default: the target's)."""
     source = "#include <math.h>\n#include <stdint.h>\n" + prelude() + LOOPS
+    flags = cbuild.cflags(simd)
+    if select_bits is not None:
+        flags = [*flags, f"-DMG_SELECT_BITS={int(select_bits)}"]
     return cbuild.build_driver("sincos", CDEF, "trig.h", {"trig.c": source, "trig.h": CDEF},
-                               cbuild.cflags(simd))
+                               flags)
 
 
 def _ptr(ffi, a: np.ndarray, ctype: str = "double *"):
@@ -154,6 +181,17 @@ def run_atan2(module, y: np.ndarray, x: np.ndarray, routine: str = "mg") -> np.n
     fn = {"mg": module.lib.mg_atan2_array, "simd": module.lib.mg_atan2_simd_array,
           "libm": module.lib.libm_atan2_array}[routine]
     fn(_ptr(module.ffi, y), _ptr(module.ffi, x), _ptr(module.ffi, out), x.size)
+    return out
+
+
+def run_pair(module, name: str, x: np.ndarray, y: np.ndarray, routine: str = "mg") -> np.ndarray:
+    """``name`` ("fmax" or "fmin") of (x_i, y_i) by ``routine``: "mg" (mg_fmax, mg_fmin), "simd"
+    (the same under #pragma omp simd) or "libm"."""
+    x, y = (np.ascontiguousarray(a, dtype=float) for a in np.broadcast_arrays(x, y))
+    out = np.empty_like(x)
+    fn = getattr(module.lib, {"mg": f"mg_{name}_array", "simd": f"mg_{name}_simd_array",
+                              "libm": f"libm_{name}_array"}[routine])
+    fn(_ptr(module.ffi, x), _ptr(module.ffi, y), _ptr(module.ffi, out), x.size)
     return out
 
 

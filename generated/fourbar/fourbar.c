@@ -133,16 +133,25 @@ static inline MG_ALWAYS_INLINE double mg_cos(double x)
     return c;
 }
 
-/* mg_atan2(y, x): atan2 with the same bits on every CPU and C library, branch-free, so that
- * #pragma omp simd vectorises it bit for bit (selects on the bits, not branches). Both
- * arguments are first scaled by one power of two (exact) into [2^-1000, 2^1000] when their
- * larger magnitude lies outside; u = |y| / |x| is then never formed: fdlibm's reduction of
- * atan (s_atan.c: intervals 7/16, 11/16, 19/16, 39/16 of u, centres atan(1/2), atan(1),
- * atan(3/2), pi/2) is written as one quotient of |y| and |x| (one division), followed by
- * fdlibm's polynomial; the quadrant from the sign bits. Zeros, infinities and NaN as C99's
- * atan2 (Annex F). */
-static inline MG_ALWAYS_INLINE double mg_bits_select(uint64_t m, double a, double b)
+/* mg_select(c, a, b): c ? a : b, with a and b both evaluated first. Two forms, the same
+ * bits: where GCC vectorises a select on the bits of doubles (AVX2, AVX-512: MG_SELECT_BITS
+ * 1), a mask made from c (so that a large loop holding it stays vectorisable; a ternary of
+ * computed values is compiled as a branch there, which stops the vectoriser); elsewhere the
+ * ternary (SSE2 has no vector select of 64-bit masks, so such a loop runs scalar, where the
+ * ternary is 4x faster than the mask moved through the integer registers). The masks pay
+ * only where the loops are vectorised: compile with -fopenmp-simd (as the runtime does), or
+ * give -DMG_SELECT_BITS=0. */
+#ifndef MG_SELECT_BITS
+#if defined(__AVX2__)
+#define MG_SELECT_BITS 1
+#else
+#define MG_SELECT_BITS 0
+#endif
+#endif
+#if MG_SELECT_BITS
+static inline MG_ALWAYS_INLINE double mg_select(int c, double a, double b)
 {
+    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
     uint64_t ua, ub, r;
     double out;
     memcpy(&ua, &a, sizeof ua);
@@ -151,12 +160,35 @@ static inline MG_ALWAYS_INLINE double mg_bits_select(uint64_t m, double a, doubl
     memcpy(&out, &r, sizeof out);
     return out;
 }
-
-static inline MG_ALWAYS_INLINE uint64_t mg_bits_mask(int c)
+#else
+static inline MG_ALWAYS_INLINE double mg_select(int c, double a, double b)
 {
-    return (uint64_t)0 - (uint64_t)(c != 0);
+    return c ? a : b;
+}
+#endif
+
+/* mg_fmax(x, y), mg_fmin(x, y): C99's fmax and fmin (a NaN argument loses to a number), with
+ * one rule where the arguments compare equal: y (so mg_fmax(0.0, -0.0) is -0.0, as glibc's
+ * x86-64 fmax gives; AArch64's fmaxnm orders the zeros). A select, not a call, so that a
+ * loop holding it vectorises bit for bit (libm's fmax has no vector form). */
+static inline MG_ALWAYS_INLINE double mg_fmax(double x, double y)
+{
+    return mg_select((x > y) | (y != y), x, y);
 }
 
+static inline MG_ALWAYS_INLINE double mg_fmin(double x, double y)
+{
+    return mg_select((x < y) | (y != y), x, y);
+}
+
+/* mg_atan2(y, x): atan2 with the same bits on every CPU and C library, written with
+ * selects (mg_select), not branches, so that #pragma omp simd vectorises it bit for bit. Both
+ * arguments are first scaled by one power of two (exact) into [2^-1000, 2^1000] when their
+ * larger magnitude lies outside; u = |y| / |x| is then never formed: fdlibm's reduction of
+ * atan (s_atan.c: intervals 7/16, 11/16, 19/16, 39/16 of u, centres atan(1/2), atan(1),
+ * atan(3/2), pi/2) is written as one quotient of |y| and |x| (one division), followed by
+ * fdlibm's polynomial; the quadrant from the signs. Zeros, infinities and NaN as C99's
+ * atan2 (Annex F). */
 static inline MG_ALWAYS_INLINE double mg_atan2(double y, double x)
 {
     const double atanhi1 = 4.63647609000806093515e-01, atanlo1 = 2.26987774529616870924e-17;
@@ -169,74 +201,62 @@ static inline MG_ALWAYS_INLINE double mg_atan2(double y, double x)
                  aT6 = 6.66107313738753120669e-02, aT7 = -5.83357013379057348645e-02,
                  aT8 = 4.97687799461593236017e-02, aT9 = -3.65315727442169155270e-02,
                  aT10 = 1.62858201153657823623e-02;
-    const uint64_t sign = (uint64_t)1 << 63;
-    uint64_t ux, uy;
-    memcpy(&ux, &x, sizeof ux);
-    memcpy(&uy, &y, sizeof uy);
     double ax = fabs(x), ay = fabs(y);
     /* both infinite: as |x| = |y| = 1; both zero: as |x| = 1, |y| = 0 (the quadrant below) */
-    const uint64_t both_inf = mg_bits_mask((ax == INFINITY) & (ay == INFINITY));
-    ax = mg_bits_select(both_inf, 1.0, ax);
-    ay = mg_bits_select(both_inf, 1.0, ay);
-    ax = mg_bits_select(mg_bits_mask((ax == 0.0) & (ay == 0.0)), 1.0, ax);
+    const int both_inf = (ax == INFINITY) & (ay == INFINITY);
+    ax = mg_select(both_inf, 1.0, ax);
+    ay = mg_select(both_inf, 1.0, ay);
+    ax = mg_select((ax == 0.0) & (ay == 0.0), 1.0, ax);
     /* scale by a power of two into [2^-1000, 2^1000]: no overflow or subnormal below */
-    const double mx = mg_bits_select(mg_bits_mask(ay > ax), ay, ax);
-    double s = mg_bits_select(mg_bits_mask(mx > 0x1p1000), 0x1p-600, 1.0);
-    s = mg_bits_select(mg_bits_mask(mx < 0x1p-1000), 0x1p600, s);
+    const double mx = mg_select(ay > ax, ay, ax);
+    double s = mg_select(mx > 0x1p1000, 0x1p-600, 1.0);
+    s = mg_select(mx < 0x1p-1000, 0x1p600, s);
     ax *= s;
     ay *= s;
     /* the interval of u = ay / ax, then t = the reduced argument, one quotient */
-    const uint64_t i1 = mg_bits_mask(ay >= 0.4375 * ax);
-    const uint64_t i2 = mg_bits_mask(ay >= 0.6875 * ax);
-    const uint64_t i3 = mg_bits_mask(ay * 0.8421052631578947 >= ax);      /* u >= 19/16 */
-    const uint64_t i4 = mg_bits_mask(ay * 0.41025641025641024 >= ax);     /* u >= 39/16 */
+    const int i1 = (ay >= 0.4375 * ax);
+    const int i2 = (ay >= 0.6875 * ax);
+    const int i3 = (ay * 0.8421052631578947 >= ax);      /* u >= 19/16 */
+    const int i4 = (ay * 0.41025641025641024 >= ax);     /* u >= 39/16 */
     double num = ay, den = ax, hi = 0.0, lo = 0.0;
-    num = mg_bits_select(i1, ay - 0.5 * ax, num);
-    den = mg_bits_select(i1, ax + 0.5 * ay, den);
-    hi = mg_bits_select(i1, atanhi1, hi);
-    lo = mg_bits_select(i1, atanlo1, lo);
-    num = mg_bits_select(i2, ay - ax, num);
-    den = mg_bits_select(i2, ay + ax, den);
-    hi = mg_bits_select(i2, atanhi2, hi);
-    lo = mg_bits_select(i2, atanlo2, lo);
-    num = mg_bits_select(i3, ay - 1.5 * ax, num);
-    den = mg_bits_select(i3, ax + 1.5 * ay, den);
-    hi = mg_bits_select(i3, atanhi3, hi);
-    lo = mg_bits_select(i3, atanlo3, lo);
-    num = mg_bits_select(i4, -ax, num);
-    den = mg_bits_select(i4, ay, den);
-    hi = mg_bits_select(i4, atanhi4, hi);
-    lo = mg_bits_select(i4, atanlo4, lo);
+    num = mg_select(i1, ay - 0.5 * ax, num);
+    den = mg_select(i1, ax + 0.5 * ay, den);
+    hi = mg_select(i1, atanhi1, hi);
+    lo = mg_select(i1, atanlo1, lo);
+    num = mg_select(i2, ay - ax, num);
+    den = mg_select(i2, ay + ax, den);
+    hi = mg_select(i2, atanhi2, hi);
+    lo = mg_select(i2, atanlo2, lo);
+    num = mg_select(i3, ay - 1.5 * ax, num);
+    den = mg_select(i3, ax + 1.5 * ay, den);
+    hi = mg_select(i3, atanhi3, hi);
+    lo = mg_select(i3, atanlo3, lo);
+    num = mg_select(i4, -ax, num);
+    den = mg_select(i4, ay, den);
+    hi = mg_select(i4, atanhi4, hi);
+    lo = mg_select(i4, atanlo4, lo);
     /* x < 0 (or -0): pi - atan(u) = (pi - hi) + atan(-t), the constant pi - hi in two parts */
-    const uint64_t neg = mg_bits_mask((ux & sign) != 0);
-    double nhi = mg_bits_select(i1, 2.677945044588987, 3.141592653589793);
-    double nlo = mg_bits_select(i1, 1.5527705369303147e-16, 1.2246467991473532e-16);
-    nhi = mg_bits_select(i2, 2.356194490192345, nhi);
-    nlo = mg_bits_select(i2, 9.184850993605148e-17, nlo);
-    nhi = mg_bits_select(i3, 2.158798930342464, nhi);
-    nlo = mg_bits_select(i3, 2.1958367134601997e-16, nlo);
-    nhi = mg_bits_select(i4, 1.5707963267948966, nhi);
-    nlo = mg_bits_select(i4, 6.123233995736766e-17, nlo);
-    hi = mg_bits_select(neg, nhi, hi);
-    lo = mg_bits_select(neg, nlo, lo);
-    uint64_t ut;
-    double t = num / den;
-    memcpy(&ut, &t, sizeof ut);
-    ut ^= neg & sign;
-    memcpy(&t, &ut, sizeof t);
+    const int neg = copysign(1.0, x) < 0.0;
+    double nhi = mg_select(i1, 2.677945044588987, 3.141592653589793);
+    double nlo = mg_select(i1, 1.5527705369303147e-16, 1.2246467991473532e-16);
+    nhi = mg_select(i2, 2.356194490192345, nhi);
+    nlo = mg_select(i2, 9.184850993605148e-17, nlo);
+    nhi = mg_select(i3, 2.158798930342464, nhi);
+    nlo = mg_select(i3, 2.1958367134601997e-16, nlo);
+    nhi = mg_select(i4, 1.5707963267948966, nhi);
+    nlo = mg_select(i4, 6.123233995736766e-17, nlo);
+    hi = mg_select(neg, nhi, hi);
+    lo = mg_select(neg, nlo, lo);
+    const double q = num / den;
+    const double t = mg_select(neg, -q, q);
     /* hi + atan(t) (fdlibm s_atan.c; hi = lo = 0 on the first interval of x >= 0) */
     const double z = t * t;
     const double w = z * z;
     const double s1 = z * (aT0 + w * (aT2 + w * (aT4 + w * (aT6 + w * (aT8 + w * aT10)))));
     const double s2 = w * (aT1 + w * (aT3 + w * (aT5 + w * (aT7 + w * aT9))));
     const double r = hi - ((t * (s1 + s2) - lo) - t);
-    /* the sign of y */
-    uint64_t ur;
-    memcpy(&ur, &r, sizeof ur);
-    ur |= uy & sign;
-    double out;
-    memcpy(&out, &ur, sizeof out);
-    return mg_bits_select(mg_bits_mask((x != x) | (y != y)), x + y, out);
+    /* the sign of y (r >= +0 here) */
+    return mg_select((x != x) | (y != y), x + y, copysign(r, y));
 }
 
 /* MG_SIMD_WIDTH: states per block of the _batch kernels' SIMD blocks, fixed when this file is

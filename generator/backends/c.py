@@ -22,8 +22,8 @@ KEYWORDS = frozenset({
 })
 TRIG_NAMES = ("mg_sincos", "mg_sincos_poly", "mg_sin", "mg_cos", "mg_sin_poly", "mg_cos_poly",
               "mg_trig_out_of_range", "MG_TRIG_BOUND", "MG_ALWAYS_INLINE", "mg_atan2",
-              "mg_bits_select", "mg_bits_mask")
-"""The project's sin, cos and atan2, defined once per C file (templates/c/sincos.c.j2,
+              "mg_select", "MG_SELECT_BITS", "mg_fmax", "mg_fmin")
+"""The project's sin, cos, atan2, fmax and fmin, defined once per C file (templates/c/sincos.c.j2,
 docs/sincos.md)."""
 # what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
 # Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
@@ -69,6 +69,20 @@ class CPrinter(ScalarLines, C99CodePrinter):
     def _print_atan2(self, e) -> str:
         """atan2(y, x) as the project's ``mg_atan2(y, x)`` (branch-free: it vectorises)."""
         return f"mg_atan2({self._print(e.args[0])}, {self._print(e.args[1])})"
+
+    def _print_Max(self, e) -> str:
+        """Max(a, b, ...) as nested ``mg_fmax`` (fmax's NaN rule, branch-free: it vectorises)."""
+        return self._nested("mg_fmax", e.args)
+
+    def _print_Min(self, e) -> str:
+        """Min(a, b, ...) as nested ``mg_fmin``."""
+        return self._nested("mg_fmin", e.args)
+
+    def _nested(self, name: str, args) -> str:
+        first, rest = self._print(args[0]), args[1:]
+        if not rest:
+            return first
+        return f"{name}({first}, {self._nested(name, rest)})"
 
 
 class CBackend(Backend):

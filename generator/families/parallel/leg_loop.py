@@ -15,11 +15,11 @@ vector lanes:
    what a leg's statements read from outside (its constants, its inputs, values of an earlier
    loop) are the slots, one column per leg. The statements are split in levels: a leg
    statement that reads a mechanism-wide value computed from the legs (udot, from the
-   reduction) goes into a later loop than the values it was computed from; a call with no
-   vector form (``sin``, ``cos``, ``fmax``..., and ``atan2``: the branch-free ``mg_atan2``
-   vectorises alone, but merged into a large body it can stop GCC vectorising that on
-   SSE2) gets a loop of its own between two
-   vector loops. Each leg's checks become results of the loop, checked after it in the
+   reduction) goes into a later loop than the values it was computed from; a call
+   (``sin``, ``cos``, and ``atan2``, ``Max``, ``Min``: the project's ``mg_atan2``,
+   ``mg_fmax``, ``mg_fmin`` vectorise alone with AVX2, but merged into a large body they stop
+   GCC vectorising that body on SSE2, where no select of 64-bit masks vectorises) gets a loop
+   of its own between two vector loops. Each leg's checks become results of the loop, checked after it in the
    kernel's order (the first failing check is the same: the loop computes on with NaN).
    Within a body, statements of the slot constants alone are evaluated per leg at generation
    (new constant slots), common subexpressions are named, and every statement is split into
@@ -118,8 +118,10 @@ def _canonical_expr(e: sp.Expr) -> sp.Expr:
 
 
 def _no_vector_form(node: sp.Basic) -> bool:
-    """A call the compiler cannot evaluate in vector lanes bit for bit (generator/simd.py)."""
-    if isinstance(node, (sp.Function, sp.Max, sp.Min)):       # fmax, fmin: their NaN rule
+    """A call kept out of the large loop bodies: one the compiler cannot evaluate in vector
+    lanes bit for bit (generator/simd.py), or one of the project's selects (mg_atan2,
+    mg_fmax, mg_fmin), which vectorise alone but not inside a large body on SSE2."""
+    if isinstance(node, (sp.Function, sp.Max, sp.Min)):
         return not isinstance(node, sp.Abs)
     return node.is_Pow and not node.exp.is_Integer and node.exp not in (sp.Rational(1, 2),
                                                                         sp.Rational(-1, 2))
