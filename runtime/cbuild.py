@@ -58,8 +58,9 @@ single-state kernels' ``#pragma omp simd`` loops (gathered sines and cosines, a 
 loops over its legs) are then vectorised as written, each lane computing the same IEEE
 operations as the scalar form (the same bits). Without it GCC's cost model keeps some of them
 scalar: the loops of the project's selects (mg_atan2, mg_fmax, mg_fmin), whose masked form is
-4x slower than a ternary when run scalar (docs/sincos.md): gough_stewart_docking ``step``
-1270 -> 6xx ns at ``-O2 -mavx2`` (measured, docs/algorithms.md §1.6.4)."""
+4x slower than a ternary when run scalar (docs/sincos.md): gough_stewart_docking ``step`` takes
+1265 ns at ``-O2 -mavx2`` and 642 ns with ``-fopenmp-simd`` added (one state repeated, same
+run; docs/algorithms.md §1.6.4)."""
 ISA_FLAGS = ["-mavx2"]
 """Given when the CPU that builds has AVX2 and the compiler takes them (:func:`isa_flags`). AVX2
 without FMA changes no result: GCC cannot fuse a multiply-add it has no instruction for, and
