@@ -44,10 +44,10 @@ import cffi
 CFLAGS = ["-O2", "-std=c99", "-fno-math-errno", "-ffp-contract=off"]
 """Always given. ``-ffp-contract=off``: no fused multiply-add, so the vectorised batch of a
 kernel rounds exactly like its single-state form (and like any other CPU)."""
-OPTIONAL_CFLAGS = ["-fno-tree-slp-vectorize", "-fopenmp-simd", "-march=native"]
+OPTIONAL_CFLAGS = ["-fno-tree-slp-vectorize", "-march=native"]
 """Given with :data:`SIMD_ENV` set, when the compiler accepts them (:func:`cflags`), with
-``-DMECHGEN_SIMD=1``: ``#pragma omp simd`` then vectorises the batch kernels across states
-(templates/c/kernel.c.j2); ``-march=native`` lets it use the CPU's widest vectors, only together
+``-DMECHGEN_SIMD=1`` (and :data:`VECTOR_LOOP_FLAGS`, as every build: ``#pragma omp simd``
+then vectorises the batch kernels across states, templates/c/kernel.c.j2); ``-march=native`` lets it use the CPU's widest vectors, only together
 with ``-fno-tree-slp-vectorize``: GCC 12's straight-line vectoriser fuses ``a*b - c, a*b + c``
 pairs into ``vfmsubadd`` (FMA) despite ``-ffp-contract=off`` when the CPU has FMA, which would
 change the single-state kernels' last bits. None changes a result: no fast-math, no
@@ -221,7 +221,8 @@ def cflags(simd: bool | None = None) -> list[str]:
     if not (simd_requested() if simd is None else simd):
         return CFLAGS + isa_flags() + vector_loop_flags()
     cc = compiler_command()
-    flags = CFLAGS + isa_flags() + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
+    flags = CFLAGS + isa_flags() + vector_loop_flags() + [flag for flag in OPTIONAL_CFLAGS
+                                                          if accepts(cc, flag)]
     if "-fno-tree-slp-vectorize" not in flags and "-march=native" in flags:
         flags.remove("-march=native")
     return flags + ["-DMECHGEN_SIMD=1"]

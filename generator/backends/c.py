@@ -72,17 +72,11 @@ class CPrinter(ScalarLines, C99CodePrinter):
 
     def _print_Max(self, e) -> str:
         """Max(a, b, ...) as nested ``mg_fmax`` (fmax's NaN rule, branch-free: it vectorises)."""
-        return self._nested("mg_fmax", e.args)
+        return self._print_math_func(e, nest=True, known="mg_fmax")
 
     def _print_Min(self, e) -> str:
         """Min(a, b, ...) as nested ``mg_fmin``."""
-        return self._nested("mg_fmin", e.args)
-
-    def _nested(self, name: str, args) -> str:
-        first, rest = self._print(args[0]), args[1:]
-        if not rest:
-            return first
-        return f"{name}({first}, {self._nested(name, rest)})"
+        return self._print_math_func(e, nest=True, known="mg_fmin")
 
 
 class CBackend(Backend):
