@@ -52,15 +52,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench import pinocchio_constraint_model as pcm  # noqa: E402
-from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, TIMING_HEADER,  # noqa: E402
-                                  _cached, _hash, _prefix, c_symbol_prefix)
+from bench.pinocchio_race import (BUILD_DIR, FLAGS, OURS_EXTRA_FLAGS, PIN_DEFINES,  # noqa: E402
+                                  TIMING_HEADER, _cached, _hash, _prefix, c_symbol_prefix)
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
 RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
-# extra flags for our kernels only, e.g. MECHGEN_RACE_OURS_CFLAGS=-fno-tree-slp-vectorize;
-# unset: -fopenmp-simd, as runtime/cbuild.py compiles them (VECTOR_LOOP_FLAGS: it honours the
-# kernels' #pragma omp simd loops, changing no bit; Pinocchio has no such pragma)
-OURS_EXTRA_FLAGS = os.environ.get("MECHGEN_RACE_OURS_CFLAGS", "-fopenmp-simd").split()
 PROX = (1e-12, 1e-12, 1e-10, 10)     # absolute and relative accuracy, mu, max iterations
 CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]

@@ -47,7 +47,8 @@ the free flyer's coordinates and velocities, so only its rows time the same prob
 Euler-angle and frame-0 quaternion rows (a mass matrix that depends on the base attitude) stay
 for comparison (bench/general_robots.py FREE_BASE_RACE, ``--race``).
 
-Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math) into a
+Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math; our
+kernels also with OURS_EXTRA_FLAGS, ``-fopenmp-simd`` as the runtime gives it) into a
 binary cached in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and
 Pinocchio version. The Pinocchio object (~3 min to compile) is shared by all mechanisms; per
 mechanism only our C file and a small glue part of the harness are compiled (seconds). Not
@@ -103,6 +104,10 @@ NATIVE_FLAGS = ["-O3", "-DNDEBUG", "-march=native", "-ffp-contract=fast"]
 AVX2_FLAGS = ["-O3", "-DNDEBUG", "-mavx2", "-ffp-contract=off"]
 BUILDS = {"default": FLAGS, "native": NATIVE_FLAGS, "avx2": AVX2_FLAGS}
 """The race's builds: each compiles both sides with these flags (module doc)."""
+OURS_EXTRA_FLAGS = os.environ.get("MECHGEN_RACE_OURS_CFLAGS", "-fopenmp-simd").split()
+"""Added to our kernels' compilation only, as runtime/cbuild.py gives them (VECTOR_LOOP_FLAGS:
+the kernels' ``#pragma omp simd`` loops vectorised as written, no bit changed; Pinocchio has no
+such pragma); ``MECHGEN_RACE_OURS_CFLAGS`` replaces them (empty: none)."""
 PIN_DEFINES = ["-DPINOCCHIO_WITH_URDFDOM", "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
                "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
                "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
@@ -187,7 +192,7 @@ def build_harness(mech: str, src_dir: Path, kernels: list[str],
                 f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}",
                 f'-DMECHGEN_HEADER="{h}"',
                 "-DMECHGEN_KERNELS=" + "".join(f"K({k})" for k in kernels), "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *flags, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *flags, *OURS_EXTRA_FLAGS, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
     exe = BUILD_DIR / f"{mech}-{tag}{key}"
     if not exe.exists():
