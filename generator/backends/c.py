@@ -25,11 +25,18 @@ TRIG_NAMES = ("mg_sincos", "mg_sincos_poly", "mg_sin", "mg_cos", "mg_sin_poly", 
               "mg_select", "MG_SELECT_BITS", "mg_fmax", "mg_fmin")
 """The project's sin, cos, atan2, fmax and fmin, defined once per C file (templates/c/sincos.c.j2,
 docs/sincos.md)."""
+STREAM_NAMES = ("mg_stream_rows", "mg_stream_fence", "MG_STREAM_MIN")
+"""The _batch kernels' non-temporal copy of large outputs (templates/c/simd_block.c.j2)."""
+STREAM_MIN_SIZE = 128
+"""An output of at least this many doubles per state is written by the _batch kernel with
+non-temporal stores when the call writes more than MG_STREAM_MIN doubles (docs/architecture.md,
+"Large outputs of a batch"); smaller rows would leave partial cache lines between states."""
 # what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
 # Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
 # loop index, the integer types of the signatures
 GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "fmax", "fmin", "fabs", "pow", "status", "n",
-                             "i", "int64_t", "int32_t", "uint64_t", "memcpy", *TRIG_NAMES})
+                             "i", "int64_t", "int32_t", "uint64_t", "memcpy", *TRIG_NAMES,
+                             *STREAM_NAMES})
 
 
 def c_comment(text: object) -> str:
