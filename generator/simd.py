@@ -50,6 +50,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mechgen.generator.backends.c import STREAM_MIN_SIZE
+
 MAX_WIDTH = 8
 """The most states per block. The lane count itself is ``MG_SIMD_WIDTH``, a macro of the
 generated C fixed when it is compiled (templates/c/simd_block.c.j2: 8 with AVX-512, 4 with
@@ -199,8 +201,10 @@ def simd_plan(k: dict) -> dict:
     plan["trig"] = poly_trig(plan["stages"])
     for st in plan["stages"]:
         st["lines"] = in_use_order(st) if st["vector"] else loads_first(st)
+    # the block's buffers, and the rows of the outputs it streams (templates/c/kernel.c.j2)
+    streamed = sum(p["size"] for p in k["outputs"] if p["size"] >= STREAM_MIN_SIZE)
     values = len(plan["arrays"]) + sum(p["size"] for p in (*plan["inputs"], *k["outputs"]))
-    plan["blocks"] = 8 * MAX_WIDTH * values <= STACK_BYTES
+    plan["blocks"] = 8 * MAX_WIDTH * (values + streamed) <= STACK_BYTES
     return plan
 
 

@@ -27,11 +27,13 @@ def _stream_min() -> int:
     return int(re.search(r"#define MG_STREAM_MIN (\d+)", (SOLO / "solo12.c").read_text())[1])
 
 
-@pytest.fixture(scope="module")
-def solo12():
+@pytest.fixture(scope="module", params=["0", "1"], ids=["plain_loop", "simd_blocks"])
+def solo12(request):
+    """solo12's library in the default build (the batch loops over the single-state kernel)
+    and in the SIMD build (blocks of states, their rows streamed from a local buffer)."""
     manifest = json.loads((SOLO / "manifest.json").read_text())
     with pytest.MonkeyPatch.context() as mp:
-        mp.delenv(cbuild.SIMD_ENV, raising=False)      # the plain batch loop
+        mp.setenv(cbuild.SIMD_ENV, request.param)
         return cbuild.load_c(SOLO, manifest), manifest
 
 
