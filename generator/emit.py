@@ -28,8 +28,8 @@ from mechgen.generator import __version__
 from mechgen.generator.backends import BACKENDS, MANIFEST, Backend, text_filters
 from mechgen.generator.backends.base import NonFiniteConstant, plain_text
 # re-exported: the printers, text filters and C names now live with their backend
-from mechgen.generator.backends.c import (STREAM_MIN_SIZE, CPrinter, c_comment,  # noqa: F401
-                                          c_function_name, header_guard)
+from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name,  # noqa: F401
+                                          header_guard, streamed_outputs)
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
 from mechgen.generator.ir import Assign, ColumnLoop, reads
 from mechgen.generator.passes.loops import unroll_loops
@@ -239,14 +239,6 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         context["streamed"] = streamed_outputs(context["outputs"])
         context["stream_size"] = sum(p["size"] for p in context["streamed"])
     return context
-
-
-def streamed_outputs(outputs: list[dict]) -> list[dict]:
-    """The outputs the C _batch kernel writes with non-temporal stores when a call writes more
-    than MG_STREAM_MIN doubles: those of at least backends.c.STREAM_MIN_SIZE doubles per state
-    (the mass matrix of a free-base quadruped, forward kinematics of many bodies, the
-    derivative matrices)."""
-    return [p for p in outputs if p["size"] >= STREAM_MIN_SIZE]
 
 
 def _batch_context(k, context: dict, printer, where: str) -> dict:

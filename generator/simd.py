@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mechgen.generator.backends.c import STREAM_MIN_SIZE
+from mechgen.generator.backends.c import streamed_outputs
 
 MAX_WIDTH = 8
 """The most states per block. The lane count itself is ``MG_SIMD_WIDTH``, a macro of the
@@ -202,7 +202,7 @@ def simd_plan(k: dict) -> dict:
     for st in plan["stages"]:
         st["lines"] = in_use_order(st) if st["vector"] else loads_first(st)
     # the block's buffers, and the rows of the outputs it streams (templates/c/kernel.c.j2)
-    streamed = sum(p["size"] for p in k["outputs"] if p["size"] >= STREAM_MIN_SIZE)
+    streamed = sum(p["size"] for p in streamed_outputs(k["outputs"]))
     values = len(plan["arrays"]) + sum(p["size"] for p in (*plan["inputs"], *k["outputs"]))
     plan["blocks"] = 8 * MAX_WIDTH * (values + streamed) <= STACK_BYTES
     return plan

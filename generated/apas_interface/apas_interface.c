@@ -8724,6 +8724,8 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (normal, point): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 360 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -10680,44 +10682,37 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
             mg_o_normal[170][mg_l] = cse254;
         }
         mg_block_to_rows(&mg_o_distance[0][0], 60, distance + mg_i * 60);
-        if (n * 360 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_normal[180 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_normal[0][0], 180, mg_rows_normal);
+        double mg_rows_normal[180 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_normal[0][0], 180, mg_stream ? mg_rows_normal : normal + mg_i * 180);
+        if (mg_stream)
             mg_stream_rows(normal + mg_i * 180, mg_rows_normal, 180 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_normal[0][0], 180, normal + mg_i * 180);
-        if (n * 360 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_point[180 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_point[0][0], 180, mg_rows_point);
+        double mg_rows_point[180 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_point[0][0], 180, mg_stream ? mg_rows_point : point + mg_i * 180);
+        if (mg_stream)
             mg_stream_rows(point + mg_i * 180, mg_rows_point, 180 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_point[0][0], 180, point + mg_i * 180);
         mg_block_to_rows(&mg_o_active[0][0], 60, active + mg_i * 60);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 360 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 360 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: normal, point through a local buffer, written with non-temporal stores */
-        double mg_sb_normal[180];
-        double mg_sb_point[180];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_apas_interface_contact_pairs(r + mg_i * 3, R + mg_i * 9, distance + mg_i * 60, mg_sb_normal, mg_sb_point, active + mg_i * 60);
-            mg_stream_rows(normal + mg_i * 180, mg_sb_normal, 180);
-            mg_stream_rows(point + mg_i * 180, mg_sb_point, 180);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_normal[180];
+    double mg_sb_point[180];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_apas_interface_contact_pairs(r + mg_i * 3, R + mg_i * 9, distance + mg_i * 60, mg_sb_normal, mg_sb_point, active + mg_i * 60);
+        mg_stream_rows(normal + mg_i * 180, mg_sb_normal, 180);
+        mg_stream_rows(point + mg_i * 180, mg_sb_point, 180);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_apas_interface_contact_pairs(r + mg_i * 3, R + mg_i * 9, distance + mg_i * 60, normal + mg_i * 180, point + mg_i * 180, active + mg_i * 60);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 

@@ -1262,6 +1262,8 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (T, R): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 294 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -1682,18 +1684,14 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_o_R[124][mg_l] = cse8;
             mg_o_R[145][mg_l] = cse8;
         }
-        if (n * 294 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_T[147 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_T[0][0], 147, mg_rows_T);
+        double mg_rows_T[147 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_T[0][0], 147, mg_stream ? mg_rows_T : T + mg_i * 147);
+        if (mg_stream)
             mg_stream_rows(T + mg_i * 147, mg_rows_T, 147 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_T[0][0], 147, T + mg_i * 147);
-        if (n * 294 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_R[147 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_R[0][0], 147, mg_rows_R);
+        double mg_rows_R[147 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_R[0][0], 147, mg_stream ? mg_rows_R : R + mg_i * 147);
+        if (mg_stream)
             mg_stream_rows(R + mg_i * 147, mg_rows_R, 147 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_R[0][0], 147, R + mg_i * 147);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_jacobians(q + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 147, R + (mg_i + mg_l) * 147);
@@ -1704,27 +1702,24 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 294 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 294 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: T, R through a local buffer, written with non-temporal stores */
-        double mg_sb_T[147];
-        double mg_sb_R[147];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_panda_jacobians(q + mg_i * 7, mg_sb_T, mg_sb_R);
-            mg_stream_rows(T + mg_i * 147, mg_sb_T, 147);
-            mg_stream_rows(R + mg_i * 147, mg_sb_R, 147);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_T[147];
+    double mg_sb_R[147];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_panda_jacobians(q + mg_i * 7, mg_sb_T, mg_sb_R);
+        mg_stream_rows(T + mg_i * 147, mg_sb_T, 147);
+        mg_stream_rows(R + mg_i * 147, mg_sb_R, 147);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_jacobians(q + mg_i * 7, T + mg_i * 147, R + mg_i * 147);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -9714,6 +9709,8 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (Y): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 490 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -10828,12 +10825,10 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y[419][mg_l] = Y6_7_9;
         }
-        if (n * 490 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_Y[490 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_Y[0][0], 490, mg_rows_Y);
+        double mg_rows_Y[490 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_Y[0][0], 490, mg_stream ? mg_rows_Y : Y + mg_i * 490);
+        if (mg_stream)
             mg_stream_rows(Y + mg_i * 490, mg_rows_Y, 490 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_Y[0][0], 490, Y + mg_i * 490);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y + (mg_i + mg_l) * 490);
@@ -10844,25 +10839,22 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 490 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 490 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: Y through a local buffer, written with non-temporal stores */
-        double mg_sb_Y[490];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_panda_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, mg_sb_Y);
-            mg_stream_rows(Y + mg_i * 490, mg_sb_Y, 490);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_Y[490];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_panda_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, mg_sb_Y);
+        mg_stream_rows(Y + mg_i * 490, mg_sb_Y, 490);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, Y + mg_i * 490);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -11697,6 +11689,8 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (Y_b): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 301 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -12525,12 +12519,10 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             const double Y6_7_9 = c7*n7_I_zz_y + n7_I_zz_x*s7;
             mg_o_Y_b[257][mg_l] = Y6_7_9;
         }
-        if (n * 301 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_Y_b[301 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_Y_b[0][0], 301, mg_rows_Y_b);
+        double mg_rows_Y_b[301 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_Y_b[0][0], 301, mg_stream ? mg_rows_Y_b : Y_b + mg_i * 301);
+        if (mg_stream)
             mg_stream_rows(Y_b + mg_i * 301, mg_rows_Y_b, 301 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_Y_b[0][0], 301, Y_b + mg_i * 301);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_panda_base_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y_b + (mg_i + mg_l) * 301);
@@ -12541,25 +12533,22 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 301 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 301 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: Y_b through a local buffer, written with non-temporal stores */
-        double mg_sb_Y_b[301];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_panda_base_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, mg_sb_Y_b);
-            mg_stream_rows(Y_b + mg_i * 301, mg_sb_Y_b, 301);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_Y_b[301];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_panda_base_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, mg_sb_Y_b);
+        mg_stream_rows(Y_b + mg_i * 301, mg_sb_Y_b, 301);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_base_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, Y_b + mg_i * 301);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 

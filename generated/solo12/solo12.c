@@ -920,6 +920,8 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (tau): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 153 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -1392,12 +1394,10 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             mg_o_r[50][mg_l] = HR_FOOT_r_z;
         }
         mg_block_to_rows(&mg_o_r[0][0], 51, r + mg_i * 51);
-        if (n * 153 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_tau[153 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_tau[0][0], 153, mg_rows_tau);
+        double mg_rows_tau[153 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_tau[0][0], 153, mg_stream ? mg_rows_tau : tau + mg_i * 153);
+        if (mg_stream)
             mg_stream_rows(tau + mg_i * 153, mg_rows_tau, 153 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_tau[0][0], 153, tau + mg_i * 153);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_forward_kinematics(q + (mg_i + mg_l) * 18, r + (mg_i + mg_l) * 51, tau + (mg_i + mg_l) * 153);
@@ -1408,25 +1408,22 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 153 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 153 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: tau through a local buffer, written with non-temporal stores */
-        double mg_sb_tau[153];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_solo12_forward_kinematics(q + mg_i * 18, r + mg_i * 51, mg_sb_tau);
-            mg_stream_rows(tau + mg_i * 153, mg_sb_tau, 153);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_tau[153];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_solo12_forward_kinematics(q + mg_i * 18, r + mg_i * 51, mg_sb_tau);
+        mg_stream_rows(tau + mg_i * 153, mg_sb_tau, 153);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_kinematics(q + mg_i * 18, r + mg_i * 51, tau + mg_i * 153);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -3715,6 +3712,8 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (T, R): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 1836 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -5995,18 +5994,14 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             const double HR_FOOT_T18_z = HR_FOOT_d0_y*tau16_10 - cse59;
             mg_o_T[917][mg_l] = HR_FOOT_T18_z;
         }
-        if (n * 1836 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_T[918 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_T[0][0], 918, mg_rows_T);
+        double mg_rows_T[918 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_T[0][0], 918, mg_stream ? mg_rows_T : T + mg_i * 918);
+        if (mg_stream)
             mg_stream_rows(T + mg_i * 918, mg_rows_T, 918 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_T[0][0], 918, T + mg_i * 918);
-        if (n * 1836 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_R[918 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_R[0][0], 918, mg_rows_R);
+        double mg_rows_R[918 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_R[0][0], 918, mg_stream ? mg_rows_R : R + mg_i * 918);
+        if (mg_stream)
             mg_stream_rows(R + mg_i * 918, mg_rows_R, 918 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_R[0][0], 918, R + mg_i * 918);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_jacobians(q + (mg_i + mg_l) * 18, T + (mg_i + mg_l) * 918, R + (mg_i + mg_l) * 918);
@@ -6017,27 +6012,24 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 1836 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 1836 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: T, R through a local buffer, written with non-temporal stores */
-        double mg_sb_T[918];
-        double mg_sb_R[918];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_solo12_jacobians(q + mg_i * 18, mg_sb_T, mg_sb_R);
-            mg_stream_rows(T + mg_i * 918, mg_sb_T, 918);
-            mg_stream_rows(R + mg_i * 918, mg_sb_R, 918);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_T[918];
+    double mg_sb_R[918];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_solo12_jacobians(q + mg_i * 18, mg_sb_T, mg_sb_R);
+        mg_stream_rows(T + mg_i * 918, mg_sb_T, 918);
+        mg_stream_rows(R + mg_i * 918, mg_sb_R, 918);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_jacobians(q + mg_i * 18, T + mg_i * 918, R + mg_i * 918);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -8159,6 +8151,8 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (A): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 324 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -9036,12 +9030,10 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             mg_o_A[39][mg_l] = Fm4_3_z;
             mg_o_A[56][mg_l] = Fm4_3_z;
         }
-        if (n * 324 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_A[324 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_A[0][0], 324, mg_rows_A);
+        double mg_rows_A[324 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_A[0][0], 324, mg_stream ? mg_rows_A : A + mg_i * 324);
+        if (mg_stream)
             mg_stream_rows(A + mg_i * 324, mg_rows_A, 324 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_A[0][0], 324, A + mg_i * 324);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_mass_matrix(q + (mg_i + mg_l) * 18, A + (mg_i + mg_l) * 324);
@@ -9052,25 +9044,22 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 324 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 324 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: A through a local buffer, written with non-temporal stores */
-        double mg_sb_A[324];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_solo12_mass_matrix(q + mg_i * 18, mg_sb_A);
-            mg_stream_rows(A + mg_i * 324, mg_sb_A, 324);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_A[324];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_solo12_mass_matrix(q + mg_i * 18, mg_sb_A);
+        mg_stream_rows(A + mg_i * 324, mg_sb_A, 324);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_mass_matrix(q + mg_i * 18, A + mg_i * 324);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -17561,6 +17550,8 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (dtau_dq, dtau_dqd): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 648 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -20091,18 +20082,14 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
             mg_o_dtau_dqd[322][mg_l] = cse393*wS18_a + cse396*wS18_z + cse397*wS18_x + cse398*wS18_y + cse455;
             mg_o_dtau_dqd[323][mg_l] = 2.0*Sd18_x*wS18_x + Sd18_y*cse453 + 2.0*Sd18_z*wS18_z + cse408*wS18_a + cse455;
         }
-        if (n * 648 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_dtau_dq[324 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_dtau_dq[0][0], 324, mg_rows_dtau_dq);
+        double mg_rows_dtau_dq[324 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_dtau_dq[0][0], 324, mg_stream ? mg_rows_dtau_dq : dtau_dq + mg_i * 324);
+        if (mg_stream)
             mg_stream_rows(dtau_dq + mg_i * 324, mg_rows_dtau_dq, 324 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_dtau_dq[0][0], 324, dtau_dq + mg_i * 324);
-        if (n * 648 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_dtau_dqd[324 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_dtau_dqd[0][0], 324, mg_rows_dtau_dqd);
+        double mg_rows_dtau_dqd[324 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_dtau_dqd[0][0], 324, mg_stream ? mg_rows_dtau_dqd : dtau_dqd + mg_i * 324);
+        if (mg_stream)
             mg_stream_rows(dtau_dqd + mg_i * 324, mg_rows_dtau_dqd, 324 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_dtau_dqd[0][0], 324, dtau_dqd + mg_i * 324);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 18, qd + (mg_i + mg_l) * 18, qdd + (mg_i + mg_l) * 18, dtau_dq + (mg_i + mg_l) * 324, dtau_dqd + (mg_i + mg_l) * 324);
@@ -20113,27 +20100,24 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 648 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 648 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: dtau_dq, dtau_dqd through a local buffer, written with non-temporal stores */
-        double mg_sb_dtau_dq[324];
-        double mg_sb_dtau_dqd[324];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, mg_sb_dtau_dq, mg_sb_dtau_dqd);
-            mg_stream_rows(dtau_dq + mg_i * 324, mg_sb_dtau_dq, 324);
-            mg_stream_rows(dtau_dqd + mg_i * 324, mg_sb_dtau_dqd, 324);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_dtau_dq[324];
+    double mg_sb_dtau_dqd[324];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, mg_sb_dtau_dq, mg_sb_dtau_dqd);
+        mg_stream_rows(dtau_dq + mg_i * 324, mg_sb_dtau_dq, 324);
+        mg_stream_rows(dtau_dqd + mg_i * 324, mg_sb_dtau_dqd, 324);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, dtau_dq + mg_i * 324, dtau_dqd + mg_i * 324);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -26254,26 +26238,27 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    if ((n - mg_i) * 972 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: dqdd_dq, dqdd_dqd, dqdd_dQ through a local buffer, written with non-temporal stores */
-        double mg_sb_dqdd_dq[324];
-        double mg_sb_dqdd_dqd[324];
-        double mg_sb_dqdd_dQ[324];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18, mg_sb_dqdd_dq, mg_sb_dqdd_dqd, mg_sb_dqdd_dQ);
-            mg_stream_rows(dqdd_dq + mg_i * 324, mg_sb_dqdd_dq, 324);
-            mg_stream_rows(dqdd_dqd + mg_i * 324, mg_sb_dqdd_dqd, 324);
-            mg_stream_rows(dqdd_dQ + mg_i * 324, mg_sb_dqdd_dQ, 324);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    /* outputs beyond the caches (dqdd_dq, dqdd_dqd, dqdd_dQ): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 972 > MG_STREAM_MIN;
+    double mg_sb_dqdd_dq[324];
+    double mg_sb_dqdd_dqd[324];
+    double mg_sb_dqdd_dQ[324];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18, mg_sb_dqdd_dq, mg_sb_dqdd_dqd, mg_sb_dqdd_dQ);
+        mg_stream_rows(dqdd_dq + mg_i * 324, mg_sb_dqdd_dq, 324);
+        mg_stream_rows(dqdd_dqd + mg_i * 324, mg_sb_dqdd_dqd, 324);
+        mg_stream_rows(dqdd_dQ + mg_i * 324, mg_sb_dqdd_dQ, 324);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18, dqdd_dq + mg_i * 324, dqdd_dqd + mg_i * 324, dqdd_dQ + mg_i * 324);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 

@@ -2005,6 +2005,8 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (T, R): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 702 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -2990,18 +2992,14 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double grapple_T13_z = -grapple_d0_x*tau12_21 + grapple_d0_y*tau12_20;
             mg_o_T[350][mg_l] = grapple_T13_z;
         }
-        if (n * 702 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_T[351 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_T[0][0], 351, mg_rows_T);
+        double mg_rows_T[351 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_T[0][0], 351, mg_stream ? mg_rows_T : T + mg_i * 351);
+        if (mg_stream)
             mg_stream_rows(T + mg_i * 351, mg_rows_T, 351 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_T[0][0], 351, T + mg_i * 351);
-        if (n * 702 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_R[351 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_R[0][0], 351, mg_rows_R);
+        double mg_rows_R[351 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_R[0][0], 351, mg_stream ? mg_rows_R : R + mg_i * 351);
+        if (mg_stream)
             mg_stream_rows(R + mg_i * 351, mg_rows_R, 351 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_R[0][0], 351, R + mg_i * 351);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_jacobians(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 351, R + (mg_i + mg_l) * 351);
@@ -3012,27 +3010,24 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 702 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 702 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: T, R through a local buffer, written with non-temporal stores */
-        double mg_sb_T[351];
-        double mg_sb_R[351];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_space_arm7_jacobians(q + mg_i * 13, p + mg_i * 1, mg_sb_T, mg_sb_R);
-            mg_stream_rows(T + mg_i * 351, mg_sb_T, 351);
-            mg_stream_rows(R + mg_i * 351, mg_sb_R, 351);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_T[351];
+    double mg_sb_R[351];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_space_arm7_jacobians(q + mg_i * 13, p + mg_i * 1, mg_sb_T, mg_sb_R);
+        mg_stream_rows(T + mg_i * 351, mg_sb_T, 351);
+        mg_stream_rows(R + mg_i * 351, mg_sb_R, 351);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_jacobians(q + mg_i * 13, p + mg_i * 1, T + mg_i * 351, R + mg_i * 351);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -4467,6 +4462,8 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (A): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 169 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -5035,12 +5032,10 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             mg_o_A[29][mg_l] = Fm4_3_z;
             mg_o_A[41][mg_l] = Fm4_3_z;
         }
-        if (n * 169 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_A[169 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_A[0][0], 169, mg_rows_A);
+        double mg_rows_A[169 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_A[0][0], 169, mg_stream ? mg_rows_A : A + mg_i * 169);
+        if (mg_stream)
             mg_stream_rows(A + mg_i * 169, mg_rows_A, 169 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_A[0][0], 169, A + mg_i * 169);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_space_arm7_mass_matrix(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, A + (mg_i + mg_l) * 169);
@@ -5051,25 +5046,22 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 169 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 169 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: A through a local buffer, written with non-temporal stores */
-        double mg_sb_A[169];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_space_arm7_mass_matrix(q + mg_i * 13, p + mg_i * 1, mg_sb_A);
-            mg_stream_rows(A + mg_i * 169, mg_sb_A, 169);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_A[169];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_space_arm7_mass_matrix(q + mg_i * 13, p + mg_i * 1, mg_sb_A);
+        mg_stream_rows(A + mg_i * 169, mg_sb_A, 169);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_mass_matrix(q + mg_i * 13, p + mg_i * 1, A + mg_i * 169);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 

@@ -7685,6 +7685,8 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (Y): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 360 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -8506,12 +8508,10 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double Y5_6_9 = c6*epsd6_z - n6_I_zz_x*s6;
             mg_o_Y[299][mg_l] = Y5_6_9;
         }
-        if (n * 360 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_Y[360 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_Y[0][0], 360, mg_rows_Y);
+        double mg_rows_Y[360 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_Y[0][0], 360, mg_stream ? mg_rows_Y : Y + mg_i * 360);
+        if (mg_stream)
             mg_stream_rows(Y + mg_i * 360, mg_rows_Y, 360 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_Y[0][0], 360, Y + mg_i * 360);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y + (mg_i + mg_l) * 360);
@@ -8522,25 +8522,22 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 360 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 360 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: Y through a local buffer, written with non-temporal stores */
-        double mg_sb_Y[360];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_ur5_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, mg_sb_Y);
-            mg_stream_rows(Y + mg_i * 360, mg_sb_Y, 360);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_Y[360];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_ur5_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, mg_sb_Y);
+        mg_stream_rows(Y + mg_i * 360, mg_sb_Y, 360);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y + mg_i * 360);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 
@@ -9167,6 +9164,8 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
+    /* outputs beyond the caches (Y_b): through a local buffer, written with non-temporal stores */
+    const int mg_stream = n * 216 > MG_STREAM_MIN;
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
@@ -9786,12 +9785,10 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double Y5_6_8 = U6_02*c6 - n6_I_yz_x*s6;
             mg_o_Y_b[179][mg_l] = Y5_6_8;
         }
-        if (n * 216 > MG_STREAM_MIN) {   /* beyond the caches, as below */
-            double mg_rows_Y_b[216 * MG_SIMD_WIDTH];
-            mg_block_to_rows(&mg_o_Y_b[0][0], 216, mg_rows_Y_b);
+        double mg_rows_Y_b[216 * MG_SIMD_WIDTH];
+        mg_block_to_rows(&mg_o_Y_b[0][0], 216, mg_stream ? mg_rows_Y_b : Y_b + mg_i * 216);
+        if (mg_stream)
             mg_stream_rows(Y_b + mg_i * 216, mg_rows_Y_b, 216 * MG_SIMD_WIDTH);
-        } else
-            mg_block_to_rows(&mg_o_Y_b[0][0], 216, Y_b + mg_i * 216);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
                 const int mg_s = mechgen_ur5_base_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y_b + (mg_i + mg_l) * 216);
@@ -9802,25 +9799,22 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
         }
     }
-    if (n * 216 > MG_STREAM_MIN)
-        mg_stream_fence();
     #endif
-    if ((n - mg_i) * 216 > MG_STREAM_MIN) {
-        /* outputs beyond the caches: Y_b through a local buffer, written with non-temporal stores */
-        double mg_sb_Y_b[216];
-        for (; mg_i < n; ++mg_i) {
-            const int mg_s = mechgen_ur5_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, mg_sb_Y_b);
-            mg_stream_rows(Y_b + mg_i * 216, mg_sb_Y_b, 216);
-            status[mg_i] = mg_s;
-            mg_failed += (mg_s != 0);
-        }
-        mg_stream_fence();
+    double mg_sb_Y_b[216];
+    /* a loop of its own: a kernel called with a chosen output pointer compiles slower */
+    for (; mg_stream && mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_ur5_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, mg_sb_Y_b);
+        mg_stream_rows(Y_b + mg_i * 216, mg_sb_Y_b, 216);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
     }
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y_b + mg_i * 216);
         status[mg_i] = mg_s;
         mg_failed += (mg_s != 0);
     }
+    if (mg_stream)
+        mg_stream_fence();
     return mg_failed;
 }
 

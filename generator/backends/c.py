@@ -31,6 +31,14 @@ STREAM_MIN_SIZE = 128
 """An output of at least this many doubles per state is written by the _batch kernel with
 non-temporal stores when the call writes more than MG_STREAM_MIN doubles (docs/architecture.md,
 "Large outputs of a batch"); smaller rows would leave partial cache lines between states."""
+
+
+def streamed_outputs(outputs: list[dict]) -> list[dict]:
+    """The outputs (template dicts with a ``size``) the C _batch kernel writes with
+    non-temporal stores when a call writes more than MG_STREAM_MIN doubles: those of at least
+    STREAM_MIN_SIZE doubles per state (a free-base quadruped's mass matrix, Jacobians,
+    regressors, derivative matrices)."""
+    return [p for p in outputs if p["size"] >= STREAM_MIN_SIZE]
 # what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
 # Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
 # loop index, the integer types of the signatures
