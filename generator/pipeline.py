@@ -1,7 +1,7 @@
 """The pass pipeline: kernel -> (optimised kernel, op counts before and after each pass).
 
     build (pruning + naming as the recursion goes)
-    -> fold constant checks -> dead code -> [cse -> dead code]
+    -> fold constant checks -> dead code -> [cse -> dead code] -> shorter chains -> statement order
 with :func:`generator.ir.check_invariants` after every pass.
 """
 
@@ -15,6 +15,8 @@ from mechgen.generator.ir import Kernel, check_invariants
 from mechgen.generator.model import Chain
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
+from mechgen.generator.passes.latency import shorten_chains
+from mechgen.generator.passes.schedule import schedule_statements
 from mechgen.generator.passes.opcount import count_ops
 from mechgen.generator.scalar import counting_dense
 
@@ -34,16 +36,25 @@ PASSES: list[tuple[str, Callable[[Kernel], Kernel]]] = [
     ("dead_code", remove_dead_code),
     ("cse", common_subexpressions),
     ("dead_code_after_cse", remove_dead_code),
+    ("shorten_chains", shorten_chains),
+    ("schedule", schedule_statements),
 ]
+FINAL = ("shorten_chains", "schedule")
+"""Passes that change the grouping and order of the operations, not their number: run on the
+chosen candidate only (:func:`optimise`)."""
 
 
-def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -> Generated:
+def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True,
+             final: bool = True) -> Generated:
     """The kernel of ``build`` through the passes; a build with ``candidates`` (alternative
     builds of the same kernel, see :func:`choice`) gives the candidate with the fewest
-    operations after the passes (the first on a tie)."""
+    operations after the passes (the first on a tie), the :data:`FINAL` passes run on it
+    alone (``final=False`` leaves them out)."""
     candidates = getattr(build, "candidates", None)
     if candidates:
-        return min((optimise(c, chain, cse) for c in candidates), key=lambda g: g.ops["total"])
+        best = min((optimise(c, chain, cse, final=False) for c in candidates),
+                   key=lambda g: g.ops["total"])
+        return _finish(best) if final else best
     t0 = time.perf_counter()
     with counting_dense() as dense_ops:
         k = build(chain)
@@ -55,11 +66,28 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -
     for name, p in PASSES:
         if not cse and name.startswith(("cse", "dead_code_after")):
             continue
+        if name in FINAL:
+            continue
         k = p(k)
         check_invariants(k, free)
         history.append((name, count_ops(k, counted)))
-    return Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
+    g = Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
+    return _finish(g) if final else g
 
+
+def _finish(g: Generated) -> Generated:
+    """``g`` through the :data:`FINAL` passes."""
+    t0 = time.perf_counter()
+    k, history = g.kernel, list(g.passes)
+    counted: dict = {}
+    free: dict = {}
+    for name, p in PASSES:
+        if name in FINAL:
+            k = p(k)
+            check_invariants(k, free)
+            history.append((name, count_ops(k, counted)))
+    return Generated(k, history[-1][1], history, g.dense,
+                     g.seconds + time.perf_counter() - t0, g.extra)
 
 
 def choice(*candidates: Callable[[Chain], Kernel]) -> Callable:

@@ -79,7 +79,7 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
  *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): J1, J2, J3,
  *       J4, J5
  *   out M[25] shape 5x5: tree mass matrix, shape (5, 5), rows and columns in the order of q
- *   ops: 68 adds, 73 muls, 8 trig (149 total)
+ *   ops: 61 adds, 64 muls, 8 trig (133 total)
  */
 int mechgen_bricard_mass_matrix(const double *q, double *M);
 int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status);
@@ -111,7 +111,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
  *       shape (1, 6): J6
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 535 adds, 649 muls, 5 divs, 10 trig (1199 total)
+ *   ops: 528 adds, 640 muls, 5 divs, 10 trig (1183 total)
  */
 int mechgen_bricard_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);

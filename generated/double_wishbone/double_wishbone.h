@@ -92,7 +92,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
  *       tie_rod_inner_2
  *   in  p[1]: named spec parameters, shape (1,), in this order: k_strut
  *   out M[64] shape 8x8: tree mass matrix, shape (8, 8), rows and columns in the order of q
- *   ops: 73 adds, 121 muls, 10 trig (204 total)
+ *   ops: 69 adds, 115 muls, 10 trig (194 total)
  */
 int mechgen_double_wishbone_mass_matrix(const double *q, const double *p, double *M);
 int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, const double *p, double *M, int32_t *status);
@@ -127,7 +127,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
  *       shape (2, 6): upper_ball, tie_rod_outer
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 585 adds, 831 muls, 9 divs, 1 sqrt, 14 trig (1440 total)
+ *   ops: 581 adds, 825 muls, 9 divs, 1 sqrt, 14 trig (1430 total)
  */
 int mechgen_double_wishbone_forward_dynamics(const double *q, const double *qd, const double *tau, const double *p, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, const double *p, double *qdd, double *multipliers, double *reaction, int32_t *status);

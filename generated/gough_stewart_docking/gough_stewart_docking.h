@@ -289,7 +289,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 689 adds, 1051 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1806 total)
+ *   ops: 671 adds, 1033 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1770 total)
  */
 int mechgen_gough_stewart_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -337,7 +337,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1348 adds, 1853 muls, 30 divs, 12 sqrt, 6 trig, 24 other (3273 total)
+ *   ops: 1330 adds, 1835 muls, 30 divs, 12 sqrt, 6 trig, 24 other (3237 total)
  */
 int mechgen_gough_stewart_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -397,7 +397,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1753 adds, 2254 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4116 total)
+ *   ops: 1735 adds, 2236 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4080 total)
  */
 int mechgen_gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1222 adds, 1649 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2944 total)
+ *   ops: 1204 adds, 1631 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2908 total)
  */
 int mechgen_gough_stewart_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -489,7 +489,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 576 adds, 917 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1547 total)
+ *   ops: 558 adds, 899 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1511 total)
  */
 int mechgen_gough_stewart_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1612 adds, 2194 muls, 30 divs, 18 sqrt, 6 trig, 24 other (3884 total)
+ *   ops: 1594 adds, 2176 muls, 30 divs, 18 sqrt, 6 trig, 24 other (3848 total)
  */
 int mechgen_gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2062 adds, 2674 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4845 total)
+ *   ops: 2044 adds, 2656 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4809 total)
  */
 int mechgen_gough_stewart_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5295 adds, 6908 muls, 31 divs, 12 sqrt, 18 trig, 60 other (12324 total)
+ *   ops: 5277 adds, 6890 muls, 31 divs, 12 sqrt, 18 trig, 60 other (12288 total)
  */
 int mechgen_gough_stewart_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -361,7 +361,7 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 817 adds, 1317 muls, 18 divs, 12 sqrt, 6 trig (2170 total)
+ *   ops: 804 adds, 1309 muls, 18 divs, 12 sqrt, 6 trig (2149 total)
  */
 int mechgen_hexapod_pus_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -421,7 +421,7 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1641 adds, 2328 muls, 24 divs, 12 sqrt, 6 trig (4011 total)
+ *   ops: 1628 adds, 2320 muls, 24 divs, 12 sqrt, 6 trig (3990 total)
  */
 int mechgen_hexapod_pus_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -493,7 +493,7 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2041 adds, 2766 muls, 31 divs, 12 sqrt, 18 trig (4868 total)
+ *   ops: 2023 adds, 2748 muls, 31 divs, 12 sqrt, 18 trig (4832 total)
  */
 int mechgen_hexapod_pus_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -556,7 +556,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1432 adds, 2015 muls, 31 divs, 12 sqrt, 6 trig (3496 total)
+ *   ops: 1414 adds, 1997 muls, 31 divs, 12 sqrt, 6 trig (3460 total)
  */
 int mechgen_hexapod_pus_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -609,7 +609,7 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 808 adds, 1316 muls, 18 divs, 12 sqrt, 6 trig (2160 total)
+ *   ops: 795 adds, 1308 muls, 18 divs, 12 sqrt, 6 trig (2139 total)
  */
 int mechgen_hexapod_pus_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -666,7 +666,7 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1907 adds, 2677 muls, 24 divs, 18 sqrt, 6 trig (4632 total)
+ *   ops: 1894 adds, 2669 muls, 24 divs, 18 sqrt, 6 trig (4611 total)
  */
 int mechgen_hexapod_pus_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -742,7 +742,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2662 adds, 3540 muls, 31 divs, 12 sqrt, 18 trig (6263 total)
+ *   ops: 2644 adds, 3522 muls, 31 divs, 12 sqrt, 18 trig (6227 total)
  */
 int mechgen_hexapod_pus_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -818,7 +818,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7371 adds, 10120 muls, 31 divs, 12 sqrt, 18 trig (17552 total)
+ *   ops: 7353 adds, 10102 muls, 31 divs, 12 sqrt, 18 trig (17516 total)
  */
 int mechgen_hexapod_pus_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -392,7 +392,7 @@ int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1483 adds, 2520 muls, 42 divs, 18 sqrt, 12 trig (4075 total)
+ *   ops: 1459 adds, 2496 muls, 42 divs, 18 sqrt, 12 trig (4027 total)
  */
 int mechgen_hexapod_rsu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -457,7 +457,7 @@ int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2841 adds, 4161 muls, 48 divs, 18 sqrt, 12 trig (7080 total)
+ *   ops: 2817 adds, 4137 muls, 48 divs, 18 sqrt, 12 trig (7032 total)
  */
 int mechgen_hexapod_rsu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3331 adds, 4884 muls, 55 divs, 18 sqrt, 30 trig (8318 total)
+ *   ops: 3307 adds, 4860 muls, 55 divs, 18 sqrt, 30 trig (8270 total)
  */
 int mechgen_hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -602,7 +602,7 @@ int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2572 adds, 3905 muls, 55 divs, 18 sqrt, 12 trig (6562 total)
+ *   ops: 2548 adds, 3881 muls, 55 divs, 18 sqrt, 12 trig (6514 total)
  */
 int mechgen_hexapod_rsu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -660,7 +660,7 @@ int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1430 adds, 2401 muls, 42 divs, 18 sqrt, 12 trig (3903 total)
+ *   ops: 1406 adds, 2377 muls, 42 divs, 18 sqrt, 12 trig (3855 total)
  */
 int mechgen_hexapod_rsu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -722,7 +722,7 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3107 adds, 4510 muls, 48 divs, 24 sqrt, 12 trig (7701 total)
+ *   ops: 3083 adds, 4486 muls, 48 divs, 24 sqrt, 12 trig (7653 total)
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -803,7 +803,7 @@ int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3844 adds, 5574 muls, 55 divs, 18 sqrt, 30 trig (9521 total)
+ *   ops: 3820 adds, 5550 muls, 55 divs, 18 sqrt, 30 trig (9473 total)
  */
 int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -884,7 +884,7 @@ int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 9969 adds, 14392 muls, 55 divs, 18 sqrt, 30 trig (24464 total)
+ *   ops: 9945 adds, 14368 muls, 55 divs, 18 sqrt, 30 trig (24416 total)
  */
 int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

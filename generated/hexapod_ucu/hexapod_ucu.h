@@ -328,7 +328,7 @@ int64_t mechgen_hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1090 adds, 1724 muls, 36 divs, 18 sqrt, 6 trig (2874 total)
+ *   ops: 1060 adds, 1694 muls, 36 divs, 18 sqrt, 6 trig (2814 total)
  */
 int mechgen_hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -381,7 +381,7 @@ int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2156 adds, 3003 muls, 42 divs, 18 sqrt, 6 trig (5225 total)
+ *   ops: 2126 adds, 2973 muls, 42 divs, 18 sqrt, 6 trig (5165 total)
  */
 int mechgen_hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -447,7 +447,7 @@ int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2613 adds, 3663 muls, 43 divs, 18 sqrt, 24 trig (6361 total)
+ *   ops: 2583 adds, 3633 muls, 43 divs, 18 sqrt, 24 trig (6301 total)
  */
 int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -504,7 +504,7 @@ int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2002 adds, 2849 muls, 43 divs, 18 sqrt, 6 trig (4918 total)
+ *   ops: 1972 adds, 2819 muls, 43 divs, 18 sqrt, 6 trig (4858 total)
  */
 int mechgen_hexapod_ucu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -550,7 +550,7 @@ int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const d
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 941 adds, 1499 muls, 36 divs, 18 sqrt, 6 trig (2500 total)
+ *   ops: 911 adds, 1469 muls, 36 divs, 18 sqrt, 6 trig (2440 total)
  */
 int mechgen_hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -600,7 +600,7 @@ int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const doubl
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2420 adds, 3344 muls, 42 divs, 24 sqrt, 6 trig (5836 total)
+ *   ops: 2390 adds, 3314 muls, 42 divs, 24 sqrt, 6 trig (5776 total)
  */
 int mechgen_hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -670,7 +670,7 @@ int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2952 adds, 4145 muls, 43 divs, 18 sqrt, 24 trig (7182 total)
+ *   ops: 2922 adds, 4115 muls, 43 divs, 18 sqrt, 24 trig (7122 total)
  */
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -740,7 +740,7 @@ int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7239 adds, 9854 muls, 43 divs, 18 sqrt, 24 trig (17178 total)
+ *   ops: 7209 adds, 9824 muls, 43 divs, 18 sqrt, 24 trig (17118 total)
  */
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -354,7 +354,7 @@ int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 970 adds, 1683 muls, 24 divs, 12 sqrt, 12 trig (2701 total)
+ *   ops: 946 adds, 1659 muls, 24 divs, 12 sqrt, 12 trig (2653 total)
  */
 int mechgen_hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -413,7 +413,7 @@ int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1830 adds, 2742 muls, 30 divs, 12 sqrt, 12 trig (4626 total)
+ *   ops: 1806 adds, 2718 muls, 30 divs, 12 sqrt, 12 trig (4578 total)
  */
 int mechgen_hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -484,7 +484,7 @@ int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2185 adds, 3156 muls, 37 divs, 12 sqrt, 24 trig (5414 total)
+ *   ops: 2161 adds, 3132 muls, 37 divs, 12 sqrt, 24 trig (5366 total)
  */
 int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -546,7 +546,7 @@ int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1594 adds, 2429 muls, 37 divs, 12 sqrt, 12 trig (4084 total)
+ *   ops: 1570 adds, 2405 muls, 37 divs, 12 sqrt, 12 trig (4036 total)
  */
 int mechgen_hunt_rus_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 965 adds, 1654 muls, 24 divs, 12 sqrt, 12 trig (2667 total)
+ *   ops: 941 adds, 1630 muls, 24 divs, 12 sqrt, 12 trig (2619 total)
  */
 int mechgen_hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -654,7 +654,7 @@ int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2096 adds, 3091 muls, 30 divs, 18 sqrt, 12 trig (5247 total)
+ *   ops: 2072 adds, 3067 muls, 30 divs, 18 sqrt, 12 trig (5199 total)
  */
 int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -729,7 +729,7 @@ int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2650 adds, 3774 muls, 37 divs, 12 sqrt, 24 trig (6497 total)
+ *   ops: 2626 adds, 3750 muls, 37 divs, 12 sqrt, 24 trig (6449 total)
  */
 int mechgen_hunt_rus_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -804,7 +804,7 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7455 adds, 10654 muls, 37 divs, 12 sqrt, 24 trig (18182 total)
+ *   ops: 7431 adds, 10630 muls, 37 divs, 12 sqrt, 24 trig (18134 total)
  */
 int mechgen_hunt_rus_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

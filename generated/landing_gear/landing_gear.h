@@ -81,7 +81,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
  *   in  q[6]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (6,):
  *       actuator_base_1, actuator_base_2, brace_upper, trunnion, knee, actuator
  *   out M[36] shape 6x6: tree mass matrix, shape (6, 6), rows and columns in the order of q
- *   ops: 54 adds, 67 muls, 4 trig (125 total)
+ *   ops: 53 adds, 65 muls, 4 trig (122 total)
  */
 int mechgen_landing_gear_mass_matrix(const double *q, double *M);
 int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status);
@@ -113,7 +113,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
  *       shape (2, 6): brace_lower, rod_end
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 519 adds, 730 muls, 6 divs, 10 trig (1265 total)
+ *   ops: 518 adds, 728 muls, 6 divs, 10 trig (1262 total)
  */
 int mechgen_landing_gear_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);

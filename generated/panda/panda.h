@@ -70,7 +70,7 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
  *       panda_joint7
  *   out A[49] shape 7x7: joint-space mass matrix, symmetric, shape (7, 7); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 187 adds, 218 muls, 12 trig (417 total)
+ *   ops: 180 adds, 207 muls, 12 trig (399 total)
  */
 int mechgen_panda_mass_matrix(const double *q, double *A);
 int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -109,7 +109,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
  *       the order of q
  *   out qdd[7] shape 7: joint accelerations (rad/s^2 or m/s^2), shape (7,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 658 adds, 786 muls, 6 divs, 12 trig (1462 total)
+ *   ops: 651 adds, 775 muls, 6 divs, 12 trig (1444 total)
  */
 int mechgen_panda_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

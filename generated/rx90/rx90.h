@@ -63,7 +63,7 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
  *       order: q1, q2, q3, q4, q5, q6
  *   out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 122 adds, 139 muls, 10 trig (271 total)
+ *   ops: 116 adds, 130 muls, 10 trig (256 total)
  */
 int mechgen_rx90_mass_matrix(const double *q, double *A);
 int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -99,7 +99,7 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
  *       the order of q
  *   out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 474 adds, 569 muls, 5 divs, 10 trig (1058 total)
+ *   ops: 468 adds, 560 muls, 5 divs, 10 trig (1043 total)
  */
 int mechgen_rx90_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

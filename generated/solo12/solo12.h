@@ -79,7 +79,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
  *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
  *   out A[324] shape 18x18: joint-space mass matrix, symmetric, shape (18, 18); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 465 adds, 628 muls, 30 trig (1123 total)
+ *   ops: 449 adds, 603 muls, 30 trig (1082 total)
  */
 int mechgen_solo12_mass_matrix(const double *q, double *A);
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -119,7 +119,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
  *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1756 adds, 2081 muls, 14 divs, 30 trig (3881 total)
+ *   ops: 1731 adds, 2045 muls, 14 divs, 30 trig (3820 total)
  */
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -76,7 +76,7 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
  *   in  p[1]: named spec parameters, shape (1,), in this order: m_payload
  *   out A[169] shape 13x13: joint-space mass matrix, symmetric, shape (13, 13); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 390 adds, 539 muls, 18 trig (947 total)
+ *   ops: 377 adds, 519 muls, 18 trig (914 total)
  */
 int mechgen_space_arm7_mass_matrix(const double *q, const double *p, double *A);
 int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const double *p, double *A, int32_t *status);
@@ -119,7 +119,7 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
  *   out qdd[13] shape 13: joint accelerations (rad/s^2 or m/s^2), shape (13,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1060 adds, 1369 muls, 12 divs, 20 trig (2461 total)
+ *   ops: 1037 adds, 1337 muls, 12 divs, 20 trig (2406 total)
  */
 int mechgen_space_arm7_forward_dynamics(const double *q, const double *qd, const double *Q, const double *p, double *qdd);
 int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *qdd, int32_t *status);

@@ -289,7 +289,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 561 adds, 895 muls, 24 divs, 12 sqrt, 6 trig (1498 total)
+ *   ops: 543 adds, 877 muls, 24 divs, 12 sqrt, 6 trig (1462 total)
  */
 int mechgen_stewart_rrp_002_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -337,7 +337,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1228 adds, 1695 muls, 30 divs, 12 sqrt, 6 trig (2971 total)
+ *   ops: 1210 adds, 1677 muls, 30 divs, 12 sqrt, 6 trig (2935 total)
  */
 int mechgen_stewart_rrp_002_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -397,7 +397,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1611 adds, 2064 muls, 31 divs, 12 sqrt, 18 trig (3736 total)
+ *   ops: 1593 adds, 2046 muls, 31 divs, 12 sqrt, 18 trig (3700 total)
  */
 int mechgen_stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1167 adds, 1530 muls, 31 divs, 12 sqrt, 6 trig (2746 total)
+ *   ops: 1149 adds, 1512 muls, 31 divs, 12 sqrt, 6 trig (2710 total)
  */
 int mechgen_stewart_rrp_002_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -489,7 +489,7 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 500 adds, 807 muls, 24 divs, 12 sqrt, 6 trig (1349 total)
+ *   ops: 482 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1313 total)
  */
 int mechgen_stewart_rrp_002_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1494 adds, 2038 muls, 30 divs, 18 sqrt, 6 trig (3586 total)
+ *   ops: 1476 adds, 2020 muls, 30 divs, 18 sqrt, 6 trig (3550 total)
  */
 int mechgen_stewart_rrp_002_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1920 adds, 2467 muls, 31 divs, 12 sqrt, 18 trig (4448 total)
+ *   ops: 1902 adds, 2449 muls, 31 divs, 12 sqrt, 18 trig (4412 total)
  */
 int mechgen_stewart_rrp_002_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 4959 adds, 6418 muls, 31 divs, 12 sqrt, 18 trig (11438 total)
+ *   ops: 4941 adds, 6400 muls, 31 divs, 12 sqrt, 18 trig (11402 total)
  */
 int mechgen_stewart_rrp_002_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -71,7 +71,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
  *       wrist_3_joint
  *   out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 104 adds, 133 muls, 10 trig (247 total)
+ *   ops: 98 adds, 123 muls, 10 trig (231 total)
  */
 int mechgen_ur5_mass_matrix(const double *q, double *A);
 int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -110,7 +110,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
  *       the order of q
  *   out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 299 adds, 388 muls, 5 divs, 10 trig (702 total)
+ *   ops: 293 adds, 378 muls, 5 divs, 10 trig (686 total)
  */
 int mechgen_ur5_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
@@ -156,7 +156,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
  *   out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
  *   out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 1594 adds, 1861 muls, 6 divs, 10 trig (3471 total)
+ *   ops: 1483 adds, 1957 muls, 5 divs, 10 trig (3455 total)
  */
 int mechgen_ur5_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -64,7 +64,7 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
  *       order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
  *   out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 80 adds, 102 muls, 8 trig (190 total)
+ *   ops: 74 adds, 94 muls, 8 trig (176 total)
  */
 int mechgen_ur5_arm_mass_matrix(const double *q, double *A);
 int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -100,7 +100,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
  *       the order of q
  *   out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 331 adds, 422 muls, 4 divs, 10 trig (767 total)
+ *   ops: 325 adds, 414 muls, 4 divs, 10 trig (753 total)
  */
 int mechgen_ur5_arm_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
