@@ -168,8 +168,7 @@ def newton_step(q, q_next, error, branch, orientation):
     lu_u44 = -lu_f41*tau5_01 - tau5_00
     lu_f42 = -B2_f1_T2_y*lu_inv2
     dq2 = dq_e1*lu_inv2
-    dq3_p1 = cse6 + dq2*s2
-    dq3 = dq3_p1*lu_inv1
+    dq3 = lu_inv1*(cse6 + dq2*s2)
     if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
         q_next[:] = [NAN] * 5
         error[:] = [NAN] * 1
@@ -191,8 +190,7 @@ def newton_step(q, q_next, error, branch, orientation):
     dq_e4_2 = -dq_e3*lu_f41 + dq_e4
     err = math.sqrt(err_p6)
     dq4 = dq_e4_2*lu_inv4
-    dq1_p1 = -dq4*tau5_01 + dq_e3
-    dq1 = dq1_p1*lu_inv3
+    dq1 = lu_inv3*(-dq4*tau5_01 + dq_e3)
     q_next[0] = dq1 + q1
     q_next[1] = dq2 + q2
     q_next[2] = q3
@@ -268,16 +266,14 @@ def velocity(q, qd_ind, qd, H):
     X1__e4 = -X1__e1*lu_f42
     X1__e4_2 = -X1__e3*lu_f41 + X1__e4
     X1_2 = X1__e1*lu_inv2
-    X1_3_p1 = -B1_left_f1_o_x + X1_2*s2
-    X1_3 = X1_3_p1*lu_inv1
+    X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2)
     lu_inv4 = 1.0/lu_u44
     X1_4 = X1__e4_2*lu_inv4
-    X1_1_p1 = -X1_4*tau5_01 + X1__e3
+    X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3)
     if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
         qd[:] = [NAN] * 5
         H[:] = [NAN] * 5
         return 1
-    X1_1 = X1_1_p1*lu_inv3
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd_dep3 = -X1_3*qd_ind1
@@ -856,24 +852,20 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0__e3 = -lu_f32*qdd0__e1 + qdd0__e3_p1
     qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1
     qdd0_2 = lu_inv2*qdd0__e1
-    qdd0_3_p1 = cse13 + qdd0_2*s2
+    qdd0_3 = lu_inv1*(cse13 + qdd0_2*s2)
     qdd0__e4_2 = -lu_f41*qdd0__e3 + qdd0__e4
-    qdd0_3 = lu_inv1*qdd0_3_p1
     qdd0_4 = lu_inv4*qdd0__e4_2
     a1_x = (9.81)*s1
-    qdd0_1_p1 = -qdd0_4*tau5_01 + qdd0__e3
+    qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3)
     N1_z = -0.5*a1_x
     b1 = -N1_z + tau1
-    qdd0_1 = lu_inv3*qdd0_1_p1
     X1__e3 = -X1__e1*lu_f32
     X1__e4 = -X1__e1*lu_f42
     X1_2 = X1__e1*lu_inv2
     X1__e4_2 = -X1__e3*lu_f41 + X1__e4
-    X1_3_p1 = -B1_left_f1_o_x + X1_2*s2
+    X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2)
     X1_4 = X1__e4_2*lu_inv4
-    X1_3 = X1_3_p1*lu_inv1
-    X1_1_p1 = -X1_4*tau5_01 + X1__e3
-    X1_1 = X1_1_p1*lu_inv3
+    X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3)
     cp5_y = cse5
     Ic2_22 = 2.0*cp5_y + 1.6666666666666667
     Fm5_2_x = -cse5
@@ -922,10 +914,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     resD4_p1 = cse15 + (0.3333333333333333)*qdd_dep4
     resD2 = Nm5_2_z*qdd_dep4 + resD2_p1
     resD4 = Nm5_2_z*qdd_dep2 + resD4_p1
-    lambda_z1_p1 = lambda_z2*s2 + resD2
-    lambda_z4_p1 = -lambda_z3*tau5_01 + resD4
-    lambda_z1 = lambda_z1_p1*lu_inv2
-    lambda_z4 = lambda_z4_p1*lu_inv4
+    lambda_z1 = lu_inv2*(lambda_z2*s2 + resD2)
+    lambda_z4 = lu_inv4*(-lambda_z3*tau5_01 + resD4)
     lambda3 = lambda_z3 - lambda_z4*lu_f41
     lambda1_p1 = lambda_z1 - lambda_z4*lu_f42
     lambda1 = lambda1_p1 - lambda3*lu_f32
@@ -1061,8 +1051,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1
     qdd0__e4_2 = -lu_f41*qdd0__e3 + qdd0__e4
     qdd0_2 = lu_inv2*qdd0__e1
-    qdd0_3_p1 = cse9 + qdd0_2*s2
-    qdd0_3 = lu_inv1*qdd0_3_p1
+    qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2)
     if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
         tau_ind[:] = [NAN] * 1
         qdd[:] = [NAN] * 5
@@ -1071,8 +1060,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         return 1
     lu_inv4 = 1.0/lu_u44
     qdd0_4 = lu_inv4*qdd0__e4_2
-    qdd0_1_p1 = -qdd0_4*tau5_01 + qdd0__e3
-    qdd0_1 = lu_inv3*qdd0_1_p1
+    qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3)
     X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13
     X1__e3 = -X1__e1*lu_f32
     X1__e4 = -X1__e1*lu_f42
@@ -1080,12 +1068,10 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     X1_2 = X1__e1*lu_inv2
     qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
     X1_4 = X1__e4_2*lu_inv4
-    X1_3_p1 = -B1_left_f1_o_x + X1_2*s2
-    X1_1_p1 = -X1_4*tau5_01 + X1__e3
-    qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4
-    X1_3 = X1_3_p1*lu_inv1
+    X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2)
     qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3
-    X1_1 = X1_1_p1*lu_inv3
+    X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3)
+    qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4
     qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1
     N1_z = -0.5*a1_x + (0.3333333333333333)*qdd_dep1
     lambda_z3 = N1_z*lu_inv3
@@ -1105,17 +1091,15 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     F5_y = a5_y + (0.5)*epsd5_z
     F_c5_x = F5_x*c5 - F5_y*s5
     N5_z = (0.5)*a5_y + (0.3333333333333333)*epsd5_z
+    lambda_z4 = lu_inv4*(N5_z - lambda_z3*tau5_01)
     N2_z_p2 = N2_z_p1 + N5_z
     N2_z = -F_c5_x + N2_z_p2
-    lambda_z4_p1 = N5_z - lambda_z3*tau5_01
-    lambda_z4 = lambda_z4_p1*lu_inv4
     lambda3 = lambda_z3 - lambda_z4*lu_f41
     N4_z = (0.5)*a4_y + (0.3333333333333333)*epsd4_z
     F4_y = a4_y + (0.5)*epsd4_z
     F_c4_x = F4_x*c4 - F4_y*s4
     lambda_z2 = N4_z*lu_inv1
-    lambda_z1_p1 = N2_z + lambda_z2*s2
-    lambda_z1 = lambda_z1_p1*lu_inv2
+    lambda_z1 = lu_inv2*(N2_z + lambda_z2*s2)
     lambda1_p1 = lambda_z1 - lambda_z4*lu_f42
     lambda1 = lambda1_p1 - lambda3*lu_f32
     N3_z_p2 = N3_z_p1 + N4_z

@@ -623,9 +623,9 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
     const double lu_f21 = C_f2_d_x*lu_inv1;
     const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+    const double C_f2_o_x = C_f2_d_x + 0.4;
     const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
     const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
-    const double C_f2_o_x = C_f2_d_x + 0.4;
     if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double det_GD = -C_f2_d_y*lu_u22;
@@ -633,12 +633,10 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double lu_inv2 = 1.0/lu_u22;
     const double cse4 = C_f1_o_x - C_f2_o_x;
     const double dq1_p1 = C_f1_o_x - C_f2_o_x;
-    const double err_p1 = -C_f1_o_y + C_f2_d_y;
+    const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
+    error[0] = err;
     const double dq_e2_p1 = C_f1_o_y - C_f2_d_y;
     const double dq_e2 = -cse4*lu_f21 + dq_e2_p1;
-    const double err_p2 = cse4*cse4 + err_p1*err_p1;
-    const double err = sqrt(err_p2);
-    error[0] = err;
     const double dq2 = dq_e2*lu_inv2;
     q_next[2] = dq2 + q3;
     const double dq1_p2 = -C_f1_d_y*dq2 + dq1_p1;
@@ -705,9 +703,9 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+            const double C_f2_o_x = C_f2_d_x + 0.4;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
             const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
-            const double C_f2_o_x = C_f2_d_x + 0.4;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -721,12 +719,10 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double lu_inv2 = 1.0/lu_u22;
             const double cse4 = C_f1_o_x - C_f2_o_x;
             const double dq1_p1 = C_f1_o_x - C_f2_o_x;
-            const double err_p1 = -C_f1_o_y + C_f2_d_y;
+            const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
+            mg_o_error[0][mg_l] = err;
             const double dq_e2_p1 = C_f1_o_y - C_f2_d_y;
             const double dq_e2 = -cse4*lu_f21 + dq_e2_p1;
-            const double err_p2 = cse4*cse4 + err_p1*err_p1;
-            const double err = sqrt(err_p2);
-            mg_o_error[0][mg_l] = err;
             const double dq2 = dq_e2*lu_inv2;
             mg_o_q_next[2][mg_l] = dq2 + q3;
             const double dq1_p2 = -C_f1_d_y*dq2 + dq1_p1;
@@ -813,10 +809,9 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
     const double X1_2 = X1__e2*lu_inv2;
     H[2] = -X1_2;
-    const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
-    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double X1_1 = X1_1_p1*lu_inv1;
+    const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
     H[0] = -X1_1;
+    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
     const double qd_dep2 = -X1_2*qd_ind1;
@@ -889,13 +884,12 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
             mg_o_H[2][mg_l] = -X1_2;
-            const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
+            const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
+            mg_o_H[0][mg_l] = -X1_1;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double X1_1 = X1_1_p1*lu_inv1;
-            mg_o_H[0][mg_l] = -X1_1;
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[1][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
@@ -1757,9 +1751,8 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
     const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
     const double X1_2 = X1__e2*lu_inv2;
-    const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
+    const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
     const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
-    const double X1_1 = X1_1_p1*lu_inv1;
     const double F_c3_x = F3_x*c3 - F3_y*s3;
     const double F_c3_y = F3_x*s3 + F3_y*c3;
     const double N2_z_p3 = -0.08660254037844387*F_c3_x + N2_z_p2;
@@ -1796,8 +1789,7 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double resD1 = -b1 + (0.013515000000000003)*qdd_dep1;
     const double resD2 = (0.02043333333333333)*qdd_dep2 + resD2_p1;
     const double lambda_z1 = lu_inv1*resD1;
-    const double lambda_z2_p1 = -C_f1_d_y*lambda_z1 + resD2;
-    const double lambda_z2 = lambda_z2_p1*lu_inv2;
+    const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + resD2);
     multipliers[1] = lambda_z2;
     reaction[1] = lambda_z2;
     const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
@@ -1919,9 +1911,8 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
-            const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
+            const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
             const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
-            const double X1_1 = X1_1_p1*lu_inv1;
             const double F_c3_x = F3_x*c3 - F3_y*s3;
             const double F_c3_y = F3_x*s3 + F3_y*c3;
             const double N2_z_p3 = -0.08660254037844387*F_c3_x + N2_z_p2;
@@ -1963,8 +1954,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double resD1 = -b1 + (0.013515000000000003)*qdd_dep1;
             const double resD2 = (0.02043333333333333)*qdd_dep2 + resD2_p1;
             const double lambda_z1 = lu_inv1*resD1;
-            const double lambda_z2_p1 = -C_f1_d_y*lambda_z1 + resD2;
-            const double lambda_z2 = lambda_z2_p1*lu_inv2;
+            const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + resD2);
             mg_o_multipliers[1][mg_l] = lambda_z2;
             mg_o_reaction[1][mg_l] = lambda_z2;
             const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
@@ -2083,8 +2073,7 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double X1_2 = X1__e2*lu_inv2;
     const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
     qdd[2] = qdd_dep2;
-    const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
-    const double X1_1 = X1_1_p1*lu_inv1;
+    const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
     const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
     qdd[0] = qdd_dep1;
     const double N1_z = -N1_z_p1 + (0.013515000000000003)*qdd_dep1;
@@ -2098,11 +2087,10 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double F3_x = F3_x_p1 - 0.05145928022482449*epsd3_z;
     const double F3_y = F3_y_p1 + (0.07076858398147434)*epsd3_z;
     const double N3_z = N3_z_p1 + (0.02043333333333333)*epsd3_z;
-    const double N2_z_p3 = N2_z_p2 + N3_z;
-    const double lambda_z2_p1 = -C_f1_d_y*lambda_z1 + N3_z;
-    const double lambda_z2 = lambda_z2_p1*lu_inv2;
+    const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + N3_z);
     multipliers[1] = lambda_z2;
     reaction[1] = lambda_z2;
+    const double N2_z_p3 = N2_z_p2 + N3_z;
     const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
     multipliers[0] = lambda1;
     reaction[0] = lambda1;
@@ -2232,8 +2220,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_2 = X1__e2*lu_inv2;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
             mg_o_qdd[2][mg_l] = qdd_dep2;
-            const double X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2;
-            const double X1_1 = X1_1_p1*lu_inv1;
+            const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             mg_o_qdd[0][mg_l] = qdd_dep1;
             const double N1_z = -N1_z_p1 + (0.013515000000000003)*qdd_dep1;
@@ -2247,11 +2234,10 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double F3_x = F3_x_p1 - 0.05145928022482449*epsd3_z;
             const double F3_y = F3_y_p1 + (0.07076858398147434)*epsd3_z;
             const double N3_z = N3_z_p1 + (0.02043333333333333)*epsd3_z;
-            const double N2_z_p3 = N2_z_p2 + N3_z;
-            const double lambda_z2_p1 = -C_f1_d_y*lambda_z1 + N3_z;
-            const double lambda_z2 = lambda_z2_p1*lu_inv2;
+            const double lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + N3_z);
             mg_o_multipliers[1][mg_l] = lambda_z2;
             mg_o_reaction[1][mg_l] = lambda_z2;
+            const double N2_z_p3 = N2_z_p2 + N3_z;
             const double lambda1 = lambda_z1 - lambda_z2*lu_f21;
             mg_o_multipliers[0][mg_l] = lambda1;
             mg_o_reaction[0][mg_l] = lambda1;

@@ -103,9 +103,9 @@ def newton_step(q, q_next, error, branch, orientation):
     r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
     lu_f21 = C_f2_d_x*lu_inv1
     C_f1_o_x = C_f1_d_x + r_rel0_3_x
+    C_f2_o_x = C_f2_d_x + 0.4
     lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21
     C_f1_o_y = C_f1_d_y + r_rel0_3_y
-    C_f2_o_x = C_f2_d_x + 0.4
     if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
@@ -122,11 +122,9 @@ def newton_step(q, q_next, error, branch, orientation):
     lu_inv2 = 1.0/lu_u22
     cse4 = C_f1_o_x - C_f2_o_x
     dq1_p1 = C_f1_o_x - C_f2_o_x
-    err_p1 = -C_f1_o_y + C_f2_d_y
+    err = math.sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y))
     dq_e2_p1 = C_f1_o_y - C_f2_d_y
     dq_e2 = -cse4*lu_f21 + dq_e2_p1
-    err_p2 = cse4*cse4 + err_p1*err_p1
-    err = math.sqrt(err_p2)
     dq2 = dq_e2*lu_inv2
     dq1_p2 = -C_f1_d_y*dq2 + dq1_p1
     dq1 = dq1_p2*lu_inv1
@@ -184,12 +182,11 @@ def velocity(q, qd_ind, qd, H):
     C_f1_T2_x = -C_f1_d_y - r_rel0_3_y
     X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x
     X1_2 = X1__e2*lu_inv2
-    X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2
+    X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2)
     if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
-    X1_1 = X1_1_p1*lu_inv1
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd[0] = qd_dep1
@@ -604,9 +601,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     C_f1_T2_x = -C_f1_d_y - r_rel0_3_y
     X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x
     X1_2 = X1__e2*lu_inv2
-    X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2
+    X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2)
     MH2_1 = Ic2_22 - Nm3_2_z*X1_2
-    X1_1 = X1_1_p1*lu_inv1
     F_c3_x = F3_x*c3 - F3_y*s3
     F_c3_y = F3_x*s3 + F3_y*c3
     N2_z_p3 = -0.08660254037844387*F_c3_x + N2_z_p2
@@ -644,8 +640,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     resD1 = -b1 + (0.013515000000000003)*qdd_dep1
     resD2 = (0.02043333333333333)*qdd_dep2 + resD2_p1
     lambda_z1 = lu_inv1*resD1
-    lambda_z2_p1 = -C_f1_d_y*lambda_z1 + resD2
-    lambda_z2 = lambda_z2_p1*lu_inv2
+    lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + resD2)
     lambda1 = lambda_z1 - lambda_z2*lu_f21
     qdd[0] = qdd_dep1
     qdd[1] = qdd_ind1
@@ -750,8 +745,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x
     X1_2 = X1__e2*lu_inv2
     qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
-    X1_1_p1 = -C_f1_T2_x - C_f1_d_y*X1_2
-    X1_1 = X1_1_p1*lu_inv1
+    X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2)
     qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1
     N1_z = -N1_z_p1 + (0.013515000000000003)*qdd_dep1
     lambda_z1 = N1_z*lu_inv1
@@ -764,9 +758,8 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     F3_x = F3_x_p1 - 0.05145928022482449*epsd3_z
     F3_y = F3_y_p1 + (0.07076858398147434)*epsd3_z
     N3_z = N3_z_p1 + (0.02043333333333333)*epsd3_z
+    lambda_z2 = lu_inv2*(-C_f1_d_y*lambda_z1 + N3_z)
     N2_z_p3 = N2_z_p2 + N3_z
-    lambda_z2_p1 = -C_f1_d_y*lambda_z1 + N3_z
-    lambda_z2 = lambda_z2_p1*lu_inv2
     lambda1 = lambda_z1 - lambda_z2*lu_f21
     F_c3_x = F3_x*c3 - F3_y*s3
     F_c3_y = F3_x*s3 + F3_y*c3

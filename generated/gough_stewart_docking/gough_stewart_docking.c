@@ -575,19 +575,13 @@ int mechgen_gough_stewart_docking_inverse_kinematics(const double *restrict x, c
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
@@ -826,19 +820,13 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
@@ -2109,8 +2097,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg4_s0_y = cse17 + leg4_s0_y_p1;
     const double leg5_s0_y_p1 = -cse18 + y_C;
     const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse9 = 0.6278517870878945*alpha_C_10;
     const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -2139,8 +2126,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -2150,8 +2136,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
     const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg1_stroke = leg1_u_L - 0.7223228347298781;
     if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
@@ -2173,8 +2158,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
     const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
     const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
@@ -2188,8 +2172,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
@@ -2203,8 +2186,7 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
@@ -2766,8 +2748,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg4_s0_y = cse17 + leg4_s0_y_p1;
             const double leg5_s0_y_p1 = -cse18 + y_C;
             const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -2796,8 +2777,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
             const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
             const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -2807,8 +2787,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
             const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -2839,8 +2818,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
             const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -2863,8 +2841,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -2887,8 +2864,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -3528,8 +3504,7 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg4_s0_y = cse17 + leg4_s0_y_p1;
     const double leg5_s0_y_p1 = -cse18 + y_C;
     const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse9 = 0.6278517870878945*alpha_C_10;
     const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -3558,8 +3533,7 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -3577,8 +3551,7 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
     const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
     const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg1_stroke = leg1_u_L - 0.7223228347298781;
     q[2] = leg1_stroke;
     if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
@@ -3597,8 +3570,7 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
     q[1] = leg1_q2;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     q[5] = leg2_stroke;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
@@ -3618,10 +3590,8 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     q[8] = leg3_stroke;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
@@ -4219,8 +4189,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg4_s0_y = cse17 + leg4_s0_y_p1;
             const double leg5_s0_y_p1 = -cse18 + y_C;
             const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -4249,8 +4218,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
             const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
             const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -4268,8 +4236,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
             const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_o_q[2][mg_l] = leg1_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4297,8 +4264,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
             mg_o_q[1][mg_l] = leg1_q2;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4327,10 +4293,8 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4990,8 +4954,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -5015,8 +4978,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -5046,8 +5008,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -5080,8 +5041,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -5108,8 +5068,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -5133,8 +5092,7 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -5867,8 +5825,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -5901,8 +5858,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -5941,8 +5897,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -5984,8 +5939,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -6021,8 +5975,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -6055,8 +6008,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -6940,23 +6892,17 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -7675,23 +7621,17 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -8547,23 +8487,17 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -9693,23 +9627,17 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -10833,8 +10761,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -10858,8 +10785,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -10889,8 +10815,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -10923,8 +10848,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -10951,8 +10875,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -10976,8 +10899,7 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -12779,8 +12701,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -12813,8 +12734,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -12853,8 +12773,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -12896,8 +12815,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -12933,8 +12851,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -12967,8 +12884,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -14855,8 +14771,7 @@ int mechgen_gough_stewart_docking_step(const double *restrict x, const double *r
     const double s0_C_m_y = alpha_C_21*mE_z + s0_C_m_y_p1;
     const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
     const double s0_C_m_z = alpha_C_22*mE_z + s0_C_m_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -17245,8 +17160,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double s0_C_m_y = alpha_C_21*mE_z + s0_C_m_y_p1;
             const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
             const double s0_C_m_z = alpha_C_22*mE_z + s0_C_m_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -20859,8 +20773,7 @@ int mechgen_gough_stewart_docking_step_accel(const double *restrict x, const dou
     const double vc_C_y = alpha_C_12*v_z + vc_C_y_p1;
     const double vc_C_z_p1 = alpha_C_20*v_x + alpha_C_21*v_y;
     const double vc_C_z = alpha_C_22*v_z + vc_C_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -22268,8 +22181,7 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double vc_C_y = alpha_C_12*v_z + vc_C_y_p1;
             const double vc_C_z_p1 = alpha_C_20*v_x + alpha_C_21*v_y;
             const double vc_C_z = alpha_C_22*v_z + vc_C_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -24796,8 +24708,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg4_s0_y = cse17 + leg4_s0_y_p1;
     const double leg5_s0_y_p1 = -cse18 + y_C;
     const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse9 = 0.6278517870878945*alpha_C_10;
     const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -24826,8 +24737,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -24837,8 +24747,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
     const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg1_stroke = leg1_u_L - 0.7223228347298781;
     if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
@@ -24859,8 +24768,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
     const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
     const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
@@ -24873,8 +24781,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
@@ -24887,8 +24794,7 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
@@ -25521,8 +25427,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_s0_y = cse17 + leg4_s0_y_p1;
             const double leg5_s0_y_p1 = -cse18 + y_C;
             const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -25551,8 +25456,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
             const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
             const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -25562,8 +25466,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
             const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -25593,8 +25496,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
             const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -25616,8 +25518,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -25639,8 +25540,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -26361,8 +26261,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -26386,8 +26285,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -26417,8 +26315,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -26451,8 +26348,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -26479,8 +26375,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -26504,8 +26399,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -28408,8 +28302,7 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     const double F_z6 = F_z6_p3 + F_z6_p4;
     const double F6 = F_z6*cse131;
     F[5] = F6;
-    const double F5_p1 = -F6*F_R56 + F_z5;
-    const double F5 = F5_p1*cse129;
+    const double F5 = cse129*(-F6*F_R56 + F_z5);
     F[4] = F5;
     const double F4_p1 = -F6*F_R46 + F_z4;
     const double F4_p2 = F4_p1 - F5*F_R45;
@@ -28544,8 +28437,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -28578,8 +28470,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -28618,8 +28509,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -28661,8 +28551,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -28698,8 +28587,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -28732,8 +28620,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -30711,8 +30598,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_z6 = F_z6_p3 + F_z6_p4;
             const double F6 = F_z6*cse131;
             mg_o_F[5][mg_l] = F6;
-            const double F5_p1 = -F6*F_R56 + F_z5;
-            const double F5 = F5_p1*cse129;
+            const double F5 = cse129*(-F6*F_R56 + F_z5);
             mg_o_F[4][mg_l] = F5;
             const double F4_p1 = -F6*F_R46 + F_z4;
             const double F4_p2 = F4_p1 - F5*F_R45;
@@ -30889,8 +30775,7 @@ int mechgen_gough_stewart_docking_base_step(const double *restrict x, const doub
     const double s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z;
     const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_22*s_C_m_z;
     const double s0_C_m_z = alpha_C_12*s_C_m_y + s0_C_m_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -33475,8 +33360,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z;
             const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_22*s_C_m_z;
             const double s0_C_m_z = alpha_C_12*s_C_m_y + s0_C_m_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -37608,8 +37492,7 @@ int mechgen_gough_stewart_docking_coupled_step(const double *restrict x, const d
     const double oo_C_yz = omega_y*omega_z;
     const double oo_C_W_00 = -oo_C_yy - oo_C_zz;
     const double oo_C_W_11 = -oo_C_xx - oo_C_zz;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -42982,8 +42865,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double oo_C_yz = omega_y*omega_z;
             const double oo_C_W_00 = -oo_C_yy - oo_C_zz;
             const double oo_C_W_11 = -oo_C_xx - oo_C_zz;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -52113,8 +51995,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg4_s0_y = cse17 + leg4_s0_y_p1;
     const double leg5_s0_y_p1 = -cse18 + y_C;
     const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse9 = 0.6278517870878945*alpha_C_10;
     const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -52143,8 +52024,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -52154,8 +52034,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
     const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
     const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
     const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
     const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
@@ -52176,8 +52055,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
@@ -52191,8 +52069,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
@@ -52206,8 +52083,7 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
@@ -53143,8 +53019,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_s0_y = cse17 + leg4_s0_y_p1;
             const double leg5_s0_y_p1 = -cse18 + y_C;
             const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-            const double leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
@@ -53173,8 +53048,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
             const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
             const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
@@ -53184,8 +53058,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
             const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
             const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
             const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
@@ -53215,8 +53088,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -53239,8 +53111,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -53263,8 +53134,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;

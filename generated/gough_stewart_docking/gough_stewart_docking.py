@@ -162,19 +162,13 @@ def inverse_kinematics(x, p, q):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
@@ -897,8 +891,7 @@ def velocity_constraints(x, p, H):
     leg4_s0_y = cse17 + leg4_s0_y_p1
     leg5_s0_y_p1 = -cse18 + y_C
     leg5_s0_y = -cse17 + leg5_s0_y_p1
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse9 = 0.6278517870878945*alpha_C_10
     cse16 = 0.6278517870878945*alpha_C_00
@@ -927,8 +920,7 @@ def velocity_constraints(x, p, H):
     leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
     leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
     leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
     leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
@@ -938,8 +930,7 @@ def velocity_constraints(x, p, H):
     leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
     leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
     leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -967,8 +958,7 @@ def velocity_constraints(x, p, H):
     leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
     leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -988,8 +978,7 @@ def velocity_constraints(x, p, H):
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -1009,8 +998,7 @@ def velocity_constraints(x, p, H):
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -1626,8 +1614,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_s0_y = cse17 + leg4_s0_y_p1
     leg5_s0_y_p1 = -cse18 + y_C
     leg5_s0_y = -cse17 + leg5_s0_y_p1
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse9 = 0.6278517870878945*alpha_C_10
     cse16 = 0.6278517870878945*alpha_C_00
@@ -1656,8 +1643,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
     leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
     leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
     leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
@@ -1675,8 +1661,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
     leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1701,8 +1686,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1728,10 +1712,8 @@ def leg_rates(x, u, p, q, qd):
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -2383,8 +2365,7 @@ def acceleration_terms(x, u, p, h):
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -2414,8 +2395,7 @@ def acceleration_terms(x, u, p, h):
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
@@ -2451,8 +2431,7 @@ def acceleration_terms(x, u, p, h):
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
@@ -2491,8 +2470,7 @@ def acceleration_terms(x, u, p, h):
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
@@ -2525,8 +2503,7 @@ def acceleration_terms(x, u, p, h):
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
@@ -2556,8 +2533,7 @@ def acceleration_terms(x, u, p, h):
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
@@ -3408,23 +3384,17 @@ def leg_forces(x, u, F, p, Q):
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -4233,23 +4203,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -5515,8 +5479,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -5552,8 +5515,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
@@ -5595,8 +5557,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
@@ -5641,8 +5602,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
@@ -5681,8 +5641,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
@@ -5718,8 +5677,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
@@ -7600,8 +7558,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     s0_C_m_y = alpha_C_21*mE_z + s0_C_m_y_p1
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y
     s0_C_m_z = alpha_C_22*mE_z + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -9058,8 +9015,7 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     vc_C_y = alpha_C_12*v_z + vc_C_y_p1
     vc_C_z_p1 = alpha_C_20*v_x + alpha_C_21*v_y
     vc_C_z = alpha_C_22*v_z + vc_C_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -9922,8 +9878,7 @@ def energy(x, u, g, p, T, V):
     leg4_s0_y = cse17 + leg4_s0_y_p1
     leg5_s0_y_p1 = -cse18 + y_C
     leg5_s0_y = -cse17 + leg5_s0_y_p1
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse9 = 0.6278517870878945*alpha_C_10
     cse16 = 0.6278517870878945*alpha_C_00
@@ -9952,8 +9907,7 @@ def energy(x, u, g, p, T, V):
     leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
     leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
     leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
     leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
@@ -9963,8 +9917,7 @@ def energy(x, u, g, p, T, V):
     leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
     leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
     leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -9994,8 +9947,7 @@ def energy(x, u, g, p, T, V):
     leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
     leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10017,8 +9969,7 @@ def energy(x, u, g, p, T, V):
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10040,8 +9991,7 @@ def energy(x, u, g, p, T, V):
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10729,8 +10679,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -10760,8 +10709,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
@@ -10797,8 +10745,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
@@ -10837,8 +10784,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
@@ -10871,8 +10817,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
@@ -10902,8 +10847,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
@@ -12845,8 +12789,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_z6_p4 = F_z6_p1 + F_z6_p2
     F_z6 = F_z6_p3 + F_z6_p4
     F6 = F_z6*cse131
-    F5_p1 = -F6*F_R56 + F_z5
-    F5 = F5_p1*cse129
+    F5 = cse129*(-F6*F_R56 + F_z5)
     F4_p1 = -F6*F_R46 + F_z4
     F4_p2 = F4_p1 - F5*F_R45
     F4 = F4_p2*cse127
@@ -13017,8 +12960,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
     s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_22*s_C_m_z
     s0_C_m_z = alpha_C_12*s_C_m_y + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -14680,8 +14622,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
     oo_C_yz = omega_y*omega_z
     oo_C_W_00 = -oo_C_yy - oo_C_zz
     oo_C_W_11 = -oo_C_xx - oo_C_zz
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -17734,8 +17675,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_s0_y = cse17 + leg4_s0_y_p1
     leg5_s0_y_p1 = -cse18 + y_C
     leg5_s0_y = -cse17 + leg5_s0_y_p1
-    leg1_u_L_p1 = leg1_d_y*leg1_d_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse9 = 0.6278517870878945*alpha_C_10
     cse16 = 0.6278517870878945*alpha_C_00
@@ -17764,8 +17704,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
     leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
     leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L_p1 = leg2_d_y*leg2_d_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
     leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
@@ -17775,8 +17714,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
     leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
     leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L_p1 = leg3_d_y*leg3_d_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
     leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
     leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
@@ -17809,8 +17747,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_u_L_p1 = leg4_d_y*leg4_d_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17836,8 +17773,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg5_u_L_p1 = leg5_d_y*leg5_d_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
@@ -17863,8 +17799,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_d_y*leg6_d_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3

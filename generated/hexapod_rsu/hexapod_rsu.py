@@ -212,30 +212,18 @@ def inverse_kinematics(x, p, q):
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg6_crank_w = math.sqrt(leg6_crank_w2)
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -1355,8 +1343,7 @@ def newton_step(x, q, p, q_next, residual):
     leg1_dq_e3 = -leg1_f1*leg1_lu_f31 + leg1_f3
     leg1_dq_e2_2 = leg1_dq_e2 - leg1_dq_e3*leg1_lu_f22
     leg1_dq3 = leg1_dq_e2_2*leg1_lu_inv4
-    leg1_dq2_p1 = -leg1_TL3_z*leg1_dq3 + leg1_dq_e3
-    leg1_dq2 = leg1_dq2_p1*leg1_lu_inv3
+    leg1_dq2 = leg1_lu_inv3*(-leg1_TL3_z*leg1_dq3 + leg1_dq_e3)
     leg1_dq1 = leg1_f1*leg1_lu_inv2
     leg1_dq4_p1 = -leg1_Cd4_1*leg1_dq1 + leg1_e2_y
     leg1_dq4_p2 = -leg1_Cd4_3*leg1_dq3 + leg1_dq4_p1
@@ -1385,8 +1372,7 @@ def newton_step(x, q, p, q_next, residual):
     leg2_dq_e3 = -leg2_f1*leg2_lu_f31 + leg2_f3
     leg2_dq_e2_2 = leg2_dq_e2 - leg2_dq_e3*leg2_lu_f22
     leg2_dq3 = leg2_dq_e2_2*leg2_lu_inv4
-    leg2_dq2_p1 = -leg2_TL3_z*leg2_dq3 + leg2_dq_e3
-    leg2_dq2 = leg2_dq2_p1*leg2_lu_inv3
+    leg2_dq2 = leg2_lu_inv3*(-leg2_TL3_z*leg2_dq3 + leg2_dq_e3)
     leg2_dq1 = leg2_f1*leg2_lu_inv2
     leg2_dq4_p1 = -leg2_Cd4_1*leg2_dq1 + leg2_e2_y
     leg2_dq4_p2 = -leg2_Cd4_3*leg2_dq3 + leg2_dq4_p1
@@ -1415,8 +1401,7 @@ def newton_step(x, q, p, q_next, residual):
     leg3_dq_e3 = -leg3_f1*leg3_lu_f31 + leg3_f3
     leg3_dq_e2_2 = leg3_dq_e2 - leg3_dq_e3*leg3_lu_f22
     leg3_dq3 = leg3_dq_e2_2*leg3_lu_inv4
-    leg3_dq2_p1 = -leg3_TL3_z*leg3_dq3 + leg3_dq_e3
-    leg3_dq2 = leg3_dq2_p1*leg3_lu_inv3
+    leg3_dq2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_dq3 + leg3_dq_e3)
     leg3_dq1 = leg3_f1*leg3_lu_inv2
     leg3_dq4_p1 = -leg3_Cd4_1*leg3_dq1 + leg3_e2_y
     leg3_dq4_p2 = -leg3_Cd4_3*leg3_dq3 + leg3_dq4_p1
@@ -1445,8 +1430,7 @@ def newton_step(x, q, p, q_next, residual):
     leg4_dq_e3 = -leg4_f1*leg4_lu_f31 + leg4_f3
     leg4_dq_e2_2 = leg4_dq_e2 - leg4_dq_e3*leg4_lu_f22
     leg4_dq3 = leg4_dq_e2_2*leg4_lu_inv4
-    leg4_dq2_p1 = -leg4_TL3_z*leg4_dq3 + leg4_dq_e3
-    leg4_dq2 = leg4_dq2_p1*leg4_lu_inv3
+    leg4_dq2 = leg4_lu_inv3*(-leg4_TL3_z*leg4_dq3 + leg4_dq_e3)
     leg4_dq1 = leg4_f1*leg4_lu_inv2
     leg4_dq4_p1 = -leg4_Cd4_1*leg4_dq1 + leg4_e2_y
     leg4_dq4_p2 = -leg4_Cd4_3*leg4_dq3 + leg4_dq4_p1
@@ -1475,8 +1459,7 @@ def newton_step(x, q, p, q_next, residual):
     leg5_dq_e3 = -leg5_f1*leg5_lu_f31 + leg5_f3
     leg5_dq_e2_2 = leg5_dq_e2 - leg5_dq_e3*leg5_lu_f22
     leg5_dq3 = leg5_dq_e2_2*leg5_lu_inv4
-    leg5_dq2_p1 = -leg5_TL3_z*leg5_dq3 + leg5_dq_e3
-    leg5_dq2 = leg5_dq2_p1*leg5_lu_inv3
+    leg5_dq2 = leg5_lu_inv3*(-leg5_TL3_z*leg5_dq3 + leg5_dq_e3)
     leg5_dq1 = leg5_f1*leg5_lu_inv2
     leg5_dq4_p1 = -leg5_Cd4_1*leg5_dq1 + leg5_e2_y
     leg5_dq4_p2 = -leg5_Cd4_3*leg5_dq3 + leg5_dq4_p1
@@ -1505,8 +1488,7 @@ def newton_step(x, q, p, q_next, residual):
     leg6_dq_e3 = -leg6_f1*leg6_lu_f31 + leg6_f3
     leg6_dq_e2_2 = leg6_dq_e2 - leg6_dq_e3*leg6_lu_f22
     leg6_dq3 = leg6_dq_e2_2*leg6_lu_inv4
-    leg6_dq2_p1 = -leg6_TL3_z*leg6_dq3 + leg6_dq_e3
-    leg6_dq2 = leg6_dq2_p1*leg6_lu_inv3
+    leg6_dq2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_dq3 + leg6_dq_e3)
     leg6_dq1 = leg6_f1*leg6_lu_inv2
     leg6_dq4_p1 = -leg6_Cd4_1*leg6_dq1 + leg6_e2_y
     leg6_dq4_p2 = -leg6_Cd4_3*leg6_dq3 + leg6_dq4_p1
@@ -1670,10 +1652,8 @@ def velocity_constraints(x, p, H):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -1748,10 +1728,8 @@ def velocity_constraints(x, p, H):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -1826,10 +1804,8 @@ def velocity_constraints(x, p, H):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -1916,10 +1892,8 @@ def velocity_constraints(x, p, H):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -2000,10 +1974,8 @@ def velocity_constraints(x, p, H):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -2075,10 +2047,8 @@ def velocity_constraints(x, p, H):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -2756,8 +2726,7 @@ def velocity_constraints(x, p, H):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -2766,8 +2735,7 @@ def velocity_constraints(x, p, H):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -2776,8 +2744,7 @@ def velocity_constraints(x, p, H):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -2786,8 +2753,7 @@ def velocity_constraints(x, p, H):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -2797,8 +2763,7 @@ def velocity_constraints(x, p, H):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -2808,8 +2773,7 @@ def velocity_constraints(x, p, H):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -2819,8 +2783,7 @@ def velocity_constraints(x, p, H):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -2829,8 +2792,7 @@ def velocity_constraints(x, p, H):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -2839,8 +2801,7 @@ def velocity_constraints(x, p, H):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -2849,8 +2810,7 @@ def velocity_constraints(x, p, H):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -2860,8 +2820,7 @@ def velocity_constraints(x, p, H):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -2871,8 +2830,7 @@ def velocity_constraints(x, p, H):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -2882,8 +2840,7 @@ def velocity_constraints(x, p, H):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -2892,8 +2849,7 @@ def velocity_constraints(x, p, H):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -2902,8 +2858,7 @@ def velocity_constraints(x, p, H):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -2912,8 +2867,7 @@ def velocity_constraints(x, p, H):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -2923,8 +2877,7 @@ def velocity_constraints(x, p, H):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -2934,8 +2887,7 @@ def velocity_constraints(x, p, H):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -2945,8 +2897,7 @@ def velocity_constraints(x, p, H):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -2955,8 +2906,7 @@ def velocity_constraints(x, p, H):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -2965,8 +2915,7 @@ def velocity_constraints(x, p, H):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -2975,8 +2924,7 @@ def velocity_constraints(x, p, H):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -2986,8 +2934,7 @@ def velocity_constraints(x, p, H):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -2997,8 +2944,7 @@ def velocity_constraints(x, p, H):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -3008,8 +2954,7 @@ def velocity_constraints(x, p, H):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -3018,8 +2963,7 @@ def velocity_constraints(x, p, H):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -3028,8 +2972,7 @@ def velocity_constraints(x, p, H):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -3038,8 +2981,7 @@ def velocity_constraints(x, p, H):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -3049,8 +2991,7 @@ def velocity_constraints(x, p, H):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -3060,8 +3001,7 @@ def velocity_constraints(x, p, H):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -3071,8 +3011,7 @@ def velocity_constraints(x, p, H):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -3081,8 +3020,7 @@ def velocity_constraints(x, p, H):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -3091,8 +3029,7 @@ def velocity_constraints(x, p, H):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -3101,8 +3038,7 @@ def velocity_constraints(x, p, H):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -3112,8 +3048,7 @@ def velocity_constraints(x, p, H):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -3123,8 +3058,7 @@ def velocity_constraints(x, p, H):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -3385,10 +3319,8 @@ def leg_rates(x, u, p, q, qd):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -3472,10 +3404,8 @@ def leg_rates(x, u, p, q, qd):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -3559,10 +3489,8 @@ def leg_rates(x, u, p, q, qd):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -3658,10 +3586,8 @@ def leg_rates(x, u, p, q, qd):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -3751,10 +3677,8 @@ def leg_rates(x, u, p, q, qd):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -3835,10 +3759,8 @@ def leg_rates(x, u, p, q, qd):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -4547,8 +4469,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -4557,8 +4478,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -4567,8 +4487,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -4577,8 +4496,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -4588,8 +4506,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -4599,8 +4516,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -4610,8 +4526,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -4620,8 +4535,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -4630,8 +4544,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -4640,8 +4553,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -4651,8 +4563,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -4662,8 +4573,7 @@ def leg_rates(x, u, p, q, qd):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -4673,8 +4583,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -4683,8 +4592,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -4693,8 +4601,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -4703,8 +4610,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -4714,8 +4620,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -4725,8 +4630,7 @@ def leg_rates(x, u, p, q, qd):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -4736,8 +4640,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -4746,8 +4649,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -4756,8 +4658,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -4766,8 +4667,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -4777,8 +4677,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -4788,8 +4687,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -4799,8 +4697,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -4809,8 +4706,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -4819,8 +4715,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -4829,8 +4724,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -4840,8 +4734,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -4851,8 +4744,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -4862,8 +4754,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -4872,8 +4763,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -4882,8 +4772,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -4892,8 +4781,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -4903,8 +4791,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -4914,8 +4801,7 @@ def leg_rates(x, u, p, q, qd):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -5197,10 +5083,8 @@ def acceleration_terms(x, u, p, h):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -5275,10 +5159,8 @@ def acceleration_terms(x, u, p, h):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -5353,10 +5235,8 @@ def acceleration_terms(x, u, p, h):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -5443,10 +5323,8 @@ def acceleration_terms(x, u, p, h):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -5527,10 +5405,8 @@ def acceleration_terms(x, u, p, h):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -5602,10 +5478,8 @@ def acceleration_terms(x, u, p, h):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -6295,8 +6169,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -6305,8 +6178,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -6315,8 +6187,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -6325,8 +6196,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -6336,8 +6206,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -6347,8 +6216,7 @@ def acceleration_terms(x, u, p, h):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -6358,8 +6226,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -6368,8 +6235,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -6378,8 +6244,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -6388,8 +6253,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -6399,8 +6263,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -6410,8 +6273,7 @@ def acceleration_terms(x, u, p, h):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -6421,8 +6283,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -6431,8 +6292,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -6441,8 +6301,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -6451,8 +6310,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -6462,8 +6320,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -6473,8 +6330,7 @@ def acceleration_terms(x, u, p, h):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -6484,8 +6340,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -6494,8 +6349,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -6504,8 +6358,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -6514,8 +6367,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -6525,8 +6377,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -6536,8 +6387,7 @@ def acceleration_terms(x, u, p, h):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -6547,8 +6397,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -6557,8 +6406,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -6567,8 +6415,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -6577,8 +6424,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -6588,8 +6434,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -6599,8 +6444,7 @@ def acceleration_terms(x, u, p, h):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -6610,8 +6454,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -6620,8 +6463,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -6630,8 +6472,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -6640,8 +6481,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -6651,8 +6491,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -6662,8 +6501,7 @@ def acceleration_terms(x, u, p, h):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -7033,8 +6871,7 @@ def acceleration_terms(x, u, p, h):
     leg1_h_e3 = -leg1_c1*leg1_lu_f31 + leg1_c3
     leg1_h_e2_2 = leg1_h_e2 - leg1_h_e3*leg1_lu_f22
     leg1_h3 = leg1_h_e2_2*leg1_lu_inv4
-    leg1_h2_p1 = -leg1_TL3_z*leg1_h3 + leg1_h_e3
-    leg1_h2 = leg1_h2_p1*leg1_lu_inv3
+    leg1_h2 = leg1_lu_inv3*(-leg1_TL3_z*leg1_h3 + leg1_h_e3)
     leg1_h1 = leg1_c1*leg1_lu_inv2
     leg1_h4_p1 = -leg1_Cd4_1*leg1_h1 + leg1_c4
     leg1_h4_p2 = -leg1_Cd4_3*leg1_h3 + leg1_h4_p1
@@ -7079,8 +6916,7 @@ def acceleration_terms(x, u, p, h):
     leg2_h_e3 = -leg2_c1*leg2_lu_f31 + leg2_c3
     leg2_h_e2_2 = leg2_h_e2 - leg2_h_e3*leg2_lu_f22
     leg2_h3 = leg2_h_e2_2*leg2_lu_inv4
-    leg2_h2_p1 = -leg2_TL3_z*leg2_h3 + leg2_h_e3
-    leg2_h2 = leg2_h2_p1*leg2_lu_inv3
+    leg2_h2 = leg2_lu_inv3*(-leg2_TL3_z*leg2_h3 + leg2_h_e3)
     leg2_h1 = leg2_c1*leg2_lu_inv2
     leg2_h4_p1 = -leg2_Cd4_1*leg2_h1 + leg2_c4
     leg2_h4_p2 = -leg2_Cd4_3*leg2_h3 + leg2_h4_p1
@@ -7130,8 +6966,7 @@ def acceleration_terms(x, u, p, h):
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
     leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
     leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
-    leg3_h2_p1 = -leg3_TL3_z*leg3_h3 + leg3_h_e3
-    leg3_h2 = leg3_h2_p1*leg3_lu_inv3
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4_p1 = -leg3_Cd4_1*leg3_h1 + leg3_c4
     leg3_h4_p2 = -leg3_Cd4_3*leg3_h3 + leg3_h4_p1
@@ -7182,8 +7017,7 @@ def acceleration_terms(x, u, p, h):
     leg4_h_e3 = -leg4_c1*leg4_lu_f31 + leg4_c3
     leg4_h_e2_2 = leg4_h_e2 - leg4_h_e3*leg4_lu_f22
     leg4_h3 = leg4_h_e2_2*leg4_lu_inv4
-    leg4_h2_p1 = -leg4_TL3_z*leg4_h3 + leg4_h_e3
-    leg4_h2 = leg4_h2_p1*leg4_lu_inv3
+    leg4_h2 = leg4_lu_inv3*(-leg4_TL3_z*leg4_h3 + leg4_h_e3)
     leg4_h1 = leg4_c1*leg4_lu_inv2
     leg4_h4_p1 = -leg4_Cd4_1*leg4_h1 + leg4_c4
     leg4_h4_p2 = -leg4_Cd4_3*leg4_h3 + leg4_h4_p1
@@ -7228,8 +7062,7 @@ def acceleration_terms(x, u, p, h):
     leg5_h_e3 = -leg5_c1*leg5_lu_f31 + leg5_c3
     leg5_h_e2_2 = leg5_h_e2 - leg5_h_e3*leg5_lu_f22
     leg5_h3 = leg5_h_e2_2*leg5_lu_inv4
-    leg5_h2_p1 = -leg5_TL3_z*leg5_h3 + leg5_h_e3
-    leg5_h2 = leg5_h2_p1*leg5_lu_inv3
+    leg5_h2 = leg5_lu_inv3*(-leg5_TL3_z*leg5_h3 + leg5_h_e3)
     leg5_h1 = leg5_c1*leg5_lu_inv2
     leg5_h4_p1 = -leg5_Cd4_1*leg5_h1 + leg5_c4
     leg5_h4_p2 = -leg5_Cd4_3*leg5_h3 + leg5_h4_p1
@@ -7274,8 +7107,7 @@ def acceleration_terms(x, u, p, h):
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
     leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
     leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
-    leg6_h2_p1 = -leg6_TL3_z*leg6_h3 + leg6_h_e3
-    leg6_h2 = leg6_h2_p1*leg6_lu_inv3
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4_p1 = -leg6_Cd4_1*leg6_h1 + leg6_c4
     leg6_h4_p2 = -leg6_Cd4_3*leg6_h3 + leg6_h4_p1
@@ -7459,10 +7291,8 @@ def leg_forces(x, u, F, p, Q):
     leg4_s0_y = cse41 + leg4_s0_y_p1
     leg5_s0_y_p1 = -cse42 + y_C
     leg5_s0_y = -cse41 + leg5_s0_y_p1
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     cse40 = 0.5416442641567144*alpha_C_00
     cse44 = 0.5416442641567144*alpha_C_02
     leg2_crank_w = math.sqrt(leg2_crank_w2)
@@ -7497,10 +7327,8 @@ def leg_forces(x, u, F, p, Q):
     leg4_crank_K_p2 = 2.0*cse45 + leg4_crank_K_p1
     leg4_crank_rho2 = cse45 + cse46
     leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
     leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
@@ -7537,10 +7365,8 @@ def leg_forces(x, u, F, p, Q):
     leg1_e2_0_y = cse15 - cse16
     leg2_e2_0_y = -cse15 - cse16
     cse18 = 0.6174092998162958*alpha_C_02 + 0.7538615946890298*alpha_C_22
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     cse17 = 0.2247186074922691*alpha_C_12
     leg1_e2_r0_x = 0.9396926207859084*leg1_e2_0_x - 0.34202014332566866*leg1_e2_0_y
     leg1_e2_r0_z = 0.34202014332566866*leg1_e2_0_x + 0.9396926207859084*leg1_e2_0_y
@@ -7581,10 +7407,8 @@ def leg_forces(x, u, F, p, Q):
     leg6_crank_K_p2 = 2.0*cse59 + leg6_crank_K_p1
     leg6_crank_rho2 = cse59 + cse60
     leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg2_e2_r0_x = 0.9396926207859084*leg2_e2_0_x + 0.34202014332566866*leg2_e2_0_y
     leg2_e2_r0_z = -0.34202014332566866*leg2_e2_0_x + 0.9396926207859084*leg2_e2_0_y
     leg5_crank_w = math.sqrt(leg5_crank_w2)
@@ -7629,10 +7453,8 @@ def leg_forces(x, u, F, p, Q):
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg3_e2_0_z_p1 = 0.11409262711677876*alpha_C_02 - cse37
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg1_roll_N2 = leg1_e2_r3_z*leg1_e2_r3_z + leg1_e2_r4_y*leg1_e2_r4_y
     if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 s3: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
@@ -7702,10 +7524,8 @@ def leg_forces(x, u, F, p, Q):
     cse57 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
     leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
     leg4_e2_0_z_p1 = 0.5033166726995171*alpha_C_02 - cse53
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg2_roll_N2 = leg2_e2_r3_z*leg2_e2_r3_z + leg2_e2_r4_y*leg2_e2_r4_y
     if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 s3: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
@@ -8577,10 +8397,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -8691,10 +8509,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -8805,10 +8621,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -8931,10 +8745,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -9051,10 +8863,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -9162,10 +8972,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -10179,8 +9987,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -10189,8 +9996,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -10199,8 +10005,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -10209,8 +10014,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -10220,8 +10024,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -10231,8 +10034,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -10242,8 +10044,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -10252,8 +10053,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -10262,8 +10062,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -10272,8 +10071,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -10283,8 +10081,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -10294,8 +10091,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -10305,8 +10101,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -10315,8 +10110,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -10325,8 +10119,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -10335,8 +10128,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -10346,8 +10138,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -10357,8 +10148,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -10368,8 +10158,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -10378,8 +10167,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -10388,8 +10176,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -10398,8 +10185,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -10409,8 +10195,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -10420,8 +10205,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -10431,8 +10215,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -10441,8 +10224,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -10451,8 +10233,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -10461,8 +10242,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -10472,8 +10252,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -10483,8 +10262,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -10494,8 +10272,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -10504,8 +10281,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -10514,8 +10290,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -10524,8 +10299,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -10535,8 +10309,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -10546,8 +10319,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -11336,10 +11108,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -11426,10 +11196,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -11516,10 +11284,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -11618,10 +11384,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -11714,10 +11478,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -11801,10 +11563,8 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -12550,8 +12310,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -12560,8 +12319,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -12570,8 +12328,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -12580,8 +12337,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -12591,8 +12347,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -12602,8 +12357,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -12613,8 +12367,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -12623,8 +12376,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -12633,8 +12385,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -12643,8 +12394,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -12654,8 +12404,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -12665,8 +12414,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -12676,8 +12424,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -12686,8 +12433,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -12696,8 +12442,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -12706,8 +12451,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -12717,8 +12461,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -12728,8 +12471,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -12739,8 +12481,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -12749,8 +12490,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -12759,8 +12499,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -12769,8 +12508,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -12780,8 +12518,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -12791,8 +12528,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -12802,8 +12538,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -12812,8 +12547,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -12822,8 +12556,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -12832,8 +12565,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -12843,8 +12575,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -12854,8 +12585,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -12865,8 +12595,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -12875,8 +12604,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -12885,8 +12613,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -12895,8 +12622,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -12906,8 +12632,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -12917,8 +12642,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -13286,8 +13010,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_h_e3 = -leg1_c1*leg1_lu_f31 + leg1_c3
     leg1_h_e2_2 = leg1_h_e2 - leg1_h_e3*leg1_lu_f22
     leg1_h3 = leg1_h_e2_2*leg1_lu_inv4
-    leg1_h2_p1 = -leg1_TL3_z*leg1_h3 + leg1_h_e3
-    leg1_h2 = leg1_h2_p1*leg1_lu_inv3
+    leg1_h2 = leg1_lu_inv3*(-leg1_TL3_z*leg1_h3 + leg1_h_e3)
     leg1_h1 = leg1_c1*leg1_lu_inv2
     leg1_h4_p1 = -leg1_Cd4_1*leg1_h1 + leg1_c4
     leg1_h4_p2 = -leg1_Cd4_3*leg1_h3 + leg1_h4_p1
@@ -13332,8 +13055,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_h_e3 = -leg2_c1*leg2_lu_f31 + leg2_c3
     leg2_h_e2_2 = leg2_h_e2 - leg2_h_e3*leg2_lu_f22
     leg2_h3 = leg2_h_e2_2*leg2_lu_inv4
-    leg2_h2_p1 = -leg2_TL3_z*leg2_h3 + leg2_h_e3
-    leg2_h2 = leg2_h2_p1*leg2_lu_inv3
+    leg2_h2 = leg2_lu_inv3*(-leg2_TL3_z*leg2_h3 + leg2_h_e3)
     leg2_h1 = leg2_c1*leg2_lu_inv2
     leg2_h4_p1 = -leg2_Cd4_1*leg2_h1 + leg2_c4
     leg2_h4_p2 = -leg2_Cd4_3*leg2_h3 + leg2_h4_p1
@@ -13383,8 +13105,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
     leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
     leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
-    leg3_h2_p1 = -leg3_TL3_z*leg3_h3 + leg3_h_e3
-    leg3_h2 = leg3_h2_p1*leg3_lu_inv3
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4_p1 = -leg3_Cd4_1*leg3_h1 + leg3_c4
     leg3_h4_p2 = -leg3_Cd4_3*leg3_h3 + leg3_h4_p1
@@ -13435,8 +13156,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_h_e3 = -leg4_c1*leg4_lu_f31 + leg4_c3
     leg4_h_e2_2 = leg4_h_e2 - leg4_h_e3*leg4_lu_f22
     leg4_h3 = leg4_h_e2_2*leg4_lu_inv4
-    leg4_h2_p1 = -leg4_TL3_z*leg4_h3 + leg4_h_e3
-    leg4_h2 = leg4_h2_p1*leg4_lu_inv3
+    leg4_h2 = leg4_lu_inv3*(-leg4_TL3_z*leg4_h3 + leg4_h_e3)
     leg4_h1 = leg4_c1*leg4_lu_inv2
     leg4_h4_p1 = -leg4_Cd4_1*leg4_h1 + leg4_c4
     leg4_h4_p2 = -leg4_Cd4_3*leg4_h3 + leg4_h4_p1
@@ -13481,8 +13201,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_h_e3 = -leg5_c1*leg5_lu_f31 + leg5_c3
     leg5_h_e2_2 = leg5_h_e2 - leg5_h_e3*leg5_lu_f22
     leg5_h3 = leg5_h_e2_2*leg5_lu_inv4
-    leg5_h2_p1 = -leg5_TL3_z*leg5_h3 + leg5_h_e3
-    leg5_h2 = leg5_h2_p1*leg5_lu_inv3
+    leg5_h2 = leg5_lu_inv3*(-leg5_TL3_z*leg5_h3 + leg5_h_e3)
     leg5_h1 = leg5_c1*leg5_lu_inv2
     leg5_h4_p1 = -leg5_Cd4_1*leg5_h1 + leg5_c4
     leg5_h4_p2 = -leg5_Cd4_3*leg5_h3 + leg5_h4_p1
@@ -13527,8 +13246,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
     leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
     leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
-    leg6_h2_p1 = -leg6_TL3_z*leg6_h3 + leg6_h_e3
-    leg6_h2 = leg6_h2_p1*leg6_lu_inv3
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4_p1 = -leg6_Cd4_1*leg6_h1 + leg6_c4
     leg6_h4_p2 = -leg6_Cd4_3*leg6_h3 + leg6_h4_p1
@@ -15253,8 +14971,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     s0_C_m_y = alpha_C_21*mE_z + s0_C_m_y_p1
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y
     s0_C_m_z = alpha_C_22*mE_z + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -17401,8 +17118,7 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     vc_C_y = alpha_C_12*v_z + vc_C_y_p1
     vc_C_z_p1 = alpha_C_20*v_x + alpha_C_21*v_y
     vc_C_z = alpha_C_22*v_z + vc_C_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -18740,10 +18456,8 @@ def energy(x, u, g, p, T, V):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -18824,10 +18538,8 @@ def energy(x, u, g, p, T, V):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -18908,10 +18620,8 @@ def energy(x, u, g, p, T, V):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -19004,10 +18714,8 @@ def energy(x, u, g, p, T, V):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -19094,10 +18802,8 @@ def energy(x, u, g, p, T, V):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -19175,10 +18881,8 @@ def energy(x, u, g, p, T, V):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -19884,8 +19588,7 @@ def energy(x, u, g, p, T, V):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -19894,8 +19597,7 @@ def energy(x, u, g, p, T, V):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -19904,8 +19606,7 @@ def energy(x, u, g, p, T, V):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -19914,8 +19615,7 @@ def energy(x, u, g, p, T, V):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -19925,8 +19625,7 @@ def energy(x, u, g, p, T, V):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -19936,8 +19635,7 @@ def energy(x, u, g, p, T, V):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -19947,8 +19645,7 @@ def energy(x, u, g, p, T, V):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -19957,8 +19654,7 @@ def energy(x, u, g, p, T, V):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -19967,8 +19663,7 @@ def energy(x, u, g, p, T, V):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -19977,8 +19672,7 @@ def energy(x, u, g, p, T, V):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -19988,8 +19682,7 @@ def energy(x, u, g, p, T, V):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -19999,8 +19692,7 @@ def energy(x, u, g, p, T, V):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -20010,8 +19702,7 @@ def energy(x, u, g, p, T, V):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -20020,8 +19711,7 @@ def energy(x, u, g, p, T, V):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -20030,8 +19720,7 @@ def energy(x, u, g, p, T, V):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -20040,8 +19729,7 @@ def energy(x, u, g, p, T, V):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -20051,8 +19739,7 @@ def energy(x, u, g, p, T, V):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -20062,8 +19749,7 @@ def energy(x, u, g, p, T, V):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -20073,8 +19759,7 @@ def energy(x, u, g, p, T, V):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -20083,8 +19768,7 @@ def energy(x, u, g, p, T, V):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -20093,8 +19777,7 @@ def energy(x, u, g, p, T, V):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -20103,8 +19786,7 @@ def energy(x, u, g, p, T, V):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -20114,8 +19796,7 @@ def energy(x, u, g, p, T, V):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -20125,8 +19806,7 @@ def energy(x, u, g, p, T, V):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -20136,8 +19816,7 @@ def energy(x, u, g, p, T, V):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -20146,8 +19825,7 @@ def energy(x, u, g, p, T, V):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -20156,8 +19834,7 @@ def energy(x, u, g, p, T, V):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -20166,8 +19843,7 @@ def energy(x, u, g, p, T, V):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -20177,8 +19853,7 @@ def energy(x, u, g, p, T, V):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -20188,8 +19863,7 @@ def energy(x, u, g, p, T, V):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -20199,8 +19873,7 @@ def energy(x, u, g, p, T, V):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -20209,8 +19882,7 @@ def energy(x, u, g, p, T, V):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -20219,8 +19891,7 @@ def energy(x, u, g, p, T, V):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -20229,8 +19900,7 @@ def energy(x, u, g, p, T, V):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -20240,8 +19910,7 @@ def energy(x, u, g, p, T, V):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -20251,8 +19920,7 @@ def energy(x, u, g, p, T, V):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -20822,10 +20490,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -20900,10 +20566,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -20978,10 +20642,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -21068,10 +20730,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -21152,10 +20812,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -21227,10 +20885,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -21920,8 +21576,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -21930,8 +21585,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -21940,8 +21594,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -21950,8 +21603,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -21961,8 +21613,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -21972,8 +21623,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -21983,8 +21633,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -21993,8 +21642,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -22003,8 +21651,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -22013,8 +21660,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -22024,8 +21670,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -22035,8 +21680,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -22046,8 +21690,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -22056,8 +21699,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -22066,8 +21708,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -22076,8 +21717,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -22087,8 +21727,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -22098,8 +21737,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -22109,8 +21747,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -22119,8 +21756,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -22129,8 +21765,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -22139,8 +21774,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -22150,8 +21784,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -22161,8 +21794,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -22172,8 +21804,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -22182,8 +21813,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -22192,8 +21822,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -22202,8 +21831,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -22213,8 +21841,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -22224,8 +21851,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -22235,8 +21861,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -22245,8 +21870,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -22255,8 +21879,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -22265,8 +21888,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -22276,8 +21898,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -22287,8 +21908,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1
@@ -22656,8 +22276,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_h_e3 = -leg1_c1*leg1_lu_f31 + leg1_c3
     leg1_h_e2_2 = leg1_h_e2 - leg1_h_e3*leg1_lu_f22
     leg1_h3 = leg1_h_e2_2*leg1_lu_inv4
-    leg1_h2_p1 = -leg1_TL3_z*leg1_h3 + leg1_h_e3
-    leg1_h2 = leg1_h2_p1*leg1_lu_inv3
+    leg1_h2 = leg1_lu_inv3*(-leg1_TL3_z*leg1_h3 + leg1_h_e3)
     leg1_h1 = leg1_c1*leg1_lu_inv2
     leg1_h4_p1 = -leg1_Cd4_1*leg1_h1 + leg1_c4
     leg1_h4_p2 = -leg1_Cd4_3*leg1_h3 + leg1_h4_p1
@@ -22702,8 +22321,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_h_e3 = -leg2_c1*leg2_lu_f31 + leg2_c3
     leg2_h_e2_2 = leg2_h_e2 - leg2_h_e3*leg2_lu_f22
     leg2_h3 = leg2_h_e2_2*leg2_lu_inv4
-    leg2_h2_p1 = -leg2_TL3_z*leg2_h3 + leg2_h_e3
-    leg2_h2 = leg2_h2_p1*leg2_lu_inv3
+    leg2_h2 = leg2_lu_inv3*(-leg2_TL3_z*leg2_h3 + leg2_h_e3)
     leg2_h1 = leg2_c1*leg2_lu_inv2
     leg2_h4_p1 = -leg2_Cd4_1*leg2_h1 + leg2_c4
     leg2_h4_p2 = -leg2_Cd4_3*leg2_h3 + leg2_h4_p1
@@ -22753,8 +22371,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_h_e3 = -leg3_c1*leg3_lu_f31 + leg3_c3
     leg3_h_e2_2 = leg3_h_e2 - leg3_h_e3*leg3_lu_f22
     leg3_h3 = leg3_h_e2_2*leg3_lu_inv4
-    leg3_h2_p1 = -leg3_TL3_z*leg3_h3 + leg3_h_e3
-    leg3_h2 = leg3_h2_p1*leg3_lu_inv3
+    leg3_h2 = leg3_lu_inv3*(-leg3_TL3_z*leg3_h3 + leg3_h_e3)
     leg3_h1 = leg3_c1*leg3_lu_inv2
     leg3_h4_p1 = -leg3_Cd4_1*leg3_h1 + leg3_c4
     leg3_h4_p2 = -leg3_Cd4_3*leg3_h3 + leg3_h4_p1
@@ -22805,8 +22422,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_h_e3 = -leg4_c1*leg4_lu_f31 + leg4_c3
     leg4_h_e2_2 = leg4_h_e2 - leg4_h_e3*leg4_lu_f22
     leg4_h3 = leg4_h_e2_2*leg4_lu_inv4
-    leg4_h2_p1 = -leg4_TL3_z*leg4_h3 + leg4_h_e3
-    leg4_h2 = leg4_h2_p1*leg4_lu_inv3
+    leg4_h2 = leg4_lu_inv3*(-leg4_TL3_z*leg4_h3 + leg4_h_e3)
     leg4_h1 = leg4_c1*leg4_lu_inv2
     leg4_h4_p1 = -leg4_Cd4_1*leg4_h1 + leg4_c4
     leg4_h4_p2 = -leg4_Cd4_3*leg4_h3 + leg4_h4_p1
@@ -22851,8 +22467,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_h_e3 = -leg5_c1*leg5_lu_f31 + leg5_c3
     leg5_h_e2_2 = leg5_h_e2 - leg5_h_e3*leg5_lu_f22
     leg5_h3 = leg5_h_e2_2*leg5_lu_inv4
-    leg5_h2_p1 = -leg5_TL3_z*leg5_h3 + leg5_h_e3
-    leg5_h2 = leg5_h2_p1*leg5_lu_inv3
+    leg5_h2 = leg5_lu_inv3*(-leg5_TL3_z*leg5_h3 + leg5_h_e3)
     leg5_h1 = leg5_c1*leg5_lu_inv2
     leg5_h4_p1 = -leg5_Cd4_1*leg5_h1 + leg5_c4
     leg5_h4_p2 = -leg5_Cd4_3*leg5_h3 + leg5_h4_p1
@@ -22897,8 +22512,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_h_e3 = -leg6_c1*leg6_lu_f31 + leg6_c3
     leg6_h_e2_2 = leg6_h_e2 - leg6_h_e3*leg6_lu_f22
     leg6_h3 = leg6_h_e2_2*leg6_lu_inv4
-    leg6_h2_p1 = -leg6_TL3_z*leg6_h3 + leg6_h_e3
-    leg6_h2 = leg6_h2_p1*leg6_lu_inv3
+    leg6_h2 = leg6_lu_inv3*(-leg6_TL3_z*leg6_h3 + leg6_h_e3)
     leg6_h1 = leg6_c1*leg6_lu_inv2
     leg6_h4_p1 = -leg6_Cd4_1*leg6_h1 + leg6_c4
     leg6_h4_p2 = -leg6_Cd4_3*leg6_h3 + leg6_h4_p1
@@ -24691,8 +24305,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_z6_p4 = F_z6_p1 + F_z6_p2
     F_z6 = F_z6_p3 + F_z6_p4
     F6 = F_z6*cse130
-    F5_p1 = -F6*F_R56 + F_z5
-    F5 = F5_p1*cse129
+    F5 = cse129*(-F6*F_R56 + F_z5)
     F4_p1 = -F6*F_R46 + F_z4
     F4_p2 = F4_p1 - F5*F_R45
     F4 = F4_p2*cse128
@@ -24880,8 +24493,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
     s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_22*s_C_m_z
     s0_C_m_z = alpha_C_12*s_C_m_y + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -27276,8 +26888,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
     oo_C_yz = omega_y*omega_z
     oo_C_W_00 = -oo_C_yy - oo_C_zz
     oo_C_W_11 = -oo_C_xx - oo_C_zz
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -31509,10 +31120,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c_p1 = leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z
-    leg1_crank_c = leg1_crank_c_p1*leg1_crank_inv_rho2
-    leg1_crank_s_p1 = -leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x
-    leg1_crank_s = leg1_crank_inv_rho2*leg1_crank_s_p1
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
@@ -31599,10 +31208,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c_p1 = leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z
-    leg2_crank_c = leg2_crank_c_p1*leg2_crank_inv_rho2
-    leg2_crank_s_p1 = -leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x
-    leg2_crank_s = leg2_crank_inv_rho2*leg2_crank_s_p1
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
     leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
@@ -31689,10 +31296,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c_p1 = leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z
-    leg3_crank_c = leg3_crank_c_p1*leg3_crank_inv_rho2
-    leg3_crank_s_p1 = -leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x
-    leg3_crank_s = leg3_crank_inv_rho2*leg3_crank_s_p1
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
     leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
@@ -31791,10 +31396,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c_p1 = leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z
-    leg4_crank_c = leg4_crank_c_p1*leg4_crank_inv_rho2
-    leg4_crank_s_p1 = -leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x
-    leg4_crank_s = leg4_crank_inv_rho2*leg4_crank_s_p1
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
     leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
@@ -31887,10 +31490,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c_p1 = leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z
-    leg5_crank_c = leg5_crank_c_p1*leg5_crank_inv_rho2
-    leg5_crank_s_p1 = -leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x
-    leg5_crank_s = leg5_crank_inv_rho2*leg5_crank_s_p1
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
     leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
@@ -31974,10 +31575,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c_p1 = leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z
-    leg6_crank_c = leg6_crank_c_p1*leg6_crank_inv_rho2
-    leg6_crank_s_p1 = -leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x
-    leg6_crank_s = leg6_crank_inv_rho2*leg6_crank_s_p1
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
     leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
@@ -32711,8 +32310,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H1__e3 = -leg1_B0_0_x*leg1_lu_f31 + leg1_B0_2_x
     leg1_H1__e2_2 = leg1_H1__e2 - leg1_H1__e3*leg1_lu_f22
     leg1_H1_3 = leg1_H1__e2_2*leg1_lu_inv4
-    leg1_H1_2_p1 = -leg1_H1_3*leg1_TL3_z + leg1_H1__e3
-    leg1_H1_2 = leg1_H1_2_p1*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv3*(-leg1_H1_3*leg1_TL3_z + leg1_H1__e3)
     leg1_H1_1 = leg1_B0_0_x*leg1_lu_inv2
     leg1_H1_4_p1 = leg1_Cd4_1*leg1_H1_1 + leg1_Cd4_3*leg1_H1_3
     leg1_H1_4_p2 = -leg1_Cd4_2*leg1_H1_2 - leg1_H1_4_p1
@@ -32721,8 +32319,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H2__e3 = -leg1_B0_0_y*leg1_lu_f31 + leg1_B0_2_y
     leg1_H2__e2_2 = leg1_H2__e2 - leg1_H2__e3*leg1_lu_f22
     leg1_H2_3 = leg1_H2__e2_2*leg1_lu_inv4
-    leg1_H2_2_p1 = -leg1_H2_3*leg1_TL3_z + leg1_H2__e3
-    leg1_H2_2 = leg1_H2_2_p1*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv3*(-leg1_H2_3*leg1_TL3_z + leg1_H2__e3)
     leg1_H2_1 = leg1_B0_0_y*leg1_lu_inv2
     leg1_H2_4_p1 = leg1_Cd4_1*leg1_H2_1 + leg1_Cd4_3*leg1_H2_3
     leg1_H2_4_p2 = -leg1_Cd4_2*leg1_H2_2 - leg1_H2_4_p1
@@ -32731,8 +32328,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H3__e3 = -leg1_B0_0_z*leg1_lu_f31 + leg1_B0_2_z
     leg1_H3__e2_2 = leg1_H3__e2 - leg1_H3__e3*leg1_lu_f22
     leg1_H3_3 = leg1_H3__e2_2*leg1_lu_inv4
-    leg1_H3_2_p1 = -leg1_H3_3*leg1_TL3_z + leg1_H3__e3
-    leg1_H3_2 = leg1_H3_2_p1*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv3*(-leg1_H3_3*leg1_TL3_z + leg1_H3__e3)
     leg1_H3_1 = leg1_B0_0_z*leg1_lu_inv2
     leg1_H3_4_p1 = leg1_Cd4_1*leg1_H3_1 + leg1_Cd4_3*leg1_H3_3
     leg1_H3_4_p2 = -leg1_Cd4_2*leg1_H3_2 - leg1_H3_4_p1
@@ -32741,8 +32337,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H4__e3 = -leg1_Ci1_x*leg1_lu_f31 + leg1_Ci3_x
     leg1_H4__e2_2 = leg1_H4__e2 - leg1_H4__e3*leg1_lu_f22
     leg1_H4_3 = leg1_H4__e2_2*leg1_lu_inv4
-    leg1_H4_2_p1 = -leg1_H4_3*leg1_TL3_z + leg1_H4__e3
-    leg1_H4_2 = leg1_H4_2_p1*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv3*(-leg1_H4_3*leg1_TL3_z + leg1_H4__e3)
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv2
     leg1_H4_4_p1 = -leg1_Cd4_1*leg1_H4_1 + leg1_Ci4_x
     leg1_H4_4_p2 = -leg1_Cd4_3*leg1_H4_3 + leg1_H4_4_p1
@@ -32752,8 +32347,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H5__e3 = -leg1_Ci1_y*leg1_lu_f31 + leg1_Ci3_y
     leg1_H5__e2_2 = leg1_H5__e2 - leg1_H5__e3*leg1_lu_f22
     leg1_H5_3 = leg1_H5__e2_2*leg1_lu_inv4
-    leg1_H5_2_p1 = -leg1_H5_3*leg1_TL3_z + leg1_H5__e3
-    leg1_H5_2 = leg1_H5_2_p1*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv3*(-leg1_H5_3*leg1_TL3_z + leg1_H5__e3)
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv2
     leg1_H5_4_p1 = -leg1_Cd4_1*leg1_H5_1 + leg1_Ci4_y
     leg1_H5_4_p2 = -leg1_Cd4_3*leg1_H5_3 + leg1_H5_4_p1
@@ -32763,8 +32357,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_H6__e3 = -leg1_Ci1_z*leg1_lu_f31 + leg1_Ci3_z
     leg1_H6__e2_2 = leg1_H6__e2 - leg1_H6__e3*leg1_lu_f22
     leg1_H6_3 = leg1_H6__e2_2*leg1_lu_inv4
-    leg1_H6_2_p1 = -leg1_H6_3*leg1_TL3_z + leg1_H6__e3
-    leg1_H6_2 = leg1_H6_2_p1*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv3*(-leg1_H6_3*leg1_TL3_z + leg1_H6__e3)
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv2
     leg1_H6_4_p1 = -leg1_Cd4_1*leg1_H6_1 + leg1_Ci4_z
     leg1_H6_4_p2 = -leg1_Cd4_3*leg1_H6_3 + leg1_H6_4_p1
@@ -32774,8 +32367,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H1__e3 = -leg2_B0_0_x*leg2_lu_f31 + leg2_B0_2_x
     leg2_H1__e2_2 = leg2_H1__e2 - leg2_H1__e3*leg2_lu_f22
     leg2_H1_3 = leg2_H1__e2_2*leg2_lu_inv4
-    leg2_H1_2_p1 = -leg2_H1_3*leg2_TL3_z + leg2_H1__e3
-    leg2_H1_2 = leg2_H1_2_p1*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv3*(-leg2_H1_3*leg2_TL3_z + leg2_H1__e3)
     leg2_H1_1 = leg2_B0_0_x*leg2_lu_inv2
     leg2_H1_4_p1 = leg2_Cd4_1*leg2_H1_1 + leg2_Cd4_3*leg2_H1_3
     leg2_H1_4_p2 = -leg2_Cd4_2*leg2_H1_2 - leg2_H1_4_p1
@@ -32784,8 +32376,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H2__e3 = -leg2_B0_0_y*leg2_lu_f31 + leg2_B0_2_y
     leg2_H2__e2_2 = leg2_H2__e2 - leg2_H2__e3*leg2_lu_f22
     leg2_H2_3 = leg2_H2__e2_2*leg2_lu_inv4
-    leg2_H2_2_p1 = -leg2_H2_3*leg2_TL3_z + leg2_H2__e3
-    leg2_H2_2 = leg2_H2_2_p1*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv3*(-leg2_H2_3*leg2_TL3_z + leg2_H2__e3)
     leg2_H2_1 = leg2_B0_0_y*leg2_lu_inv2
     leg2_H2_4_p1 = leg2_Cd4_1*leg2_H2_1 + leg2_Cd4_3*leg2_H2_3
     leg2_H2_4_p2 = -leg2_Cd4_2*leg2_H2_2 - leg2_H2_4_p1
@@ -32794,8 +32385,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H3__e3 = -leg2_B0_0_z*leg2_lu_f31 + leg2_B0_2_z
     leg2_H3__e2_2 = leg2_H3__e2 - leg2_H3__e3*leg2_lu_f22
     leg2_H3_3 = leg2_H3__e2_2*leg2_lu_inv4
-    leg2_H3_2_p1 = -leg2_H3_3*leg2_TL3_z + leg2_H3__e3
-    leg2_H3_2 = leg2_H3_2_p1*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv3*(-leg2_H3_3*leg2_TL3_z + leg2_H3__e3)
     leg2_H3_1 = leg2_B0_0_z*leg2_lu_inv2
     leg2_H3_4_p1 = leg2_Cd4_1*leg2_H3_1 + leg2_Cd4_3*leg2_H3_3
     leg2_H3_4_p2 = -leg2_Cd4_2*leg2_H3_2 - leg2_H3_4_p1
@@ -32804,8 +32394,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H4__e3 = -leg2_Ci1_x*leg2_lu_f31 + leg2_Ci3_x
     leg2_H4__e2_2 = leg2_H4__e2 - leg2_H4__e3*leg2_lu_f22
     leg2_H4_3 = leg2_H4__e2_2*leg2_lu_inv4
-    leg2_H4_2_p1 = -leg2_H4_3*leg2_TL3_z + leg2_H4__e3
-    leg2_H4_2 = leg2_H4_2_p1*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv3*(-leg2_H4_3*leg2_TL3_z + leg2_H4__e3)
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv2
     leg2_H4_4_p1 = -leg2_Cd4_1*leg2_H4_1 + leg2_Ci4_x
     leg2_H4_4_p2 = -leg2_Cd4_3*leg2_H4_3 + leg2_H4_4_p1
@@ -32815,8 +32404,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H5__e3 = -leg2_Ci1_y*leg2_lu_f31 + leg2_Ci3_y
     leg2_H5__e2_2 = leg2_H5__e2 - leg2_H5__e3*leg2_lu_f22
     leg2_H5_3 = leg2_H5__e2_2*leg2_lu_inv4
-    leg2_H5_2_p1 = -leg2_H5_3*leg2_TL3_z + leg2_H5__e3
-    leg2_H5_2 = leg2_H5_2_p1*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv3*(-leg2_H5_3*leg2_TL3_z + leg2_H5__e3)
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv2
     leg2_H5_4_p1 = -leg2_Cd4_1*leg2_H5_1 + leg2_Ci4_y
     leg2_H5_4_p2 = -leg2_Cd4_3*leg2_H5_3 + leg2_H5_4_p1
@@ -32826,8 +32414,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_H6__e3 = -leg2_Ci1_z*leg2_lu_f31 + leg2_Ci3_z
     leg2_H6__e2_2 = leg2_H6__e2 - leg2_H6__e3*leg2_lu_f22
     leg2_H6_3 = leg2_H6__e2_2*leg2_lu_inv4
-    leg2_H6_2_p1 = -leg2_H6_3*leg2_TL3_z + leg2_H6__e3
-    leg2_H6_2 = leg2_H6_2_p1*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv3*(-leg2_H6_3*leg2_TL3_z + leg2_H6__e3)
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv2
     leg2_H6_4_p1 = -leg2_Cd4_1*leg2_H6_1 + leg2_Ci4_z
     leg2_H6_4_p2 = -leg2_Cd4_3*leg2_H6_3 + leg2_H6_4_p1
@@ -32837,8 +32424,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H1__e3 = -leg3_B0_0_x*leg3_lu_f31 + leg3_B0_2_x
     leg3_H1__e2_2 = leg3_H1__e2 - leg3_H1__e3*leg3_lu_f22
     leg3_H1_3 = leg3_H1__e2_2*leg3_lu_inv4
-    leg3_H1_2_p1 = -leg3_H1_3*leg3_TL3_z + leg3_H1__e3
-    leg3_H1_2 = leg3_H1_2_p1*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv3*(-leg3_H1_3*leg3_TL3_z + leg3_H1__e3)
     leg3_H1_1 = leg3_B0_0_x*leg3_lu_inv2
     leg3_H1_4_p1 = leg3_Cd4_1*leg3_H1_1 + leg3_Cd4_3*leg3_H1_3
     leg3_H1_4_p2 = -leg3_Cd4_2*leg3_H1_2 - leg3_H1_4_p1
@@ -32847,8 +32433,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H2__e3 = -leg3_B0_0_y*leg3_lu_f31 + leg3_B0_2_y
     leg3_H2__e2_2 = leg3_H2__e2 - leg3_H2__e3*leg3_lu_f22
     leg3_H2_3 = leg3_H2__e2_2*leg3_lu_inv4
-    leg3_H2_2_p1 = -leg3_H2_3*leg3_TL3_z + leg3_H2__e3
-    leg3_H2_2 = leg3_H2_2_p1*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv3*(-leg3_H2_3*leg3_TL3_z + leg3_H2__e3)
     leg3_H2_1 = leg3_B0_0_y*leg3_lu_inv2
     leg3_H2_4_p1 = leg3_Cd4_1*leg3_H2_1 + leg3_Cd4_3*leg3_H2_3
     leg3_H2_4_p2 = -leg3_Cd4_2*leg3_H2_2 - leg3_H2_4_p1
@@ -32857,8 +32442,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H3__e3 = -leg3_B0_0_z*leg3_lu_f31 + leg3_B0_2_z
     leg3_H3__e2_2 = leg3_H3__e2 - leg3_H3__e3*leg3_lu_f22
     leg3_H3_3 = leg3_H3__e2_2*leg3_lu_inv4
-    leg3_H3_2_p1 = -leg3_H3_3*leg3_TL3_z + leg3_H3__e3
-    leg3_H3_2 = leg3_H3_2_p1*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv3*(-leg3_H3_3*leg3_TL3_z + leg3_H3__e3)
     leg3_H3_1 = leg3_B0_0_z*leg3_lu_inv2
     leg3_H3_4_p1 = leg3_Cd4_1*leg3_H3_1 + leg3_Cd4_3*leg3_H3_3
     leg3_H3_4_p2 = -leg3_Cd4_2*leg3_H3_2 - leg3_H3_4_p1
@@ -32867,8 +32451,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H4__e3 = -leg3_Ci1_x*leg3_lu_f31 + leg3_Ci3_x
     leg3_H4__e2_2 = leg3_H4__e2 - leg3_H4__e3*leg3_lu_f22
     leg3_H4_3 = leg3_H4__e2_2*leg3_lu_inv4
-    leg3_H4_2_p1 = -leg3_H4_3*leg3_TL3_z + leg3_H4__e3
-    leg3_H4_2 = leg3_H4_2_p1*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv3*(-leg3_H4_3*leg3_TL3_z + leg3_H4__e3)
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv2
     leg3_H4_4_p1 = -leg3_Cd4_1*leg3_H4_1 + leg3_Ci4_x
     leg3_H4_4_p2 = -leg3_Cd4_3*leg3_H4_3 + leg3_H4_4_p1
@@ -32878,8 +32461,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H5__e3 = -leg3_Ci1_y*leg3_lu_f31 + leg3_Ci3_y
     leg3_H5__e2_2 = leg3_H5__e2 - leg3_H5__e3*leg3_lu_f22
     leg3_H5_3 = leg3_H5__e2_2*leg3_lu_inv4
-    leg3_H5_2_p1 = -leg3_H5_3*leg3_TL3_z + leg3_H5__e3
-    leg3_H5_2 = leg3_H5_2_p1*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv3*(-leg3_H5_3*leg3_TL3_z + leg3_H5__e3)
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv2
     leg3_H5_4_p1 = -leg3_Cd4_1*leg3_H5_1 + leg3_Ci4_y
     leg3_H5_4_p2 = -leg3_Cd4_3*leg3_H5_3 + leg3_H5_4_p1
@@ -32889,8 +32471,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_H6__e3 = -leg3_Ci1_z*leg3_lu_f31 + leg3_Ci3_z
     leg3_H6__e2_2 = leg3_H6__e2 - leg3_H6__e3*leg3_lu_f22
     leg3_H6_3 = leg3_H6__e2_2*leg3_lu_inv4
-    leg3_H6_2_p1 = -leg3_H6_3*leg3_TL3_z + leg3_H6__e3
-    leg3_H6_2 = leg3_H6_2_p1*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv3*(-leg3_H6_3*leg3_TL3_z + leg3_H6__e3)
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv2
     leg3_H6_4_p1 = -leg3_Cd4_1*leg3_H6_1 + leg3_Ci4_z
     leg3_H6_4_p2 = -leg3_Cd4_3*leg3_H6_3 + leg3_H6_4_p1
@@ -32900,8 +32481,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H1__e3 = -leg4_B0_0_x*leg4_lu_f31 + leg4_B0_2_x
     leg4_H1__e2_2 = leg4_H1__e2 - leg4_H1__e3*leg4_lu_f22
     leg4_H1_3 = leg4_H1__e2_2*leg4_lu_inv4
-    leg4_H1_2_p1 = -leg4_H1_3*leg4_TL3_z + leg4_H1__e3
-    leg4_H1_2 = leg4_H1_2_p1*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv3*(-leg4_H1_3*leg4_TL3_z + leg4_H1__e3)
     leg4_H1_1 = leg4_B0_0_x*leg4_lu_inv2
     leg4_H1_4_p1 = leg4_Cd4_1*leg4_H1_1 + leg4_Cd4_3*leg4_H1_3
     leg4_H1_4_p2 = -leg4_Cd4_2*leg4_H1_2 - leg4_H1_4_p1
@@ -32910,8 +32490,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H2__e3 = -leg4_B0_0_y*leg4_lu_f31 + leg4_B0_2_y
     leg4_H2__e2_2 = leg4_H2__e2 - leg4_H2__e3*leg4_lu_f22
     leg4_H2_3 = leg4_H2__e2_2*leg4_lu_inv4
-    leg4_H2_2_p1 = -leg4_H2_3*leg4_TL3_z + leg4_H2__e3
-    leg4_H2_2 = leg4_H2_2_p1*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv3*(-leg4_H2_3*leg4_TL3_z + leg4_H2__e3)
     leg4_H2_1 = leg4_B0_0_y*leg4_lu_inv2
     leg4_H2_4_p1 = leg4_Cd4_1*leg4_H2_1 + leg4_Cd4_3*leg4_H2_3
     leg4_H2_4_p2 = -leg4_Cd4_2*leg4_H2_2 - leg4_H2_4_p1
@@ -32920,8 +32499,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H3__e3 = -leg4_B0_0_z*leg4_lu_f31 + leg4_B0_2_z
     leg4_H3__e2_2 = leg4_H3__e2 - leg4_H3__e3*leg4_lu_f22
     leg4_H3_3 = leg4_H3__e2_2*leg4_lu_inv4
-    leg4_H3_2_p1 = -leg4_H3_3*leg4_TL3_z + leg4_H3__e3
-    leg4_H3_2 = leg4_H3_2_p1*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv3*(-leg4_H3_3*leg4_TL3_z + leg4_H3__e3)
     leg4_H3_1 = leg4_B0_0_z*leg4_lu_inv2
     leg4_H3_4_p1 = leg4_Cd4_1*leg4_H3_1 + leg4_Cd4_3*leg4_H3_3
     leg4_H3_4_p2 = -leg4_Cd4_2*leg4_H3_2 - leg4_H3_4_p1
@@ -32930,8 +32508,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H4__e3 = -leg4_Ci1_x*leg4_lu_f31 + leg4_Ci3_x
     leg4_H4__e2_2 = leg4_H4__e2 - leg4_H4__e3*leg4_lu_f22
     leg4_H4_3 = leg4_H4__e2_2*leg4_lu_inv4
-    leg4_H4_2_p1 = -leg4_H4_3*leg4_TL3_z + leg4_H4__e3
-    leg4_H4_2 = leg4_H4_2_p1*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv3*(-leg4_H4_3*leg4_TL3_z + leg4_H4__e3)
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv2
     leg4_H4_4_p1 = -leg4_Cd4_1*leg4_H4_1 + leg4_Ci4_x
     leg4_H4_4_p2 = -leg4_Cd4_3*leg4_H4_3 + leg4_H4_4_p1
@@ -32941,8 +32518,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H5__e3 = -leg4_Ci1_y*leg4_lu_f31 + leg4_Ci3_y
     leg4_H5__e2_2 = leg4_H5__e2 - leg4_H5__e3*leg4_lu_f22
     leg4_H5_3 = leg4_H5__e2_2*leg4_lu_inv4
-    leg4_H5_2_p1 = -leg4_H5_3*leg4_TL3_z + leg4_H5__e3
-    leg4_H5_2 = leg4_H5_2_p1*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv3*(-leg4_H5_3*leg4_TL3_z + leg4_H5__e3)
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv2
     leg4_H5_4_p1 = -leg4_Cd4_1*leg4_H5_1 + leg4_Ci4_y
     leg4_H5_4_p2 = -leg4_Cd4_3*leg4_H5_3 + leg4_H5_4_p1
@@ -32952,8 +32528,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_H6__e3 = -leg4_Ci1_z*leg4_lu_f31 + leg4_Ci3_z
     leg4_H6__e2_2 = leg4_H6__e2 - leg4_H6__e3*leg4_lu_f22
     leg4_H6_3 = leg4_H6__e2_2*leg4_lu_inv4
-    leg4_H6_2_p1 = -leg4_H6_3*leg4_TL3_z + leg4_H6__e3
-    leg4_H6_2 = leg4_H6_2_p1*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv3*(-leg4_H6_3*leg4_TL3_z + leg4_H6__e3)
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv2
     leg4_H6_4_p1 = -leg4_Cd4_1*leg4_H6_1 + leg4_Ci4_z
     leg4_H6_4_p2 = -leg4_Cd4_3*leg4_H6_3 + leg4_H6_4_p1
@@ -32963,8 +32538,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H1__e3 = -leg5_B0_0_x*leg5_lu_f31 + leg5_B0_2_x
     leg5_H1__e2_2 = leg5_H1__e2 - leg5_H1__e3*leg5_lu_f22
     leg5_H1_3 = leg5_H1__e2_2*leg5_lu_inv4
-    leg5_H1_2_p1 = -leg5_H1_3*leg5_TL3_z + leg5_H1__e3
-    leg5_H1_2 = leg5_H1_2_p1*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv3*(-leg5_H1_3*leg5_TL3_z + leg5_H1__e3)
     leg5_H1_1 = leg5_B0_0_x*leg5_lu_inv2
     leg5_H1_4_p1 = leg5_Cd4_1*leg5_H1_1 + leg5_Cd4_3*leg5_H1_3
     leg5_H1_4_p2 = -leg5_Cd4_2*leg5_H1_2 - leg5_H1_4_p1
@@ -32973,8 +32547,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H2__e3 = -leg5_B0_0_y*leg5_lu_f31 + leg5_B0_2_y
     leg5_H2__e2_2 = leg5_H2__e2 - leg5_H2__e3*leg5_lu_f22
     leg5_H2_3 = leg5_H2__e2_2*leg5_lu_inv4
-    leg5_H2_2_p1 = -leg5_H2_3*leg5_TL3_z + leg5_H2__e3
-    leg5_H2_2 = leg5_H2_2_p1*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv3*(-leg5_H2_3*leg5_TL3_z + leg5_H2__e3)
     leg5_H2_1 = leg5_B0_0_y*leg5_lu_inv2
     leg5_H2_4_p1 = leg5_Cd4_1*leg5_H2_1 + leg5_Cd4_3*leg5_H2_3
     leg5_H2_4_p2 = -leg5_Cd4_2*leg5_H2_2 - leg5_H2_4_p1
@@ -32983,8 +32556,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H3__e3 = -leg5_B0_0_z*leg5_lu_f31 + leg5_B0_2_z
     leg5_H3__e2_2 = leg5_H3__e2 - leg5_H3__e3*leg5_lu_f22
     leg5_H3_3 = leg5_H3__e2_2*leg5_lu_inv4
-    leg5_H3_2_p1 = -leg5_H3_3*leg5_TL3_z + leg5_H3__e3
-    leg5_H3_2 = leg5_H3_2_p1*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv3*(-leg5_H3_3*leg5_TL3_z + leg5_H3__e3)
     leg5_H3_1 = leg5_B0_0_z*leg5_lu_inv2
     leg5_H3_4_p1 = leg5_Cd4_1*leg5_H3_1 + leg5_Cd4_3*leg5_H3_3
     leg5_H3_4_p2 = -leg5_Cd4_2*leg5_H3_2 - leg5_H3_4_p1
@@ -32993,8 +32565,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H4__e3 = -leg5_Ci1_x*leg5_lu_f31 + leg5_Ci3_x
     leg5_H4__e2_2 = leg5_H4__e2 - leg5_H4__e3*leg5_lu_f22
     leg5_H4_3 = leg5_H4__e2_2*leg5_lu_inv4
-    leg5_H4_2_p1 = -leg5_H4_3*leg5_TL3_z + leg5_H4__e3
-    leg5_H4_2 = leg5_H4_2_p1*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv3*(-leg5_H4_3*leg5_TL3_z + leg5_H4__e3)
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv2
     leg5_H4_4_p1 = -leg5_Cd4_1*leg5_H4_1 + leg5_Ci4_x
     leg5_H4_4_p2 = -leg5_Cd4_3*leg5_H4_3 + leg5_H4_4_p1
@@ -33004,8 +32575,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H5__e3 = -leg5_Ci1_y*leg5_lu_f31 + leg5_Ci3_y
     leg5_H5__e2_2 = leg5_H5__e2 - leg5_H5__e3*leg5_lu_f22
     leg5_H5_3 = leg5_H5__e2_2*leg5_lu_inv4
-    leg5_H5_2_p1 = -leg5_H5_3*leg5_TL3_z + leg5_H5__e3
-    leg5_H5_2 = leg5_H5_2_p1*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv3*(-leg5_H5_3*leg5_TL3_z + leg5_H5__e3)
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv2
     leg5_H5_4_p1 = -leg5_Cd4_1*leg5_H5_1 + leg5_Ci4_y
     leg5_H5_4_p2 = -leg5_Cd4_3*leg5_H5_3 + leg5_H5_4_p1
@@ -33015,8 +32585,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_H6__e3 = -leg5_Ci1_z*leg5_lu_f31 + leg5_Ci3_z
     leg5_H6__e2_2 = leg5_H6__e2 - leg5_H6__e3*leg5_lu_f22
     leg5_H6_3 = leg5_H6__e2_2*leg5_lu_inv4
-    leg5_H6_2_p1 = -leg5_H6_3*leg5_TL3_z + leg5_H6__e3
-    leg5_H6_2 = leg5_H6_2_p1*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv3*(-leg5_H6_3*leg5_TL3_z + leg5_H6__e3)
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv2
     leg5_H6_4_p1 = -leg5_Cd4_1*leg5_H6_1 + leg5_Ci4_z
     leg5_H6_4_p2 = -leg5_Cd4_3*leg5_H6_3 + leg5_H6_4_p1
@@ -33026,8 +32595,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H1__e3 = -leg6_B0_0_x*leg6_lu_f31 + leg6_B0_2_x
     leg6_H1__e2_2 = leg6_H1__e2 - leg6_H1__e3*leg6_lu_f22
     leg6_H1_3 = leg6_H1__e2_2*leg6_lu_inv4
-    leg6_H1_2_p1 = -leg6_H1_3*leg6_TL3_z + leg6_H1__e3
-    leg6_H1_2 = leg6_H1_2_p1*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv3*(-leg6_H1_3*leg6_TL3_z + leg6_H1__e3)
     leg6_H1_1 = leg6_B0_0_x*leg6_lu_inv2
     leg6_H1_4_p1 = leg6_Cd4_1*leg6_H1_1 + leg6_Cd4_3*leg6_H1_3
     leg6_H1_4_p2 = -leg6_Cd4_2*leg6_H1_2 - leg6_H1_4_p1
@@ -33036,8 +32604,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H2__e3 = -leg6_B0_0_y*leg6_lu_f31 + leg6_B0_2_y
     leg6_H2__e2_2 = leg6_H2__e2 - leg6_H2__e3*leg6_lu_f22
     leg6_H2_3 = leg6_H2__e2_2*leg6_lu_inv4
-    leg6_H2_2_p1 = -leg6_H2_3*leg6_TL3_z + leg6_H2__e3
-    leg6_H2_2 = leg6_H2_2_p1*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv3*(-leg6_H2_3*leg6_TL3_z + leg6_H2__e3)
     leg6_H2_1 = leg6_B0_0_y*leg6_lu_inv2
     leg6_H2_4_p1 = leg6_Cd4_1*leg6_H2_1 + leg6_Cd4_3*leg6_H2_3
     leg6_H2_4_p2 = -leg6_Cd4_2*leg6_H2_2 - leg6_H2_4_p1
@@ -33046,8 +32613,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H3__e3 = -leg6_B0_0_z*leg6_lu_f31 + leg6_B0_2_z
     leg6_H3__e2_2 = leg6_H3__e2 - leg6_H3__e3*leg6_lu_f22
     leg6_H3_3 = leg6_H3__e2_2*leg6_lu_inv4
-    leg6_H3_2_p1 = -leg6_H3_3*leg6_TL3_z + leg6_H3__e3
-    leg6_H3_2 = leg6_H3_2_p1*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv3*(-leg6_H3_3*leg6_TL3_z + leg6_H3__e3)
     leg6_H3_1 = leg6_B0_0_z*leg6_lu_inv2
     leg6_H3_4_p1 = leg6_Cd4_1*leg6_H3_1 + leg6_Cd4_3*leg6_H3_3
     leg6_H3_4_p2 = -leg6_Cd4_2*leg6_H3_2 - leg6_H3_4_p1
@@ -33056,8 +32622,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H4__e3 = -leg6_Ci1_x*leg6_lu_f31 + leg6_Ci3_x
     leg6_H4__e2_2 = leg6_H4__e2 - leg6_H4__e3*leg6_lu_f22
     leg6_H4_3 = leg6_H4__e2_2*leg6_lu_inv4
-    leg6_H4_2_p1 = -leg6_H4_3*leg6_TL3_z + leg6_H4__e3
-    leg6_H4_2 = leg6_H4_2_p1*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv3*(-leg6_H4_3*leg6_TL3_z + leg6_H4__e3)
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv2
     leg6_H4_4_p1 = -leg6_Cd4_1*leg6_H4_1 + leg6_Ci4_x
     leg6_H4_4_p2 = -leg6_Cd4_3*leg6_H4_3 + leg6_H4_4_p1
@@ -33067,8 +32632,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H5__e3 = -leg6_Ci1_y*leg6_lu_f31 + leg6_Ci3_y
     leg6_H5__e2_2 = leg6_H5__e2 - leg6_H5__e3*leg6_lu_f22
     leg6_H5_3 = leg6_H5__e2_2*leg6_lu_inv4
-    leg6_H5_2_p1 = -leg6_H5_3*leg6_TL3_z + leg6_H5__e3
-    leg6_H5_2 = leg6_H5_2_p1*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv3*(-leg6_H5_3*leg6_TL3_z + leg6_H5__e3)
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv2
     leg6_H5_4_p1 = -leg6_Cd4_1*leg6_H5_1 + leg6_Ci4_y
     leg6_H5_4_p2 = -leg6_Cd4_3*leg6_H5_3 + leg6_H5_4_p1
@@ -33078,8 +32642,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_H6__e3 = -leg6_Ci1_z*leg6_lu_f31 + leg6_Ci3_z
     leg6_H6__e2_2 = leg6_H6__e2 - leg6_H6__e3*leg6_lu_f22
     leg6_H6_3 = leg6_H6__e2_2*leg6_lu_inv4
-    leg6_H6_2_p1 = -leg6_H6_3*leg6_TL3_z + leg6_H6__e3
-    leg6_H6_2 = leg6_H6_2_p1*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv3*(-leg6_H6_3*leg6_TL3_z + leg6_H6__e3)
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv2
     leg6_H6_4_p1 = -leg6_Cd4_1*leg6_H6_1 + leg6_Ci4_z
     leg6_H6_4_p2 = -leg6_Cd4_3*leg6_H6_3 + leg6_H6_4_p1

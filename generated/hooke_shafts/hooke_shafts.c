@@ -824,8 +824,7 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
     const double N1_1 = N1_1_p2 + cse3*cse3;
     const double invD1 = 1.0/N1_1;
-    const double X1_rhs1_p1 = -cross_f2_z_y*s2 + cse2;
-    const double X1_rhs1 = X1_rhs1_p1*cse3;
+    const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
     const double X1_1 = X1_rhs1*invD1;
     H[0] = -X1_1;
     if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
@@ -897,8 +896,7 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
             const double N1_1 = N1_1_p2 + cse3*cse3;
             const double invD1 = 1.0/N1_1;
-            const double X1_rhs1_p1 = -cross_f2_z_y*s2 + cse2;
-            const double X1_rhs1 = X1_rhs1_p1*cse3;
+            const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
             const double X1_1 = X1_rhs1*invD1;
             mg_o_H[0][mg_l] = -X1_1;
             {   /* the lane's first failing check: no branch, so no operation is conditional */

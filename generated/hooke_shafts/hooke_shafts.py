@@ -186,8 +186,7 @@ def velocity(q, qd_ind, qd, H):
     N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z
     N1_1 = N1_1_p2 + cse3*cse3
     invD1 = 1.0/N1_1
-    X1_rhs1_p1 = -cross_f2_z_y*s2 + cse2
-    X1_rhs1 = X1_rhs1_p1*cse3
+    X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2)
     X1_1 = X1_rhs1*invD1
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 2

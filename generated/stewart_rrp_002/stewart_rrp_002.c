@@ -562,19 +562,13 @@ int mechgen_stewart_rrp_002_inverse_kinematics(const double *restrict x, const d
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
@@ -800,19 +794,13 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
@@ -2024,8 +2012,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double cse21 = cse21_p1 + cse4;
     const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
     const double cse25 = cse11 + cse25_p1;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse18 = 0.570634*alpha_C_22;
     const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -2042,8 +2029,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg5_s0_x = -cse20 - cse21;
     const double leg4_s0_z = cse24 - cse25;
     const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
     const double leg3_s0_y = cse14 + leg3_s0_y_p1;
     const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -2054,8 +2040,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
     const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
     const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -2077,8 +2062,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -2097,8 +2081,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
@@ -2113,8 +2096,7 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
@@ -2622,8 +2604,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double cse21 = cse21_p1 + cse4;
             const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
             const double cse25 = cse11 + cse25_p1;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse18 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -2640,8 +2621,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg5_s0_x = -cse20 - cse21;
             const double leg4_s0_z = cse24 - cse25;
             const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse14 + leg3_s0_y_p1;
             const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -2652,8 +2632,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
             const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
             const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -2684,8 +2663,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -2713,8 +2691,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -2738,8 +2715,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -3313,8 +3289,7 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double cse21 = cse21_p1 + cse4;
     const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
     const double cse25 = cse11 + cse25_p1;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse18 = 0.570634*alpha_C_22;
     const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -3331,8 +3306,7 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg5_s0_x = -cse20 - cse21;
     const double leg4_s0_z = cse24 - cse25;
     const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
     const double leg3_s0_y = cse14 + leg3_s0_y_p1;
     const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -3343,8 +3317,7 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
     const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
     const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -3374,8 +3347,7 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     q[5] = leg2_stroke;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
@@ -3395,10 +3367,8 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     q[8] = leg3_stroke;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
@@ -3933,8 +3903,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double cse21 = cse21_p1 + cse4;
             const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
             const double cse25 = cse11 + cse25_p1;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse18 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -3951,8 +3920,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg5_s0_x = -cse20 - cse21;
             const double leg4_s0_z = cse24 - cse25;
             const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse14 + leg3_s0_y_p1;
             const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -3963,8 +3931,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
             const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
             const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -4003,8 +3970,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4033,10 +3999,8 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4662,8 +4626,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double cse21 = cse21_p1 + cse4;
     const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
     const double cse25 = cse11 + cse25_p1;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse18 = 0.570634*alpha_C_22;
     const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -4680,8 +4643,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg5_s0_x = -cse20 - cse21;
     const double leg4_s0_z = cse24 - cse25;
     const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
     const double leg3_s0_y = cse14 + leg3_s0_y_p1;
     const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -4692,8 +4654,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
     const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
     const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -4713,8 +4674,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -4731,8 +4691,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
@@ -4745,8 +4704,7 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
@@ -5481,8 +5439,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double cse21 = cse21_p1 + cse4;
             const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
             const double cse25 = cse11 + cse25_p1;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse18 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -5499,8 +5456,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg5_s0_x = -cse20 - cse21;
             const double leg4_s0_z = cse24 - cse25;
             const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse14 + leg3_s0_y_p1;
             const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -5511,8 +5467,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
             const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
             const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -5541,8 +5496,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -5568,8 +5522,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -5591,8 +5544,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -6392,8 +6344,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
@@ -6411,8 +6362,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
     if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
@@ -6434,8 +6384,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
@@ -6459,8 +6408,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
@@ -6476,8 +6424,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
@@ -6494,8 +6441,7 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
@@ -6632,8 +6578,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
@@ -6660,8 +6605,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
@@ -6692,8 +6636,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
@@ -6726,8 +6669,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
@@ -6752,8 +6694,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
@@ -6779,8 +6720,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
@@ -6977,8 +6917,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -7000,8 +6939,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -7027,8 +6965,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -7056,8 +6993,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -7077,8 +7013,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -7099,8 +7034,7 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -7962,8 +7896,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -7994,8 +7927,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -8030,8 +7962,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -8068,8 +7999,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -8098,8 +8028,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -8129,8 +8058,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -9060,8 +8988,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -9083,8 +9010,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -9110,8 +9036,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -9139,8 +9064,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -9160,8 +9084,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -9182,8 +9105,7 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -10857,8 +10779,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -10889,8 +10810,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
@@ -10925,8 +10845,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
@@ -10963,8 +10882,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
@@ -10993,8 +10911,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
@@ -11024,8 +10941,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
@@ -12814,8 +12730,7 @@ int mechgen_stewart_rrp_002_step(const double *restrict x, const double *restric
     const double s0_C_m_y = alpha_C_21*s_C_m_z + s0_C_m_y_p1;
     const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
     const double s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -14787,8 +14702,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double s0_C_m_y = alpha_C_21*s_C_m_z + s0_C_m_y_p1;
             const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
             const double s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -18022,8 +17936,7 @@ int mechgen_stewart_rrp_002_step_accel(const double *restrict x, const double *r
     const double omega_0_y = alpha_C_21*omega_z + omega_0_y_p1;
     const double omega_0_z_p1 = alpha_C_02*omega_x + alpha_C_12*omega_y;
     const double omega_0_z = alpha_C_22*omega_z + omega_0_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -19182,8 +19095,7 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double omega_0_y = alpha_C_21*omega_z + omega_0_y_p1;
             const double omega_0_z_p1 = alpha_C_02*omega_x + alpha_C_12*omega_y;
             const double omega_0_z = alpha_C_22*omega_z + omega_0_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -21362,8 +21274,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double cse21 = cse21_p1 + cse4;
     const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
     const double cse25 = cse11 + cse25_p1;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse18 = 0.570634*alpha_C_22;
     const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -21380,8 +21291,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg5_s0_x = -cse20 - cse21;
     const double leg4_s0_z = cse24 - cse25;
     const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
     const double leg3_s0_y = cse14 + leg3_s0_y_p1;
     const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -21392,8 +21302,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
     const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
     const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -21414,8 +21323,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -21433,8 +21341,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
@@ -21448,8 +21355,7 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
@@ -22030,8 +21936,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double cse21 = cse21_p1 + cse4;
             const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
             const double cse25 = cse11 + cse25_p1;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse18 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -22048,8 +21953,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg5_s0_x = -cse20 - cse21;
             const double leg4_s0_z = cse24 - cse25;
             const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse14 + leg3_s0_y_p1;
             const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -22060,8 +21964,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
             const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
             const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -22091,8 +21994,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
@@ -22119,8 +22021,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -22143,8 +22044,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
             const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -22832,8 +22732,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -22858,8 +22757,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
     const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -22920,8 +22818,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
     const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
     const double F_inv1 = cse127;
     const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
@@ -22991,8 +22888,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_R22 = sqrt(F_rr2);
     const double cse128 = 1.0/F_R22;
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
     const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
     const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
@@ -23057,8 +22953,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
     const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
     const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
     const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
@@ -23069,8 +22964,7 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
     const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2;
     const double F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x;
     const double F_R14_p4 = F_R14_p1 + F_R14_p2;
@@ -24729,10 +24623,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_z6 = F_z6_p3 + F_z6_p4;
     const double F6 = F_z6*cse132;
     F[5] = F6;
-    const double F5_p1 = -F6*F_R56 + F_z5;
-    const double F4_p1 = -F6*F_R46 + F_z4;
-    const double F5 = F5_p1*cse131;
+    const double F5 = cse131*(-F6*F_R56 + F_z5);
     F[4] = F5;
+    const double F4_p1 = -F6*F_R46 + F_z4;
     const double F3_p1 = -F6*F_R36 + F_z3;
     const double F4_p2 = F4_p1 - F5*F_R45;
     const double F2_p1 = -F6*F_R26 + F_z2;
@@ -24848,8 +24741,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
@@ -24883,8 +24775,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
             const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
             const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -24954,8 +24845,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
             const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
             const double F_inv1 = cse127;
             const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
@@ -25034,8 +24924,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_R22 = sqrt(F_rr2);
             const double cse128 = 1.0/F_R22;
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
             const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
             const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
@@ -25109,8 +24998,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
             const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
             const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
             const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
@@ -25121,8 +25009,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
             const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2;
             const double F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x;
             const double F_R14_p4 = F_R14_p1 + F_R14_p2;
@@ -26887,10 +26774,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_z6 = F_z6_p3 + F_z6_p4;
             const double F6 = F_z6*cse132;
             mg_o_F[5][mg_l] = F6;
-            const double F5_p1 = -F6*F_R56 + F_z5;
-            const double F4_p1 = -F6*F_R46 + F_z4;
-            const double F5 = F5_p1*cse131;
+            const double F5 = cse131*(-F6*F_R56 + F_z5);
             mg_o_F[4][mg_l] = F5;
+            const double F4_p1 = -F6*F_R46 + F_z4;
             const double F3_p1 = -F6*F_R36 + F_z3;
             const double F4_p2 = F4_p1 - F5*F_R45;
             const double F2_p1 = -F6*F_R26 + F_z2;
@@ -27121,8 +27007,7 @@ int mechgen_stewart_rrp_002_base_step(const double *restrict x, const double *re
     const double s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z;
     const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
     const double s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -29340,8 +29225,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z;
             const double s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y;
             const double s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -33145,8 +33029,7 @@ int mechgen_stewart_rrp_002_coupled_step(const double *restrict x, const double 
     const double s0_C_m_z_dOmega_dot_y = alpha_C_22*s_C_m_z_dOmega_dot_y + s0_C_m_z_dOmega_dot_y_p1;
     const double s0_C_m_z_dOmega_dot_z_p1 = alpha_C_02*s_C_m_x_dOmega_dot_z + alpha_C_12*s_C_m_y_dOmega_dot_z;
     const double s0_C_m_z_dOmega_dot_z = alpha_C_22*s_C_m_z_dOmega_dot_z + s0_C_m_z_dOmega_dot_z_p1;
-    const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-    const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+    const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
     xdot[3] = psi_y_dot;
     const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
     xdot[4] = psi_z_dot;
@@ -37819,8 +37702,7 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double s0_C_m_z_dOmega_dot_y = alpha_C_22*s_C_m_z_dOmega_dot_y + s0_C_m_z_dOmega_dot_y_p1;
             const double s0_C_m_z_dOmega_dot_z_p1 = alpha_C_02*s_C_m_x_dOmega_dot_z + alpha_C_12*s_C_m_y_dOmega_dot_z;
             const double s0_C_m_z_dOmega_dot_z = alpha_C_22*s_C_m_z_dOmega_dot_z + s0_C_m_z_dOmega_dot_z_p1;
-            const double psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x;
-            const double psi_y_dot = psi_y_dot_p1/c_psi_z;
+            const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
             mg_o_xdot[4][mg_l] = psi_z_dot;
@@ -46182,8 +46064,7 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double cse21 = cse21_p1 + cse4;
     const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
     const double cse25 = cse11 + cse25_p1;
-    const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-    const double leg1_u_L = sqrt(leg1_u_L_p1);
+    const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double cse18 = 0.570634*alpha_C_22;
     const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -46200,8 +46081,7 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double leg5_s0_x = -cse20 - cse21;
     const double leg4_s0_z = cse24 - cse25;
     const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-    const double leg2_u_L = sqrt(leg2_u_L_p1);
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
     const double leg3_s0_y = cse14 + leg3_s0_y_p1;
     const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -46212,8 +46092,7 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-    const double leg3_u_L = sqrt(leg3_u_L_p1);
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
     const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
     const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -46237,8 +46116,7 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg4_s0_y = cse22 - cse23;
     const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-    const double leg4_u_L = sqrt(leg4_u_L_p1);
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
@@ -46254,11 +46132,9 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-    const double leg5_u_L = sqrt(leg5_u_L_p1);
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-    const double leg6_u_L = sqrt(leg6_u_L_p1);
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
@@ -47184,8 +47060,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double cse21 = cse21_p1 + cse4;
             const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
             const double cse25 = cse11 + cse25_p1;
-            const double leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2;
-            const double leg1_u_L = sqrt(leg1_u_L_p1);
+            const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double cse18 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
@@ -47202,8 +47077,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg5_s0_x = -cse20 - cse21;
             const double leg4_s0_z = cse24 - cse25;
             const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2;
-            const double leg2_u_L = sqrt(leg2_u_L_p1);
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse14 + leg3_s0_y_p1;
             const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
@@ -47214,8 +47088,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2;
-            const double leg3_u_L = sqrt(leg3_u_L_p1);
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
             const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
             const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
@@ -47248,8 +47121,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             const double leg4_s0_y = cse22 - cse23;
             const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2;
-            const double leg4_u_L = sqrt(leg4_u_L_p1);
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -47274,11 +47146,9 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2;
-            const double leg5_u_L = sqrt(leg5_u_L_p1);
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2;
-            const double leg6_u_L = sqrt(leg6_u_L_p1);
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;

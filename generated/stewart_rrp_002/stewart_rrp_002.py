@@ -149,19 +149,13 @@ def inverse_kinematics(x, p, q):
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
@@ -849,8 +843,7 @@ def velocity_constraints(x, p, H):
     cse21 = cse21_p1 + cse4
     cse25_p1 = 0.586889*alpha_C_02 - z_C
     cse25 = cse11 + cse25_p1
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse18 = 0.570634*alpha_C_22
     leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
@@ -867,8 +860,7 @@ def velocity_constraints(x, p, H):
     leg5_s0_x = -cse20 - cse21
     leg4_s0_z = cse24 - cse25
     leg5_s0_z = -cse24 - cse25
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
     leg3_s0_y = cse14 + leg3_s0_y_p1
     leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
@@ -879,8 +871,7 @@ def velocity_constraints(x, p, H):
     leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
     leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
     leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
@@ -907,8 +898,7 @@ def velocity_constraints(x, p, H):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
@@ -932,8 +922,7 @@ def velocity_constraints(x, p, H):
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -953,8 +942,7 @@ def velocity_constraints(x, p, H):
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -1513,8 +1501,7 @@ def leg_rates(x, u, p, q, qd):
     cse21 = cse21_p1 + cse4
     cse25_p1 = 0.586889*alpha_C_02 - z_C
     cse25 = cse11 + cse25_p1
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse18 = 0.570634*alpha_C_22
     leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
@@ -1531,8 +1518,7 @@ def leg_rates(x, u, p, q, qd):
     leg5_s0_x = -cse20 - cse21
     leg4_s0_z = cse24 - cse25
     leg5_s0_z = -cse24 - cse25
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
     leg3_s0_y = cse14 + leg3_s0_y_p1
     leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
@@ -1543,8 +1529,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
     leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
     leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
@@ -1580,8 +1565,7 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1607,10 +1591,8 @@ def leg_rates(x, u, p, q, qd):
     leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -2228,8 +2210,7 @@ def acceleration_terms(x, u, p, h):
     cse21 = cse21_p1 + cse4
     cse25_p1 = 0.586889*alpha_C_02 - z_C
     cse25 = cse11 + cse25_p1
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse18 = 0.570634*alpha_C_22
     leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
@@ -2246,8 +2227,7 @@ def acceleration_terms(x, u, p, h):
     leg5_s0_x = -cse20 - cse21
     leg4_s0_z = cse24 - cse25
     leg5_s0_z = -cse24 - cse25
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
     leg3_s0_y = cse14 + leg3_s0_y_p1
     leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
@@ -2258,8 +2238,7 @@ def acceleration_terms(x, u, p, h):
     leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
     leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
     leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
@@ -2285,8 +2264,7 @@ def acceleration_terms(x, u, p, h):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
@@ -2309,8 +2287,7 @@ def acceleration_terms(x, u, p, h):
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2329,8 +2306,7 @@ def acceleration_terms(x, u, p, h):
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -3101,8 +3077,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 1.095070951822301
@@ -3126,8 +3101,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 1.095070951822301
@@ -3155,8 +3129,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
@@ -3186,8 +3159,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_stroke = leg4_u_L - 1.0950706977031208
@@ -3209,8 +3181,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_stroke = leg5_u_L - 1.0950706977031208
@@ -3233,8 +3204,7 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
@@ -3423,8 +3393,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -3470,8 +3439,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
@@ -3521,8 +3489,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
@@ -3574,8 +3541,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
@@ -3619,8 +3585,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
@@ -3665,8 +3630,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
@@ -4642,8 +4606,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -4677,8 +4640,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
@@ -4716,8 +4678,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
@@ -4757,8 +4718,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
@@ -4790,8 +4750,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
@@ -4824,8 +4783,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
@@ -6594,8 +6552,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     s0_C_m_y = alpha_C_21*s_C_m_z + s0_C_m_y_p1
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y
     s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -7944,8 +7901,7 @@ def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
     omega_0_y = alpha_C_21*omega_z + omega_0_y_p1
     omega_0_z_p1 = alpha_C_02*omega_x + alpha_C_12*omega_y
     omega_0_z = alpha_C_22*omega_z + omega_0_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -8763,8 +8719,7 @@ def energy(x, u, g, p, T, V):
     cse21 = cse21_p1 + cse4
     cse25_p1 = 0.586889*alpha_C_02 - z_C
     cse25 = cse11 + cse25_p1
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse18 = 0.570634*alpha_C_22
     leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
@@ -8781,8 +8736,7 @@ def energy(x, u, g, p, T, V):
     leg5_s0_x = -cse20 - cse21
     leg4_s0_z = cse24 - cse25
     leg5_s0_z = -cse24 - cse25
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
     leg3_s0_y = cse14 + leg3_s0_y_p1
     leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
@@ -8793,8 +8747,7 @@ def energy(x, u, g, p, T, V):
     leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
     leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
     leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
@@ -8824,8 +8777,7 @@ def energy(x, u, g, p, T, V):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
@@ -8852,8 +8804,7 @@ def energy(x, u, g, p, T, V):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8876,8 +8827,7 @@ def energy(x, u, g, p, T, V):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -9512,8 +9462,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
         F[:] = [NAN] * 6
         return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
@@ -9544,8 +9493,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2
     leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
@@ -9612,8 +9560,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z
     leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z
     F_inv1 = cse127
     leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z
@@ -9689,8 +9636,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_R22 = math.sqrt(F_rr2)
     cse128 = 1.0/F_R22
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z
     leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z
     leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y
@@ -9761,8 +9707,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z
     leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2
     F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2
     F_rr3_p4 = F_rr3_p1 + F_rr3_p2
@@ -9773,8 +9718,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z
     leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2
     F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x
     F_R14_p4 = F_R14_p1 + F_R14_p2
@@ -11478,9 +11422,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_z6_p3 = F_q6_5*F_y5_5 + F_q6_6*F_y5_6
     F_z6 = F_z6_p3 + F_z6_p4
     F6 = F_z6*cse132
-    F5_p1 = -F6*F_R56 + F_z5
+    F5 = cse131*(-F6*F_R56 + F_z5)
     F4_p1 = -F6*F_R46 + F_z4
-    F5 = F5_p1*cse131
     F3_p1 = -F6*F_R36 + F_z3
     F4_p2 = F4_p1 - F5*F_R45
     F2_p1 = -F6*F_R26 + F_z2
@@ -11695,8 +11638,7 @@ def base_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, qdd, F_on_C, M_on_C, 
     s0_C_m_y = s0_C_m_y_p1 + s_C_m_x*s_psi_z
     s0_C_m_z_p1 = alpha_C_02*s_C_m_x + alpha_C_12*s_C_m_y
     s0_C_m_z = alpha_C_22*s_C_m_z + s0_C_m_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -13259,8 +13201,7 @@ def coupled_step(x, u, F, fE, mE, g, w0, dw0, p, xdot, q, qd, udot, wrench, damp
     s0_C_m_z_dOmega_dot_y = alpha_C_22*s_C_m_z_dOmega_dot_y + s0_C_m_z_dOmega_dot_y_p1
     s0_C_m_z_dOmega_dot_z_p1 = alpha_C_02*s_C_m_x_dOmega_dot_z + alpha_C_12*s_C_m_y_dOmega_dot_z
     s0_C_m_z_dOmega_dot_z = alpha_C_22*s_C_m_z_dOmega_dot_z + s0_C_m_z_dOmega_dot_z_p1
-    psi_y_dot_p1 = c_psi_x*omega_y - omega_z*s_psi_x
-    psi_y_dot = psi_y_dot_p1/c_psi_z
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
     psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
     psi_x_dot = omega_x - psi_y_dot*s_psi_z
     # column loop: 6 columns
@@ -16093,8 +16034,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse21 = cse21_p1 + cse4
     cse25_p1 = 0.586889*alpha_C_02 - z_C
     cse25 = cse11 + cse25_p1
-    leg1_u_L_p1 = leg1_s0_y*leg1_s0_y + leg1_u_Lxz2
-    leg1_u_L = math.sqrt(leg1_u_L_p1)
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     cse18 = 0.570634*alpha_C_22
     leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
@@ -16111,8 +16051,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_s0_x = -cse20 - cse21
     leg4_s0_z = cse24 - cse25
     leg5_s0_z = -cse24 - cse25
-    leg2_u_L_p1 = leg2_s0_y*leg2_s0_y + leg2_u_Lxz2
-    leg2_u_L = math.sqrt(leg2_u_L_p1)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
     leg3_s0_y = cse14 + leg3_s0_y_p1
     leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
@@ -16123,8 +16062,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L_p1 = leg3_s0_y*leg3_s0_y + leg3_u_Lxz2
-    leg3_u_L = math.sqrt(leg3_u_L_p1)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
     leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
     leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
@@ -16160,8 +16098,7 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     leg4_s0_y = cse22 - cse23
     leg5_s0_y = -cse22 - cse23
-    leg4_u_L_p1 = leg4_s0_y*leg4_s0_y + leg4_u_Lxz2
-    leg4_u_L = math.sqrt(leg4_u_L_p1)
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16189,11 +16126,9 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L_p1 = leg5_s0_y*leg5_s0_y + leg5_u_Lxz2
-    leg5_u_L = math.sqrt(leg5_u_L_p1)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L_p1 = leg6_s0_y*leg6_s0_y + leg6_u_Lxz2
-    leg6_u_L = math.sqrt(leg6_u_L_p1)
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3

@@ -639,16 +639,14 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double lu_inv2 = 1.0/lu_u12;
     const double det_GD = -cse0*lu_u12;
     branch[0] = det_GD;
-    const double err_p1 = cse4*cse4 + cse5*cse5;
-    const double dq_e1 = -cse4 + cse5*lu_f11;
-    const double err = sqrt(err_p1);
+    const double err = sqrt(cse4*cse4 + cse5*cse5);
     error[0] = err;
+    const double dq_e1 = -cse4 + cse5*lu_f11;
     const double dq2 = dq_e1*lu_inv2;
     q_next[2] = dq2 + q3;
-    const double dq1_p1 = -cse3*dq2 - cse5;
-    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double dq1 = dq1_p1*lu_inv1;
+    const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
     q_next[0] = dq1 + q1;
+    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     q_next[1] = q2;
     return 0;
 fail:
@@ -729,19 +727,17 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             const double lu_inv2 = 1.0/lu_u12;
             const double det_GD = -cse0*lu_u12;
             mg_o_branch[0][mg_l] = det_GD;
-            const double err_p1 = cse4*cse4 + cse5*cse5;
-            const double dq_e1 = -cse4 + cse5*lu_f11;
-            const double err = sqrt(err_p1);
+            const double err = sqrt(cse4*cse4 + cse5*cse5);
             mg_o_error[0][mg_l] = err;
+            const double dq_e1 = -cse4 + cse5*lu_f11;
             const double dq2 = dq_e1*lu_inv2;
             mg_o_q_next[2][mg_l] = dq2 + q3;
-            const double dq1_p1 = -cse3*dq2 - cse5;
+            const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
+            mg_o_q_next[0][mg_l] = dq1 + q1;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double dq1 = dq1_p1*lu_inv1;
-            mg_o_q_next[0][mg_l] = dq1 + q1;
             mg_st[mg_l] = mg_s;
         }
         mg_block_to_rows(&mg_o_q_next[0][0], 3, q_next + mg_i * 3);
@@ -832,8 +828,7 @@ int mechgen_swash_plate_velocity(const double *restrict q, const double *restric
     const double X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x;
     const double X1_2 = X1__e1*lu_inv2;
     H[2] = -X1_2;
-    const double X1_1_p1 = -X1_2*cse3 + c1*trunnion_f1_y_x;
-    const double X1_1 = X1_1_p1*lu_inv1;
+    const double X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x);
     H[0] = -X1_1;
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
@@ -919,8 +914,7 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             const double X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x;
             const double X1_2 = X1__e1*lu_inv2;
             mg_o_H[2][mg_l] = -X1_2;
-            const double X1_1_p1 = -X1_2*cse3 + c1*trunnion_f1_y_x;
-            const double X1_1 = X1_1_p1*lu_inv1;
+            const double X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x);
             mg_o_H[0][mg_l] = -X1_1;
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[1][mg_l] = qd_ind1;
@@ -1774,12 +1768,10 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11;
     const double qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12;
     const double qdd0_2 = lu_inv2*qdd0__e1;
-    const double qdd0_1_p1 = cse14 - cse5*qdd0_2;
-    const double qdd0_1 = lu_inv1*qdd0_1_p1;
+    const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
     const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
     const double X1_2 = X1__e1*lu_inv2;
-    const double X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x;
-    const double X1_1 = X1_1_p1*lu_inv1;
+    const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
     const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
     const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
     const double a1_y = (9.81)*s1;
@@ -1809,8 +1801,7 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double resD1 = -b1 + (0.004573333333333333)*qdd_dep1;
     const double resD2 = (0.018)*qdd_dep2 + resD2_p1;
     const double lambda_z2 = lu_inv1*resD1;
-    const double lambda_z1_p1 = -cse5*lambda_z2 + resD2;
-    const double lambda_z1 = lambda_z1_p1*lu_inv2;
+    const double lambda_z1 = lu_inv2*(-cse5*lambda_z2 + resD2);
     multipliers[0] = lambda_z1;
     const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
     multipliers[1] = lambda2;
@@ -1972,12 +1963,10 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11;
             const double qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12;
             const double qdd0_2 = lu_inv2*qdd0__e1;
-            const double qdd0_1_p1 = cse14 - cse5*qdd0_2;
-            const double qdd0_1 = lu_inv1*qdd0_1_p1;
+            const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
             const double X1_2 = X1__e1*lu_inv2;
-            const double X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x;
-            const double X1_1 = X1_1_p1*lu_inv1;
+            const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
             const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
             const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
             const double a1_y = (9.81)*s1;
@@ -2011,8 +2000,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double resD1 = -b1 + (0.004573333333333333)*qdd_dep1;
             const double resD2 = (0.018)*qdd_dep2 + resD2_p1;
             const double lambda_z2 = lu_inv1*resD1;
-            const double lambda_z1_p1 = -cse5*lambda_z2 + resD2;
-            const double lambda_z1 = lambda_z1_p1*lu_inv2;
+            const double lambda_z1 = lu_inv2*(-cse5*lambda_z2 + resD2);
             mg_o_multipliers[0][mg_l] = lambda_z1;
             const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
             mg_o_multipliers[1][mg_l] = lambda2;
@@ -2150,16 +2138,14 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11;
     const double qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12;
     const double qdd0_2 = lu_inv2*qdd0__e1;
-    const double qdd0_1_p1 = cse14 - cse5*qdd0_2;
-    const double qdd0_1 = lu_inv1*qdd0_1_p1;
+    const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
     const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
     const double X1_2 = X1__e1*lu_inv2;
-    const double X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x;
-    const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
-    qdd[2] = qdd_dep2;
-    const double X1_1 = X1_1_p1*lu_inv1;
+    const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
     const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
     qdd[0] = qdd_dep1;
+    const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+    qdd[2] = qdd_dep2;
     const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
     const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
     const double a1_y = (9.81)*s1;
@@ -2181,10 +2167,9 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
     const double epsd3_z = epsd3_J_z + qdd_dep2;
     const double N3_z = N3_z_p1 + (0.018)*epsd3_z;
-    const double N3_x = N3_x_p2 + (2.1539120601574185e-19)*epsd3_z;
-    const double lambda_z1_p1 = N3_z - cse5*lambda_z2;
-    const double lambda_z1 = lambda_z1_p1*lu_inv2;
+    const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);
     multipliers[0] = lambda_z1;
+    const double N3_x = N3_x_p2 + (2.1539120601574185e-19)*epsd3_z;
     const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
     multipliers[1] = lambda2;
     const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
@@ -2335,18 +2320,16 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11;
             const double qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12;
             const double qdd0_2 = lu_inv2*qdd0__e1;
-            const double qdd0_1_p1 = cse14 - cse5*qdd0_2;
-            const double qdd0_1 = lu_inv1*qdd0_1_p1;
+            const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
             const double X1_2 = X1__e1*lu_inv2;
-            const double X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x;
+            const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
             const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
             mg_o_qdd[1][mg_l] = qdd_ind1;
-            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
-            mg_o_qdd[2][mg_l] = qdd_dep2;
-            const double X1_1 = X1_1_p1*lu_inv1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             mg_o_qdd[0][mg_l] = qdd_dep1;
+            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
             const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
             const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
             const double a1_y = (9.81)*s1;
@@ -2368,10 +2351,9 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
             const double epsd3_z = epsd3_J_z + qdd_dep2;
             const double N3_z = N3_z_p1 + (0.018)*epsd3_z;
-            const double N3_x = N3_x_p2 + (2.1539120601574185e-19)*epsd3_z;
-            const double lambda_z1_p1 = N3_z - cse5*lambda_z2;
-            const double lambda_z1 = lambda_z1_p1*lu_inv2;
+            const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);
             mg_o_multipliers[0][mg_l] = lambda_z1;
+            const double N3_x = N3_x_p2 + (2.1539120601574185e-19)*epsd3_z;
             const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
             mg_o_multipliers[1][mg_l] = lambda2;
             const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;

@@ -123,18 +123,16 @@ def newton_step(q, q_next, error, branch, orientation):
     lu_u12 = -cse3*lu_f11 + lu_u12_p3
     lu_inv2 = 1.0/lu_u12
     det_GD = -cse0*lu_u12
-    err_p1 = cse4*cse4 + cse5*cse5
+    err = math.sqrt(cse4*cse4 + cse5*cse5)
     dq_e1 = -cse4 + cse5*lu_f11
-    err = math.sqrt(err_p1)
     dq2 = dq_e1*lu_inv2
-    dq1_p1 = -cse3*dq2 - cse5
+    dq1 = lu_inv1*(-cse3*dq2 - cse5)
     if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
-    dq1 = dq1_p1*lu_inv1
     q_next[0] = dq1 + q1
     q_next[1] = q2
     q_next[2] = dq2 + q3
@@ -201,8 +199,7 @@ def velocity(q, qd_ind, qd, H):
     X1__e1_p1 = c1*trunnion_f1_y_x
     X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x
     X1_2 = X1__e1*lu_inv2
-    X1_1_p1 = -X1_2*cse3 + c1*trunnion_f1_y_x
-    X1_1 = X1_1_p1*lu_inv1
+    X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x)
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd[0] = qd_dep1
@@ -631,12 +628,10 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11
     qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12
     qdd0_2 = lu_inv2*qdd0__e1
-    qdd0_1_p1 = cse14 - cse5*qdd0_2
-    qdd0_1 = lu_inv1*qdd0_1_p1
+    qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2)
     X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11
     X1_2 = X1__e1*lu_inv2
-    X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x
-    X1_1 = X1_1_p1*lu_inv1
+    X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x)
     trunnion_reaction_my_p1 = s1*trunnion_f1_y_x
     trunnion_reaction_my_p2 = s1*trunnion_f1_x_x
     a1_y = (9.81)*s1
@@ -667,8 +662,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     resD1 = -b1 + (0.004573333333333333)*qdd_dep1
     resD2 = (0.018)*qdd_dep2 + resD2_p1
     lambda_z2 = lu_inv1*resD1
-    lambda_z1_p1 = -cse5*lambda_z2 + resD2
-    lambda_z1 = lambda_z1_p1*lu_inv2
+    lambda_z1 = lu_inv2*(-cse5*lambda_z2 + resD2)
     lambda2 = -lambda_z1*lu_f11 + lambda_z2
     trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1
     trunnion_reaction_my = lambda2*trunnion_reaction_my_p1 + lambda_z1*trunnion_reaction_my_p2
@@ -792,14 +786,12 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0__e1_p12 = qdd0__e1_p10 + qdd0__e1_p11
     qdd0__e1 = -cse14*lu_f11 + qdd0__e1_p12
     qdd0_2 = lu_inv2*qdd0__e1
-    qdd0_1_p1 = cse14 - cse5*qdd0_2
-    qdd0_1 = lu_inv1*qdd0_1_p1
+    qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2)
     X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11
     X1_2 = X1__e1*lu_inv2
-    X1_1_p1 = -X1_2*cse5 + c1*trunnion_f1_y_x
-    qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
-    X1_1 = X1_1_p1*lu_inv1
+    X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x)
     qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1
+    qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
     trunnion_reaction_my_p1 = s1*trunnion_f1_y_x
     trunnion_reaction_my_p2 = s1*trunnion_f1_x_x
     a1_y = (9.81)*s1
@@ -821,9 +813,8 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     epsd3_J_z = (0.9659258262890683)*qdd_ind1
     epsd3_z = epsd3_J_z + qdd_dep2
     N3_z = N3_z_p1 + (0.018)*epsd3_z
+    lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2)
     N3_x = N3_x_p2 + (2.1539120601574185e-19)*epsd3_z
-    lambda_z1_p1 = N3_z - cse5*lambda_z2
-    lambda_z1 = lambda_z1_p1*lu_inv2
     lambda2 = -lambda_z1*lu_f11 + lambda_z2
     trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1
     trunnion_reaction_my = lambda2*trunnion_reaction_my_p1 + lambda_z1*trunnion_reaction_my_p2
