@@ -25,8 +25,9 @@ long for its work is reordered (at least :data:`MIN_CHAIN_SHARE` of its operatio
 mass matrix and dynamics, forward kinematics); in a wide kernel (the legs of a quadruped, the
 derivatives) the builder's order, one branch after another, keeps fewer values live and was
 faster. Checks keep their order among
-themselves (the first failing one gives the status); everything else may move across them
-(the arithmetic has no side effects, and a failing check overwrites every output with NaN).
+themselves (the first failing one gives the status), and a statement after a check stays
+after it (a Python kernel raises on the division by a pivot the check refused); a statement
+before a check may move after it (a failing check overwrites every output with NaN).
 Measured effect: docs/algorithms.md §2.4.3.
 """
 
@@ -84,9 +85,12 @@ def _order(body: list[Statement]) -> list[int]:
         for s in names:
             readers[s].add(i)
     deps = [{producer[s] for s in names} for names in operands]
-    checks = [i for i, st in enumerate(body) if isinstance(st, Check)]
-    for before, after in zip(checks, checks[1:]):
-        deps[after].add(before)
+    last_check = None        # a statement stays after the checks before it: the Python
+    for i, st in enumerate(body):   # kernels raise on a division by a pivot a check refused
+        if last_check is not None:
+            deps[i].add(last_check)
+        if isinstance(st, Check):
+            last_check = i
     users: list[set[int]] = [set() for _ in range(n)]
     for i, ds in enumerate(deps):
         for d in ds:
