@@ -778,16 +778,16 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12;
     const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
     const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+    const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
+    const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
     const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+    const double J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20;
+    const double J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10;
     const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
     const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
     const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
     const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
-    const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-    const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-    const double J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20;
-    const double J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10;
     const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
     const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
     const double J3_f1_z_y_p1 = (0.3513140727530572)*tau3_01 + (0.3232895668635034)*theta_J3_21;
@@ -813,16 +813,6 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double N1_1_p1 = J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z;
     const double N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1;
     const double N1_1_p3 = N1_1_p2 + cse7*cse7;
-    const double cse10 = (0.7648421872844884)*J3_f2_z_x;
-    const double cse11_p3 = (0.7648421872844884)*J3_f2_z_y;
-    const double cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10;
-    const double cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z;
-    const double cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
-    const double cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4;
-    const double cse11 = -cse11_p2*theta_J3_21 + cse11_p5;
-    const double cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1;
-    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse8 = J3_f1_y_x*J3_f2_z_z;
     const double cse9_p1 = (0.3232895668635034)*J3_f2_z_x;
     const double cse9_p4 = J3_f1_y_y*cse9_p1 - 0.9463000876874145*cse8;
@@ -831,6 +821,16 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double cse9_p3 = -J3_f1_y_x*cse5 + J3_f1_y_z*cse9_p2;
     const double cse9 = cse9_p3 + cse9_p4;
     const double N1_1 = N1_1_p3 + cse9*cse9;
+    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double cse10 = (0.7648421872844884)*J3_f2_z_x;
+    const double cse11_p3 = (0.7648421872844884)*J3_f2_z_y;
+    const double cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10;
+    const double cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z;
+    const double cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
+    const double cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4;
+    const double cse11 = -cse11_p2*theta_J3_21 + cse11_p5;
+    const double cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1;
     const double cse17_p1 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_z*J3_f2_z_z;
     const double cse12_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
     const double cse17 = J3_f1_y_y*J3_f2_z_y + cse17_p1;
@@ -838,28 +838,28 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double cse12_p4 = J3_f1_y_x*cse12_p3 - J3_f1_y_y*cse10;
     const double cse12_p5 = -cse12_p1*theta_J3_20 + cse12_p4;
     const double cse12 = -cse12_p2*theta_J3_21 + cse12_p5;
+    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
-    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    const double invD1 = 1.0/N1_1;
     const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
     const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
     const double N1_2_p3 = -N1_2_p2 + cse11*cse7;
     const double N1_2 = N1_2_p3 + cse12*cse9;
+    const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
+    const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
+    const double N2_2_p3 = N2_2_p2 + cse11*cse11;
+    const double N2_2 = N2_2_p3 + cse12*cse12;
     const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
     const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
     const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
     const double J3_f1_o_y = J3_f1_d_y + r_rel0_3_y;
     const double cse13 = J3_f1_o_y - J3_f2_d_y;
     const double cse15 = J3_f1_o_x - J3_f2_o_x;
+    const double dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13;
+    const double dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1;
     const double dqrhs1_p1 = J3_f2_T1_x*cse15 + J3_f2_T1_z*cse14;
     const double dqrhs1_p2 = J3_f2_T1_y*cse13 + dqrhs1_p1;
-    const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
-    const double dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13;
-    const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
-    const double dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1;
     const double err_p1 = cse13*cse13 + cse14*cse14;
-    const double N2_2_p3 = N2_2_p2 + cse11*cse11;
-    const double N2_2 = N2_2_p3 + cse12*cse12;
     const double err_p2 = cse15*cse15 + cse16*cse16;
     const double cse18 = -cse16;
     const double dqrhs2_p3 = cse11*cse18 - dqrhs2_p2;
@@ -872,8 +872,8 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double dqrhs2 = cse12*cse19 + dqrhs2_p3;
     const double L2_1 = N1_2*invD1;
     const double D2 = -L2_1*N1_2 + N2_2;
-    const double invD2 = 1.0/D2;
     if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/D2;
     const double dqrhs1 = dqrhs1_p2 + dqrhs1_p3;
     const double y2 = -L2_1*dqrhs1 + dqrhs2;
     const double dq2 = invD2*y2;
@@ -962,16 +962,16 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12;
             const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
             const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+            const double J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20;
+            const double J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10;
             const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
             const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
             const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
             const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
-            const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-            const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-            const double J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20;
-            const double J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10;
             const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
             const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
             const double J3_f1_z_y_p1 = (0.3513140727530572)*tau3_01 + (0.3232895668635034)*theta_J3_21;
@@ -997,16 +997,6 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double N1_1_p1 = J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z;
             const double N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1;
             const double N1_1_p3 = N1_1_p2 + cse7*cse7;
-            const double cse10 = (0.7648421872844884)*J3_f2_z_x;
-            const double cse11_p3 = (0.7648421872844884)*J3_f2_z_y;
-            const double cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10;
-            const double cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z;
-            const double cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
-            const double cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4;
-            const double cse11 = -cse11_p2*theta_J3_21 + cse11_p5;
-            const double cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1;
-            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse8 = J3_f1_y_x*J3_f2_z_z;
             const double cse9_p1 = (0.3232895668635034)*J3_f2_z_x;
             const double cse9_p4 = J3_f1_y_y*cse9_p1 - 0.9463000876874145*cse8;
@@ -1015,6 +1005,19 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double cse9_p3 = -J3_f1_y_x*cse5 + J3_f1_y_z*cse9_p2;
             const double cse9 = cse9_p3 + cse9_p4;
             const double N1_1 = N1_1_p3 + cse9*cse9;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            const double cse10 = (0.7648421872844884)*J3_f2_z_x;
+            const double cse11_p3 = (0.7648421872844884)*J3_f2_z_y;
+            const double cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10;
+            const double cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z;
+            const double cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
+            const double cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4;
+            const double cse11 = -cse11_p2*theta_J3_21 + cse11_p5;
+            const double cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1;
             const double cse17_p1 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_z*J3_f2_z_z;
             const double cse12_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
             const double cse17 = J3_f1_y_y*J3_f2_z_y + cse17_p1;
@@ -1022,31 +1025,28 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double cse12_p4 = J3_f1_y_x*cse12_p3 - J3_f1_y_y*cse10;
             const double cse12_p5 = -cse12_p1*theta_J3_20 + cse12_p4;
             const double cse12 = -cse12_p2*theta_J3_21 + cse12_p5;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double invD1 = 1.0/N1_1;
             const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
             const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
             const double N1_2_p3 = -N1_2_p2 + cse11*cse7;
             const double N1_2 = N1_2_p3 + cse12*cse9;
+            const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
+            const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
+            const double N2_2_p3 = N2_2_p2 + cse11*cse11;
+            const double N2_2 = N2_2_p3 + cse12*cse12;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
             const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
             const double J3_f1_o_y = J3_f1_d_y + r_rel0_3_y;
             const double cse13 = J3_f1_o_y - J3_f2_d_y;
             const double cse15 = J3_f1_o_x - J3_f2_o_x;
+            const double dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13;
+            const double dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1;
             const double dqrhs1_p1 = J3_f2_T1_x*cse15 + J3_f2_T1_z*cse14;
             const double dqrhs1_p2 = J3_f2_T1_y*cse13 + dqrhs1_p1;
-            const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
-            const double dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13;
-            const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
-            const double dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1;
             const double err_p1 = cse13*cse13 + cse14*cse14;
-            const double N2_2_p3 = N2_2_p2 + cse11*cse11;
-            const double N2_2 = N2_2_p3 + cse12*cse12;
             const double err_p2 = cse15*cse15 + cse16*cse16;
             const double cse18 = -cse16;
             const double dqrhs2_p3 = cse11*cse18 - dqrhs2_p2;
@@ -1059,11 +1059,11 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double dqrhs2 = cse12*cse19 + dqrhs2_p3;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            const double invD2 = 1.0/D2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double invD2 = 1.0/D2;
             const double dqrhs1 = dqrhs1_p2 + dqrhs1_p3;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double dq2 = invD2*y2;
@@ -1166,10 +1166,10 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12;
     const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
     const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
-    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_x_x_p1 = -0.46939304286890887*tau3_00 + (0.872843480034796)*theta_J3_20;
-    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_x_x = J3_f1_x_x_p1 + (0.1334707108957367)*tau3_10;
+    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
     const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
     const double J3_f1_x_y_p1 = -0.46939304286890887*tau3_01 + (0.872843480034796)*theta_J3_21;
     const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
@@ -1189,14 +1189,12 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1;
     const double cse10_p4 = (0.3232895668635034)*cse8 + (0.9463000876874145)*cse9;
     const double cse10 = cse10_p3 - cse10_p4;
+    const double N1_1_p3 = N1_1_p2 + cse10*cse10;
     const double cse14_p2 = -J3_f1_y_z*J3_f2_z_x + cse9;
     const double cse14_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
     const double cse14_p5 = cse14_p1*theta_J3_20 + cse14_p2*theta_J3_21;
-    const double N1_1_p3 = N1_1_p2 + cse10*cse10;
     const double cse13 = J3_f1_y_y*J3_f2_z_x;
     const double cse16 = -cse13 + cse8;
-    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse5 = J3_f1_x_x*J3_f2_z_y;
     const double cse6 = J3_f1_x_x*J3_f2_z_z;
     const double cse12_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
@@ -1206,13 +1204,15 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double cse12_p2 = -J3_f1_x_z*J3_f2_z_x + cse6;
     const double cse11 = J3_f1_x_y*J3_f2_z_x;
     const double cse12_p5 = cse12_p1*theta_J3_20 + cse12_p2*theta_J3_21;
-    const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
     const double cse7_p4 = (0.3232895668635034)*cse5 + (0.9463000876874145)*cse6;
     const double cse7 = cse7_p3 - cse7_p4;
     const double N1_1 = N1_1_p3 + cse7*cse7;
-    const double cse15 = -cse11 + cse5;
     if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double invD1 = 1.0/N1_1;
+    const double cse15 = -cse11 + cse5;
+    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+    const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
     const double cse14_p3 = (0.7648421872844884)*J3_f2_z_y;
     const double cse14_p4 = J3_f1_y_x*cse14_p3 - 0.7648421872844884*cse13;
     const double cse14 = cse14_p4 - cse14_p5;
@@ -1239,13 +1239,13 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double L2_1 = N1_2*invD1;
     const double X1_rhs2 = X1_rhs2_p2 + cse14*cse16;
     const double D2 = -L2_1*N1_2 + N2_2;
+    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
     const double invD2 = 1.0/D2;
     const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
     const double X1_2 = invD2*y2;
     H[2] = -X1_2;
     const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
     H[0] = -X1_1;
-    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
     const double qd_dep2 = -X1_2*qd_ind1;
@@ -1330,10 +1330,10 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12;
             const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
-            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_x_x_p1 = -0.46939304286890887*tau3_00 + (0.872843480034796)*theta_J3_20;
-            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_x_x = J3_f1_x_x_p1 + (0.1334707108957367)*tau3_10;
+            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
             const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
             const double J3_f1_x_y_p1 = -0.46939304286890887*tau3_01 + (0.872843480034796)*theta_J3_21;
             const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
@@ -1353,14 +1353,12 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1;
             const double cse10_p4 = (0.3232895668635034)*cse8 + (0.9463000876874145)*cse9;
             const double cse10 = cse10_p3 - cse10_p4;
+            const double N1_1_p3 = N1_1_p2 + cse10*cse10;
             const double cse14_p2 = -J3_f1_y_z*J3_f2_z_x + cse9;
             const double cse14_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
             const double cse14_p5 = cse14_p1*theta_J3_20 + cse14_p2*theta_J3_21;
-            const double N1_1_p3 = N1_1_p2 + cse10*cse10;
             const double cse13 = J3_f1_y_y*J3_f2_z_x;
             const double cse16 = -cse13 + cse8;
-            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse5 = J3_f1_x_x*J3_f2_z_y;
             const double cse6 = J3_f1_x_x*J3_f2_z_z;
             const double cse12_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
@@ -1370,16 +1368,18 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double cse12_p2 = -J3_f1_x_z*J3_f2_z_x + cse6;
             const double cse11 = J3_f1_x_y*J3_f2_z_x;
             const double cse12_p5 = cse12_p1*theta_J3_20 + cse12_p2*theta_J3_21;
-            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
             const double cse7_p4 = (0.3232895668635034)*cse5 + (0.9463000876874145)*cse6;
             const double cse7 = cse7_p3 - cse7_p4;
             const double N1_1 = N1_1_p3 + cse7*cse7;
-            const double cse15 = -cse11 + cse5;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD1 = 1.0/N1_1;
+            const double cse15 = -cse11 + cse5;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
             const double cse14_p3 = (0.7648421872844884)*J3_f2_z_y;
             const double cse14_p4 = J3_f1_y_x*cse14_p3 - 0.7648421872844884*cse13;
             const double cse14 = cse14_p4 - cse14_p5;
@@ -1406,16 +1406,16 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double L2_1 = N1_2*invD1;
             const double X1_rhs2 = X1_rhs2_p2 + cse14*cse16;
             const double D2 = -L2_1*N1_2 + N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
             mg_o_H[2][mg_l] = -X1_2;
             const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
             mg_o_H[0][mg_l] = -X1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[1][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
@@ -2754,25 +2754,24 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*beta3_02;
     const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*beta3_12;
     const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
-    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-    const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
-    const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
-    const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
-    const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
-    const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02;
-    const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12;
+    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
     const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
     const double a1_x = (3.1714706509309685)*s1;
     const double a1_y = (3.1714706509309685)*c1;
     const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
-    const double b1 = -N1_z + tau1;
+    const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
+    const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
+    const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
+    const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
     const double J3_f1_y_z_p1 = (0.8100917192466086)*beta3_02 + 0.2795894349664269;
     const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*beta3_12;
     const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
     const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+    const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02;
+    const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12;
     const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
     const double cse13 = J3_f1_x_x*J3_f2_z_y;
     const double cse14 = J3_f1_x_x*J3_f2_z_z;
@@ -2784,8 +2783,6 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double cse15_p4 = (0.3232895668635034)*cse13 + (0.9463000876874145)*cse14;
     const double cse15 = cse15_p3 - cse15_p4;
     const double N1_1_p3 = N1_1_p2 + cse15*cse15;
-    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse16 = J3_f1_y_x*J3_f2_z_y;
     const double cse17 = J3_f1_y_x*J3_f2_z_z;
     const double cse18_p1 = (0.3232895668635034)*J3_f2_z_x;
@@ -2794,6 +2791,8 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double cse18_p4 = (0.3232895668635034)*cse16 + (0.9463000876874145)*cse17;
     const double cse18 = cse18_p3 - cse18_p4;
     const double N1_1 = N1_1_p3 + cse18*cse18;
+    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse19 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
     const double cse20 = J3_f1_x_z*J3_f2_z_x;
     const double cse21 = cse14 - cse20;
@@ -2813,6 +2812,27 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
     const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
     const double N2_2_p3 = N2_2_p2 + cse23*cse23;
+    const double cse27 = J3_f1_y_y*J3_f2_z_x;
+    const double cse30 = cse16 - cse27;
+    const double cse28_p1 = (0.7648421872844884)*J3_f2_z_y;
+    const double cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27;
+    const double cse31 = 0.9999999999999*N1_1;
+    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21;
+    const double cse28 = cse28_p2 - cse28_p3;
+    const double N1_2 = N1_2_p3 + cse18*cse28;
+    const double N2_2 = N2_2_p3 + cse28*cse28;
+    const double cse7 = qd3*theta_J3_20;
+    const double cse8 = qd3*theta_J3_21;
+    const double L2_1 = N1_2*invD1;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    const double cse32 = D2 - 1e-13*N2_2;
+    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/D2;
+    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double b1 = -N1_z + tau1;
     const double cse3 = (0.10691419700008513)*s3;
     const double cse4 = (0.10691419700008513)*c3;
     const double a2_x = (9.81)*s2;
@@ -2820,10 +2840,6 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double oo2_zz = qd2*qd2;
     const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
     const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
-    const double cse27 = J3_f1_y_y*J3_f2_z_x;
-    const double cse30 = cse16 - cse27;
-    const double cse28_p1 = (0.7648421872844884)*J3_f2_z_y;
-    const double cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27;
     const double beta3_00 = (0.8334910037167914)*c3 + cse3;
     const double beta3_11 = (0.931351183567697)*c3 - cse3;
     const double beta3_01 = cse4 + (0.931351183567697)*s3;
@@ -2831,12 +2847,6 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
     const double N2_z_p1 = -0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
     const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
-    const double cse7 = qd3*theta_J3_20;
-    const double cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21;
-    const double cse28 = cse28_p2 - cse28_p3;
-    const double cse8 = qd3*theta_J3_21;
-    const double N1_2 = N1_2_p3 + cse18*cse28;
-    const double N2_2 = N2_2_p3 + cse28*cse28;
     const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
     const double omega3_x = cse7;
     const double eps3_y = cse7*qd2;
@@ -2844,13 +2854,12 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double eps3_x = -cse8*qd2;
     const double w3_x = -oo2_zz*r_rel0_3_x;
     const double w3_y = -oo2_zz*r_rel0_3_y;
-    const double J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x;
-    const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
     const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
     const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
-    const double invD1 = 1.0/N1_1;
-    const double cse31 = 0.9999999999999*N1_1;
-    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x;
+    const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
+    const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
+    const double Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02;
     const double omega_p3_x = beta3_02*qd2;
     const double omega_p3_y = beta3_12*qd2;
     const double omega_p3_z = (0.7648421872844884)*qd2;
@@ -2873,11 +2882,19 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse10*omega3_x;
     const double J3_f1_abias_z = J3_f1_abias_z_p2 - cse11*omega3_y;
     const double cse33 = J3_f1_abias_x - J3_f2_abias_x;
-    const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
-    const double Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02;
+    const double IJ3_ss = s3*s3;
     const double a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y;
     const double a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11;
     const double oo3_xy = omega_p3_x*omega_p3_y;
+    const double X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y;
+    const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
+    const double X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29;
+    const double X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29;
+    const double X1_rhs1 = X1_rhs1_p2 + cse18*cse30;
+    const double X1_rhs2 = X1_rhs2_p2 + cse28*cse30;
+    const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+    const double X1_2 = invD2*y2;
+    const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
     const double cse36 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
     const double cse37 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x;
     const double cse41 = J3_f1_x_x*J3_f2_z_x;
@@ -2897,7 +2914,13 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double cse34 = J3_f1_abias_y - J3_f2_abias_y;
     const double J3_f2_abias_z = -cse12*omega1_y;
     const double cse35 = J3_f1_abias_z - J3_f2_abias_z;
-    const double IJ3_ss = s3*s3;
+    const double IJ3_cs = c3*s3;
+    const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
+    const double Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1;
+    const double IJ3_C2 = 1.0 - 2.0*IJ3_ss;
+    const double IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss;
+    const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
+    const double Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2;
     const double epsd3_x = omega_p3_y*qd3;
     const double oo3_xx = omega_p3_x*omega_p3_x;
     const double oo3_yy = omega_p3_y*omega_p3_y;
@@ -2906,19 +2929,11 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double oo3_xz = omega3_z*omega_p3_x;
     const double epsd3_y = -omega_p3_x*qd3;
     const double F3_x_p1 = (2.4603802279872777)*a3_x - 0.5618380289699489*oo3_xy;
-    const double X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y;
-    const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
-    const double X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29;
-    const double X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29;
-    const double X1_rhs1 = X1_rhs1_p2 + cse18*cse30;
-    const double X1_rhs2 = X1_rhs2_p2 + cse28*cse30;
-    const double IJ3_cs = c3*s3;
-    const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
-    const double Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1;
-    const double IJ3_C2 = 1.0 - 2.0*IJ3_ss;
-    const double IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss;
-    const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
-    const double Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2;
+    const double cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00;
+    const double cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1;
+    const double cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18;
+    const double cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1;
+    const double Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y;
     const double oo3_W_00 = -oo3_yy - oo3_zz;
     const double F3_x_p3 = F3_x_p1 - 1.4052116832536095*oo3_W_00;
     const double oo3_W_22 = -oo3_xx - oo3_yy;
@@ -2927,16 +2942,6 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double F3_z_p2 = (0.5618380289699489)*epsd3_x + (0.5618380289699489)*oo3_yz;
     const double F3_z_p4 = F3_z_p1 - F3_z_p2;
     const double F3_z = F3_z_p3 + F3_z_p4;
-    const double L2_1 = N1_2*invD1;
-    const double D2 = -L2_1*N1_2 + N2_2;
-    const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-    const double cse32 = D2 - 1e-13*N2_2;
-    const double invD2 = 1.0/D2;
-    const double X1_2 = invD2*y2;
-    const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
-    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
     const double cse43_p2 = J3_f2_z_y*cse36 - J3_f2_z_z*cse37;
     const double cse43_p3 = cse43_p1 + cse43_p2;
     const double cse43_p5 = -J3_f2_z_x*cse36 + J3_f2_z_z*cse40;
@@ -2951,11 +2956,6 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double cse48_p6 = -cse48_p4 + cse48_p5;
     const double cse48_p9 = cse48_p7 + cse48_p8;
     const double cse48_p12 = cse38*cse48_p6 + cse42*cse48_p9;
-    const double cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00;
-    const double cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1;
-    const double cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18;
-    const double cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1;
-    const double Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y;
     const double F3_x_p2 = (4.408568058868086e-18)*epsd3_y + (4.408568058868086e-18)*oo3_xz;
     const double F3_x = F3_x_p2 + F3_x_p3;
     const double F3_y_p1 = (4.408568058868086e-18)*epsd3_x + (1.4052116832536095)*oo3_xy;
@@ -3091,14 +3091,14 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_in_tau[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
+        double mg_in_tau[3][MG_SIMD_WIDTH];
         double mg_o_qdd[3][MG_SIMD_WIDTH];
         double mg_o_multipliers[5][MG_SIMD_WIDTH];
         double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
-        mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
+        mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
@@ -3150,26 +3150,24 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*beta3_02;
             const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*beta3_12;
             const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
-            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-            const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
-            const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
-            const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
-            const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
-            const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02;
-            const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12;
+            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
             const double a1_x = (3.1714706509309685)*s1;
             const double a1_y = (3.1714706509309685)*c1;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
-            const double tau1 = mg_in_tau[0][mg_l];
-            const double b1 = -N1_z + tau1;
+            const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
+            const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
             const double J3_f1_y_z_p1 = (0.8100917192466086)*beta3_02 + 0.2795894349664269;
             const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*beta3_12;
             const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
             const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02;
+            const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12;
             const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
             const double cse13 = J3_f1_x_x*J3_f2_z_y;
             const double cse14 = J3_f1_x_x*J3_f2_z_z;
@@ -3181,8 +3179,6 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse15_p4 = (0.3232895668635034)*cse13 + (0.9463000876874145)*cse14;
             const double cse15 = cse15_p3 - cse15_p4;
             const double N1_1_p3 = N1_1_p2 + cse15*cse15;
-            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse16 = J3_f1_y_x*J3_f2_z_y;
             const double cse17 = J3_f1_y_x*J3_f2_z_z;
             const double cse18_p1 = (0.3232895668635034)*J3_f2_z_x;
@@ -3191,6 +3187,8 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse18_p4 = (0.3232895668635034)*cse16 + (0.9463000876874145)*cse17;
             const double cse18 = cse18_p3 - cse18_p4;
             const double N1_1 = N1_1_p3 + cse18*cse18;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse19 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
             const double cse20 = J3_f1_x_z*J3_f2_z_x;
             const double cse21 = cse14 - cse20;
@@ -3210,6 +3208,41 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
             const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
             const double N2_2_p3 = N2_2_p2 + cse23*cse23;
+            const double cse27 = J3_f1_y_y*J3_f2_z_x;
+            const double cse30 = cse16 - cse27;
+            const double cse28_p1 = (0.7648421872844884)*J3_f2_z_y;
+            const double cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27;
+            const double cse31 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            const double cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21;
+            const double cse28 = cse28_p2 - cse28_p3;
+            const double N1_2 = N1_2_p3 + cse18*cse28;
+            const double N2_2 = N2_2_p3 + cse28*cse28;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double cse7 = qd3*theta_J3_20;
+            const double cse8 = qd3*theta_J3_21;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse32 = D2 - 1e-13*N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/D2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
             const double cse3 = (0.10691419700008513)*s3;
             const double cse4 = (0.10691419700008513)*c3;
             const double a2_x = (9.81)*s2;
@@ -3218,10 +3251,6 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo2_zz = qd2*qd2;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
-            const double cse27 = J3_f1_y_y*J3_f2_z_x;
-            const double cse30 = cse16 - cse27;
-            const double cse28_p1 = (0.7648421872844884)*J3_f2_z_y;
-            const double cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27;
             const double beta3_00 = (0.8334910037167914)*c3 + cse3;
             const double beta3_11 = (0.931351183567697)*c3 - cse3;
             const double beta3_01 = cse4 + (0.931351183567697)*s3;
@@ -3229,13 +3258,6 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
             const double N2_z_p1 = -0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double cse7 = qd3*theta_J3_20;
-            const double cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21;
-            const double cse28 = cse28_p2 - cse28_p3;
-            const double cse8 = qd3*theta_J3_21;
-            const double N1_2 = N1_2_p3 + cse18*cse28;
-            const double N2_2 = N2_2_p3 + cse28*cse28;
             const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
             const double omega3_x = cse7;
             const double eps3_y = cse7*qd2;
@@ -3243,16 +3265,12 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double eps3_x = -cse8*qd2;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
-            const double J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x;
-            const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
             const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
             const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
-            const double invD1 = 1.0/N1_1;
-            const double cse31 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x;
+            const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
+            const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
+            const double Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02;
             const double omega_p3_x = beta3_02*qd2;
             const double omega_p3_y = beta3_12*qd2;
             const double omega_p3_z = (0.7648421872844884)*qd2;
@@ -3276,11 +3294,19 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse10*omega3_x;
             const double J3_f1_abias_z = J3_f1_abias_z_p2 - cse11*omega3_y;
             const double cse33 = J3_f1_abias_x - J3_f2_abias_x;
-            const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
-            const double Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02;
+            const double IJ3_ss = s3*s3;
             const double a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y;
             const double a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11;
             const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y;
+            const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
+            const double X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29;
+            const double X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29;
+            const double X1_rhs1 = X1_rhs1_p2 + cse18*cse30;
+            const double X1_rhs2 = X1_rhs2_p2 + cse28*cse30;
+            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+            const double X1_2 = invD2*y2;
+            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
             const double cse36 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
             const double cse37 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x;
             const double cse41 = J3_f1_x_x*J3_f2_z_x;
@@ -3300,7 +3326,13 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse34 = J3_f1_abias_y - J3_f2_abias_y;
             const double J3_f2_abias_z = -cse12*omega1_y;
             const double cse35 = J3_f1_abias_z - J3_f2_abias_z;
-            const double IJ3_ss = s3*s3;
+            const double IJ3_cs = c3*s3;
+            const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
+            const double Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1;
+            const double IJ3_C2 = 1.0 - 2.0*IJ3_ss;
+            const double IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss;
+            const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
+            const double Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2;
             const double epsd3_x = omega_p3_y*qd3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
@@ -3309,19 +3341,11 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo3_xz = omega3_z*omega_p3_x;
             const double epsd3_y = -omega_p3_x*qd3;
             const double F3_x_p1 = (2.4603802279872777)*a3_x - 0.5618380289699489*oo3_xy;
-            const double X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y;
-            const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
-            const double X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29;
-            const double X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29;
-            const double X1_rhs1 = X1_rhs1_p2 + cse18*cse30;
-            const double X1_rhs2 = X1_rhs2_p2 + cse28*cse30;
-            const double IJ3_cs = c3*s3;
-            const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
-            const double Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1;
-            const double IJ3_C2 = 1.0 - 2.0*IJ3_ss;
-            const double IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss;
-            const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
-            const double Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2;
+            const double cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00;
+            const double cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1;
+            const double cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18;
+            const double cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1;
+            const double Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y;
             const double oo3_W_00 = -oo3_yy - oo3_zz;
             const double F3_x_p3 = F3_x_p1 - 1.4052116832536095*oo3_W_00;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
@@ -3330,25 +3354,6 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double F3_z_p2 = (0.5618380289699489)*epsd3_x + (0.5618380289699489)*oo3_yz;
             const double F3_z_p4 = F3_z_p1 - F3_z_p2;
             const double F3_z = F3_z_p3 + F3_z_p4;
-            const double L2_1 = N1_2*invD1;
-            const double D2 = -L2_1*N1_2 + N2_2;
-            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-            const double cse32 = D2 - 1e-13*N2_2;
-            const double invD2 = 1.0/D2;
-            const double X1_2 = invD2*y2;
-            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double cse43_p2 = J3_f2_z_y*cse36 - J3_f2_z_z*cse37;
             const double cse43_p3 = cse43_p1 + cse43_p2;
             const double cse43_p5 = -J3_f2_z_x*cse36 + J3_f2_z_z*cse40;
@@ -3363,11 +3368,6 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse48_p6 = -cse48_p4 + cse48_p5;
             const double cse48_p9 = cse48_p7 + cse48_p8;
             const double cse48_p12 = cse38*cse48_p6 + cse42*cse48_p9;
-            const double cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00;
-            const double cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1;
-            const double cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18;
-            const double cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1;
-            const double Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y;
             const double F3_x_p2 = (4.408568058868086e-18)*epsd3_y + (4.408568058868086e-18)*oo3_xz;
             const double F3_x = F3_x_p2 + F3_x_p3;
             const double F3_y_p1 = (4.408568058868086e-18)*epsd3_x + (1.4052116832536095)*oo3_xy;
@@ -3589,24 +3589,21 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*tau3_02;
     const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12;
     const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
-    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+    const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
     const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-    const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
-    const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
-    const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
-    const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
-    const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
-    const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
+    const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
     const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
-    const double a1_x = (3.1714706509309685)*s1;
-    const double a1_y = (3.1714706509309685)*c1;
-    const double N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+    const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
+    const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
+    const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
+    const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
     const double J3_f1_y_z_p1 = (0.8100917192466086)*tau3_02 + 0.2795894349664269;
     const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12;
     const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
     const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+    const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
+    const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
     const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
     const double cse11 = J3_f1_x_x*J3_f2_z_y;
     const double cse12 = J3_f1_x_x*J3_f2_z_z;
@@ -3618,27 +3615,66 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double cse13_p4 = (0.3232895668635034)*cse11 + (0.9463000876874145)*cse12;
     const double cse13 = cse13_p3 - cse13_p4;
     const double N1_1_p3 = N1_1_p2 + cse13*cse13;
-    const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
-    const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
-    const double a2_x = (9.81)*s2;
-    const double a2_y = (9.81)*c2;
-    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse14 = J3_f1_y_x*J3_f2_z_y;
     const double cse15 = J3_f1_y_x*J3_f2_z_z;
     const double cse16_p1 = (0.3232895668635034)*J3_f2_z_x;
     const double cse16_p2 = (0.9463000876874145)*J3_f2_z_x;
     const double cse16_p3 = J3_f1_y_y*cse16_p1 + J3_f1_y_z*cse16_p2;
-    const double oo2_zz = qd2*qd2;
-    const double cse5 = qd3*theta_J3_20;
-    const double cse6 = qd3*theta_J3_21;
-    const double omega3_z = qd2 + (0.7648421872844884)*qd3;
     const double cse16_p4 = (0.3232895668635034)*cse14 + (0.9463000876874145)*cse15;
     const double cse16 = cse16_p3 - cse16_p4;
     const double N1_1 = N1_1_p3 + cse16*cse16;
+    const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+    const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
     const double cse17 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
     const double cse18 = J3_f1_x_z*J3_f2_z_x;
     const double cse19 = cse12 - cse18;
+    const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+    const double cse20 = J3_f1_x_y*J3_f2_z_x;
+    const double cse27 = cse11 - cse20;
+    const double cse21_p1 = (0.7648421872844884)*J3_f2_z_y;
+    const double cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20;
+    const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
+    const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
+    const double cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21;
+    const double cse21 = cse21_p2 - cse21_p3;
+    const double N1_2_p3 = -N1_2_p2 + cse13*cse21;
+    const double cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
+    const double cse23 = J3_f1_y_z*J3_f2_z_x;
+    const double cse24 = cse15 - cse23;
+    const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
+    const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
+    const double N2_2_p3 = N2_2_p2 + cse21*cse21;
+    const double cse25 = J3_f1_y_y*J3_f2_z_x;
+    const double cse28 = cse14 - cse25;
+    const double cse26_p1 = (0.7648421872844884)*J3_f2_z_y;
+    const double cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25;
+    const double cse29 = 0.9999999999999*N1_1;
+    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21;
+    const double cse26 = cse26_p2 - cse26_p3;
+    const double N1_2 = N1_2_p3 + cse16*cse26;
+    const double N2_2 = N2_2_p3 + cse26*cse26;
+    const double cse5 = qd3*theta_J3_20;
+    const double cse6 = qd3*theta_J3_21;
+    const double L2_1 = N1_2*invD1;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    const double cse30 = D2 - 1e-13*N2_2;
+    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/D2;
+    const double a1_x = (3.1714706509309685)*s1;
+    const double a1_y = (3.1714706509309685)*c1;
+    const double N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+    const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+    const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+    const double a2_x = (9.81)*s2;
+    const double a2_y = (9.81)*c2;
+    const double oo2_zz = qd2*qd2;
+    const double omega3_z = qd2 + (0.7648421872844884)*qd3;
     const double omega3_x = cse5;
     const double eps3_y = cse5*qd2;
     const double omega3_y = cse6;
@@ -3649,17 +3685,11 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double w3_y = -oo2_zz*r_rel0_3_y;
     const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
     const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
-    const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
-    const double cse20 = J3_f1_x_y*J3_f2_z_x;
-    const double cse27 = cse11 - cse20;
-    const double cse21_p1 = (0.7648421872844884)*J3_f2_z_y;
-    const double cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20;
-    const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
-    const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
     const double cse10 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
     const double cse41_p1 = cse18*omega1_z + cse20*omega1_y;
+    const double cse46_p1 = cse23*omega1_z + cse25*omega1_y;
     const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
     const double cse7 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x;
     const double J3_f1_abias_x_p2 = J3_f1_abias_x_p1 + cse7*omega3_y;
@@ -3672,24 +3702,6 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse8*omega3_x;
     const double J3_f1_abias_z = J3_f1_abias_z_p2 - cse9*omega3_y;
     const double cse31 = J3_f1_abias_x - J3_f2_abias_x;
-    const double cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21;
-    const double cse21 = cse21_p2 - cse21_p3;
-    const double N1_2_p3 = -N1_2_p2 + cse13*cse21;
-    const double cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
-    const double cse23 = J3_f1_y_z*J3_f2_z_x;
-    const double cse24 = cse15 - cse23;
-    const double cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21;
-    const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
-    const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
-    const double N2_2_p3 = N2_2_p2 + cse21*cse21;
-    const double cse25 = J3_f1_y_y*J3_f2_z_x;
-    const double cse46_p1 = cse23*omega1_z + cse25*omega1_y;
-    const double cse28 = cse14 - cse25;
-    const double cse26_p1 = (0.7648421872844884)*J3_f2_z_y;
-    const double cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25;
-    const double cse26 = cse26_p2 - cse26_p3;
-    const double N1_2 = N1_2_p3 + cse16*cse26;
-    const double N2_2 = N2_2_p3 + cse26*cse26;
     const double cse34 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
     const double cse35 = J3_f1_x_x*omega3_z - J3_f1_x_z*omega3_x;
     const double cse39 = J3_f1_x_x*J3_f2_z_x;
@@ -3709,9 +3721,6 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double cse32 = J3_f1_abias_y - J3_f2_abias_y;
     const double J3_f2_abias_z = -cse10*omega1_y;
     const double cse33 = J3_f1_abias_z - J3_f2_abias_z;
-    const double invD1 = 1.0/N1_1;
-    const double cse29 = 0.9999999999999*N1_1;
-    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double cse41_p2 = J3_f2_z_y*cse34 - J3_f2_z_z*cse35;
     const double cse41_p3 = cse41_p1 + cse41_p2;
     const double cse41_p5 = -J3_f2_z_x*cse34 + J3_f2_z_z*cse38;
@@ -3738,18 +3747,9 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
     const double X1_rhs2_p2 = X1_rhs2_p1 + cse21*cse27;
     const double X1_rhs2 = X1_rhs2_p2 + cse26*cse28;
-    const double L2_1 = N1_2*invD1;
-    const double D2 = -L2_1*N1_2 + N2_2;
     const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-    const double cse30 = D2 - 1e-13*N2_2;
-    const double invD2 = 1.0/D2;
     const double X1_2 = invD2*y2;
     const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
-    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
     const double qdd0_rhs1_p1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32;
     const double qdd0_rhs2_p1 = J3_f1_T3_x*cse31 + J3_f1_T3_y*cse32;
     const double qdd0_rhs1_p2 = J3_f2_T1_z*cse33 + qdd0_rhs1_p1;
@@ -3957,24 +3957,21 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*tau3_02;
             const double J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12;
             const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
-            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20;
-            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
+            const double J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20;
             const double J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10;
-            const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
-            const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
-            const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
-            const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
-            const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
-            const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
+            const double J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10;
             const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
-            const double a1_x = (3.1714706509309685)*s1;
-            const double a1_y = (3.1714706509309685)*c1;
-            const double N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11;
+            const double J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11;
             const double J3_f1_y_z_p1 = (0.8100917192466086)*tau3_02 + 0.2795894349664269;
             const double J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12;
             const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
             const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02;
+            const double J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12;
             const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
             const double cse11 = J3_f1_x_x*J3_f2_z_y;
             const double cse12 = J3_f1_x_x*J3_f2_z_z;
@@ -3986,29 +3983,86 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse13_p4 = (0.3232895668635034)*cse11 + (0.9463000876874145)*cse12;
             const double cse13 = cse13_p3 - cse13_p4;
             const double N1_1_p3 = N1_1_p2 + cse13*cse13;
-            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
-            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
-            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
-            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse14 = J3_f1_y_x*J3_f2_z_y;
             const double cse15 = J3_f1_y_x*J3_f2_z_z;
             const double cse16_p1 = (0.3232895668635034)*J3_f2_z_x;
             const double cse16_p2 = (0.9463000876874145)*J3_f2_z_x;
             const double cse16_p3 = J3_f1_y_y*cse16_p1 + J3_f1_y_z*cse16_p2;
-            const double qd2 = mg_in_qd[1][mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double cse5 = qd3*theta_J3_20;
-            const double cse6 = qd3*theta_J3_21;
-            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double cse16_p4 = (0.3232895668635034)*cse14 + (0.9463000876874145)*cse15;
             const double cse16 = cse16_p3 - cse16_p4;
             const double N1_1 = N1_1_p3 + cse16*cse16;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
             const double cse17 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
             const double cse18 = J3_f1_x_z*J3_f2_z_x;
             const double cse19 = cse12 - cse18;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double cse20 = J3_f1_x_y*J3_f2_z_x;
+            const double cse27 = cse11 - cse20;
+            const double cse21_p1 = (0.7648421872844884)*J3_f2_z_y;
+            const double cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20;
+            const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
+            const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
+            const double cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21;
+            const double cse21 = cse21_p2 - cse21_p3;
+            const double N1_2_p3 = -N1_2_p2 + cse13*cse21;
+            const double cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
+            const double cse23 = J3_f1_y_z*J3_f2_z_x;
+            const double cse24 = cse15 - cse23;
+            const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
+            const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
+            const double N2_2_p3 = N2_2_p2 + cse21*cse21;
+            const double cse25 = J3_f1_y_y*J3_f2_z_x;
+            const double cse28 = cse14 - cse25;
+            const double cse26_p1 = (0.7648421872844884)*J3_f2_z_y;
+            const double cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25;
+            const double cse29 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            const double cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21;
+            const double cse26 = cse26_p2 - cse26_p3;
+            const double N1_2 = N1_2_p3 + cse16*cse26;
+            const double N2_2 = N2_2_p3 + cse26*cse26;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double cse5 = qd3*theta_J3_20;
+            const double cse6 = qd3*theta_J3_21;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse30 = D2 - 1e-13*N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/D2;
+            const double a1_x = (3.1714706509309685)*s1;
+            const double a1_y = (3.1714706509309685)*c1;
+            const double N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double oo2_zz = qd2*qd2;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double omega3_x = cse5;
             const double eps3_y = cse5*qd2;
             const double omega3_y = cse6;
@@ -4019,18 +4073,12 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y;
             const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
-            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
-            const double cse20 = J3_f1_x_y*J3_f2_z_x;
-            const double cse27 = cse11 - cse20;
-            const double cse21_p1 = (0.7648421872844884)*J3_f2_z_y;
-            const double cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20;
-            const double N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y;
-            const double N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1;
             const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_y = -0.9463000876874145*qd1;
             const double omega1_z = (0.3232895668635034)*qd1;
             const double cse10 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
             const double cse41_p1 = cse18*omega1_z + cse20*omega1_y;
+            const double cse46_p1 = cse23*omega1_z + cse25*omega1_y;
             const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
             const double cse7 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x;
             const double J3_f1_abias_x_p2 = J3_f1_abias_x_p1 + cse7*omega3_y;
@@ -4043,24 +4091,6 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse8*omega3_x;
             const double J3_f1_abias_z = J3_f1_abias_z_p2 - cse9*omega3_y;
             const double cse31 = J3_f1_abias_x - J3_f2_abias_x;
-            const double cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21;
-            const double cse21 = cse21_p2 - cse21_p3;
-            const double N1_2_p3 = -N1_2_p2 + cse13*cse21;
-            const double cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
-            const double cse23 = J3_f1_y_z*J3_f2_z_x;
-            const double cse24 = cse15 - cse23;
-            const double cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21;
-            const double N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y;
-            const double N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1;
-            const double N2_2_p3 = N2_2_p2 + cse21*cse21;
-            const double cse25 = J3_f1_y_y*J3_f2_z_x;
-            const double cse46_p1 = cse23*omega1_z + cse25*omega1_y;
-            const double cse28 = cse14 - cse25;
-            const double cse26_p1 = (0.7648421872844884)*J3_f2_z_y;
-            const double cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25;
-            const double cse26 = cse26_p2 - cse26_p3;
-            const double N1_2 = N1_2_p3 + cse16*cse26;
-            const double N2_2 = N2_2_p3 + cse26*cse26;
             const double cse34 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
             const double cse35 = J3_f1_x_x*omega3_z - J3_f1_x_z*omega3_x;
             const double cse39 = J3_f1_x_x*J3_f2_z_x;
@@ -4080,12 +4110,6 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse32 = J3_f1_abias_y - J3_f2_abias_y;
             const double J3_f2_abias_z = -cse10*omega1_y;
             const double cse33 = J3_f1_abias_z - J3_f2_abias_z;
-            const double invD1 = 1.0/N1_1;
-            const double cse29 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double cse41_p2 = J3_f2_z_y*cse34 - J3_f2_z_z*cse35;
             const double cse41_p3 = cse41_p1 + cse41_p2;
             const double cse41_p5 = -J3_f2_z_x*cse34 + J3_f2_z_z*cse38;
@@ -4112,33 +4136,9 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x;
             const double X1_rhs2_p2 = X1_rhs2_p1 + cse21*cse27;
             const double X1_rhs2 = X1_rhs2_p2 + cse26*cse28;
-            const double L2_1 = N1_2*invD1;
-            const double D2 = -L2_1*N1_2 + N2_2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-            const double cse30 = D2 - 1e-13*N2_2;
-            const double invD2 = 1.0/D2;
             const double X1_2 = invD2*y2;
             const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qdd0_rhs1_p1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32;
             const double qdd0_rhs2_p1 = J3_f1_T3_x*cse31 + J3_f1_T3_y*cse32;
             const double qdd0_rhs1_p2 = J3_f2_T1_z*cse33 + qdd0_rhs1_p1;

@@ -189,16 +189,16 @@ def newton_step(q, q_next, error, branch, orientation):
     J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
     J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1
+    J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20
+    J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10
     J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
+    J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20
+    J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10
     J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
     J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
     J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02
     J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12
-    J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20
-    J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10
-    J3_f1_z_x_p1 = (0.3513140727530572)*tau3_00 + (0.3232895668635034)*theta_J3_20
-    J3_f1_z_x = -J3_f1_z_x_p1 + (0.8786707450705684)*tau3_10
     J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21
     J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11
     J3_f1_z_y_p1 = (0.3513140727530572)*tau3_01 + (0.3232895668635034)*theta_J3_21
@@ -223,16 +223,6 @@ def newton_step(q, q_next, error, branch, orientation):
     N1_1_p1 = J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z
     N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1
     N1_1_p3 = N1_1_p2 + cse7*cse7
-    cse10 = (0.7648421872844884)*J3_f2_z_x
-    cse11_p3 = (0.7648421872844884)*J3_f2_z_y
-    cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10
-    cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z
-    cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
-    cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4
-    cse11 = -cse11_p2*theta_J3_21 + cse11_p5
-    cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1
-    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
-    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse8 = J3_f1_y_x*J3_f2_z_z
     cse9_p1 = (0.3232895668635034)*J3_f2_z_x
     cse9_p4 = J3_f1_y_y*cse9_p1 - 0.9463000876874145*cse8
@@ -241,14 +231,6 @@ def newton_step(q, q_next, error, branch, orientation):
     cse9_p3 = -J3_f1_y_x*cse5 + J3_f1_y_z*cse9_p2
     cse9 = cse9_p3 + cse9_p4
     N1_1 = N1_1_p3 + cse9*cse9
-    cse17_p1 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_z*J3_f2_z_z
-    cse12_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
-    cse17 = J3_f1_y_y*J3_f2_z_y + cse17_p1
-    cse12_p3 = (0.7648421872844884)*J3_f2_z_y
-    cse12_p4 = J3_f1_y_x*cse12_p3 - J3_f1_y_y*cse10
-    cse12_p5 = -cse12_p1*theta_J3_20 + cse12_p4
-    cse12 = -cse12_p2*theta_J3_21 + cse12_p5
-    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
@@ -256,25 +238,43 @@ def newton_step(q, q_next, error, branch, orientation):
         orientation[:] = [NAN] * 1
         return 1
     invD1 = 1.0/N1_1
+    cse10 = (0.7648421872844884)*J3_f2_z_x
+    cse11_p3 = (0.7648421872844884)*J3_f2_z_y
+    cse11_p4 = J3_f1_x_x*cse11_p3 - J3_f1_x_y*cse10
+    cse16_p1 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_z*J3_f2_z_z
+    cse11_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
+    cse11_p5 = -cse11_p1*theta_J3_20 + cse11_p4
+    cse11 = -cse11_p2*theta_J3_21 + cse11_p5
+    cse16 = J3_f1_x_y*J3_f2_z_y + cse16_p1
+    cse17_p1 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_z*J3_f2_z_z
+    cse12_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
+    cse17 = J3_f1_y_y*J3_f2_z_y + cse17_p1
+    cse12_p3 = (0.7648421872844884)*J3_f2_z_y
+    cse12_p4 = J3_f1_y_x*cse12_p3 - J3_f1_y_y*cse10
+    cse12_p5 = -cse12_p1*theta_J3_20 + cse12_p4
+    cse12 = -cse12_p2*theta_J3_21 + cse12_p5
+    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
+    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
+    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
     N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y
     N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1
     N1_2_p3 = -N1_2_p2 + cse11*cse7
     N1_2 = N1_2_p3 + cse12*cse9
+    N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y
+    N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1
+    N2_2_p3 = N2_2_p2 + cse11*cse11
+    N2_2 = N2_2_p3 + cse12*cse12
     r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
     r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
     J3_f1_o_x = J3_f1_d_x + r_rel0_3_x
     J3_f1_o_y = J3_f1_d_y + r_rel0_3_y
     cse13 = J3_f1_o_y - J3_f2_d_y
     cse15 = J3_f1_o_x - J3_f2_o_x
+    dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13
+    dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1
     dqrhs1_p1 = J3_f2_T1_x*cse15 + J3_f2_T1_z*cse14
     dqrhs1_p2 = J3_f2_T1_y*cse13 + dqrhs1_p1
-    N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y
-    dqrhs2_p1 = J3_f1_T3_x*cse15 + J3_f1_T3_y*cse13
-    N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1
-    dqrhs2_p2 = J3_f1_T3_z*cse14 + dqrhs2_p1
     err_p1 = cse13*cse13 + cse14*cse14
-    N2_2_p3 = N2_2_p2 + cse11*cse11
-    N2_2 = N2_2_p3 + cse12*cse12
     err_p2 = cse15*cse15 + cse16*cse16
     cse18 = -cse16
     dqrhs2_p3 = cse11*cse18 - dqrhs2_p2
@@ -286,13 +286,13 @@ def newton_step(q, q_next, error, branch, orientation):
     dqrhs2 = cse12*cse19 + dqrhs2_p3
     L2_1 = N1_2*invD1
     D2 = -L2_1*N1_2 + N2_2
-    invD2 = 1.0/D2
     if not (D2 - 1e-13*N2_2 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    invD2 = 1.0/D2
     dqrhs1 = dqrhs1_p2 + dqrhs1_p3
     y2 = -L2_1*dqrhs1 + dqrhs2
     dq2 = invD2*y2
@@ -363,10 +363,10 @@ def velocity(q, qd_ind, qd, H):
     J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
     J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1
-    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_x_x_p1 = -0.46939304286890887*tau3_00 + (0.872843480034796)*theta_J3_20
-    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
+    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_x_x = J3_f1_x_x_p1 + (0.1334707108957367)*tau3_10
+    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
     J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
     J3_f1_x_y_p1 = -0.46939304286890887*tau3_01 + (0.872843480034796)*theta_J3_21
     J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
@@ -386,14 +386,12 @@ def velocity(q, qd_ind, qd, H):
     N1_1_p2 = J3_f2_T1_x*J3_f2_T1_x + N1_1_p1
     cse10_p4 = (0.3232895668635034)*cse8 + (0.9463000876874145)*cse9
     cse10 = cse10_p3 - cse10_p4
+    N1_1_p3 = N1_1_p2 + cse10*cse10
     cse14_p2 = -J3_f1_y_z*J3_f2_z_x + cse9
     cse14_p1 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
     cse14_p5 = cse14_p1*theta_J3_20 + cse14_p2*theta_J3_21
-    N1_1_p3 = N1_1_p2 + cse10*cse10
     cse13 = J3_f1_y_y*J3_f2_z_x
     cse16 = -cse13 + cse8
-    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
-    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse5 = J3_f1_x_x*J3_f2_z_y
     cse6 = J3_f1_x_x*J3_f2_z_z
     cse12_p1 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
@@ -403,16 +401,18 @@ def velocity(q, qd_ind, qd, H):
     cse12_p2 = -J3_f1_x_z*J3_f2_z_x + cse6
     cse11 = J3_f1_x_y*J3_f2_z_x
     cse12_p5 = cse12_p1*theta_J3_20 + cse12_p2*theta_J3_21
-    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
     cse7_p4 = (0.3232895668635034)*cse5 + (0.9463000876874145)*cse6
     cse7 = cse7_p3 - cse7_p4
     N1_1 = N1_1_p3 + cse7*cse7
-    cse15 = -cse11 + cse5
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
     invD1 = 1.0/N1_1
+    cse15 = -cse11 + cse5
+    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
+    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
+    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
     cse14_p3 = (0.7648421872844884)*J3_f2_z_y
     cse14_p4 = J3_f1_y_x*cse14_p3 - 0.7648421872844884*cse13
     cse14 = cse14_p4 - cse14_p5
@@ -439,14 +439,14 @@ def velocity(q, qd_ind, qd, H):
     L2_1 = N1_2*invD1
     X1_rhs2 = X1_rhs2_p2 + cse14*cse16
     D2 = -L2_1*N1_2 + N2_2
-    invD2 = 1.0/D2
-    y2 = -L2_1*X1_rhs1 + X1_rhs2
-    X1_2 = invD2*y2
-    X1_1 = -L2_1*X1_2 + X1_rhs1*invD1
     if not (D2 - 1e-13*N2_2 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
+    invD2 = 1.0/D2
+    y2 = -L2_1*X1_rhs1 + X1_rhs2
+    X1_2 = invD2*y2
+    X1_1 = -L2_1*X1_2 + X1_rhs1*invD1
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd[0] = qd_dep1
@@ -1080,25 +1080,24 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*beta3_02
     J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*beta3_12
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
-    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20
-    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
+    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10
-    J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
-    J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21
-    J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
-    J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11
-    J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02
-    J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12
+    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
     J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1
     a1_x = (3.1714706509309685)*s1
     a1_y = (3.1714706509309685)*c1
     N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y
-    b1 = -N1_z + tau1
+    J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21
+    J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
+    J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11
+    J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
     J3_f1_y_z_p1 = (0.8100917192466086)*beta3_02 + 0.2795894349664269
     J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*beta3_12
     J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x
     J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x
+    J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*beta3_02
+    J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*beta3_12
     J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z
     cse13 = J3_f1_x_x*J3_f2_z_y
     cse14 = J3_f1_x_x*J3_f2_z_z
@@ -1110,8 +1109,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse15_p4 = (0.3232895668635034)*cse13 + (0.9463000876874145)*cse14
     cse15 = cse15_p3 - cse15_p4
     N1_1_p3 = N1_1_p2 + cse15*cse15
-    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
-    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse16 = J3_f1_y_x*J3_f2_z_y
     cse17 = J3_f1_y_x*J3_f2_z_z
     cse18_p1 = (0.3232895668635034)*J3_f2_z_x
@@ -1120,6 +1117,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse18_p4 = (0.3232895668635034)*cse16 + (0.9463000876874145)*cse17
     cse18 = cse18_p3 - cse18_p4
     N1_1 = N1_1_p3 + cse18*cse18
+    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
+    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse19 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
     cse20 = J3_f1_x_z*J3_f2_z_x
     cse21 = cse14 - cse20
@@ -1139,6 +1138,43 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y
     N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1
     N2_2_p3 = N2_2_p2 + cse23*cse23
+    cse27 = J3_f1_y_y*J3_f2_z_x
+    cse30 = cse16 - cse27
+    cse28_p1 = (0.7648421872844884)*J3_f2_z_y
+    cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27
+    cse31 = 0.9999999999999*N1_1
+    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    invD1 = 1.0/N1_1
+    cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21
+    cse28 = cse28_p2 - cse28_p3
+    N1_2 = N1_2_p3 + cse18*cse28
+    N2_2 = N2_2_p3 + cse28*cse28
+    cse7 = qd3*theta_J3_20
+    cse8 = qd3*theta_J3_21
+    L2_1 = N1_2*invD1
+    D2 = -L2_1*N1_2 + N2_2
+    cse32 = D2 - 1e-13*N2_2
+    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    invD2 = 1.0/D2
+    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    b1 = -N1_z + tau1
     cse3 = (0.10691419700008513)*s3
     cse4 = (0.10691419700008513)*c3
     a2_x = (9.81)*s2
@@ -1146,10 +1182,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo2_zz = qd2*qd2
     r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
     r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
-    cse27 = J3_f1_y_y*J3_f2_z_x
-    cse30 = cse16 - cse27
-    cse28_p1 = (0.7648421872844884)*J3_f2_z_y
-    cse28_p2 = J3_f1_y_x*cse28_p1 - 0.7648421872844884*cse27
     beta3_00 = (0.8334910037167914)*c3 + cse3
     beta3_11 = (0.931351183567697)*c3 - cse3
     beta3_01 = cse4 + (0.931351183567697)*s3
@@ -1157,12 +1189,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     a3_par_x = a2_x - 0.4524939924642339*oo2_zz
     N2_z_p1 = -0.5901890380052162*a2_x + (0.37895602330853534)*a2_y
     a3_par_y = a2_y - 0.704717639223735*oo2_zz
-    cse7 = qd3*theta_J3_20
-    cse28_p3 = cse24*theta_J3_20 + cse26*theta_J3_21
-    cse28 = cse28_p2 - cse28_p3
-    cse8 = qd3*theta_J3_21
-    N1_2 = N1_2_p3 + cse18*cse28
-    N2_2 = N2_2_p3 + cse28*cse28
     omega3_z_2 = qd2 + (0.7648421872844884)*qd3
     omega3_x = cse7
     eps3_y = cse7*qd2
@@ -1170,17 +1196,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     eps3_x = -cse8*qd2
     w3_x = -oo2_zz*r_rel0_3_x
     w3_y = -oo2_zz*r_rel0_3_y
-    J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x
-    J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y
     J3_f1_o_x = J3_f1_d_x + r_rel0_3_x
     J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y
-    invD1 = 1.0/N1_1
-    cse31 = 0.9999999999999*N1_1
-    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
+    J3_f1_abias_x_p1 = J3_f1_d_z*eps3_y + w3_x
+    J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y
+    IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3
+    Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02
     omega_p3_x = beta3_02*qd2
     omega_p3_y = beta3_12*qd2
     omega_p3_z = (0.7648421872844884)*qd2
@@ -1203,11 +1224,19 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse10*omega3_x
     J3_f1_abias_z = J3_f1_abias_z_p2 - cse11*omega3_y
     cse33 = J3_f1_abias_x - J3_f2_abias_x
-    IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3
-    Ic2_22_p1 = 2.843720160701263 - 0.8292273547720652*IJ3_02
+    IJ3_ss = s3*s3
     a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y
     a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11
     oo3_xy = omega_p3_x*omega_p3_y
+    X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y
+    X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x
+    X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29
+    X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29
+    X1_rhs1 = X1_rhs1_p2 + cse18*cse30
+    X1_rhs2 = X1_rhs2_p2 + cse28*cse30
+    y2 = -L2_1*X1_rhs1 + X1_rhs2
+    X1_2 = invD2*y2
+    X1_1 = -L2_1*X1_2 + X1_rhs1*invD1
     cse36 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
     cse37 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x
     cse41 = J3_f1_x_x*J3_f2_z_x
@@ -1227,7 +1256,13 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse34 = J3_f1_abias_y - J3_f2_abias_y
     J3_f2_abias_z = -cse12*omega1_y
     cse35 = J3_f1_abias_z - J3_f2_abias_z
-    IJ3_ss = s3*s3
+    IJ3_cs = c3*s3
+    IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3
+    Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1
+    IJ3_C2 = 1.0 - 2.0*IJ3_ss
+    IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss
+    IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs
+    Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2
     epsd3_x = omega_p3_y*qd3
     oo3_xx = omega_p3_x*omega_p3_x
     oo3_yy = omega_p3_y*omega_p3_y
@@ -1236,19 +1271,11 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo3_xz = omega3_z*omega_p3_x
     epsd3_y = -omega_p3_x*qd3
     F3_x_p1 = (2.4603802279872777)*a3_x - 0.5618380289699489*oo3_xy
-    X1_rhs1_p1 = J3_f1_T2_x*J3_f2_T1_x + J3_f1_o_x*J3_f2_T1_y
-    X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x
-    X1_rhs1_p2 = -X1_rhs1_p1 + cse15*cse29
-    X1_rhs2_p2 = X1_rhs2_p1 + cse23*cse29
-    X1_rhs1 = X1_rhs1_p2 + cse18*cse30
-    X1_rhs2 = X1_rhs2_p2 + cse28*cse30
-    IJ3_cs = c3*s3
-    IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3
-    Ic2_22_p2 = (0.5324407614299007)*IJ3_12 + Ic2_22_p1
-    IJ3_C2 = 1.0 - 2.0*IJ3_ss
-    IJ3_X = -0.8554696052188079*IJ3_cs - 0.8987875960396065*IJ3_ss
-    IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs
-    Ic2_22_p4 = -0.37737337057078985*IJ3_01 + Ic2_22_p2
+    cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00
+    cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1
+    cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18
+    cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1
+    Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y
     oo3_W_00 = -oo3_yy - oo3_zz
     F3_x_p3 = F3_x_p1 - 1.4052116832536095*oo3_W_00
     oo3_W_22 = -oo3_xx - oo3_yy
@@ -1257,28 +1284,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     F3_z_p2 = (0.5618380289699489)*epsd3_x + (0.5618380289699489)*oo3_yz
     F3_z_p4 = F3_z_p1 - F3_z_p2
     F3_z = F3_z_p3 + F3_z_p4
-    L2_1 = N1_2*invD1
-    D2 = -L2_1*N1_2 + N2_2
-    y2 = -L2_1*X1_rhs1 + X1_rhs2
-    cse32 = D2 - 1e-13*N2_2
-    invD2 = 1.0/D2
-    X1_2 = invD2*y2
-    X1_1 = -L2_1*X1_2 + X1_rhs1*invD1
-    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
     cse43_p2 = J3_f2_z_y*cse36 - J3_f2_z_z*cse37
     cse43_p3 = cse43_p1 + cse43_p2
     cse43_p5 = -J3_f2_z_x*cse36 + J3_f2_z_z*cse40
@@ -1293,11 +1298,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse48_p6 = -cse48_p4 + cse48_p5
     cse48_p9 = cse48_p7 + cse48_p8
     cse48_p12 = cse38*cse48_p6 + cse42*cse48_p9
-    cp3_x_p1 = 2.3898428267712932e-18 - 1.4052116832536095*beta3_00
-    cp3_x = -0.5618380289699489*beta3_10 + cp3_x_p1
-    cp3_y_p1 = (1.4052116832536095)*beta3_01 + 1.5345004323134752e-18
-    cp3_y = -0.5618380289699489*beta3_11 - cp3_y_p1
-    Ic2_22_p5 = (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y
     F3_x_p2 = (4.408568058868086e-18)*epsd3_y + (4.408568058868086e-18)*oo3_xz
     F3_x = F3_x_p2 + F3_x_p3
     F3_y_p1 = (4.408568058868086e-18)*epsd3_x + (1.4052116832536095)*oo3_xy
@@ -1491,24 +1491,21 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     J3_f1_x_z_p1 = 0.667587516426818 - 0.46939304286890887*tau3_02
     J3_f1_x_z = J3_f1_x_z_p1 + (0.1334707108957367)*tau3_12
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
-    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_y_x_p1 = (0.8100917192466086)*tau3_00 + (0.36555179567053836)*theta_J3_20
-    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
+    J3_f1_d_x_p1 = -1.1422719685917389*tau3_00 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_y_x = J3_f1_y_x_p1 + (0.4583920713648074)*tau3_10
-    J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
-    J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21
-    J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
-    J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11
-    J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02
-    J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12
+    J3_f1_d_x = J3_f1_d_x_p1 - 0.45670829457897444*tau3_10
     J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1
-    a1_x = (3.1714706509309685)*s1
-    a1_y = (3.1714706509309685)*c1
-    N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y
+    J3_f1_y_y_p1 = (0.8100917192466086)*tau3_01 + (0.36555179567053836)*theta_J3_21
+    J3_f1_d_y_p1 = -1.1422719685917389*tau3_01 + (3.583647770145291e-18)*theta_J3_21
+    J3_f1_y_y = J3_f1_y_y_p1 + (0.4583920713648074)*tau3_11
+    J3_f1_d_y = J3_f1_d_y_p1 - 0.45670829457897444*tau3_11
     J3_f1_y_z_p1 = (0.8100917192466086)*tau3_02 + 0.2795894349664269
     J3_f1_y_z = J3_f1_y_z_p1 + (0.4583920713648074)*tau3_12
     J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x
     J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x
+    J3_f1_d_z_p1 = 2.740924998975104e-18 - 1.1422719685917389*tau3_02
+    J3_f1_d_z = J3_f1_d_z_p1 - 0.45670829457897444*tau3_12
     J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z
     cse11 = J3_f1_x_x*J3_f2_z_y
     cse12 = J3_f1_x_x*J3_f2_z_z
@@ -1520,27 +1517,96 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse13_p4 = (0.3232895668635034)*cse11 + (0.9463000876874145)*cse12
     cse13 = cse13_p3 - cse13_p4
     N1_1_p3 = N1_1_p2 + cse13*cse13
-    r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
-    r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
-    a2_x = (9.81)*s2
-    a2_y = (9.81)*c2
-    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
-    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse14 = J3_f1_y_x*J3_f2_z_y
     cse15 = J3_f1_y_x*J3_f2_z_z
     cse16_p1 = (0.3232895668635034)*J3_f2_z_x
     cse16_p2 = (0.9463000876874145)*J3_f2_z_x
     cse16_p3 = J3_f1_y_y*cse16_p1 + J3_f1_y_z*cse16_p2
-    oo2_zz = qd2*qd2
-    cse5 = qd3*theta_J3_20
-    cse6 = qd3*theta_J3_21
-    omega3_z = qd2 + (0.7648421872844884)*qd3
     cse16_p4 = (0.3232895668635034)*cse14 + (0.9463000876874145)*cse15
     cse16 = cse16_p3 - cse16_p4
     N1_1 = N1_1_p3 + cse16*cse16
+    J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
+    J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     cse17 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
     cse18 = J3_f1_x_z*J3_f2_z_x
     cse19 = cse12 - cse18
+    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
+    cse20 = J3_f1_x_y*J3_f2_z_x
+    cse27 = cse11 - cse20
+    cse21_p1 = (0.7648421872844884)*J3_f2_z_y
+    cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20
+    N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y
+    N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1
+    cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21
+    cse21 = cse21_p2 - cse21_p3
+    N1_2_p3 = -N1_2_p2 + cse13*cse21
+    cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
+    cse23 = J3_f1_y_z*J3_f2_z_x
+    cse24 = cse15 - cse23
+    N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y
+    N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1
+    N2_2_p3 = N2_2_p2 + cse21*cse21
+    cse25 = J3_f1_y_y*J3_f2_z_x
+    cse28 = cse14 - cse25
+    cse26_p1 = (0.7648421872844884)*J3_f2_z_y
+    cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25
+    cse29 = 0.9999999999999*N1_1
+    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    invD1 = 1.0/N1_1
+    cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21
+    cse26 = cse26_p2 - cse26_p3
+    N1_2 = N1_2_p3 + cse16*cse26
+    N2_2 = N2_2_p3 + cse26*cse26
+    cse5 = qd3*theta_J3_20
+    cse6 = qd3*theta_J3_21
+    L2_1 = N1_2*invD1
+    D2 = -L2_1*N1_2 + N2_2
+    cse30 = D2 - 1e-13*N2_2
+    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 5
+        reaction[:] = [NAN] * 6
+        return 1
+    invD2 = 1.0/D2
+    a1_x = (3.1714706509309685)*s1
+    a1_y = (3.1714706509309685)*c1
+    N1_z_p1 = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y
+    r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
+    r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
+    a2_x = (9.81)*s2
+    a2_y = (9.81)*c2
+    oo2_zz = qd2*qd2
+    omega3_z = qd2 + (0.7648421872844884)*qd3
     omega3_x = cse5
     eps3_y = cse5*qd2
     omega3_y = cse6
@@ -1551,17 +1617,11 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     w3_y = -oo2_zz*r_rel0_3_y
     J3_f1_abias_y_p1 = -J3_f1_d_z*eps3_x + w3_y
     J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y
-    J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
-    cse20 = J3_f1_x_y*J3_f2_z_x
-    cse27 = cse11 - cse20
-    cse21_p1 = (0.7648421872844884)*J3_f2_z_y
-    cse21_p2 = J3_f1_x_x*cse21_p1 - 0.7648421872844884*cse20
-    N1_2_p1 = J3_f1_T3_x*J3_f2_T1_x + J3_f1_T3_y*J3_f2_T1_y
-    N1_2_p2 = J3_f1_T3_z*J3_f2_T1_z + N1_2_p1
     omega1_y = -0.9463000876874145*qd1
     omega1_z = (0.3232895668635034)*qd1
     cse10 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y
     cse41_p1 = cse18*omega1_z + cse20*omega1_y
+    cse46_p1 = cse23*omega1_z + cse25*omega1_y
     J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z
     cse7 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x
     J3_f1_abias_x_p2 = J3_f1_abias_x_p1 + cse7*omega3_y
@@ -1574,24 +1634,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     J3_f1_abias_z_p2 = J3_f1_abias_z_p1 + cse8*omega3_x
     J3_f1_abias_z = J3_f1_abias_z_p2 - cse9*omega3_y
     cse31 = J3_f1_abias_x - J3_f2_abias_x
-    cse21_p3 = cse17*theta_J3_20 + cse19*theta_J3_21
-    cse21 = cse21_p2 - cse21_p3
-    N1_2_p3 = -N1_2_p2 + cse13*cse21
-    cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
-    cse23 = J3_f1_y_z*J3_f2_z_x
-    cse24 = cse15 - cse23
-    cse26_p3 = cse22*theta_J3_20 + cse24*theta_J3_21
-    N2_2_p1 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y
-    N2_2_p2 = J3_f1_T3_z*J3_f1_T3_z + N2_2_p1
-    N2_2_p3 = N2_2_p2 + cse21*cse21
-    cse25 = J3_f1_y_y*J3_f2_z_x
-    cse46_p1 = cse23*omega1_z + cse25*omega1_y
-    cse28 = cse14 - cse25
-    cse26_p1 = (0.7648421872844884)*J3_f2_z_y
-    cse26_p2 = J3_f1_y_x*cse26_p1 - 0.7648421872844884*cse25
-    cse26 = cse26_p2 - cse26_p3
-    N1_2 = N1_2_p3 + cse16*cse26
-    N2_2 = N2_2_p3 + cse26*cse26
     cse34 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
     cse35 = J3_f1_x_x*omega3_z - J3_f1_x_z*omega3_x
     cse39 = J3_f1_x_x*J3_f2_z_x
@@ -1611,14 +1653,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse32 = J3_f1_abias_y - J3_f2_abias_y
     J3_f2_abias_z = -cse10*omega1_y
     cse33 = J3_f1_abias_z - J3_f2_abias_z
-    invD1 = 1.0/N1_1
-    cse29 = 0.9999999999999*N1_1
-    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
     cse41_p2 = J3_f2_z_y*cse34 - J3_f2_z_z*cse35
     cse41_p3 = cse41_p1 + cse41_p2
     cse41_p5 = -J3_f2_z_x*cse34 + J3_f2_z_z*cse38
@@ -1645,43 +1679,9 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     X1_rhs2_p1 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x
     X1_rhs2_p2 = X1_rhs2_p1 + cse21*cse27
     X1_rhs2 = X1_rhs2_p2 + cse26*cse28
-    L2_1 = N1_2*invD1
-    D2 = -L2_1*N1_2 + N2_2
     y2 = -L2_1*X1_rhs1 + X1_rhs2
-    cse30 = D2 - 1e-13*N2_2
-    invD2 = 1.0/D2
     X1_2 = invD2*y2
     X1_1 = -L2_1*X1_2 + X1_rhs1*invD1
-    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse29 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse30 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 5
-        reaction[:] = [NAN] * 6
-        return 1
     qdd0_rhs1_p1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32
     qdd0_rhs2_p1 = J3_f1_T3_x*cse31 + J3_f1_T3_y*cse32
     qdd0_rhs1_p2 = J3_f2_T1_z*cse33 + qdd0_rhs1_p1

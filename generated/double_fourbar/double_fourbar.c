@@ -657,14 +657,14 @@ int mechgen_double_fourbar_newton_step(const double *restrict q, double *restric
     const double q5 = q[4];
     const double cse2 = q3 - 1.5707963267948966;
     const double cse3 = q4 + 1.5707963267948966;
-    const double cse0 = q1 - 1.5707963267948966;
     const double cse1 = q2 - 1.5707963267948966;
+    const double cse0 = q1 - 1.5707963267948966;
     const double cse4 = q5 + 1.5707963267948966;
     double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = cse2;
     sc_x[1] = cse3;
-    sc_x[2] = cse0;
-    sc_x[3] = cse1;
+    sc_x[2] = cse1;
+    sc_x[3] = cse0;
     sc_x[4] = cse4;
     sc_x[5] = 0.0;
     sc_x[6] = 0.0;
@@ -678,51 +678,51 @@ int mechgen_double_fourbar_newton_step(const double *restrict q, double *restric
     const double c3 = sc_c[0];
     const double s4 = sc_s[1];
     const double c4 = sc_c[1];
-    const double s1 = sc_s[2];
-    const double c1 = sc_c[2];
-    const double s2 = sc_s[3];
-    const double c2 = sc_c[3];
+    const double s2 = sc_s[2];
+    const double c2 = sc_c[2];
+    const double s1 = sc_s[3];
+    const double c1 = sc_c[3];
     const double s5 = sc_s[4];
     const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
+    if (!(tau4_00*tau4_00 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double B1_left_f1_o_x = -s3 + tau4_00;
     const double B1_left_f1_o_y = c3 + tau4_01;
-    const double cse6 = B1_left_f1_o_y - c2;
-    if (!(tau4_00*tau4_00 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double lu_inv1 = -1.0/tau4_00;
     const double lu_f13 = lu_inv1*tau4_01;
-    const double det_GD_p1 = c1*tau4_00;
     const double lu_u12 = -c2 + lu_f13*s2;
     if (!(lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     if (!(c1*c1 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 3 vanishes */
     const double lu_inv3 = -1.0/c1;
-    const double tau5_01 = c2*s5 + c5*s2;
     const double tau5_00 = c2*c5 - s2*s5;
-    const double cse5 = c2 + tau5_01;
-    const double lu_inv2 = 1.0/lu_u12;
-    const double r5_x = 1.0 - s2;
+    const double tau5_01 = c2*s5 + c5*s2;
     const double lu_f41 = -lu_inv3*s1;
     const double B2_f2_o_x = 2.0 - s1;
+    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
+    const double cse6 = B1_left_f1_o_y - c2;
+    const double cse5 = c2 + tau5_01;
+    const double det_GD_p1 = c1*tau4_00;
+    const double det_GD_p2 = det_GD_p1*lu_u44;
+    const double det_GD = det_GD_p2*lu_u12;
+    branch[0] = det_GD;
+    const double lu_inv2 = 1.0/lu_u12;
+    const double lu_inv4 = 1.0/lu_u44;
+    const double r5_x = 1.0 - s2;
     const double dq_e1_p1 = B1_left_f1_o_x - r5_x;
     const double dq_e1 = -cse6*lu_f13 + dq_e1_p1;
     const double err_p3 = -B1_left_f1_o_x + r5_x;
     const double B2_f1_o_x = r5_x + tau5_00;
+    const double B2_f1_T2_y = -s2 + tau5_00;
+    const double lu_f42 = -B2_f1_T2_y*lu_inv2;
     const double B2_f1_o_y = cse5;
     const double B2_f1_T2_x = -cse5;
     const double lu_f32 = -B2_f1_T2_x*lu_inv2;
-    const double B2_f1_T2_y = -s2 + tau5_00;
-    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-    const double lu_f42 = -B2_f1_T2_y*lu_inv2;
     const double dq2 = dq_e1*lu_inv2;
     q_next[1] = dq2 + q2;
     const double dq3 = lu_inv1*(cse6 + dq2*s2);
     q_next[3] = dq3 + q4;
-    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
-    const double det_GD_p2 = det_GD_p1*lu_u44;
-    const double det_GD = det_GD_p2*lu_u12;
-    branch[0] = det_GD;
-    const double lu_inv4 = 1.0/lu_u44;
     const double err_p1 = -B2_f1_o_x + B2_f2_o_x;
     const double dq_e3_p1 = B2_f1_o_x - B2_f2_o_x;
     const double err_p4 = cse6*cse6 + err_p1*err_p1;
@@ -778,10 +778,10 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 1.5707963267948966;
-            const double q1 = mg_in_q[0][mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
             const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
             double s3, c3;
@@ -792,27 +792,25 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
-            const double B1_left_f1_o_x = -s3 + tau4_00;
-            const double B1_left_f1_o_y = c3 + tau4_01;
-            double s2, c2;
-            mg_sincos_poly(cse1, &s2, &c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
-            const double cse6 = B1_left_f1_o_y - c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double B1_left_f1_o_x = -s3 + tau4_00;
+            const double B1_left_f1_o_y = c3 + tau4_01;
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double det_GD_p1 = c1*tau4_00;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double lu_u12 = -c2 + lu_f13*s2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -821,35 +819,37 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
-            const double tau5_01 = c2*s5 + c5*s2;
             const double tau5_00 = c2*c5 - s2*s5;
-            const double cse5 = c2 + tau5_01;
-            const double lu_inv2 = 1.0/lu_u12;
-            const double r5_x = 1.0 - s2;
+            const double tau5_01 = c2*s5 + c5*s2;
             const double lu_f41 = -lu_inv3*s1;
             const double B2_f2_o_x = 2.0 - s1;
-            const double dq_e1_p1 = B1_left_f1_o_x - r5_x;
-            const double dq_e1 = -cse6*lu_f13 + dq_e1_p1;
-            const double err_p3 = -B1_left_f1_o_x + r5_x;
-            const double B2_f1_o_x = r5_x + tau5_00;
-            const double B2_f1_o_y = cse5;
-            const double B2_f1_T2_x = -cse5;
-            const double lu_f32 = -B2_f1_T2_x*lu_inv2;
-            const double B2_f1_T2_y = -s2 + tau5_00;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            const double dq2 = dq_e1*lu_inv2;
-            mg_o_q_next[1][mg_l] = dq2 + q2;
-            const double dq3 = lu_inv1*(cse6 + dq2*s2);
-            mg_o_q_next[3][mg_l] = dq3 + q4;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse6 = B1_left_f1_o_y - c2;
+            const double cse5 = c2 + tau5_01;
+            const double det_GD_p1 = c1*tau4_00;
             const double det_GD_p2 = det_GD_p1*lu_u44;
             const double det_GD = det_GD_p2*lu_u12;
             mg_o_branch[0][mg_l] = det_GD;
+            const double lu_inv2 = 1.0/lu_u12;
             const double lu_inv4 = 1.0/lu_u44;
+            const double r5_x = 1.0 - s2;
+            const double dq_e1_p1 = B1_left_f1_o_x - r5_x;
+            const double dq_e1 = -cse6*lu_f13 + dq_e1_p1;
+            const double err_p3 = -B1_left_f1_o_x + r5_x;
+            const double B2_f1_o_x = r5_x + tau5_00;
+            const double B2_f1_T2_y = -s2 + tau5_00;
+            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
+            const double B2_f1_o_y = cse5;
+            const double B2_f1_T2_x = -cse5;
+            const double lu_f32 = -B2_f1_T2_x*lu_inv2;
+            const double dq2 = dq_e1*lu_inv2;
+            mg_o_q_next[1][mg_l] = dq2 + q2;
+            const double dq3 = lu_inv1*(cse6 + dq2*s2);
+            mg_o_q_next[3][mg_l] = dq3 + q4;
             const double err_p1 = -B2_f1_o_x + B2_f2_o_x;
             const double dq_e3_p1 = B2_f1_o_x - B2_f2_o_x;
             const double err_p4 = cse6*cse6 + err_p1*err_p1;
@@ -912,14 +912,14 @@ int mechgen_double_fourbar_velocity(const double *restrict q, const double *rest
     const double qd_ind1 = qd_ind[0];
     const double cse2 = q3 - 1.5707963267948966;
     const double cse3 = q4 + 1.5707963267948966;
-    const double cse0 = q1 - 1.5707963267948966;
     const double cse1 = q2 - 1.5707963267948966;
+    const double cse0 = q1 - 1.5707963267948966;
     const double cse4 = q5 + 1.5707963267948966;
     double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = cse2;
     sc_x[1] = cse3;
-    sc_x[2] = cse0;
-    sc_x[3] = cse1;
+    sc_x[2] = cse1;
+    sc_x[3] = cse0;
     sc_x[4] = cse4;
     sc_x[5] = 0.0;
     sc_x[6] = 0.0;
@@ -933,46 +933,46 @@ int mechgen_double_fourbar_velocity(const double *restrict q, const double *rest
     const double c3 = sc_c[0];
     const double s4 = sc_s[1];
     const double c4 = sc_c[1];
-    const double s1 = sc_s[2];
-    const double c1 = sc_c[2];
-    const double s2 = sc_s[3];
-    const double c2 = sc_c[3];
+    const double s2 = sc_s[2];
+    const double c2 = sc_c[2];
+    const double s1 = sc_s[3];
+    const double c1 = sc_c[3];
     const double s5 = sc_s[4];
     const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
-    const double B1_left_f1_o_x = -s3 + tau4_00;
-    const double B1_left_f1_T3_x = -c3 - tau4_01;
     if (!(tau4_00*tau4_00 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double B1_left_f1_o_x = -s3 + tau4_00;
     const double lu_inv1 = -1.0/tau4_00;
+    const double B1_left_f1_T3_x = -c3 - tau4_01;
     const double lu_f13 = lu_inv1*tau4_01;
-    const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
     const double lu_u12 = -c2 + lu_f13*s2;
     if (!(lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u12;
     if (!(c1*c1 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 3 vanishes */
     const double lu_inv3 = -1.0/c1;
     const double lu_f41 = -lu_inv3*s1;
+    const double lu_inv2 = 1.0/lu_u12;
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double B2_f1_T2_x = -c2 - tau5_01;
     const double lu_f32 = -B2_f1_T2_x*lu_inv2;
-    const double X1__e3 = -X1__e1*lu_f32;
     const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
+    const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
     const double B2_f1_T2_y = -s2 + tau5_00;
     const double lu_f42 = -B2_f1_T2_y*lu_inv2;
+    const double lu_inv4 = 1.0/lu_u44;
+    const double X1__e3 = -X1__e1*lu_f32;
     const double X1__e4 = -X1__e1*lu_f42;
     const double X1__e4_2 = -X1__e3*lu_f41 + X1__e4;
-    const double X1_2 = X1__e1*lu_inv2;
-    H[1] = -X1_2;
-    const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
-    H[3] = -X1_3;
-    const double lu_inv4 = 1.0/lu_u44;
     const double X1_4 = X1__e4_2*lu_inv4;
     H[4] = -X1_4;
     const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
     H[0] = -X1_1;
-    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
+    const double X1_2 = X1__e1*lu_inv2;
+    H[1] = -X1_2;
+    const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
+    H[3] = -X1_3;
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
     const double qd_dep2 = -X1_2*qd_ind1;
@@ -1015,10 +1015,10 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 1.5707963267948966;
-            const double q1 = mg_in_q[0][mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
             const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
             double s3, c3;
@@ -1029,15 +1029,14 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
-            const double B1_left_f1_o_x = -s3 + tau4_00;
-            const double B1_left_f1_T3_x = -c3 - tau4_01;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double B1_left_f1_o_x = -s3 + tau4_00;
             const double lu_inv1 = -1.0/tau4_00;
+            const double B1_left_f1_T3_x = -c3 - tau4_01;
             const double lu_f13 = lu_inv1*tau4_01;
-            const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -1046,7 +1045,6 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double lu_inv2 = 1.0/lu_u12;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
@@ -1056,6 +1054,7 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
+            const double lu_inv2 = 1.0/lu_u12;
             double s5, c5;
             mg_sincos_poly(cse4, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(cse4);
@@ -1063,25 +1062,26 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             const double tau5_01 = c2*s5 + c5*s2;
             const double B2_f1_T2_x = -c2 - tau5_01;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
-            const double X1__e3 = -X1__e1*lu_f32;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            const double B2_f1_T2_y = -s2 + tau5_00;
-            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            const double X1__e4 = -X1__e1*lu_f42;
-            const double X1__e4_2 = -X1__e3*lu_f41 + X1__e4;
-            const double X1_2 = X1__e1*lu_inv2;
-            mg_o_H[1][mg_l] = -X1_2;
-            const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
-            mg_o_H[3][mg_l] = -X1_3;
-            const double lu_inv4 = 1.0/lu_u44;
-            const double X1_4 = X1__e4_2*lu_inv4;
-            mg_o_H[4][mg_l] = -X1_4;
-            const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
-            mg_o_H[0][mg_l] = -X1_1;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
+            const double B2_f1_T2_y = -s2 + tau5_00;
+            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
+            const double lu_inv4 = 1.0/lu_u44;
+            const double X1__e3 = -X1__e1*lu_f32;
+            const double X1__e4 = -X1__e1*lu_f42;
+            const double X1__e4_2 = -X1__e3*lu_f41 + X1__e4;
+            const double X1_4 = X1__e4_2*lu_inv4;
+            mg_o_H[4][mg_l] = -X1_4;
+            const double X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3);
+            mg_o_H[0][mg_l] = -X1_1;
+            const double X1_2 = X1__e1*lu_inv2;
+            mg_o_H[1][mg_l] = -X1_2;
+            const double X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2);
+            mg_o_H[3][mg_l] = -X1_3;
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[2][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
@@ -2163,14 +2163,14 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double tau5 = tau[4];
     const double cse2 = q3 - 1.5707963267948966;
     const double cse3 = q4 + 1.5707963267948966;
-    const double cse0 = q1 - 1.5707963267948966;
     const double cse1 = q2 - 1.5707963267948966;
+    const double cse0 = q1 - 1.5707963267948966;
     const double cse4 = q5 + 1.5707963267948966;
     double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = cse2;
     sc_x[1] = cse3;
-    sc_x[2] = cse0;
-    sc_x[3] = cse1;
+    sc_x[2] = cse1;
+    sc_x[3] = cse0;
     sc_x[4] = cse4;
     sc_x[5] = 0.0;
     sc_x[6] = 0.0;
@@ -2184,10 +2184,10 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double c3 = sc_c[0];
     const double s4 = sc_s[1];
     const double c4 = sc_c[1];
-    const double s1 = sc_s[2];
-    const double c1 = sc_c[2];
-    const double s2 = sc_s[3];
-    const double c2 = sc_c[3];
+    const double s2 = sc_s[2];
+    const double c2 = sc_c[2];
+    const double s1 = sc_s[3];
+    const double c1 = sc_c[3];
     const double s5 = sc_s[4];
     const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
@@ -2195,12 +2195,18 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double lu_inv1 = -1.0/tau4_00;
     const double tau4_01 = c3*s4 + c4*s3;
     const double lu_f13 = lu_inv1*tau4_01;
-    const double lu_inv3 = -1.0/c1;
-    const double cse7 = qd2*qd2;
     const double lu_u12 = -c2 + lu_f13*s2;
     if (!(lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u12;
     if (!(c1*c1 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 3 vanishes */
+    const double lu_inv2 = 1.0/lu_u12;
+    const double lu_inv3 = -1.0/c1;
+    const double tau5_00 = c2*c5 - s2*s5;
+    const double tau5_01 = c2*s5 + c5*s2;
+    const double lu_f41 = -lu_inv3*s1;
+    const double cse7 = qd2*qd2;
+    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
+    const double lu_inv4 = 1.0/lu_u44;
     const double a2_y = (9.81)*c2;
     const double oo2_zz = cse7;
     const double cse10 = a2_y - oo2_zz;
@@ -2214,18 +2220,15 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double cse11 = omega5_z*omega5_z;
     const double w4_x = oo3_zz*s3;
     const double w4_y = -c3*oo3_zz;
-    const double B1_left_f1_abias_x = -cse9*tau4_00 + w4_x;
-    const double B1_left_f1_abias_y = -cse9*tau4_01 + w4_y;
     const double B1_left_f1_T3_x = -c3 - tau4_01;
+    const double B1_left_f1_abias_y = -cse9*tau4_01 + w4_y;
+    const double B1_left_f1_abias_x = -cse9*tau4_00 + w4_x;
     const double B1_left_f1_o_x = -s3 + tau4_00;
     const double a3_x = (9.81)*s3;
-    const double oo4_zz = cse9;
     const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
-    const double tau5_00 = c2*c5 - s2*s5;
-    const double tau5_01 = c2*s5 + c5*s2;
+    const double oo4_zz = cse9;
     const double a5_x = a2_x*c5 + cse10*s5;
     const double a5_y = -a2_x*s5 + c5*cse10;
-    const double lu_f41 = -lu_inv3*s1;
     const double a4_x = a3_x*c4 + cse8*s4;
     const double F4_x = a4_x - 0.5*oo4_zz;
     const double a4_y = -a3_x*s4 + c4*cse8;
@@ -2239,8 +2242,8 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double oo5_zz = cse11;
     const double F5_x = a5_x - 0.5*oo5_zz;
     const double F_c5_x = F5_x*c5 - a5_y*s5;
-    const double N5_z = (0.5)*a5_y;
     const double cse5 = (0.5)*s5;
+    const double N5_z = (0.5)*a5_y;
     const double N2_z_p1 = N5_z - 0.5*a2_x;
     const double N2_z = -F_c5_x + N2_z_p1;
     const double b2 = -N2_z + tau2;
@@ -2252,16 +2255,13 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double B1_left_f2_abias_y = -c2*cse7;
     const double cse13 = B1_left_f1_abias_y - B1_left_f2_abias_y;
     const double qdd0__e1 = -cse13*lu_f13 + qdd0__e1_p1;
-    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
-    const double lu_inv4 = 1.0/lu_u44;
-    const double w5_x = oo2_zz*s2;
-    const double w5_y = -c2*oo2_zz;
     const double B2_f1_T2_x = -c2 - tau5_01;
+    const double w5_y = -c2*oo2_zz;
+    const double w5_x = oo2_zz*s2;
+    const double lu_f32 = -B2_f1_T2_x*lu_inv2;
     const double B2_f1_abias_x = -cse11*tau5_00 + w5_x;
     const double B2_f1_abias_y = -cse11*tau5_01 + w5_y;
     const double B2_f1_T2_y = -s2 + tau5_00;
-    const double lu_f32 = -B2_f1_T2_x*lu_inv2;
     const double lu_f42 = -B2_f1_T2_y*lu_inv2;
     const double cse12 = qd1*qd1;
     const double B2_f2_abias_y = -c1*cse12;
@@ -2399,10 +2399,10 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 1.5707963267948966;
-            const double q1 = mg_in_q[0][mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
             const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
             double s3, c3;
@@ -2419,12 +2419,6 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double lu_inv1 = -1.0/tau4_00;
             const double tau4_01 = c3*s4 + c4*s3;
             const double lu_f13 = lu_inv1*tau4_01;
-            double s1, c1;
-            mg_sincos_poly(cse0, &s1, &c1);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double lu_inv3 = -1.0/c1;
-            const double qd2 = mg_in_qd[1][mg_l];
-            const double cse7 = qd2*qd2;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -2433,11 +2427,29 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double lu_inv2 = 1.0/lu_u12;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double lu_inv2 = 1.0/lu_u12;
+            const double lu_inv3 = -1.0/c1;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double tau5_00 = c2*c5 - s2*s5;
+            const double tau5_01 = c2*s5 + c5*s2;
+            const double lu_f41 = -lu_inv3*s1;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double cse7 = qd2*qd2;
+            const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double lu_inv4 = 1.0/lu_u44;
             const double a2_y = (9.81)*c2;
             const double oo2_zz = cse7;
             const double cse10 = a2_y - oo2_zz;
@@ -2454,21 +2466,15 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double cse11 = omega5_z*omega5_z;
             const double w4_x = oo3_zz*s3;
             const double w4_y = -c3*oo3_zz;
-            const double B1_left_f1_abias_x = -cse9*tau4_00 + w4_x;
-            const double B1_left_f1_abias_y = -cse9*tau4_01 + w4_y;
             const double B1_left_f1_T3_x = -c3 - tau4_01;
+            const double B1_left_f1_abias_y = -cse9*tau4_01 + w4_y;
+            const double B1_left_f1_abias_x = -cse9*tau4_00 + w4_x;
             const double B1_left_f1_o_x = -s3 + tau4_00;
             const double a3_x = (9.81)*s3;
-            const double oo4_zz = cse9;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
-            double s5, c5;
-            mg_sincos_poly(cse4, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
-            const double tau5_00 = c2*c5 - s2*s5;
-            const double tau5_01 = c2*s5 + c5*s2;
+            const double oo4_zz = cse9;
             const double a5_x = a2_x*c5 + cse10*s5;
             const double a5_y = -a2_x*s5 + c5*cse10;
-            const double lu_f41 = -lu_inv3*s1;
             const double a4_x = a3_x*c4 + cse8*s4;
             const double F4_x = a4_x - 0.5*oo4_zz;
             const double a4_y = -a3_x*s4 + c4*cse8;
@@ -2484,8 +2490,8 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double oo5_zz = cse11;
             const double F5_x = a5_x - 0.5*oo5_zz;
             const double F_c5_x = F5_x*c5 - a5_y*s5;
-            const double N5_z = (0.5)*a5_y;
             const double cse5 = (0.5)*s5;
+            const double N5_z = (0.5)*a5_y;
             const double N2_z_p1 = N5_z - 0.5*a2_x;
             const double N2_z = -F_c5_x + N2_z_p1;
             const double tau2 = mg_in_tau[1][mg_l];
@@ -2499,19 +2505,13 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double B1_left_f2_abias_y = -c2*cse7;
             const double cse13 = B1_left_f1_abias_y - B1_left_f2_abias_y;
             const double qdd0__e1 = -cse13*lu_f13 + qdd0__e1_p1;
-            const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double lu_inv4 = 1.0/lu_u44;
-            const double w5_x = oo2_zz*s2;
-            const double w5_y = -c2*oo2_zz;
             const double B2_f1_T2_x = -c2 - tau5_01;
+            const double w5_y = -c2*oo2_zz;
+            const double w5_x = oo2_zz*s2;
+            const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double B2_f1_abias_x = -cse11*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse11*tau5_01 + w5_y;
             const double B2_f1_T2_y = -s2 + tau5_00;
-            const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
             const double qd1 = mg_in_qd[0][mg_l];
             const double cse12 = qd1*qd1;
@@ -2652,14 +2652,14 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double qdd_ind1 = qdd_ind[0];
     const double cse2 = q3 - 1.5707963267948966;
     const double cse3 = q4 + 1.5707963267948966;
-    const double cse0 = q1 - 1.5707963267948966;
     const double cse1 = q2 - 1.5707963267948966;
+    const double cse0 = q1 - 1.5707963267948966;
     const double cse4 = q5 + 1.5707963267948966;
     double sc_x[8], sc_s[8], sc_c[8];
     sc_x[0] = cse2;
     sc_x[1] = cse3;
-    sc_x[2] = cse0;
-    sc_x[3] = cse1;
+    sc_x[2] = cse1;
+    sc_x[3] = cse0;
     sc_x[4] = cse4;
     sc_x[5] = 0.0;
     sc_x[6] = 0.0;
@@ -2673,10 +2673,10 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double c3 = sc_c[0];
     const double s4 = sc_s[1];
     const double c4 = sc_c[1];
-    const double s1 = sc_s[2];
-    const double c1 = sc_c[2];
-    const double s2 = sc_s[3];
-    const double c2 = sc_c[3];
+    const double s2 = sc_s[2];
+    const double c2 = sc_c[2];
+    const double s1 = sc_s[3];
+    const double c1 = sc_c[3];
     const double s5 = sc_s[4];
     const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
@@ -2684,14 +2684,20 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double lu_inv1 = -1.0/tau4_00;
     const double tau4_01 = c3*s4 + c4*s3;
     const double lu_f13 = lu_inv1*tau4_01;
+    const double lu_u12 = -c2 + lu_f13*s2;
+    if (!(lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    if (!(c1*c1 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 3 vanishes */
+    const double lu_inv2 = 1.0/lu_u12;
+    const double lu_inv3 = -1.0/c1;
+    const double tau5_00 = c2*c5 - s2*s5;
+    const double tau5_01 = c2*s5 + c5*s2;
+    const double lu_f41 = -lu_inv3*s1;
     const double oo3_zz = qd3*qd3;
     const double omega4_z = qd3 + qd4;
     const double cse6 = omega4_z*omega4_z;
-    const double lu_u12 = -c2 + lu_f13*s2;
-    if (!(lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u12;
-    if (!(c1*c1 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 3 vanishes */
-    const double lu_inv3 = -1.0/c1;
+    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
+    const double lu_inv4 = 1.0/lu_u44;
     const double w4_x = oo3_zz*s3;
     const double B1_left_f1_abias_x = -cse6*tau4_00 + w4_x;
     const double B1_left_f1_o_x = -s3 + tau4_00;
@@ -2703,13 +2709,13 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double cse11 = a3_y - oo3_zz;
     const double oo4_zz_2 = cse6;
     const double cse5 = qd2*qd2;
-    const double tau5_00 = c2*c5 - s2*s5;
-    const double tau5_01 = c2*s5 + c5*s2;
     const double oo4_zz = cse5;
     const double omega5_z = qd2 + qd5;
     const double cse7 = omega5_z*omega5_z;
     const double w5_x = oo4_zz*s2;
     const double B2_f1_abias_x = -cse7*tau5_00 + w5_x;
+    const double B2_f1_T2_y = -s2 + tau5_00;
+    const double lu_f42 = -B2_f1_T2_y*lu_inv2;
     const double w5_y = -c2*oo4_zz;
     const double B2_f1_abias_y = -cse7*tau5_01 + w5_y;
     const double oo5_zz = cse7;
@@ -2723,23 +2729,17 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double qdd0__e4_p1 = B2_f1_abias_y - B2_f2_abias_y;
     const double B2_f2_abias_x = cse8*s1;
     const double qdd0__e3_p1 = B2_f1_abias_x - B2_f2_abias_x;
-    const double lu_f41 = -lu_inv3*s1;
+    const double qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1;
     const double a1_x = (9.81)*s1;
     const double B2_f1_T2_x = -c2 - tau5_01;
     const double lu_f32 = -B2_f1_T2_x*lu_inv2;
     const double qdd0__e3 = -lu_f32*qdd0__e1 + qdd0__e3_p1;
-    const double a2_y = (9.81)*c2;
-    const double cse13 = a2_y - oo4_zz;
-    const double B2_f1_T2_y = -s2 + tau5_00;
-    const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-    const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-    const double qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1;
     const double qdd0__e4_2 = -lu_f41*qdd0__e3 + qdd0__e4;
     const double qdd0_2 = lu_inv2*qdd0__e1;
-    const double qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2);
-    if (!(lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 4 vanishes */
-    const double lu_inv4 = 1.0/lu_u44;
     const double qdd0_4 = lu_inv4*qdd0__e4_2;
+    const double qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2);
+    const double a2_y = (9.81)*c2;
+    const double cse13 = a2_y - oo4_zz;
     const double qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3);
     const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
     const double X1__e3 = -X1__e1*lu_f32;
@@ -2854,10 +2854,10 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 1.5707963267948966;
-            const double q1 = mg_in_q[0][mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
+            const double q1 = mg_in_q[0][mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
             const double q5 = mg_in_q[4][mg_l];
             const double cse4 = q5 + 1.5707963267948966;
             double s3, c3;
@@ -2874,11 +2874,6 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double lu_inv1 = -1.0/tau4_00;
             const double tau4_01 = c3*s4 + c4*s3;
             const double lu_f13 = lu_inv1*tau4_01;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double oo3_zz = qd3*qd3;
-            const double qd4 = mg_in_qd[3][mg_l];
-            const double omega4_z = qd3 + qd4;
-            const double cse6 = omega4_z*omega4_z;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -2887,7 +2882,6 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double lu_inv2 = 1.0/lu_u12;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
@@ -2895,7 +2889,25 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
                 const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double lu_inv2 = 1.0/lu_u12;
             const double lu_inv3 = -1.0/c1;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double tau5_00 = c2*c5 - s2*s5;
+            const double tau5_01 = c2*s5 + c5*s2;
+            const double lu_f41 = -lu_inv3*s1;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double oo3_zz = qd3*qd3;
+            const double qd4 = mg_in_qd[3][mg_l];
+            const double omega4_z = qd3 + qd4;
+            const double cse6 = omega4_z*omega4_z;
+            const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double lu_inv4 = 1.0/lu_u44;
             const double w4_x = oo3_zz*s3;
             const double B1_left_f1_abias_x = -cse6*tau4_00 + w4_x;
             const double B1_left_f1_o_x = -s3 + tau4_00;
@@ -2908,17 +2920,14 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double oo4_zz_2 = cse6;
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse5 = qd2*qd2;
-            double s5, c5;
-            mg_sincos_poly(cse4, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
-            const double tau5_00 = c2*c5 - s2*s5;
-            const double tau5_01 = c2*s5 + c5*s2;
             const double oo4_zz = cse5;
             const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_z = qd2 + qd5;
             const double cse7 = omega5_z*omega5_z;
             const double w5_x = oo4_zz*s2;
             const double B2_f1_abias_x = -cse7*tau5_00 + w5_x;
+            const double B2_f1_T2_y = -s2 + tau5_00;
+            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
             const double w5_y = -c2*oo4_zz;
             const double B2_f1_abias_y = -cse7*tau5_01 + w5_y;
             const double oo5_zz = cse7;
@@ -2933,26 +2942,17 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double qdd0__e4_p1 = B2_f1_abias_y - B2_f2_abias_y;
             const double B2_f2_abias_x = cse8*s1;
             const double qdd0__e3_p1 = B2_f1_abias_x - B2_f2_abias_x;
-            const double lu_f41 = -lu_inv3*s1;
+            const double qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1;
             const double a1_x = (9.81)*s1;
             const double B2_f1_T2_x = -c2 - tau5_01;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double qdd0__e3 = -lu_f32*qdd0__e1 + qdd0__e3_p1;
-            const double a2_y = (9.81)*c2;
-            const double cse13 = a2_y - oo4_zz;
-            const double B2_f1_T2_y = -s2 + tau5_00;
-            const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            const double qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1;
             const double qdd0__e4_2 = -lu_f41*qdd0__e3 + qdd0__e4;
             const double qdd0_2 = lu_inv2*qdd0__e1;
-            const double qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2);
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double lu_inv4 = 1.0/lu_u44;
             const double qdd0_4 = lu_inv4*qdd0__e4_2;
+            const double qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2);
+            const double a2_y = (9.81)*c2;
+            const double cse13 = a2_y - oo4_zz;
             const double qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3);
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;

@@ -113,29 +113,27 @@ def newton_step(q, q_next, error, branch, orientation):
     s3 = math.sin(cse2)
     c4 = math.cos(cse3)
     s4 = math.sin(cse3)
-    cse0 = q1 - 1.5707963267948966
     cse1 = q2 - 1.5707963267948966
-    c1 = math.cos(cse0)
     c2 = math.cos(cse1)
     s2 = math.sin(cse1)
+    cse0 = q1 - 1.5707963267948966
+    c1 = math.cos(cse0)
     s1 = math.sin(cse0)
     cse4 = q5 + 1.5707963267948966
     c5 = math.cos(cse4)
     s5 = math.sin(cse4)
     tau4_00 = c3*c4 - s3*s4
     tau4_01 = c3*s4 + c4*s3
-    B1_left_f1_o_x = -s3 + tau4_00
-    B1_left_f1_o_y = c3 + tau4_01
-    cse6 = B1_left_f1_o_y - c2
     if not (tau4_00*tau4_00 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         q_next[:] = [NAN] * 5
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 2
         return 1
+    B1_left_f1_o_x = -s3 + tau4_00
+    B1_left_f1_o_y = c3 + tau4_01
     lu_inv1 = -1.0/tau4_00
     lu_f13 = lu_inv1*tau4_01
-    det_GD_p1 = c1*tau4_00
     lu_u12 = -c2 + lu_f13*s2
     if not (lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         q_next[:] = [NAN] * 5
@@ -150,34 +148,36 @@ def newton_step(q, q_next, error, branch, orientation):
         orientation[:] = [NAN] * 2
         return 1
     lu_inv3 = -1.0/c1
-    tau5_01 = c2*s5 + c5*s2
     tau5_00 = c2*c5 - s2*s5
-    cse5 = c2 + tau5_01
-    lu_inv2 = 1.0/lu_u12
-    r5_x = 1.0 - s2
+    tau5_01 = c2*s5 + c5*s2
     lu_f41 = -lu_inv3*s1
     B2_f2_o_x = 2.0 - s1
-    dq_e1_p1 = B1_left_f1_o_x - r5_x
-    dq_e1 = -cse6*lu_f13 + dq_e1_p1
-    err_p3 = -B1_left_f1_o_x + r5_x
-    B2_f1_o_x = r5_x + tau5_00
-    B2_f1_o_y = cse5
-    B2_f1_T2_x = -cse5
-    lu_f32 = -B2_f1_T2_x*lu_inv2
-    B2_f1_T2_y = -s2 + tau5_00
     lu_u44 = -lu_f41*tau5_01 - tau5_00
-    lu_f42 = -B2_f1_T2_y*lu_inv2
-    dq2 = dq_e1*lu_inv2
-    dq3 = lu_inv1*(cse6 + dq2*s2)
     if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
         q_next[:] = [NAN] * 5
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 2
         return 1
+    cse6 = B1_left_f1_o_y - c2
+    cse5 = c2 + tau5_01
+    det_GD_p1 = c1*tau4_00
     det_GD_p2 = det_GD_p1*lu_u44
     det_GD = det_GD_p2*lu_u12
+    lu_inv2 = 1.0/lu_u12
     lu_inv4 = 1.0/lu_u44
+    r5_x = 1.0 - s2
+    dq_e1_p1 = B1_left_f1_o_x - r5_x
+    dq_e1 = -cse6*lu_f13 + dq_e1_p1
+    err_p3 = -B1_left_f1_o_x + r5_x
+    B2_f1_o_x = r5_x + tau5_00
+    B2_f1_T2_y = -s2 + tau5_00
+    lu_f42 = -B2_f1_T2_y*lu_inv2
+    B2_f1_o_y = cse5
+    B2_f1_T2_x = -cse5
+    lu_f32 = -B2_f1_T2_x*lu_inv2
+    dq2 = dq_e1*lu_inv2
+    dq3 = lu_inv1*(cse6 + dq2*s2)
     err_p1 = -B2_f1_o_x + B2_f2_o_x
     dq_e3_p1 = B2_f1_o_x - B2_f2_o_x
     err_p4 = cse6*cse6 + err_p1*err_p1
@@ -223,57 +223,57 @@ def velocity(q, qd_ind, qd, H):
     s3 = math.sin(cse2)
     c4 = math.cos(cse3)
     s4 = math.sin(cse3)
-    cse0 = q1 - 1.5707963267948966
-    c1 = math.cos(cse0)
     cse1 = q2 - 1.5707963267948966
     c2 = math.cos(cse1)
     s2 = math.sin(cse1)
+    cse0 = q1 - 1.5707963267948966
+    c1 = math.cos(cse0)
     s1 = math.sin(cse0)
     cse4 = q5 + 1.5707963267948966
     c5 = math.cos(cse4)
     s5 = math.sin(cse4)
     tau4_00 = c3*c4 - s3*s4
     tau4_01 = c3*s4 + c4*s3
-    B1_left_f1_o_x = -s3 + tau4_00
-    B1_left_f1_T3_x = -c3 - tau4_01
     if not (tau4_00*tau4_00 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         qd[:] = [NAN] * 5
         H[:] = [NAN] * 5
         return 1
+    B1_left_f1_o_x = -s3 + tau4_00
     lu_inv1 = -1.0/tau4_00
+    B1_left_f1_T3_x = -c3 - tau4_01
     lu_f13 = lu_inv1*tau4_01
-    X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13
     lu_u12 = -c2 + lu_f13*s2
     if not (lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         qd[:] = [NAN] * 5
         H[:] = [NAN] * 5
         return 1
-    lu_inv2 = 1.0/lu_u12
     if not (c1*c1 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 3 vanishes
         qd[:] = [NAN] * 5
         H[:] = [NAN] * 5
         return 1
     lu_inv3 = -1.0/c1
     lu_f41 = -lu_inv3*s1
+    lu_inv2 = 1.0/lu_u12
     tau5_00 = c2*c5 - s2*s5
     tau5_01 = c2*s5 + c5*s2
     B2_f1_T2_x = -c2 - tau5_01
     lu_f32 = -B2_f1_T2_x*lu_inv2
-    X1__e3 = -X1__e1*lu_f32
     lu_u44 = -lu_f41*tau5_01 - tau5_00
-    B2_f1_T2_y = -s2 + tau5_00
-    lu_f42 = -B2_f1_T2_y*lu_inv2
-    X1__e4 = -X1__e1*lu_f42
-    X1__e4_2 = -X1__e3*lu_f41 + X1__e4
-    X1_2 = X1__e1*lu_inv2
-    X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2)
-    lu_inv4 = 1.0/lu_u44
-    X1_4 = X1__e4_2*lu_inv4
-    X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3)
     if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
         qd[:] = [NAN] * 5
         H[:] = [NAN] * 5
         return 1
+    X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13
+    B2_f1_T2_y = -s2 + tau5_00
+    lu_f42 = -B2_f1_T2_y*lu_inv2
+    lu_inv4 = 1.0/lu_u44
+    X1__e3 = -X1__e1*lu_f32
+    X1__e4 = -X1__e1*lu_f42
+    X1__e4_2 = -X1__e3*lu_f41 + X1__e4
+    X1_4 = X1__e4_2*lu_inv4
+    X1_1 = lu_inv3*(-X1_4*tau5_01 + X1__e3)
+    X1_2 = X1__e1*lu_inv2
+    X1_3 = lu_inv1*(-B1_left_f1_o_x + X1_2*s2)
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd_dep3 = -X1_3*qd_ind1
@@ -746,11 +746,11 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     s3 = math.sin(cse2)
     c4 = math.cos(cse3)
     s4 = math.sin(cse3)
-    cse0 = q1 - 1.5707963267948966
-    c1 = math.cos(cse0)
     cse1 = q2 - 1.5707963267948966
     c2 = math.cos(cse1)
     s2 = math.sin(cse1)
+    cse0 = q1 - 1.5707963267948966
+    c1 = math.cos(cse0)
     s1 = math.sin(cse0)
     cse4 = q5 + 1.5707963267948966
     c5 = math.cos(cse4)
@@ -764,20 +764,30 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     lu_inv1 = -1.0/tau4_00
     tau4_01 = c3*s4 + c4*s3
     lu_f13 = lu_inv1*tau4_01
-    lu_inv3 = -1.0/c1
-    cse7 = qd2*qd2
     lu_u12 = -c2 + lu_f13*s2
     if not (lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         qdd[:] = [NAN] * 5
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
-    lu_inv2 = 1.0/lu_u12
     if not (c1*c1 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 3 vanishes
         qdd[:] = [NAN] * 5
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
+    lu_inv2 = 1.0/lu_u12
+    lu_inv3 = -1.0/c1
+    tau5_00 = c2*c5 - s2*s5
+    tau5_01 = c2*s5 + c5*s2
+    lu_f41 = -lu_inv3*s1
+    cse7 = qd2*qd2
+    lu_u44 = -lu_f41*tau5_01 - tau5_00
+    if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
+        qdd[:] = [NAN] * 5
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    lu_inv4 = 1.0/lu_u44
     a2_y = (9.81)*c2
     oo2_zz = cse7
     cse10 = a2_y - oo2_zz
@@ -791,18 +801,15 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse11 = omega5_z*omega5_z
     w4_x = oo3_zz*s3
     w4_y = -c3*oo3_zz
-    B1_left_f1_abias_x = -cse9*tau4_00 + w4_x
-    B1_left_f1_abias_y = -cse9*tau4_01 + w4_y
     B1_left_f1_T3_x = -c3 - tau4_01
+    B1_left_f1_abias_y = -cse9*tau4_01 + w4_y
+    B1_left_f1_abias_x = -cse9*tau4_00 + w4_x
     B1_left_f1_o_x = -s3 + tau4_00
     a3_x = (9.81)*s3
-    oo4_zz = cse9
     X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13
-    tau5_00 = c2*c5 - s2*s5
-    tau5_01 = c2*s5 + c5*s2
+    oo4_zz = cse9
     a5_x = a2_x*c5 + cse10*s5
     a5_y = -a2_x*s5 + c5*cse10
-    lu_f41 = -lu_inv3*s1
     a4_x = a3_x*c4 + cse8*s4
     F4_x = a4_x - 0.5*oo4_zz
     a4_y = -a3_x*s4 + c4*cse8
@@ -816,8 +823,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo5_zz = cse11
     F5_x = a5_x - 0.5*oo5_zz
     F_c5_x = F5_x*c5 - a5_y*s5
-    N5_z = (0.5)*a5_y
     cse5 = (0.5)*s5
+    N5_z = (0.5)*a5_y
     N2_z_p1 = N5_z - 0.5*a2_x
     N2_z = -F_c5_x + N2_z_p1
     b2 = -N2_z + tau2
@@ -829,20 +836,13 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     B1_left_f2_abias_y = -c2*cse7
     cse13 = B1_left_f1_abias_y - B1_left_f2_abias_y
     qdd0__e1 = -cse13*lu_f13 + qdd0__e1_p1
-    lu_u44 = -lu_f41*tau5_01 - tau5_00
-    if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
-        qdd[:] = [NAN] * 5
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    lu_inv4 = 1.0/lu_u44
-    w5_x = oo2_zz*s2
-    w5_y = -c2*oo2_zz
     B2_f1_T2_x = -c2 - tau5_01
+    w5_y = -c2*oo2_zz
+    w5_x = oo2_zz*s2
+    lu_f32 = -B2_f1_T2_x*lu_inv2
     B2_f1_abias_x = -cse11*tau5_00 + w5_x
     B2_f1_abias_y = -cse11*tau5_01 + w5_y
     B2_f1_T2_y = -s2 + tau5_00
-    lu_f32 = -B2_f1_T2_x*lu_inv2
     lu_f42 = -B2_f1_T2_y*lu_inv2
     cse12 = qd1*qd1
     B2_f2_abias_y = -c1*cse12
@@ -970,11 +970,11 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     s3 = math.sin(cse2)
     c4 = math.cos(cse3)
     s4 = math.sin(cse3)
-    cse0 = q1 - 1.5707963267948966
     cse1 = q2 - 1.5707963267948966
-    c1 = math.cos(cse0)
     c2 = math.cos(cse1)
     s2 = math.sin(cse1)
+    cse0 = q1 - 1.5707963267948966
+    c1 = math.cos(cse0)
     s1 = math.sin(cse0)
     cse4 = q5 + 1.5707963267948966
     c5 = math.cos(cse4)
@@ -989,9 +989,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     lu_inv1 = -1.0/tau4_00
     tau4_01 = c3*s4 + c4*s3
     lu_f13 = lu_inv1*tau4_01
-    oo3_zz = qd3*qd3
-    omega4_z = qd3 + qd4
-    cse6 = omega4_z*omega4_z
     lu_u12 = -c2 + lu_f13*s2
     if not (lu_u12*lu_u12 - 2.9999999999999997e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         tau_ind[:] = [NAN] * 1
@@ -999,14 +996,28 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
-    lu_inv2 = 1.0/lu_u12
     if not (c1*c1 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 3 vanishes
         tau_ind[:] = [NAN] * 1
         qdd[:] = [NAN] * 5
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
+    lu_inv2 = 1.0/lu_u12
     lu_inv3 = -1.0/c1
+    tau5_00 = c2*c5 - s2*s5
+    tau5_01 = c2*s5 + c5*s2
+    lu_f41 = -lu_inv3*s1
+    oo3_zz = qd3*qd3
+    omega4_z = qd3 + qd4
+    cse6 = omega4_z*omega4_z
+    lu_u44 = -lu_f41*tau5_01 - tau5_00
+    if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 5
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    lu_inv4 = 1.0/lu_u44
     w4_x = oo3_zz*s3
     B1_left_f1_abias_x = -cse6*tau4_00 + w4_x
     B1_left_f1_o_x = -s3 + tau4_00
@@ -1018,13 +1029,13 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse11 = a3_y - oo3_zz
     oo4_zz_2 = cse6
     cse5 = qd2*qd2
-    tau5_00 = c2*c5 - s2*s5
-    tau5_01 = c2*s5 + c5*s2
     oo4_zz = cse5
     omega5_z = qd2 + qd5
     cse7 = omega5_z*omega5_z
     w5_x = oo4_zz*s2
     B2_f1_abias_x = -cse7*tau5_00 + w5_x
+    B2_f1_T2_y = -s2 + tau5_00
+    lu_f42 = -B2_f1_T2_y*lu_inv2
     w5_y = -c2*oo4_zz
     B2_f1_abias_y = -cse7*tau5_01 + w5_y
     oo5_zz = cse7
@@ -1038,28 +1049,17 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0__e4_p1 = B2_f1_abias_y - B2_f2_abias_y
     B2_f2_abias_x = cse8*s1
     qdd0__e3_p1 = B2_f1_abias_x - B2_f2_abias_x
-    lu_f41 = -lu_inv3*s1
+    qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1
     a1_x = (9.81)*s1
     B2_f1_T2_x = -c2 - tau5_01
     lu_f32 = -B2_f1_T2_x*lu_inv2
     qdd0__e3 = -lu_f32*qdd0__e1 + qdd0__e3_p1
-    a2_y = (9.81)*c2
-    cse13 = a2_y - oo4_zz
-    B2_f1_T2_y = -s2 + tau5_00
-    lu_u44 = -lu_f41*tau5_01 - tau5_00
-    lu_f42 = -B2_f1_T2_y*lu_inv2
-    qdd0__e4 = -lu_f42*qdd0__e1 + qdd0__e4_p1
     qdd0__e4_2 = -lu_f41*qdd0__e3 + qdd0__e4
     qdd0_2 = lu_inv2*qdd0__e1
-    qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2)
-    if not (lu_u44*lu_u44 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 4 vanishes
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 5
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    lu_inv4 = 1.0/lu_u44
     qdd0_4 = lu_inv4*qdd0__e4_2
+    qdd0_3 = lu_inv1*(cse9 + qdd0_2*s2)
+    a2_y = (9.81)*c2
+    cse13 = a2_y - oo4_zz
     qdd0_1 = lu_inv3*(-qdd0_4*tau5_01 + qdd0__e3)
     X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13
     X1__e3 = -X1__e1*lu_f32

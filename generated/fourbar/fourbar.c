@@ -611,6 +611,7 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double s3 = sc_s[2];
     const double c3 = sc_c[2];
     const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+    if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_00 = c2*c3 - s2*s3;
     const double lu_inv1 = -1.0/C_f2_d_y;
@@ -619,18 +620,17 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double tau3_10 = -cse3;
     const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
     const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
-    const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
-    const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
     const double lu_f21 = C_f2_d_x*lu_inv1;
-    const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
     const double C_f2_o_x = C_f2_d_x + 0.4;
     const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-    const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
-    if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double det_GD = -C_f2_d_y*lu_u22;
     branch[0] = det_GD;
     const double lu_inv2 = 1.0/lu_u22;
+    const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
+    const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+    const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+    const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
     const double cse4 = C_f1_o_x - C_f2_o_x;
     const double dq1_p1 = C_f1_o_x - C_f2_o_x;
     const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
@@ -685,6 +685,10 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -699,17 +703,9 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double tau3_10 = -cse3;
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
-            const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
-            const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
             const double lu_f21 = C_f2_d_x*lu_inv1;
-            const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double C_f2_o_x = C_f2_d_x + 0.4;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -717,6 +713,10 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double det_GD = -C_f2_d_y*lu_u22;
             mg_o_branch[0][mg_l] = det_GD;
             const double lu_inv2 = 1.0/lu_u22;
+            const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
+            const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+            const double C_f1_o_y = C_f1_d_y + r_rel0_3_y;
             const double cse4 = C_f1_o_x - C_f2_o_x;
             const double dq1_p1 = C_f1_o_x - C_f2_o_x;
             const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
@@ -790,17 +790,18 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     const double s3 = sc_s[2];
     const double c3 = sc_c[2];
     const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+    if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_00 = c2*c3 - s2*s3;
     const double lu_inv1 = -1.0/C_f2_d_y;
-    const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
     const double tau3_01 = cse3;
-    if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
     const double tau3_10 = -cse3;
     const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
     const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
     const double lu_f21 = C_f2_d_x*lu_inv1;
     const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
+    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
     const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
     const double lu_inv2 = 1.0/lu_u22;
@@ -811,7 +812,6 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     H[2] = -X1_2;
     const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
     H[0] = -X1_1;
-    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
     const double qd_dep2 = -X1_2*qd_ind1;
@@ -856,6 +856,10 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -865,17 +869,17 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_00 = c2*c3 - s2*s3;
             const double lu_inv1 = -1.0/C_f2_d_y;
-            const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double tau3_01 = cse3;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double tau3_10 = -cse3;
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
             const double lu_inv2 = 1.0/lu_u22;
@@ -886,10 +890,6 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             mg_o_H[2][mg_l] = -X1_2;
             const double X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2);
             mg_o_H[0][mg_l] = -X1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[1][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
@@ -1700,13 +1700,10 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double s3 = sc_s[2];
     const double c3 = sc_c[2];
     const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
-    const double cse7 = c2*s3 + c3*s2;
     if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double cse7 = c2*s3 + c3*s2;
     const double lu_inv1 = -1.0/C_f2_d_y;
     const double tau3_00 = c2*c3 - s2*s3;
-    const double a2_x = (9.81)*s2;
-    const double a2_y = (9.81)*c2;
-    const double oo2_zz = qd2*qd2;
     const double tau3_01 = cse7;
     const double tau3_10 = -cse7;
     const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
@@ -1715,38 +1712,41 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double N1_z = -0.06579892378749191*a1_x - 0.015058274416673113*a1_y;
+    const double lu_f21 = C_f2_d_x*lu_inv1;
+    const double a2_x = (9.81)*s2;
+    const double a2_y = (9.81)*c2;
+    const double oo2_zz = qd2*qd2;
+    const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
+    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    const double lu_inv2 = 1.0/lu_u22;
     const double b1 = -N1_z + tau1;
     const double cse4 = a2_x - 0.05*oo2_zz;
     const double N2_z_p1 = -0.008660254037844387*a2_x + (0.005000000000000001)*a2_y;
     const double cse5 = a2_y - 0.08660254037844387*oo2_zz;
+    const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
     const double omega3_z = qd2 + qd3;
     const double cse6 = omega3_z*omega3_z;
-    const double lu_f21 = C_f2_d_x*lu_inv1;
-    const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
     const double a3_x = c3*cse4 + cse5*s3;
     const double a3_y = c3*cse5 - cse4*s3;
-    const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-    if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u22;
-    const double oo3_zz = cse6;
     const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
     const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
     const double cp3_y = cse3;
     const double Fm3_2_x = -cse3;
     const double Ic2_22_p1 = (0.17320508075688773)*cp3_y + 0.026106666666666667;
     const double Nm3_2_z_p1 = 0.02043333333333333 - 0.08660254037844387*Fm3_2_x;
+    const double oo3_zz = cse6;
+    const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
+    const double Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x;
+    const double Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x;
     const double F3_x = (0.5)*a3_x - 0.07076858398147434*oo3_zz;
     const double F3_y = (0.5)*a3_y - 0.05145928022482449*oo3_zz;
     const double N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y;
     const double N2_z_p2 = N2_z_p1 + N3_z;
     const double b3 = -N3_z + tau3;
-    const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
-    const double Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x;
-    const double Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x;
-    const double w3_x = -oo2_zz*r_rel0_3_x;
-    const double w3_y = -oo2_zz*r_rel0_3_y;
     const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+    const double w3_x = -oo2_zz*r_rel0_3_x;
     const double C_f1_abias_x = -C_f1_d_x*cse6 + w3_x;
+    const double w3_y = -oo2_zz*r_rel0_3_y;
     const double C_f1_abias_y = -C_f1_d_y*cse6 + w3_y;
     const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
     const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
@@ -1844,6 +1844,10 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -1851,16 +1855,8 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse7 = c2*s3 + c3*s2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double tau3_00 = c2*c3 - s2*s3;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
-            const double qd2 = mg_in_qd[1][mg_l];
-            const double oo2_zz = qd2*qd2;
             const double tau3_01 = cse7;
             const double tau3_10 = -cse7;
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
@@ -1869,44 +1865,48 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double N1_z = -0.06579892378749191*a1_x - 0.015058274416673113*a1_y;
-            const double tau1 = mg_in_tau[0][mg_l];
-            const double b1 = -N1_z + tau1;
-            const double cse4 = a2_x - 0.05*oo2_zz;
-            const double N2_z_p1 = -0.008660254037844387*a2_x + (0.005000000000000001)*a2_y;
-            const double cse5 = a2_y - 0.08660254037844387*oo2_zz;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double omega3_z = qd2 + qd3;
-            const double cse6 = omega3_z*omega3_z;
             const double lu_f21 = C_f2_d_x*lu_inv1;
-            const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
-            const double a3_x = c3*cse4 + cse5*s3;
-            const double a3_y = c3*cse5 - cse4*s3;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double oo2_zz = qd2*qd2;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double lu_inv2 = 1.0/lu_u22;
-            const double oo3_zz = cse6;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            const double cse4 = a2_x - 0.05*oo2_zz;
+            const double N2_z_p1 = -0.008660254037844387*a2_x + (0.005000000000000001)*a2_y;
+            const double cse5 = a2_y - 0.08660254037844387*oo2_zz;
+            const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double omega3_z = qd2 + qd3;
+            const double cse6 = omega3_z*omega3_z;
+            const double a3_x = c3*cse4 + cse5*s3;
+            const double a3_y = c3*cse5 - cse4*s3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
             const double cp3_y = cse3;
             const double Fm3_2_x = -cse3;
             const double Ic2_22_p1 = (0.17320508075688773)*cp3_y + 0.026106666666666667;
             const double Nm3_2_z_p1 = 0.02043333333333333 - 0.08660254037844387*Fm3_2_x;
+            const double oo3_zz = cse6;
+            const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
+            const double Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x;
+            const double Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x;
             const double F3_x = (0.5)*a3_x - 0.07076858398147434*oo3_zz;
             const double F3_y = (0.5)*a3_y - 0.05145928022482449*oo3_zz;
             const double N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y;
             const double N2_z_p2 = N2_z_p1 + N3_z;
             const double tau3 = mg_in_tau[2][mg_l];
             const double b3 = -N3_z + tau3;
-            const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
-            const double Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x;
-            const double Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x;
-            const double w3_x = -oo2_zz*r_rel0_3_x;
-            const double w3_y = -oo2_zz*r_rel0_3_y;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
             const double C_f1_abias_x = -C_f1_d_x*cse6 + w3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
             const double C_f1_abias_y = -C_f1_d_y*cse6 + w3_y;
             const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
@@ -2023,8 +2023,8 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double s3 = sc_s[2];
     const double c3 = sc_c[2];
     const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
-    const double cse3 = c2*s3 + c3*s2;
     if (!(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double cse3 = c2*s3 + c3*s2;
     const double lu_inv1 = -1.0/C_f2_d_y;
     const double tau3_00 = c2*c3 - s2*s3;
     const double tau3_01 = cse3;
@@ -2032,23 +2032,23 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
     const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
     const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
-    const double a1_x = (9.81)*s1;
-    const double a1_y = (9.81)*c1;
-    const double N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y;
+    const double lu_f21 = C_f2_d_x*lu_inv1;
     const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
     const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
-    const double a2_x = (9.81)*s2;
-    const double a2_y = (9.81)*c2;
-    const double oo2_zz = qd2*qd2;
-    const double omega3_z = qd2 + qd3;
-    const double cse4 = omega3_z*omega3_z;
-    const double lu_f21 = C_f2_d_x*lu_inv1;
-    const double w3_x = -oo2_zz*r_rel0_3_x;
-    const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
-    const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
     const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
     if (!(lu_u22*lu_u22 - 1.225e-21 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     const double lu_inv2 = 1.0/lu_u22;
+    const double a2_x = (9.81)*s2;
+    const double a2_y = (9.81)*c2;
+    const double a1_x = (9.81)*s1;
+    const double a1_y = (9.81)*c1;
+    const double N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y;
+    const double oo2_zz = qd2*qd2;
+    const double omega3_z = qd2 + qd3;
+    const double cse4 = omega3_z*omega3_z;
+    const double w3_x = -oo2_zz*r_rel0_3_x;
+    const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
+    const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
     const double w3_y = -oo2_zz*r_rel0_3_y;
     const double C_f1_abias_y = -C_f1_d_y*cse4 + w3_y;
     const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
@@ -2153,6 +2153,10 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -2160,10 +2164,6 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = c2*s3 + c3*s2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double tau3_00 = c2*c3 - s2*s3;
             const double tau3_01 = cse3;
@@ -2171,28 +2171,28 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
-            const double a1_x = (9.81)*s1;
-            const double a1_y = (9.81)*c1;
-            const double N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y;
+            const double lu_f21 = C_f2_d_x*lu_inv1;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
-            const double qd2 = mg_in_qd[1][mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double omega3_z = qd2 + qd3;
-            const double cse4 = omega3_z*omega3_z;
-            const double lu_f21 = C_f2_d_x*lu_inv1;
-            const double w3_x = -oo2_zz*r_rel0_3_x;
-            const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
-            const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double lu_inv2 = 1.0/lu_u22;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double a1_x = (9.81)*s1;
+            const double a1_y = (9.81)*c1;
+            const double N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double oo2_zz = qd2*qd2;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double omega3_z = qd2 + qd3;
+            const double cse4 = omega3_z*omega3_z;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
+            const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double C_f1_abias_y = -C_f1_d_y*cse4 + w3_y;
             const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;

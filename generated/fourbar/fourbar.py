@@ -91,6 +91,12 @@ def newton_step(q, q_next, error, branch, orientation):
     c3 = math.cos(cse2)
     s3 = math.sin(cse2)
     C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1
+    if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
+        q_next[:] = [NAN] * 3
+        error[:] = [NAN] * 1
+        branch[:] = [NAN] * 1
+        orientation[:] = [NAN] * 1
+        return 1
     cse3 = c2*s3 + c3*s2
     tau3_00 = c2*c3 - s2*s3
     lu_inv1 = -1.0/C_f2_d_y
@@ -99,19 +105,9 @@ def newton_step(q, q_next, error, branch, orientation):
     tau3_10 = -cse3
     C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10
     C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01
-    r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2
-    r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
     lu_f21 = C_f2_d_x*lu_inv1
-    C_f1_o_x = C_f1_d_x + r_rel0_3_x
     C_f2_o_x = C_f2_d_x + 0.4
     lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21
-    C_f1_o_y = C_f1_d_y + r_rel0_3_y
-    if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
-        q_next[:] = [NAN] * 3
-        error[:] = [NAN] * 1
-        branch[:] = [NAN] * 1
-        orientation[:] = [NAN] * 1
-        return 1
     if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
@@ -120,6 +116,10 @@ def newton_step(q, q_next, error, branch, orientation):
         return 1
     det_GD = -C_f2_d_y*lu_u22
     lu_inv2 = 1.0/lu_u22
+    r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2
+    r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
+    C_f1_o_x = C_f1_d_x + r_rel0_3_x
+    C_f1_o_y = C_f1_d_y + r_rel0_3_y
     cse4 = C_f1_o_x - C_f2_o_x
     dq1_p1 = C_f1_o_x - C_f2_o_x
     err = math.sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y))
@@ -161,20 +161,24 @@ def velocity(q, qd_ind, qd, H):
     c3 = math.cos(cse2)
     s3 = math.sin(cse2)
     C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1
-    cse3 = c2*s3 + c3*s2
-    tau3_00 = c2*c3 - s2*s3
-    lu_inv1 = -1.0/C_f2_d_y
-    C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1
-    tau3_01 = cse3
     if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
+    cse3 = c2*s3 + c3*s2
+    tau3_00 = c2*c3 - s2*s3
+    lu_inv1 = -1.0/C_f2_d_y
+    tau3_01 = cse3
+    C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1
     tau3_10 = -cse3
     C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10
     C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01
     lu_f21 = C_f2_d_x*lu_inv1
     lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21
+    if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
+        qd[:] = [NAN] * 3
+        H[:] = [NAN] * 3
+        return 1
     r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2
     r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
     lu_inv2 = 1.0/lu_u22
@@ -183,10 +187,6 @@ def velocity(q, qd_ind, qd, H):
     X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x
     X1_2 = X1__e2*lu_inv2
     X1_1 = lu_inv1*(-C_f1_T2_x - C_f1_d_y*X1_2)
-    if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
-        qd[:] = [NAN] * 3
-        H[:] = [NAN] * 3
-        return 1
     qd_dep1 = -X1_1*qd_ind1
     qd_dep2 = -X1_2*qd_ind1
     qd[0] = qd_dep1
@@ -542,17 +542,14 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     c3 = math.cos(cse2)
     s3 = math.sin(cse2)
     C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1
-    cse7 = c2*s3 + c3*s2
     if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 2
         reaction[:] = [NAN] * 6
         return 1
+    cse7 = c2*s3 + c3*s2
     lu_inv1 = -1.0/C_f2_d_y
     tau3_00 = c2*c3 - s2*s3
-    a2_x = (9.81)*s2
-    a2_y = (9.81)*c2
-    oo2_zz = qd2*qd2
     tau3_01 = cse7
     tau3_10 = -cse7
     C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10
@@ -561,16 +558,10 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     a1_x = (9.81)*s1
     a1_y = (9.81)*c1
     N1_z = -0.06579892378749191*a1_x - 0.015058274416673113*a1_y
-    b1 = -N1_z + tau1
-    cse4 = a2_x - 0.05*oo2_zz
-    N2_z_p1 = -0.008660254037844387*a2_x + (0.005000000000000001)*a2_y
-    cse5 = a2_y - 0.08660254037844387*oo2_zz
-    omega3_z = qd2 + qd3
-    cse6 = omega3_z*omega3_z
     lu_f21 = C_f2_d_x*lu_inv1
-    cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3
-    a3_x = c3*cse4 + cse5*s3
-    a3_y = c3*cse5 - cse4*s3
+    a2_x = (9.81)*s2
+    a2_y = (9.81)*c2
+    oo2_zz = qd2*qd2
     lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21
     if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
         qdd[:] = [NAN] * 3
@@ -578,25 +569,34 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         reaction[:] = [NAN] * 6
         return 1
     lu_inv2 = 1.0/lu_u22
-    oo3_zz = cse6
+    b1 = -N1_z + tau1
+    cse4 = a2_x - 0.05*oo2_zz
+    N2_z_p1 = -0.008660254037844387*a2_x + (0.005000000000000001)*a2_y
+    cse5 = a2_y - 0.08660254037844387*oo2_zz
+    cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3
+    omega3_z = qd2 + qd3
+    cse6 = omega3_z*omega3_z
+    a3_x = c3*cse4 + cse5*s3
+    a3_y = c3*cse5 - cse4*s3
     r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2
     r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
     cp3_y = cse3
     Fm3_2_x = -cse3
     Ic2_22_p1 = (0.17320508075688773)*cp3_y + 0.026106666666666667
     Nm3_2_z_p1 = 0.02043333333333333 - 0.08660254037844387*Fm3_2_x
+    oo3_zz = cse6
+    cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3
+    Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x
+    Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x
     F3_x = (0.5)*a3_x - 0.07076858398147434*oo3_zz
     F3_y = (0.5)*a3_y - 0.05145928022482449*oo3_zz
     N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y
     N2_z_p2 = N2_z_p1 + N3_z
     b3 = -N3_z + tau3
-    cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3
-    Ic2_22 = Ic2_22_p1 + (0.1)*cp3_x
-    Nm3_2_z = Nm3_2_z_p1 + (0.05)*cp3_x
-    w3_x = -oo2_zz*r_rel0_3_x
-    w3_y = -oo2_zz*r_rel0_3_y
     C_f1_o_x = C_f1_d_x + r_rel0_3_x
+    w3_x = -oo2_zz*r_rel0_3_x
     C_f1_abias_x = -C_f1_d_x*cse6 + w3_x
+    w3_y = -oo2_zz*r_rel0_3_y
     C_f1_abias_y = -C_f1_d_y*cse6 + w3_y
     C_f1_T2_x = -C_f1_d_y - r_rel0_3_y
     X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x
@@ -686,13 +686,13 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     c3 = math.cos(cse2)
     s3 = math.sin(cse2)
     C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1
-    cse3 = c2*s3 + c3*s2
     if not (C_f2_d_y*C_f2_d_y - 9.000000000000003e-22 > 0.0):  # constraint block G_D: pivot 1 vanishes
         tau_ind[:] = [NAN] * 1
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 2
         reaction[:] = [NAN] * 6
         return 1
+    cse3 = c2*s3 + c3*s2
     lu_inv1 = -1.0/C_f2_d_y
     tau3_00 = c2*c3 - s2*s3
     tau3_01 = cse3
@@ -700,20 +700,9 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10
     C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01
     C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1
-    a1_x = (9.81)*s1
-    a1_y = (9.81)*c1
-    N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y
+    lu_f21 = C_f2_d_x*lu_inv1
     r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2
     r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2
-    a2_x = (9.81)*s2
-    a2_y = (9.81)*c2
-    oo2_zz = qd2*qd2
-    omega3_z = qd2 + qd3
-    cse4 = omega3_z*omega3_z
-    lu_f21 = C_f2_d_x*lu_inv1
-    w3_x = -oo2_zz*r_rel0_3_x
-    C_f1_abias_x = -C_f1_d_x*cse4 + w3_x
-    C_f1_o_x = C_f1_d_x + r_rel0_3_x
     lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21
     if not (lu_u22*lu_u22 - 1.225e-21 > 0.0):  # constraint block G_D: pivot 2 vanishes
         tau_ind[:] = [NAN] * 1
@@ -722,6 +711,17 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         reaction[:] = [NAN] * 6
         return 1
     lu_inv2 = 1.0/lu_u22
+    a2_x = (9.81)*s2
+    a2_y = (9.81)*c2
+    a1_x = (9.81)*s1
+    a1_y = (9.81)*c1
+    N1_z_p1 = (0.06579892378749191)*a1_x + (0.015058274416673113)*a1_y
+    oo2_zz = qd2*qd2
+    omega3_z = qd2 + qd3
+    cse4 = omega3_z*omega3_z
+    w3_x = -oo2_zz*r_rel0_3_x
+    C_f1_abias_x = -C_f1_d_x*cse4 + w3_x
+    C_f1_o_x = C_f1_d_x + r_rel0_3_x
     w3_y = -oo2_zz*r_rel0_3_y
     C_f1_abias_y = -C_f1_d_y*cse4 + w3_y
     C_f1_T2_x = -C_f1_d_y - r_rel0_3_y

@@ -475,203 +475,203 @@ int mechgen_gough_stewart_docking_inverse_kinematics(const double *restrict x, c
     const double cse0 = c_psi_x*s_psi_z;
     const double alpha_C_11 = c_psi_x*c_psi_z;
     const double cse4 = 0.45961940777125593*s_psi_z + y_C;
-    const double cse10 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse16 = 0.6278517870878945*s_psi_z;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_10 = -c_psi_y*cse0 + s_psi_x*s_psi_y;
     const double alpha_C_12 = c_psi_y*s_psi_x + cse0*s_psi_y;
     const double cse3 = 0.45961940777125593*alpha_C_11;
-    const double cse9 = 0.6278517870878945*alpha_C_11;
-    const double cse15 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse16 + y_C;
-    const double leg5_s0_y_p1 = -cse16 + y_C;
-    const double leg4_s0_y = cse15 + leg4_s0_y_p1;
-    const double leg5_s0_y = -cse15 + leg5_s0_y_p1;
     const double cse2 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse3 + cse4;
-    const double leg2_s0_y = cse3 + cse4;
     const double cse6 = 0.45961940777125593*alpha_C_02 + z_C;
-    const double leg3_s0_y = cse10 + cse9;
-    const double leg6_s0_y = cse10 - cse9;
-    const double cse12 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double cse18 = 0.6278517870878945*alpha_C_02;
-    const double cse14 = 0.6278517870878945*alpha_C_00;
-    const double cse8 = 0.16823237931663848*alpha_C_00 + x_C;
     const double cse1 = 0.45961940777125593*alpha_C_10;
     const double cse5 = 0.45961940777125593*alpha_C_12;
     const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
-    const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-    const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-    const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-    const double cse11 = 0.6278517870878945*alpha_C_12;
-    const double cse17 = 0.16823237931663848*alpha_C_12;
-    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-    const double cse13 = 0.16823237931663848*alpha_C_10;
-    const double cse7 = 0.6278517870878945*alpha_C_10;
-    const double leg4_s0_x_p1 = -cse14 + x_C;
-    const double leg5_s0_x_p1 = -cse14 + x_C;
-    const double leg4_s0_x = cse13 + leg4_s0_x_p1;
-    const double leg5_s0_x = -cse13 + leg5_s0_x_p1;
-    const double leg4_s0_z_p1 = -cse18 + z_C;
-    const double leg5_s0_z_p1 = -cse18 + z_C;
-    const double leg4_s0_z = cse17 + leg4_s0_z_p1;
-    const double leg5_s0_z = -cse17 + leg5_s0_z_p1;
-    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
     const double leg1_s0_x = -cse1 + cse2;
-    const double leg2_s0_x = cse1 + cse2;
     const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
     const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
     const double leg1_s0_z = -cse5 + cse6;
-    const double leg2_s0_z = cse5 + cse6;
     const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
     const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
     const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-    const double leg3_s0_z = cse11 + cse12;
-    const double leg6_s0_z = -cse11 + cse12;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double leg3_s0_x = cse7 + cse8;
-    const double leg6_s0_x = -cse7 + cse8;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    q[2] = leg1_stroke;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse3 + cse4;
+    const double leg2_s0_x = cse1 + cse2;
+    const double leg2_s0_z = cse5 + cse6;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
+    q[1] = leg1_q2;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
     q[0] = leg1_q1;
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
-    q[1] = leg1_q2;
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    q[2] = leg1_stroke;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+    const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+    const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
+    q[5] = leg2_stroke;
+    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
+    const double leg2_u_inv_L = 1.0/leg2_u_L;
+    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+    const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
+    q[4] = leg2_q2;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
     q[3] = leg2_q1;
-    const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
-    const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
-    q[4] = leg2_q2;
-    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-    q[5] = leg2_stroke;
-    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
+    const double cse10 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse9 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse10 + cse9;
+    const double cse12 = 0.16823237931663848*alpha_C_02 + z_C;
+    const double cse11 = 0.6278517870878945*alpha_C_12;
+    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse8 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse11 + cse12;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse7 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse7 + cse8;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
+    q[8] = leg3_stroke;
+    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
+    const double cse16 = 0.6278517870878945*s_psi_z;
+    const double cse15 = 0.16823237931663848*alpha_C_11;
+    const double cse14 = 0.6278517870878945*alpha_C_00;
+    const double cse18 = 0.6278517870878945*alpha_C_02;
+    const double cse13 = 0.16823237931663848*alpha_C_10;
+    const double cse17 = 0.16823237931663848*alpha_C_12;
+    const double leg3_u_inv_L = 1.0/leg3_u_L;
+    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+    const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
+    q[7] = leg3_q2;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
     q[6] = leg3_q1;
-    const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
-    const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
-    q[7] = leg3_q2;
-    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-    q[8] = leg3_stroke;
-    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
+    const double leg4_s0_y_p1 = -cse16 + y_C;
+    const double leg4_s0_y = cse15 + leg4_s0_y_p1;
+    const double leg4_s0_x_p1 = -cse14 + x_C;
+    const double leg4_s0_x = cse13 + leg4_s0_x_p1;
+    const double leg4_s0_z_p1 = -cse18 + z_C;
+    const double leg4_s0_z = cse17 + leg4_s0_z_p1;
+    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
+    q[11] = leg4_stroke;
+    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
+    const double leg5_s0_y_p1 = -cse16 + y_C;
+    const double leg5_s0_y = -cse15 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse14 + x_C;
+    const double leg5_s0_x = -cse13 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse18 + z_C;
+    const double leg5_s0_z = -cse17 + leg5_s0_z_p1;
+    const double leg4_u_inv_L = 1.0/leg4_u_L;
+    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+    const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
+    q[10] = leg4_q2;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
     q[9] = leg4_q1;
-    const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
-    const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
-    q[10] = leg4_q2;
-    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-    q[11] = leg4_stroke;
-    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
+    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-    q[12] = leg5_q1;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
-    const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-    q[13] = leg5_q2;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
-    q[15] = leg6_q1;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
-    const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
-    q[16] = leg6_q2;
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 0.7223228347298782;
     q[14] = leg5_stroke;
     if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_s0_y = cse10 - cse9;
+    const double leg6_s0_z = -cse11 + cse12;
+    const double leg6_s0_x = -cse7 + cse8;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+    q[13] = leg5_q2;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+    q[12] = leg5_q1;
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
+    q[15] = leg6_q1;
+    const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
+    q[16] = leg6_q2;
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     q[17] = leg6_stroke;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
@@ -711,8 +711,6 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double alpha_C_11 = c_psi_x*c_psi_z;
             const double y_C = mg_in_x[1][mg_l];
             const double cse4 = 0.45961940777125593*s_psi_z + y_C;
-            const double cse10 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse16 = 0.6278517870878945*s_psi_z;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -722,126 +720,30 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double alpha_C_10 = -c_psi_y*cse0 + s_psi_x*s_psi_y;
             const double alpha_C_12 = c_psi_y*s_psi_x + cse0*s_psi_y;
             const double cse3 = 0.45961940777125593*alpha_C_11;
-            const double cse9 = 0.6278517870878945*alpha_C_11;
-            const double cse15 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse16 + y_C;
-            const double leg5_s0_y_p1 = -cse16 + y_C;
-            const double leg4_s0_y = cse15 + leg4_s0_y_p1;
-            const double leg5_s0_y = -cse15 + leg5_s0_y_p1;
             const double x_C = mg_in_x[0][mg_l];
             const double cse2 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse3 + cse4;
-            const double leg2_s0_y = cse3 + cse4;
             const double z_C = mg_in_x[2][mg_l];
             const double cse6 = 0.45961940777125593*alpha_C_02 + z_C;
-            const double leg3_s0_y = cse10 + cse9;
-            const double leg6_s0_y = cse10 - cse9;
-            const double cse12 = 0.16823237931663848*alpha_C_02 + z_C;
-            const double cse18 = 0.6278517870878945*alpha_C_02;
-            const double cse14 = 0.6278517870878945*alpha_C_00;
-            const double cse8 = 0.16823237931663848*alpha_C_00 + x_C;
             const double cse1 = 0.45961940777125593*alpha_C_10;
             const double cse5 = 0.45961940777125593*alpha_C_12;
             const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double cse11 = 0.6278517870878945*alpha_C_12;
-            const double cse17 = 0.16823237931663848*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse13 = 0.16823237931663848*alpha_C_10;
-            const double cse7 = 0.6278517870878945*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse14 + x_C;
-            const double leg5_s0_x_p1 = -cse14 + x_C;
-            const double leg4_s0_x = cse13 + leg4_s0_x_p1;
-            const double leg5_s0_x = -cse13 + leg5_s0_x_p1;
-            const double leg4_s0_z_p1 = -cse18 + z_C;
-            const double leg5_s0_z_p1 = -cse18 + z_C;
-            const double leg4_s0_z = cse17 + leg4_s0_z_p1;
-            const double leg5_s0_z = -cse17 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse1 + cse2;
-            const double leg2_s0_x = cse1 + cse2;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
             const double leg1_s0_z = -cse5 + cse6;
-            const double leg2_s0_z = cse5 + cse6;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double leg3_s0_z = cse11 + cse12;
-            const double leg6_s0_z = -cse11 + cse12;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double leg3_s0_x = cse7 + cse8;
-            const double leg6_s0_x = -cse7 + cse8;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
-            mg_o_q[0][mg_l] = leg1_q1;
-            const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-            const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
-            mg_o_q[1][mg_l] = leg1_q2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_o_q[2][mg_l] = leg1_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -852,20 +754,34 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_s0_y = cse3 + cse4;
+            const double leg2_s0_x = cse1 + cse2;
+            const double leg2_s0_z = cse5 + cse6;
+            const double leg1_u_inv_L = 1.0/leg1_u_L;
+            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+            const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
+            mg_o_q[1][mg_l] = leg1_q2;
+            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
+            const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
+            mg_o_q[0][mg_l] = leg1_q1;
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
-            mg_o_q[3][mg_l] = leg2_q1;
-            const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
-            const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
-            mg_o_q[4][mg_l] = leg2_q2;
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -876,20 +792,40 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_u_inv_L = 1.0/leg2_u_L;
+            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+            const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
+            mg_o_q[4][mg_l] = leg2_q2;
+            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+            const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
+            mg_o_q[3][mg_l] = leg2_q1;
+            const double cse10 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse9 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse10 + cse9;
+            const double cse12 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse11 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse8 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse11 + cse12;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse7 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse7 + cse8;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
-            mg_o_q[6][mg_l] = leg3_q1;
-            const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
-            const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
-            mg_o_q[7][mg_l] = leg3_q2;
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -900,20 +836,43 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse16 = 0.6278517870878945*s_psi_z;
+            const double cse15 = 0.16823237931663848*alpha_C_11;
+            const double cse14 = 0.6278517870878945*alpha_C_00;
+            const double cse18 = 0.6278517870878945*alpha_C_02;
+            const double cse13 = 0.16823237931663848*alpha_C_10;
+            const double cse17 = 0.16823237931663848*alpha_C_12;
+            const double leg3_u_inv_L = 1.0/leg3_u_L;
+            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+            const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
+            mg_o_q[7][mg_l] = leg3_q2;
+            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
+            mg_o_q[6][mg_l] = leg3_q1;
+            const double leg4_s0_y_p1 = -cse16 + y_C;
+            const double leg4_s0_y = cse15 + leg4_s0_y_p1;
+            const double leg4_s0_x_p1 = -cse14 + x_C;
+            const double leg4_s0_x = cse13 + leg4_s0_x_p1;
+            const double leg4_s0_z_p1 = -cse18 + z_C;
+            const double leg4_s0_z = cse17 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
-            mg_o_q[9][mg_l] = leg4_q1;
-            const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
-            const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
-            mg_o_q[10][mg_l] = leg4_q2;
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_o_q[11][mg_l] = leg4_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -924,30 +883,37 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_s0_y_p1 = -cse16 + y_C;
+            const double leg5_s0_y = -cse15 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse14 + x_C;
+            const double leg5_s0_x = -cse13 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse18 + z_C;
+            const double leg5_s0_z = -cse17 + leg5_s0_z_p1;
+            const double leg4_u_inv_L = 1.0/leg4_u_L;
+            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+            const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
+            mg_o_q[10][mg_l] = leg4_q2;
+            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
+            mg_o_q[9][mg_l] = leg4_q1;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-            mg_o_q[12][mg_l] = leg5_q1;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
-            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-            mg_o_q[13][mg_l] = leg5_q2;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
-            mg_o_q[15][mg_l] = leg6_q1;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
-            const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
-            mg_o_q[16][mg_l] = leg6_q2;
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_o_q[14][mg_l] = leg5_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -958,10 +924,44 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_y = cse10 - cse9;
+            const double leg6_s0_z = -cse11 + cse12;
+            const double leg6_s0_x = -cse7 + cse8;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+            mg_o_q[13][mg_l] = leg5_q2;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+            mg_o_q[12][mg_l] = leg5_q1;
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
+            mg_o_q[15][mg_l] = leg6_q1;
+            const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
+            mg_o_q[16][mg_l] = leg6_q2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_o_q[17][mg_l] = leg6_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -1032,16 +1032,16 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     sc_x[0] = leg1_u2;
     sc_x[1] = leg2_u2;
     sc_x[2] = leg3_u2;
-    sc_x[3] = leg1_u1;
-    sc_x[4] = leg2_u1;
-    sc_x[5] = leg3_u1;
-    sc_x[6] = leg4_u1;
-    sc_x[7] = leg5_u1;
-    sc_x[8] = leg6_u1;
-    sc_x[9] = psi_y;
-    sc_x[10] = psi_x;
-    sc_x[11] = leg4_u2;
-    sc_x[12] = leg5_u2;
+    sc_x[3] = leg4_u2;
+    sc_x[4] = leg5_u2;
+    sc_x[5] = leg1_u1;
+    sc_x[6] = leg2_u1;
+    sc_x[7] = leg3_u1;
+    sc_x[8] = leg4_u1;
+    sc_x[9] = leg5_u1;
+    sc_x[10] = leg6_u1;
+    sc_x[11] = psi_y;
+    sc_x[12] = psi_x;
     sc_x[13] = leg6_u2;
     sc_x[14] = psi_z;
     sc_x[15] = 0.0;
@@ -1056,26 +1056,26 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double leg2_c2 = sc_c[1];
     const double leg3_s2 = sc_s[2];
     const double leg3_c2 = sc_c[2];
-    const double leg1_s1 = sc_s[3];
-    const double leg1_c1 = sc_c[3];
-    const double leg2_s1 = sc_s[4];
-    const double leg2_c1 = sc_c[4];
-    const double leg3_s1 = sc_s[5];
-    const double leg3_c1 = sc_c[5];
-    const double leg4_s1 = sc_s[6];
-    const double leg4_c1 = sc_c[6];
-    const double leg5_s1 = sc_s[7];
-    const double leg5_c1 = sc_c[7];
-    const double leg6_s1 = sc_s[8];
-    const double leg6_c1 = sc_c[8];
-    const double s_psi_y = sc_s[9];
-    const double c_psi_y = sc_c[9];
-    const double s_psi_x = sc_s[10];
-    const double c_psi_x = sc_c[10];
-    const double leg4_s2 = sc_s[11];
-    const double leg4_c2 = sc_c[11];
-    const double leg5_s2 = sc_s[12];
-    const double leg5_c2 = sc_c[12];
+    const double leg4_s2 = sc_s[3];
+    const double leg4_c2 = sc_c[3];
+    const double leg5_s2 = sc_s[4];
+    const double leg5_c2 = sc_c[4];
+    const double leg1_s1 = sc_s[5];
+    const double leg1_c1 = sc_c[5];
+    const double leg2_s1 = sc_s[6];
+    const double leg2_c1 = sc_c[6];
+    const double leg3_s1 = sc_s[7];
+    const double leg3_c1 = sc_c[7];
+    const double leg4_s1 = sc_s[8];
+    const double leg4_c1 = sc_c[8];
+    const double leg5_s1 = sc_s[9];
+    const double leg5_c1 = sc_c[9];
+    const double leg6_s1 = sc_s[10];
+    const double leg6_c1 = sc_c[10];
+    const double s_psi_y = sc_s[11];
+    const double c_psi_y = sc_c[11];
+    const double s_psi_x = sc_s[12];
+    const double c_psi_x = sc_c[12];
     const double leg6_s2 = sc_s[13];
     const double leg6_c2 = sc_c[13];
     const double s_psi_z = sc_s[14];
@@ -1095,6 +1095,16 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_c1 - 0.6662571754848596*leg1_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_c1 - 0.6662571754848596*leg2_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_c1 + 0.6523628147563939*leg3_s1;
@@ -1123,6 +1133,7 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1;
     const double leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1;
     const double leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1;
@@ -1151,11 +1162,14 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double leg3_B0_10 = -leg3_beta1_00*leg3_s2 + 0.515719687516839*leg3_c2;
     const double leg4_B0_00 = leg4_beta1_00*leg4_c2 + 0.999833497556619*leg4_s2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_s2 + 0.999833497556619*leg4_c2;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
     const double leg5_B0_00 = leg5_beta1_00*leg5_c2 - 0.999833497556619*leg5_s2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_s2 - 0.999833497556619*leg5_c2;
     const double leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.515719687516839*leg6_s2;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_s2 - 0.515719687516839*leg6_c2;
+    const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
     const double leg1_B0_02 = leg1_beta1_02*leg1_c2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_s2;
     const double leg1_f2_p1 = leg1_B0_10*x_C + leg1_B0_12*z_C;
@@ -1185,13 +1199,9 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double leg4_f2_p1 = leg4_B0_10*x_C + leg4_B0_12*z_C;
     const double leg4_B0_11 = -leg4_beta1_01*leg4_s2 + 0.018247661869354326*leg4_c2;
     const double leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354326*leg4_s2;
-    const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_rho0_y = -0.6363961030678928*leg4_B0_10 + 0.6363961030678928*leg4_B0_11;
     const double leg4_f2_p2 = -leg4_B0_11*y_C + leg4_rho0_y;
     const double leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2;
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
     const double leg5_B0_02 = leg5_beta1_02*leg5_c2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_s2;
     const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_B0_12*z_C;
@@ -1392,11 +1402,6 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double leg4_dq2 = leg4_f2*leg4_lu_inv3;
     const double leg4_q_next2 = -leg4_dq2 + leg4_u2;
     q_next[10] = leg4_q_next2;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-    const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
     const double leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1;
     const double leg5_f1_p1 = leg5_B0_00*x_C + leg5_B0_02*z_C;
@@ -1444,20 +1449,15 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     residual[16] = leg6_f2;
     const double leg6_f3 = 0.6278517870878945*leg6_R_Cn_2_y + leg6_f3_p4;
     residual[17] = leg6_f3;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
-    const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
-    const double leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1;
+    const double leg6_dq1 = leg6_f3*leg6_lu_inv2;
     const double leg6_rho0_x_p1 = -0.8693332436601615*leg6_B0_01 + leg6_rho2_x;
     const double leg6_rho0_x = -0.23293714059226867*leg6_B0_00 + leg6_rho0_x_p1;
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1;
     const double leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_f1 = leg6_f1_p3 + leg6_f1_p4;
     residual[15] = leg6_f1;
     const double leg6_dq2 = leg6_f2*leg6_lu_inv3;
-    const double leg6_dq1 = leg6_f3*leg6_lu_inv2;
     const double leg6_q_next1 = -leg6_dq1 + leg6_u1;
     q_next[15] = leg6_q_next1;
     const double leg6_q_next2 = -leg6_dq2 + leg6_u2;
@@ -1539,6 +1539,38 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg4_stroke = mg_in_q[11][mg_l];
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_u2 = mg_in_q[10][mg_l];
+            double leg4_s2, leg4_c2;
+            mg_sincos_poly(leg4_u2, &leg4_s2, &leg4_c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(leg4_u2);
+            const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_stroke = mg_in_q[14][mg_l];
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg5_u2 = mg_in_q[13][mg_l];
+            double leg5_s2, leg5_c2;
+            mg_sincos_poly(leg5_u2, &leg5_s2, &leg5_c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(leg5_u2);
+            const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             const double leg1_u1 = mg_in_q[0][mg_l];
             double leg1_s1, leg1_c1;
             mg_sincos_poly(leg1_u1, &leg1_s1, &leg1_c1);
@@ -1603,6 +1635,8 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
+            const double leg6_stroke = mg_in_q[17][mg_l];
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1;
             const double leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1;
             const double leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1;
@@ -1629,18 +1663,8 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg2_B0_10 = -leg2_beta1_00*leg2_s2 - 0.4841138100397801*leg2_c2;
             const double leg3_B0_00 = leg3_beta1_00*leg3_c2 + 0.515719687516839*leg3_s2;
             const double leg3_B0_10 = -leg3_beta1_00*leg3_s2 + 0.515719687516839*leg3_c2;
-            const double leg4_u2 = mg_in_q[10][mg_l];
-            double leg4_s2, leg4_c2;
-            mg_sincos_poly(leg4_u2, &leg4_s2, &leg4_c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(leg4_u2);
             const double leg4_B0_00 = leg4_beta1_00*leg4_c2 + 0.999833497556619*leg4_s2;
             const double leg4_B0_10 = -leg4_beta1_00*leg4_s2 + 0.999833497556619*leg4_c2;
-            const double leg4_stroke = mg_in_q[11][mg_l];
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-            const double leg5_u2 = mg_in_q[13][mg_l];
-            double leg5_s2, leg5_c2;
-            mg_sincos_poly(leg5_u2, &leg5_s2, &leg5_c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(leg5_u2);
             const double leg5_B0_00 = leg5_beta1_00*leg5_c2 - 0.999833497556619*leg5_s2;
             const double leg5_B0_10 = -leg5_beta1_00*leg5_s2 - 0.999833497556619*leg5_c2;
             const double leg6_u2 = mg_in_q[16][mg_l];
@@ -1649,6 +1673,16 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             mg_range[mg_l] |= mg_trig_out_of_range(leg6_u2);
             const double leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.515719687516839*leg6_s2;
             const double leg6_B0_10 = -leg6_beta1_00*leg6_s2 - 0.515719687516839*leg6_c2;
+            const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             const double leg1_B0_02 = leg1_beta1_02*leg1_c2;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_s2;
             const double x_C = mg_in_x[0][mg_l];
@@ -1681,19 +1715,9 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg4_f2_p1 = leg4_B0_10*x_C + leg4_B0_12*z_C;
             const double leg4_B0_11 = -leg4_beta1_01*leg4_s2 + 0.018247661869354326*leg4_c2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354326*leg4_s2;
-            const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg4_rho0_y = -0.6363961030678928*leg4_B0_10 + 0.6363961030678928*leg4_B0_11;
             const double leg4_f2_p2 = -leg4_B0_11*y_C + leg4_rho0_y;
             const double leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             const double leg5_B0_02 = leg5_beta1_02*leg5_c2;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_s2;
             const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_B0_12*z_C;
@@ -1894,18 +1918,6 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg4_dq2 = leg4_f2*leg4_lu_inv3;
             const double leg4_q_next2 = -leg4_dq2 + leg4_u2;
             mg_o_q_next[10][mg_l] = leg4_q_next2;
-            const double leg5_stroke = mg_in_q[14][mg_l];
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-            const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
             const double leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1;
             const double leg5_f1_p1 = leg5_B0_00*x_C + leg5_B0_02*z_C;
@@ -1953,27 +1965,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             mg_o_residual[16][mg_l] = leg6_f2;
             const double leg6_f3 = 0.6278517870878945*leg6_R_Cn_2_y + leg6_f3_p4;
             mg_o_residual[17][mg_l] = leg6_f3;
-            const double leg6_stroke = mg_in_q[17][mg_l];
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
-            const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
-            const double leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1;
+            const double leg6_dq1 = leg6_f3*leg6_lu_inv2;
             const double leg6_rho0_x_p1 = -0.8693332436601615*leg6_B0_01 + leg6_rho2_x;
             const double leg6_rho0_x = -0.23293714059226867*leg6_B0_00 + leg6_rho0_x_p1;
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1;
             const double leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg6_f1 = leg6_f1_p3 + leg6_f1_p4;
             mg_o_residual[15][mg_l] = leg6_f1;
             const double leg6_dq2 = leg6_f2*leg6_lu_inv3;
-            const double leg6_dq1 = leg6_f3*leg6_lu_inv2;
             const double leg6_q_next1 = -leg6_dq1 + leg6_u1;
             mg_o_q_next[15][mg_l] = leg6_q_next1;
             const double leg6_q_next2 = -leg6_dq2 + leg6_u2;
@@ -2051,7 +2051,6 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double cse5 = 0.45961940777125593*alpha_C_11;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
@@ -2059,14 +2058,28 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
     const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
     const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
     const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
     const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
     const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
     const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
     const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
     const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
     const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
@@ -2075,178 +2088,170 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
     const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse13 = 0.6278517870878945*alpha_C_12;
-    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-    const double cse18 = 0.6278517870878945*s_psi_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double cse15 = 0.16823237931663848*alpha_C_10;
-    const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-    const double cse19 = 0.16823237931663848*alpha_C_12;
-    const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
     const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+    const double cse13 = 0.6278517870878945*alpha_C_12;
+    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
     const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
+    const double cse15 = 0.16823237931663848*alpha_C_10;
+    const double leg4_s0_x_p1 = -cse16 + x_C;
+    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+    const double cse19 = 0.16823237931663848*alpha_C_12;
+    const double leg4_s0_z_p1 = -cse20 + z_C;
+    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
-    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
     const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 0.7223228347298782;
     if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
-    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
+    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
     const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
     const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
     const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
     const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
     const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
     if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
     const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
     const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
     const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
     const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
     const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
     const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
     const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
     const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
@@ -2255,44 +2260,20 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
     const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
     const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
-    const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
-    H[0] = leg1_H1_1;
     const double leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1;
     const double leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1;
-    const double leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2;
-    H[1] = leg1_H2_1;
-    const double leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2;
-    H[2] = leg1_H3_1;
     const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
     const double leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1;
-    const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2;
-    H[18] = leg2_H1_1;
     const double leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1;
     const double leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1;
-    const double leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2;
-    H[19] = leg2_H2_1;
-    const double leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2;
-    H[20] = leg2_H3_1;
     const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
     const double leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1;
-    const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2;
-    H[36] = leg3_H1_1;
     const double leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1;
     const double leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1;
-    const double leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2;
-    H[37] = leg3_H2_1;
-    const double leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2;
-    H[38] = leg3_H3_1;
     const double leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1;
     const double leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1;
-    const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2;
-    H[54] = leg4_H1_1;
     const double leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1;
     const double leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1;
-    const double leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2;
-    H[55] = leg4_H2_1;
-    const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
-    H[56] = leg4_H3_1;
     const double leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1;
     const double leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1;
     const double leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1;
@@ -2304,23 +2285,15 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
     H[12] = leg1_B0_00;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
-    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
-    H[6] = leg1_H1_2;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
     H[30] = leg2_B0_00;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2;
-    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
-    H[24] = leg2_H1_2;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
     H[48] = leg3_B0_00;
     const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2;
-    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
-    H[42] = leg3_H1_2;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
     H[66] = leg4_B0_00;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
-    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
-    H[60] = leg4_H1_2;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
     H[84] = leg5_B0_00;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
@@ -2330,29 +2303,86 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     H[14] = leg1_B0_02;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
-    H[8] = leg1_H3_2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     H[32] = leg2_B0_02;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
-    H[26] = leg2_H3_2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
     H[50] = leg3_B0_02;
     const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
-    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
-    H[44] = leg3_H3_2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     H[68] = leg4_B0_02;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
-    H[62] = leg4_H3_2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     H[86] = leg5_B0_02;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
     H[104] = leg6_B0_02;
     const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
+    H[6] = leg1_H1_2;
+    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
+    H[8] = leg1_H3_2;
+    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
+    H[24] = leg2_H1_2;
+    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
+    H[26] = leg2_H3_2;
+    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
+    H[42] = leg3_H1_2;
+    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
+    H[44] = leg3_H3_2;
+    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
+    H[60] = leg4_H1_2;
+    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
+    H[62] = leg4_H3_2;
+    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
+    H[78] = leg5_H1_2;
+    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+    H[80] = leg5_H3_2;
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
+    H[96] = leg6_H1_2;
+    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+    H[98] = leg6_H3_2;
+    const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
+    H[0] = leg1_H1_1;
+    const double leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2;
+    H[1] = leg1_H2_1;
+    const double leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2;
+    H[2] = leg1_H3_1;
+    const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2;
+    H[18] = leg2_H1_1;
+    const double leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2;
+    H[19] = leg2_H2_1;
+    const double leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2;
+    H[20] = leg2_H3_1;
+    const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2;
+    H[36] = leg3_H1_1;
+    const double leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2;
+    H[37] = leg3_H2_1;
+    const double leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2;
+    H[38] = leg3_H3_1;
+    const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2;
+    H[54] = leg4_H1_1;
+    const double leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2;
+    H[55] = leg4_H2_1;
+    const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
+    H[56] = leg4_H3_1;
+    const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2;
+    H[72] = leg5_H1_1;
+    const double leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2;
+    H[73] = leg5_H2_1;
+    const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
+    H[74] = leg5_H3_1;
+    const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2;
+    H[90] = leg6_H1_1;
+    const double leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2;
+    H[91] = leg6_H2_1;
+    const double leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2;
+    H[92] = leg6_H3_1;
     const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
     H[13] = leg1_B0_01;
     const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
@@ -2443,23 +2473,8 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
     H[85] = leg5_B0_01;
     const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-    H[78] = leg5_H1_2;
     const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
     H[79] = leg5_H2_2;
-    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-    H[80] = leg5_H3_2;
-    const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2;
-    H[72] = leg5_H1_1;
-    const double leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2;
-    H[73] = leg5_H2_1;
-    const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
-    H[74] = leg5_H3_1;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
     const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
@@ -2481,23 +2496,8 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
     H[103] = leg6_B0_01;
     const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-    H[96] = leg6_H1_2;
     const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
     H[97] = leg6_H2_2;
-    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-    H[98] = leg6_H3_2;
-    const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2;
-    H[90] = leg6_H1_1;
-    const double leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2;
-    H[91] = leg6_H2_1;
-    const double leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2;
-    H[92] = leg6_H3_1;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
     const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
     const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
@@ -2698,7 +2698,6 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
             const double cse3 = 0.45961940777125593*alpha_C_10;
@@ -2707,87 +2706,19 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse18 = 0.6278517870878945*s_psi_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -2797,28 +2728,30 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -2828,20 +2761,36 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -2851,20 +2800,39 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -2874,18 +2842,33 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
@@ -2895,18 +2878,30 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
@@ -2916,13 +2911,13 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
@@ -2932,6 +2927,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
@@ -2943,6 +2939,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
@@ -2954,14 +2951,9 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
-            const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
-            const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
-            const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
-            const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
-            const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
-            const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
             const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
@@ -2971,8 +2963,27 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
                 const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
+            const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
+            const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
+            const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
+            const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
+            const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
             const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
             const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
@@ -2981,44 +2992,20 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
-            const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
-            mg_o_H[0][mg_l] = leg1_H1_1;
             const double leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1;
             const double leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1;
-            const double leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2;
-            mg_o_H[1][mg_l] = leg1_H2_1;
-            const double leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2;
-            mg_o_H[2][mg_l] = leg1_H3_1;
             const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
             const double leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1;
-            const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2;
-            mg_o_H[18][mg_l] = leg2_H1_1;
             const double leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1;
             const double leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1;
-            const double leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2;
-            mg_o_H[19][mg_l] = leg2_H2_1;
-            const double leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2;
-            mg_o_H[20][mg_l] = leg2_H3_1;
             const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
             const double leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1;
-            const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2;
-            mg_o_H[36][mg_l] = leg3_H1_1;
             const double leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1;
             const double leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1;
-            const double leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2;
-            mg_o_H[37][mg_l] = leg3_H2_1;
-            const double leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2;
-            mg_o_H[38][mg_l] = leg3_H3_1;
             const double leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1;
             const double leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1;
-            const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2;
-            mg_o_H[54][mg_l] = leg4_H1_1;
             const double leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1;
             const double leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1;
-            const double leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2;
-            mg_o_H[55][mg_l] = leg4_H2_1;
-            const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
-            mg_o_H[56][mg_l] = leg4_H3_1;
             const double leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1;
             const double leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1;
             const double leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1;
@@ -3030,23 +3017,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
             mg_o_H[12][mg_l] = leg1_B0_00;
             const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
-            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
-            mg_o_H[6][mg_l] = leg1_H1_2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_o_H[30][mg_l] = leg2_B0_00;
             const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2;
-            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
-            mg_o_H[24][mg_l] = leg2_H1_2;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_o_H[48][mg_l] = leg3_B0_00;
             const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2;
-            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
-            mg_o_H[42][mg_l] = leg3_H1_2;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_o_H[66][mg_l] = leg4_B0_00;
             const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
-            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
-            mg_o_H[60][mg_l] = leg4_H1_2;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_o_H[84][mg_l] = leg5_B0_00;
             const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
@@ -3056,29 +3035,92 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             mg_o_H[14][mg_l] = leg1_B0_02;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
-            mg_o_H[8][mg_l] = leg1_H3_2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
             mg_o_H[32][mg_l] = leg2_B0_02;
             const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
-            mg_o_H[26][mg_l] = leg2_H3_2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
             mg_o_H[50][mg_l] = leg3_B0_02;
             const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
-            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
-            mg_o_H[44][mg_l] = leg3_H3_2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
             mg_o_H[68][mg_l] = leg4_B0_02;
             const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
-            mg_o_H[62][mg_l] = leg4_H3_2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
             mg_o_H[86][mg_l] = leg5_B0_02;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
             mg_o_H[104][mg_l] = leg6_B0_02;
             const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
+            mg_o_H[6][mg_l] = leg1_H1_2;
+            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
+            mg_o_H[8][mg_l] = leg1_H3_2;
+            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
+            mg_o_H[24][mg_l] = leg2_H1_2;
+            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
+            mg_o_H[26][mg_l] = leg2_H3_2;
+            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
+            mg_o_H[42][mg_l] = leg3_H1_2;
+            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
+            mg_o_H[44][mg_l] = leg3_H3_2;
+            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
+            mg_o_H[60][mg_l] = leg4_H1_2;
+            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
+            mg_o_H[62][mg_l] = leg4_H3_2;
+            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
+            mg_o_H[78][mg_l] = leg5_H1_2;
+            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+            mg_o_H[80][mg_l] = leg5_H3_2;
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
+            mg_o_H[96][mg_l] = leg6_H1_2;
+            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+            mg_o_H[98][mg_l] = leg6_H3_2;
+            const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
+            mg_o_H[0][mg_l] = leg1_H1_1;
+            const double leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2;
+            mg_o_H[1][mg_l] = leg1_H2_1;
+            const double leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2;
+            mg_o_H[2][mg_l] = leg1_H3_1;
+            const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2;
+            mg_o_H[18][mg_l] = leg2_H1_1;
+            const double leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2;
+            mg_o_H[19][mg_l] = leg2_H2_1;
+            const double leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2;
+            mg_o_H[20][mg_l] = leg2_H3_1;
+            const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2;
+            mg_o_H[36][mg_l] = leg3_H1_1;
+            const double leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2;
+            mg_o_H[37][mg_l] = leg3_H2_1;
+            const double leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2;
+            mg_o_H[38][mg_l] = leg3_H3_1;
+            const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2;
+            mg_o_H[54][mg_l] = leg4_H1_1;
+            const double leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2;
+            mg_o_H[55][mg_l] = leg4_H2_1;
+            const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
+            mg_o_H[56][mg_l] = leg4_H3_1;
+            const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2;
+            mg_o_H[72][mg_l] = leg5_H1_1;
+            const double leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2;
+            mg_o_H[73][mg_l] = leg5_H2_1;
+            const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
+            mg_o_H[74][mg_l] = leg5_H3_1;
+            const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2;
+            mg_o_H[90][mg_l] = leg6_H1_1;
+            const double leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2;
+            mg_o_H[91][mg_l] = leg6_H2_1;
+            const double leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2;
+            mg_o_H[92][mg_l] = leg6_H3_1;
             const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
             mg_o_H[13][mg_l] = leg1_B0_01;
             const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
@@ -3169,29 +3211,8 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
             mg_o_H[85][mg_l] = leg5_B0_01;
             const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-            mg_o_H[78][mg_l] = leg5_H1_2;
             const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
             mg_o_H[79][mg_l] = leg5_H2_2;
-            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-            mg_o_H[80][mg_l] = leg5_H3_2;
-            const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2;
-            mg_o_H[72][mg_l] = leg5_H1_1;
-            const double leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2;
-            mg_o_H[73][mg_l] = leg5_H2_1;
-            const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
-            mg_o_H[74][mg_l] = leg5_H3_1;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
             const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
@@ -3213,29 +3234,8 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
             mg_o_H[103][mg_l] = leg6_B0_01;
             const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-            mg_o_H[96][mg_l] = leg6_H1_2;
             const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
             mg_o_H[97][mg_l] = leg6_H2_2;
-            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-            mg_o_H[98][mg_l] = leg6_H3_2;
-            const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2;
-            mg_o_H[90][mg_l] = leg6_H1_1;
-            const double leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2;
-            mg_o_H[91][mg_l] = leg6_H2_1;
-            const double leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2;
-            mg_o_H[92][mg_l] = leg6_H3_1;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
             const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
             const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
@@ -3458,7 +3458,6 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double cse5 = 0.45961940777125593*alpha_C_11;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
@@ -3466,14 +3465,33 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
     const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
     const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
     const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
     const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
     const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
     const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
     const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    q[2] = leg1_stroke;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
+    const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
+    q[0] = leg1_q1;
+    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
+    q[1] = leg1_q2;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
     const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
     const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
@@ -3482,101 +3500,14 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
     const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse13 = 0.6278517870878945*alpha_C_12;
-    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-    const double cse18 = 0.6278517870878945*s_psi_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double cse15 = 0.16823237931663848*alpha_C_10;
-    const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-    const double cse19 = 0.16823237931663848*alpha_C_12;
-    const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    q[2] = leg1_stroke;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-    const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
-    q[0] = leg1_q1;
-    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
-    q[1] = leg1_q2;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     q[5] = leg2_stroke;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
@@ -3587,17 +3518,31 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     q[3] = leg2_q1;
     const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
     q[4] = leg2_q2;
-    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+    const double cse13 = 0.6278517870878945*alpha_C_12;
+    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     q[8] = leg3_stroke;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
@@ -3608,14 +3553,40 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     q[6] = leg3_q1;
     const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
     q[7] = leg3_q2;
-    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
+    const double cse15 = 0.16823237931663848*alpha_C_10;
+    const double leg4_s0_x_p1 = -cse16 + x_C;
+    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+    const double cse19 = 0.16823237931663848*alpha_C_12;
+    const double leg4_s0_z_p1 = -cse20 + z_C;
+    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     q[11] = leg4_stroke;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
-    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
@@ -3626,53 +3597,97 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     q[9] = leg4_q1;
     const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
     q[10] = leg4_q2;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_stroke = leg5_u_L - 0.7223228347298782;
+    q[14] = leg5_stroke;
+    if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
     q[12] = leg5_q1;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-    q[14] = leg5_stroke;
-    if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
-    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
     const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
     q[13] = leg5_q2;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_stroke = leg6_u_L - 0.7223228347298781;
+    q[17] = leg6_stroke;
+    if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
+    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
     const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
     q[15] = leg6_q1;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_stroke = leg6_u_L - 0.7223228347298781;
-    q[17] = leg6_stroke;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
-    if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
     q[16] = leg6_q2;
-    if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
     const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
     const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
     const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
     const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
     const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
     if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
     const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
     const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
@@ -3720,10 +3735,13 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
+    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
     const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
@@ -3738,18 +3756,16 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
     const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
     const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
     const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
     const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
     const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
     const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
@@ -3840,14 +3856,6 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
     const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
     const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
     const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
     const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
@@ -3870,14 +3878,6 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
     const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
     const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
     const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
     const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
@@ -4139,7 +4139,6 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
             const double cse3 = 0.45961940777125593*alpha_C_10;
@@ -4148,95 +4147,19 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse18 = 0.6278517870878945*s_psi_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_o_q[2][mg_l] = leg1_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4247,24 +4170,34 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
             const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
             mg_o_q[0][mg_l] = leg1_q1;
             const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
             mg_o_q[1][mg_l] = leg1_q2;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4275,11 +4208,6 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
@@ -4290,11 +4218,30 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_o_q[3][mg_l] = leg2_q1;
             const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
             mg_o_q[4][mg_l] = leg2_q2;
-            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4305,11 +4252,6 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
@@ -4320,9 +4262,33 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_o_q[6][mg_l] = leg3_q1;
             const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
             mg_o_q[7][mg_l] = leg3_q2;
-            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_o_q[11][mg_l] = leg4_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4333,10 +4299,12 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
@@ -4347,13 +4315,21 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_o_q[9][mg_l] = leg4_q1;
             const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
             mg_o_q[10][mg_l] = leg4_q2;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-            mg_o_q[12][mg_l] = leg5_q1;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_o_q[14][mg_l] = leg5_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4364,36 +4340,55 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+            mg_o_q[12][mg_l] = leg5_q1;
+            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+            mg_o_q[13][mg_l] = leg5_q2;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
-            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-            mg_o_q[13][mg_l] = leg5_q2;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_stroke = leg6_u_L - 0.7223228347298781;
+            mg_o_q[17][mg_l] = leg6_stroke;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
             const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
             mg_o_q[15][mg_l] = leg6_q1;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_stroke = leg6_u_L - 0.7223228347298781;
-            mg_o_q[17][mg_l] = leg6_stroke;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
             mg_o_q[16][mg_l] = leg6_q2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
@@ -4403,6 +4398,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
@@ -4414,6 +4410,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
             const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
@@ -4425,8 +4422,44 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
                 const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
             const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
@@ -4474,10 +4507,13 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
+            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
             const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
@@ -4494,24 +4530,16 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
             const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
             const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
             const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
             const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
             const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
             const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
             const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
@@ -4603,20 +4631,6 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
             const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
             const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
             const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
@@ -4639,20 +4653,6 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
             const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
             const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
             const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
@@ -6788,8 +6788,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse6 = 0.45961940777125593*s_psi_z + y_C;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse18 = 0.6278517870878945*s_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
@@ -6798,182 +6796,220 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double alpha_C_12 = cse1 + cse2*s_psi_z;
     const double alpha_C_20 = cse1*s_psi_z + cse2;
     const double cse5 = 0.45961940777125593*alpha_C_11;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
     const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
+    const double leg1_s0_x = -cse3 + cse4;
+    const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
+    const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
+    const double leg1_s0_z = -cse7 + cse8;
+    const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
+    const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
+    const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
     const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
+    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
+    const double leg2_u_inv_L = 1.0/leg2_u_L;
+    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
     const double cse13 = 0.6278517870878945*alpha_C_12;
     const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
     const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
     const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
+    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
+    const double leg3_u_inv_L = 1.0/leg3_u_L;
+    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double cse15 = 0.16823237931663848*alpha_C_10;
     const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
     const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
     const double cse19 = 0.16823237931663848*alpha_C_12;
     const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
     const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
     const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
     const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
     const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
     const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
+    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
+    const double leg4_u_inv_L = 1.0/leg4_u_L;
+    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
     const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
     const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
     const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
-    const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-    const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
-    const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
-    const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
-    const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
-    if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
-    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 0.7223228347298782;
     if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
+    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
     const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
     const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
     const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
     const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
     const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
     const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
     const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
     const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
     const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
     const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
     const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
@@ -6982,36 +7018,58 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
+    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2;
+    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
     const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2;
+    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
+    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
+    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
+    const double leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
+    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
+    const double leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
     const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
+    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
+    const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
+    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
+    const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
     const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
     const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
     const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
+    const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
+    const double leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1;
     const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + alpha_C_02*leg1_B0_02;
     const double leg1_R_Cn_0_x = leg1_B0_01*s_psi_z + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_12*leg1_B0_02;
     const double leg1_R_Cn_0_y = alpha_C_11*leg1_B0_01 + leg1_R_Cn_0_y_p1;
     const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
     const double leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2;
+    const double leg2_H2_2 = leg2_B0_11*leg2_lu_inv3;
+    const double leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1;
     const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + alpha_C_02*leg2_B0_02;
     const double leg2_R_Cn_0_x = leg2_B0_01*s_psi_z + leg2_R_Cn_0_x_p1;
     const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_12*leg2_B0_02;
@@ -7022,24 +7080,32 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg2_qd3_p2 = leg2_B0_01*v_y + leg2_qd3_p1;
     const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
     const double leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2;
+    const double leg3_H2_2 = leg3_B0_11*leg3_lu_inv3;
+    const double leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1;
     const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + alpha_C_02*leg3_B0_02;
     const double leg3_R_Cn_0_x = leg3_B0_01*s_psi_z + leg3_R_Cn_0_x_p1;
     const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_12*leg3_B0_02;
     const double leg3_R_Cn_0_y = alpha_C_11*leg3_B0_01 + leg3_R_Cn_0_y_p1;
     const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
     const double leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2;
+    const double leg4_H2_2 = leg4_B0_11*leg4_lu_inv3;
+    const double leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1;
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02;
     const double leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_12*leg4_B0_02;
     const double leg4_R_Cn_0_y = alpha_C_11*leg4_B0_01 + leg4_R_Cn_0_y_p1;
     const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
     const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
+    const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
+    const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
     const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
     const double leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1;
     const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
     const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
+    const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
+    const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
     const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
     const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_12*leg6_B0_02;
@@ -7131,17 +7197,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg1_Qa3_p4 = leg1_Qa3_p3*p_k_stop;
     const double leg1_Qa3 = leg1_Qa3_p8 + mg_fmax(0.0, leg1_Qa3_p4*mg_fmax(0.0, -leg1_stroke - 0.2));
     Q[2] = leg1_Qa3;
-    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
-    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
-    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
-    const double leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z;
-    const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
-    const double leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1;
     const double leg2_Qa3_p1 = cse25 + 1.0;
     const double leg2_Qa3_p2 = leg2_Qa3_p1*p_k_stop;
     const double leg2_Qa3_p8 = leg2_Qa3_p7 - mg_fmax(0.0, leg2_Qa3_p2*mg_fmax(0.0, leg2_stroke - 0.2));
@@ -7149,17 +7204,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg2_Qa3_p4 = leg2_Qa3_p3*p_k_stop;
     const double leg2_Qa3 = leg2_Qa3_p8 + mg_fmax(0.0, leg2_Qa3_p4*mg_fmax(0.0, -leg2_stroke - 0.2));
     Q[5] = leg2_Qa3;
-    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
-    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
-    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
-    const double leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z;
-    const double leg2_H2_2 = leg2_B0_11*leg2_lu_inv3;
-    const double leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1;
     const double leg3_Qa3_p1 = cse26 + 1.0;
     const double leg3_Qa3_p2 = leg3_Qa3_p1*p_k_stop;
     const double leg3_Qa3_p8 = leg3_Qa3_p7 - mg_fmax(0.0, leg3_Qa3_p2*mg_fmax(0.0, leg3_stroke - 0.2));
@@ -7167,17 +7211,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg3_Qa3_p4 = leg3_Qa3_p3*p_k_stop;
     const double leg3_Qa3 = leg3_Qa3_p8 + mg_fmax(0.0, leg3_Qa3_p4*mg_fmax(0.0, -leg3_stroke - 0.2));
     Q[8] = leg3_Qa3;
-    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
-    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
-    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
-    const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
-    const double leg3_H2_2 = leg3_B0_11*leg3_lu_inv3;
-    const double leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1;
     const double leg4_Qa3_p1 = cse27 + 1.0;
     const double leg4_Qa3_p2 = leg4_Qa3_p1*p_k_stop;
     const double leg4_Qa3_p8 = leg4_Qa3_p7 - mg_fmax(0.0, leg4_Qa3_p2*mg_fmax(0.0, leg4_stroke - 0.2));
@@ -7185,17 +7218,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg4_Qa3_p4 = leg4_Qa3_p3*p_k_stop;
     const double leg4_Qa3 = leg4_Qa3_p8 + mg_fmax(0.0, leg4_Qa3_p4*mg_fmax(0.0, -leg4_stroke - 0.2));
     Q[11] = leg4_Qa3;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
-    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
-    const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
-    const double leg4_H2_2 = leg4_B0_11*leg4_lu_inv3;
-    const double leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1;
     const double leg5_Qa3_p1 = cse28 + 1.0;
     const double leg5_Qa3_p2 = leg5_Qa3_p1*p_k_stop;
     const double leg5_Qa3_p8 = leg5_Qa3_p7 - mg_fmax(0.0, leg5_Qa3_p2*mg_fmax(0.0, leg5_stroke - 0.2));
@@ -7203,17 +7225,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg5_Qa3_p4 = leg5_Qa3_p3*p_k_stop;
     const double leg5_Qa3 = leg5_Qa3_p8 + mg_fmax(0.0, leg5_Qa3_p4*mg_fmax(0.0, -leg5_stroke - 0.2));
     Q[14] = leg5_Qa3;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
-    const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
-    const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
     const double leg6_Qa3_p1 = cse29 + 1.0;
     const double leg6_Qa3_p2 = leg6_Qa3_p1*p_k_stop;
     const double leg6_Qa3_p8 = leg6_Qa3_p7 - mg_fmax(0.0, leg6_Qa3_p2*mg_fmax(0.0, leg6_stroke - 0.2));
@@ -7221,17 +7232,6 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double leg6_Qa3_p4 = leg6_Qa3_p3*p_k_stop;
     const double leg6_Qa3 = leg6_Qa3_p8 + mg_fmax(0.0, leg6_Qa3_p4*mg_fmax(0.0, -leg6_stroke - 0.2));
     Q[17] = leg6_Qa3;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
-    const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
-    const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
     const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
     const double leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1;
     const double leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1;
@@ -7512,8 +7512,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double y_C = mg_in_x[1][mg_l];
             const double cse6 = 0.45961940777125593*s_psi_z + y_C;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse18 = 0.6278517870878945*s_psi_z;
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
@@ -7522,137 +7520,30 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double alpha_C_12 = cse1 + cse2*s_psi_z;
             const double alpha_C_20 = cse1*s_psi_z + cse2;
             const double cse5 = 0.45961940777125593*alpha_C_11;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
             const double cse3 = 0.45961940777125593*alpha_C_10;
             const double cse7 = 0.45961940777125593*alpha_C_12;
             const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -7662,13 +7553,30 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
+            const double leg1_u_inv_L = 1.0/leg1_u_L;
+            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -7678,13 +7586,36 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_u_inv_L = 1.0/leg2_u_L;
+            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -7694,13 +7625,39 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_u_inv_L = 1.0/leg3_u_L;
+            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -7710,13 +7667,33 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
+            const double leg4_u_inv_L = 1.0/leg4_u_L;
+            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
@@ -7726,13 +7703,30 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
@@ -7742,18 +7736,96 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
                 const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+            const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
+            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
             const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
             const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
             const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
             const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
             const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
             const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
             const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
             const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
             const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
             const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
@@ -7762,67 +7834,97 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
             const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
+            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2;
+            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2;
+            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
+            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
+            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
+            const double v_x = mg_in_u[0][mg_l];
+            const double v_z = mg_in_u[2][mg_l];
+            const double leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
             const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
+            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
+            const double leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
             const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
+            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
+            const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
             const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
+            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
+            const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
             const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
             const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
             const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
+            const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
+            const double v_y = mg_in_u[1][mg_l];
+            const double leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1;
             const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + alpha_C_02*leg1_B0_02;
             const double leg1_R_Cn_0_x = leg1_B0_01*s_psi_z + leg1_R_Cn_0_x_p1;
             const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_12*leg1_B0_02;
             const double leg1_R_Cn_0_y = alpha_C_11*leg1_B0_01 + leg1_R_Cn_0_y_p1;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
             const double leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2;
+            const double leg2_H2_2 = leg2_B0_11*leg2_lu_inv3;
+            const double leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1;
             const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + alpha_C_02*leg2_B0_02;
             const double leg2_R_Cn_0_x = leg2_B0_01*s_psi_z + leg2_R_Cn_0_x_p1;
             const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_12*leg2_B0_02;
             const double leg2_R_Cn_0_y = alpha_C_11*leg2_B0_01 + leg2_R_Cn_0_y_p1;
             const double leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_22*leg2_B0_02;
-            const double v_x = mg_in_u[0][mg_l];
-            const double v_z = mg_in_u[2][mg_l];
             const double leg2_qd3_p1 = leg2_B0_00*v_x + leg2_B0_02*v_z;
             const double leg2_R_Cn_0_z = alpha_C_21*leg2_B0_01 + leg2_R_Cn_0_z_p1;
-            const double v_y = mg_in_u[1][mg_l];
             const double leg2_qd3_p2 = leg2_B0_01*v_y + leg2_qd3_p1;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
             const double leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2;
+            const double leg3_H2_2 = leg3_B0_11*leg3_lu_inv3;
+            const double leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1;
             const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + alpha_C_02*leg3_B0_02;
             const double leg3_R_Cn_0_x = leg3_B0_01*s_psi_z + leg3_R_Cn_0_x_p1;
             const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_12*leg3_B0_02;
             const double leg3_R_Cn_0_y = alpha_C_11*leg3_B0_01 + leg3_R_Cn_0_y_p1;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
             const double leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2;
+            const double leg4_H2_2 = leg4_B0_11*leg4_lu_inv3;
+            const double leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1;
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02;
             const double leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_12*leg4_B0_02;
             const double leg4_R_Cn_0_y = alpha_C_11*leg4_B0_01 + leg4_R_Cn_0_y_p1;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
             const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
+            const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
+            const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
             const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
             const double leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
             const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
+            const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
+            const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
             const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
             const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_12*leg6_B0_02;
@@ -7927,23 +8029,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg1_Qa3_p4 = leg1_Qa3_p3*p_k_stop;
             const double leg1_Qa3 = leg1_Qa3_p8 + mg_fmax(0.0, leg1_Qa3_p4*mg_fmax(0.0, -leg1_stroke - 0.2));
             mg_o_Q[2][mg_l] = leg1_Qa3;
-            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
-            const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
-            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
-            const double leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z;
-            const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
-            const double leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1;
             const double leg2_Qa3_p1 = cse25 + 1.0;
             const double leg2_Qa3_p2 = leg2_Qa3_p1*p_k_stop;
             const double leg2_Qa3_p8 = leg2_Qa3_p7 - mg_fmax(0.0, leg2_Qa3_p2*mg_fmax(0.0, leg2_stroke - 0.2));
@@ -7951,23 +8036,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg2_Qa3_p4 = leg2_Qa3_p3*p_k_stop;
             const double leg2_Qa3 = leg2_Qa3_p8 + mg_fmax(0.0, leg2_Qa3_p4*mg_fmax(0.0, -leg2_stroke - 0.2));
             mg_o_Q[5][mg_l] = leg2_Qa3;
-            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
-            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv3;
-            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv3;
-            const double leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z;
-            const double leg2_H2_2 = leg2_B0_11*leg2_lu_inv3;
-            const double leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1;
             const double leg3_Qa3_p1 = cse26 + 1.0;
             const double leg3_Qa3_p2 = leg3_Qa3_p1*p_k_stop;
             const double leg3_Qa3_p8 = leg3_Qa3_p7 - mg_fmax(0.0, leg3_Qa3_p2*mg_fmax(0.0, leg3_stroke - 0.2));
@@ -7975,23 +8043,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg3_Qa3_p4 = leg3_Qa3_p3*p_k_stop;
             const double leg3_Qa3 = leg3_Qa3_p8 + mg_fmax(0.0, leg3_Qa3_p4*mg_fmax(0.0, -leg3_stroke - 0.2));
             mg_o_Q[8][mg_l] = leg3_Qa3;
-            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
-            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
-            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv3;
-            const double leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z;
-            const double leg3_H2_2 = leg3_B0_11*leg3_lu_inv3;
-            const double leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1;
             const double leg4_Qa3_p1 = cse27 + 1.0;
             const double leg4_Qa3_p2 = leg4_Qa3_p1*p_k_stop;
             const double leg4_Qa3_p8 = leg4_Qa3_p7 - mg_fmax(0.0, leg4_Qa3_p2*mg_fmax(0.0, leg4_stroke - 0.2));
@@ -7999,23 +8050,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg4_Qa3_p4 = leg4_Qa3_p3*p_k_stop;
             const double leg4_Qa3 = leg4_Qa3_p8 + mg_fmax(0.0, leg4_Qa3_p4*mg_fmax(0.0, -leg4_stroke - 0.2));
             mg_o_Q[11][mg_l] = leg4_Qa3;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
-            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
-            const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
-            const double leg4_H2_2 = leg4_B0_11*leg4_lu_inv3;
-            const double leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1;
             const double leg5_Qa3_p1 = cse28 + 1.0;
             const double leg5_Qa3_p2 = leg5_Qa3_p1*p_k_stop;
             const double leg5_Qa3_p8 = leg5_Qa3_p7 - mg_fmax(0.0, leg5_Qa3_p2*mg_fmax(0.0, leg5_stroke - 0.2));
@@ -8023,23 +8057,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg5_Qa3_p4 = leg5_Qa3_p3*p_k_stop;
             const double leg5_Qa3 = leg5_Qa3_p8 + mg_fmax(0.0, leg5_Qa3_p4*mg_fmax(0.0, -leg5_stroke - 0.2));
             mg_o_Q[14][mg_l] = leg5_Qa3;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
-            const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
-            const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
             const double leg6_Qa3_p1 = cse29 + 1.0;
             const double leg6_Qa3_p2 = leg6_Qa3_p1*p_k_stop;
             const double leg6_Qa3_p8 = leg6_Qa3_p7 - mg_fmax(0.0, leg6_Qa3_p2*mg_fmax(0.0, leg6_stroke - 0.2));
@@ -8047,23 +8064,6 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_Qa3_p4 = leg6_Qa3_p3*p_k_stop;
             const double leg6_Qa3 = leg6_Qa3_p8 + mg_fmax(0.0, leg6_Qa3_p4*mg_fmax(0.0, -leg6_stroke - 0.2));
             mg_o_Q[17][mg_l] = leg6_Qa3;
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
-            const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
-            const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
             const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
             const double leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1;
             const double leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1;
@@ -8373,18 +8373,9 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double cse0 = c_psi_x*c_psi_y;
     const double alpha_C_11 = c_psi_x*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
-    const double leg1_A33_r = 394784.17604357435*p_J_screw + 2.0;
-    A_leg1[8] = leg1_A33_r;
-    A_leg2[8] = leg1_A33_r;
-    A_leg3[8] = leg1_A33_r;
-    A_leg4[8] = leg1_A33_r;
-    A_leg5[8] = leg1_A33_r;
-    A_leg6[8] = leg1_A33_r;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse6 = 0.45961940777125593*s_psi_z + y_C;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse18 = 0.6278517870878945*s_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
@@ -8393,182 +8384,227 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double alpha_C_12 = cse1 + cse2*s_psi_z;
     const double alpha_C_20 = cse1*s_psi_z + cse2;
     const double cse5 = 0.45961940777125593*alpha_C_11;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
     const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
+    const double leg1_s0_x = -cse3 + cse4;
+    const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
+    const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
+    const double leg1_s0_z = -cse7 + cse8;
+    const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
+    const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
+    const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
     const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
+    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
+    const double leg2_u_inv_L = 1.0/leg2_u_L;
+    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
     const double cse13 = 0.6278517870878945*alpha_C_12;
     const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
     const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
     const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
+    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
+    const double leg3_u_inv_L = 1.0/leg3_u_L;
+    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double cse15 = 0.16823237931663848*alpha_C_10;
     const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
     const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
     const double cse19 = 0.16823237931663848*alpha_C_12;
     const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
     const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
     const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
     const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
     const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
     const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
     const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
+    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
+    const double leg4_u_inv_L = 1.0/leg4_u_L;
+    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
     const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
     const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
     const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
     const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
     const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
-    const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-    const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-    const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-    const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
-    const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
-    const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
-    const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-    const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
-    if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-    if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-    const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
-    const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-    if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-    if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
     if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 0.7223228347298782;
     if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg1_A33_r = 394784.17604357435*p_J_screw + 2.0;
+    A_leg1[8] = leg1_A33_r;
+    A_leg2[8] = leg1_A33_r;
+    A_leg3[8] = leg1_A33_r;
+    A_leg4[8] = leg1_A33_r;
+    A_leg5[8] = leg1_A33_r;
+    A_leg6[8] = leg1_A33_r;
+    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
+    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
     const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
     const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
     const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
     const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
     const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
     const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
     const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
     const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
     const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
     const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
     const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
@@ -8761,40 +8797,30 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1;
     const double leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1;
     const double leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1;
-    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22;
     const double leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z;
     const double leg1_R_Cn_2_y_p1 = alpha_C_10*leg1_beta1_20 + alpha_C_11*leg1_beta1_21;
     const double leg1_R_Cn_2_y = alpha_C_12*leg1_beta1_22 + leg1_R_Cn_2_y_p1;
     const double leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21;
     const double leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1;
-    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
     const double leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22;
     const double leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z;
     const double leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21;
     const double leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1;
     const double leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21;
     const double leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1;
-    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
     const double leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22;
     const double leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z;
     const double leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21;
     const double leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1;
     const double leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21;
     const double leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1;
-    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
     const double leg4_R_Cn_2_x_p1 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_22;
     const double leg4_R_Cn_2_x = leg4_R_Cn_2_x_p1 + leg4_beta1_21*s_psi_z;
     const double leg4_R_Cn_2_y_p1 = alpha_C_10*leg4_beta1_20 + alpha_C_11*leg4_beta1_21;
     const double leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1;
     const double leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21;
     const double leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1;
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
     const double leg5_R_Cn_2_x_p1 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_22;
     const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
     const double leg5_R_Cn_2_x = leg5_R_Cn_2_x_p1 + leg5_beta1_21*s_psi_z;
@@ -8807,32 +8833,6 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double leg6_R_Cn_2_z_p1 = alpha_C_20*leg6_beta1_20 + alpha_C_21*leg6_beta1_21;
     const double leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1;
     const double leg6_R_Cn_2_z = alpha_C_22*leg6_beta1_22 + leg6_R_Cn_2_z_p1;
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
     const double leg1_a1_x_p1 = g_x*leg1_beta1_00 + g_y*leg1_beta1_01;
@@ -9506,20 +9506,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
             const double alpha_C_11 = c_psi_x*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
-            const double p_J_screw = mg_in_p[0][mg_l];
-            const double leg1_A33_r = 394784.17604357435*p_J_screw + 2.0;
-            mg_o_A_leg1[8][mg_l] = leg1_A33_r;
-            mg_o_A_leg2[8][mg_l] = leg1_A33_r;
-            mg_o_A_leg3[8][mg_l] = leg1_A33_r;
-            mg_o_A_leg4[8][mg_l] = leg1_A33_r;
-            mg_o_A_leg5[8][mg_l] = leg1_A33_r;
-            mg_o_A_leg6[8][mg_l] = leg1_A33_r;
             const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double y_C = mg_in_x[1][mg_l];
             const double cse6 = 0.45961940777125593*s_psi_z + y_C;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse18 = 0.6278517870878945*s_psi_z;
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
@@ -9528,137 +9518,30 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double alpha_C_12 = cse1 + cse2*s_psi_z;
             const double alpha_C_20 = cse1*s_psi_z + cse2;
             const double cse5 = 0.45961940777125593*alpha_C_11;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
             const double cse3 = 0.45961940777125593*alpha_C_10;
             const double cse7 = 0.45961940777125593*alpha_C_12;
             const double leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y;
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
-            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -9668,13 +9551,30 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
+            const double leg1_u_inv_L = 1.0/leg1_u_L;
+            const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -9684,13 +9584,36 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_u_inv_L = 1.0/leg2_u_L;
+            const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
+            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -9700,13 +9623,39 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_u_inv_L = 1.0/leg3_u_L;
+            const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
+            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -9716,13 +9665,33 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
+            const double leg4_u_inv_L = 1.0/leg4_u_L;
+            const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
+            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
@@ -9732,13 +9701,30 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
@@ -9748,18 +9734,104 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double p_J_screw = mg_in_p[0][mg_l];
+            const double leg1_A33_r = 394784.17604357435*p_J_screw + 2.0;
+            mg_o_A_leg1[8][mg_l] = leg1_A33_r;
+            mg_o_A_leg2[8][mg_l] = leg1_A33_r;
+            mg_o_A_leg3[8][mg_l] = leg1_A33_r;
+            mg_o_A_leg4[8][mg_l] = leg1_A33_r;
+            mg_o_A_leg5[8][mg_l] = leg1_A33_r;
+            mg_o_A_leg6[8][mg_l] = leg1_A33_r;
+            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+            const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
+            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
             const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
             const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
             const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
             const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
             const double leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1;
             const double leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1;
             const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
             const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
             const double leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1;
             const double leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1;
@@ -9968,40 +10040,30 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1;
             const double leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1;
             const double leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1;
-            const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
-            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22;
             const double leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z;
             const double leg1_R_Cn_2_y_p1 = alpha_C_10*leg1_beta1_20 + alpha_C_11*leg1_beta1_21;
             const double leg1_R_Cn_2_y = alpha_C_12*leg1_beta1_22 + leg1_R_Cn_2_y_p1;
             const double leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21;
             const double leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1;
-            const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22;
             const double leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z;
             const double leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21;
             const double leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1;
             const double leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21;
             const double leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1;
-            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22;
             const double leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z;
             const double leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21;
             const double leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1;
             const double leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21;
             const double leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1;
-            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_R_Cn_2_x_p1 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_22;
             const double leg4_R_Cn_2_x = leg4_R_Cn_2_x_p1 + leg4_beta1_21*s_psi_z;
             const double leg4_R_Cn_2_y_p1 = alpha_C_10*leg4_beta1_20 + alpha_C_11*leg4_beta1_21;
             const double leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1;
             const double leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21;
             const double leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1;
-            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_R_Cn_2_x_p1 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_22;
             const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
             const double leg5_R_Cn_2_x = leg5_R_Cn_2_x_p1 + leg5_beta1_21*s_psi_z;
@@ -10014,68 +10076,6 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_R_Cn_2_z_p1 = alpha_C_20*leg6_beta1_20 + alpha_C_21*leg6_beta1_21;
             const double leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1;
             const double leg6_R_Cn_2_z = alpha_C_22*leg6_beta1_22 + leg6_R_Cn_2_z_p1;
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double g_x = mg_in_g[0][mg_l];
@@ -24648,7 +24648,6 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double cse0 = c_psi_x*c_psi_y;
     const double alpha_C_11 = c_psi_x*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
-    const double cse31 = (0.6)*g_z;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse6 = 0.45961940777125593*s_psi_z + y_C;
@@ -24662,7 +24661,6 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double cse5 = 0.45961940777125593*alpha_C_11;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
@@ -24670,14 +24668,28 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
     const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
     const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
     const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
     const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
     const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
     const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
     const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
     const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
     const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
@@ -24686,137 +24698,124 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
     const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse13 = 0.6278517870878945*alpha_C_12;
-    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-    const double cse18 = 0.6278517870878945*s_psi_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double cse15 = 0.16823237931663848*alpha_C_10;
-    const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-    const double cse19 = 0.16823237931663848*alpha_C_12;
-    const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+    const double cse13 = 0.6278517870878945*alpha_C_12;
+    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
+    const double cse15 = 0.16823237931663848*alpha_C_10;
+    const double leg4_s0_x_p1 = -cse16 + x_C;
+    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+    const double cse19 = 0.16823237931663848*alpha_C_12;
+    const double leg4_s0_z_p1 = -cse20 + z_C;
+    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
-    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 0.7223228347298782;
     if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
-    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
@@ -24844,6 +24843,25 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
     const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+    const double cse31 = (0.6)*g_z;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
@@ -24891,11 +24909,13 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
     const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
@@ -24913,23 +24933,19 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg3_r_rel0_3_z = leg3_B0_02*leg3_stroke;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
     const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
     const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
+    const double leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
     const double leg5_r_rel0_3_z = leg5_B0_02*leg5_stroke;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
     const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
     const double leg6_r_rel0_3_z = leg6_B0_02*leg6_stroke;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
     const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
     const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
@@ -25040,14 +25056,6 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
     const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
     const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-    const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
     const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
     const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
     const double leg5_IJ2_ss = leg5_u_s2*leg5_u_s2;
@@ -25075,17 +25083,9 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
     const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
     const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    const double leg6_IJ2_ss = leg6_u_s2*leg6_u_s2;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-    const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
     const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
     const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
+    const double leg6_IJ2_ss = leg6_u_s2*leg6_u_s2;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
     const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
     const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
@@ -25360,8 +25360,6 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
             const double alpha_C_11 = c_psi_x*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
-            const double g_z = mg_in_g[2][mg_l];
-            const double cse31 = (0.6)*g_z;
             const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double y_C = mg_in_x[1][mg_l];
@@ -25377,7 +25375,6 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
             const double cse3 = 0.45961940777125593*alpha_C_10;
@@ -25386,87 +25383,19 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse18 = 0.6278517870878945*s_psi_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -25476,27 +25405,30 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -25506,19 +25438,36 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -25528,19 +25477,39 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -25550,17 +25519,33 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
@@ -25570,17 +25555,30 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
@@ -25632,6 +25630,44 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+            const double g_z = mg_in_g[2][mg_l];
+            const double cse31 = (0.6)*g_z;
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
             const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
@@ -25679,11 +25715,13 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv3;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2;
+            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2;
+            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
             const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv3;
@@ -25703,29 +25741,19 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_r_rel0_3_z = leg3_B0_02*leg3_stroke;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
             const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-            const double leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv3;
             const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv3;
             const double leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z;
+            const double leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
+            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
+            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
             const double leg5_r_rel0_3_z = leg5_B0_02*leg5_stroke;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
             const double leg6_B0_12 = -leg6_beta1_02*leg6_u_s2;
+            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
+            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
             const double leg6_r_rel0_3_z = leg6_B0_02*leg6_stroke;
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2;
             const double leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2;
             const double leg1_H2_2 = leg1_B0_11*leg1_lu_inv3;
@@ -25837,20 +25865,6 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
             const double leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
-            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv3;
-            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv3;
-            const double leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z;
             const double leg5_H2_2 = leg5_B0_11*leg5_lu_inv3;
             const double leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1;
             const double leg5_IJ2_ss = leg5_u_s2*leg5_u_s2;
@@ -25878,23 +25892,9 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
             const double leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            const double leg6_IJ2_ss = leg6_u_s2*leg6_u_s2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
-            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv3;
-            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv3;
-            const double leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z;
             const double leg6_H2_2 = leg6_B0_11*leg6_lu_inv3;
             const double leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1;
+            const double leg6_IJ2_ss = leg6_u_s2*leg6_u_s2;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02;
             const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
             const double leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1;
@@ -51935,7 +51935,6 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double cse0 = c_psi_x*c_psi_y;
     const double alpha_C_11 = c_psi_x*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
-    const double cse113 = 197392.08802178717*p_J_screw;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse6 = 0.45961940777125593*s_psi_z + y_C;
@@ -51949,7 +51948,6 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double cse5 = 0.45961940777125593*alpha_C_11;
     const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
     const double leg1_s0_y = -cse5 + cse6;
-    const double leg2_s0_y = cse5 + cse6;
     const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
     const double cse3 = 0.45961940777125593*alpha_C_10;
     const double cse7 = 0.45961940777125593*alpha_C_12;
@@ -51957,14 +51955,28 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
     const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
     const double leg1_s0_x = -cse3 + cse4;
-    const double leg2_s0_x = cse3 + cse4;
     const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
     const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
     const double leg1_s0_z = -cse7 + cse8;
-    const double leg2_s0_z = cse7 + cse8;
     const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
     const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
     const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
+    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
+    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
+    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
+    const double leg2_s0_y = cse5 + cse6;
+    const double leg2_s0_x = cse3 + cse4;
+    const double leg2_s0_z = cse7 + cse8;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
     const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
     const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
@@ -51973,150 +51985,173 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
     const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
     const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-    const double cse11 = 0.6278517870878945*alpha_C_11;
-    const double leg3_s0_y = cse11 + cse12;
-    const double leg6_s0_y = -cse11 + cse12;
-    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
-    const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse13 = 0.6278517870878945*alpha_C_12;
-    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-    const double cse18 = 0.6278517870878945*s_psi_z;
-    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-    const double leg3_s0_z = cse13 + cse14;
-    const double leg6_s0_z = -cse13 + cse14;
-    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-    const double cse17 = 0.16823237931663848*alpha_C_11;
-    const double leg4_s0_y_p1 = -cse18 + y_C;
-    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-    const double leg5_s0_y_p1 = -cse18 + y_C;
-    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
-    const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse9 = 0.6278517870878945*alpha_C_10;
-    const double cse16 = 0.6278517870878945*alpha_C_00;
-    const double cse20 = 0.6278517870878945*alpha_C_02;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_x = cse10 + cse9;
-    const double leg6_s0_x = cse10 - cse9;
-    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-    const double cse15 = 0.16823237931663848*alpha_C_10;
-    const double leg4_s0_x_p1 = -cse16 + x_C;
-    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-    const double leg5_s0_x_p1 = -cse16 + x_C;
-    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-    const double cse19 = 0.16823237931663848*alpha_C_12;
-    const double leg4_s0_z_p1 = -cse20 + z_C;
-    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-    const double leg5_s0_z_p1 = -cse20 + z_C;
-    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
-    const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-    if (!(leg1_stroke + 0.25 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.25 m */
     if (!(leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 0.7223228347298781;
     if (!(leg2_stroke + 0.25 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.25 m */
-    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+    const double cse11 = 0.6278517870878945*alpha_C_11;
+    const double leg3_s0_y = cse11 + cse12;
+    const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+    const double cse13 = 0.6278517870878945*alpha_C_12;
+    const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+    const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+    const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+    const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+    const double leg3_s0_z = cse13 + cse14;
+    const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+    const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+    const double cse9 = 0.6278517870878945*alpha_C_10;
+    const double leg3_s0_x = cse10 + cse9;
+    const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+    const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+    const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 0.7223228347298781;
     if (!(leg3_stroke + 0.25 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.25 m */
-    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double cse18 = 0.6278517870878945*s_psi_z;
+    const double cse17 = 0.16823237931663848*alpha_C_11;
+    const double leg4_s0_y_p1 = -cse18 + y_C;
+    const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+    const double cse16 = 0.6278517870878945*alpha_C_00;
+    const double cse20 = 0.6278517870878945*alpha_C_02;
+    const double cse15 = 0.16823237931663848*alpha_C_10;
+    const double leg4_s0_x_p1 = -cse16 + x_C;
+    const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+    const double cse19 = 0.16823237931663848*alpha_C_12;
+    const double leg4_s0_z_p1 = -cse20 + z_C;
+    const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+    const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+    const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+    const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+    const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+    const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+    const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+    const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 0.7223228347298782;
     if (!(leg4_stroke + 0.25 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.25 m */
-    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_s0_y_p1 = -cse18 + y_C;
+    const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+    const double leg5_s0_x_p1 = -cse16 + x_C;
+    const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+    const double leg5_s0_z_p1 = -cse20 + z_C;
+    const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+    const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+    const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+    const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+    const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+    const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+    const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+    const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_stroke = leg5_u_L - 0.7223228347298782;
+    if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
+    if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_s0_y = -cse11 + cse12;
+    const double leg6_s0_z = -cse13 + cse14;
+    const double leg6_s0_x = cse10 - cse9;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    if (!(leg5_stroke + 0.25 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.25 m */
-    if (!(0.25 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.25 m */
+    const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+    const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+    const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+    const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+    const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+    const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+    const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+    const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     if (!(leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 0.7223228347298781;
     if (!(leg6_stroke + 0.25 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.25 m */
     if (!(0.25 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.25 m */
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
+    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
     const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
+    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
     const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
-    const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    const double cse113 = 197392.08802178717*p_J_screw;
     const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
     const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
     const double leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1;
@@ -52128,11 +52163,6 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1;
     const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
     const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    if (!(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
     const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
     const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
@@ -52157,15 +52187,12 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1;
     const double leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
-    const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
     const double leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21;
     const double leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
-    const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
     const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02;
     const double leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1;
@@ -52181,11 +52208,8 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1;
     const double leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21;
     const double leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1;
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
-    const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
-    const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22;
     const double leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z;
@@ -52194,37 +52218,18 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21;
     const double leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    if (!(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-    if (!(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
     const double leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22;
     const double leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z;
     const double leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21;
     const double leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-    if (!(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
     const double leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22;
     const double leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z;
     const double leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21;
     const double leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1;
     const double leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21;
     const double leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
     const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
     const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
@@ -52240,11 +52245,6 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double leg5_R_Cn_2_z_p1 = alpha_C_20*leg5_beta1_20 + alpha_C_21*leg5_beta1_21;
     const double leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
     const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
     const double leg6_R_Cn_2_x = leg6_R_Cn_2_x_p1 + leg6_beta1_21*s_psi_z;
     const double leg6_R_Cn_2_y_p1 = alpha_C_10*leg6_beta1_20 + alpha_C_11*leg6_beta1_21;
@@ -52952,8 +52952,6 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
             const double alpha_C_11 = c_psi_x*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
-            const double p_J_screw = mg_in_p[0][mg_l];
-            const double cse113 = 197392.08802178717*p_J_screw;
             const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double y_C = mg_in_x[1][mg_l];
@@ -52969,7 +52967,6 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double x_C = mg_in_x[0][mg_l];
             const double cse4 = 0.45961940777125593*alpha_C_00 + x_C;
             const double leg1_s0_y = -cse5 + cse6;
-            const double leg2_s0_y = cse5 + cse6;
             const double z_C = mg_in_x[2][mg_l];
             const double cse8 = 0.45961940777125593*alpha_C_02 + z_C;
             const double cse3 = 0.45961940777125593*alpha_C_10;
@@ -52978,95 +52975,19 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596;
             const double leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162;
             const double leg1_s0_x = -cse3 + cse4;
-            const double leg2_s0_x = cse3 + cse4;
             const double leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x;
             const double leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x;
             const double leg1_s0_z = -cse7 + cse8;
-            const double leg2_s0_z = cse7 + cse8;
             const double leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z;
             const double leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x;
             const double leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z;
-            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
-            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
-            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
-            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
-            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
-            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
-            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
-            const double cse11 = 0.6278517870878945*alpha_C_11;
-            const double leg3_s0_y = cse11 + cse12;
-            const double leg6_s0_y = -cse11 + cse12;
-            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse13 = 0.6278517870878945*alpha_C_12;
-            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
-            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
-            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
-            const double cse18 = 0.6278517870878945*s_psi_z;
-            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
-            const double leg3_s0_z = cse13 + cse14;
-            const double leg6_s0_z = -cse13 + cse14;
-            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
-            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
-            const double cse17 = 0.16823237931663848*alpha_C_11;
-            const double leg4_s0_y_p1 = -cse18 + y_C;
-            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
-            const double leg5_s0_y_p1 = -cse18 + y_C;
-            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse9 = 0.6278517870878945*alpha_C_10;
-            const double cse16 = 0.6278517870878945*alpha_C_00;
-            const double cse20 = 0.6278517870878945*alpha_C_02;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_x = cse10 + cse9;
-            const double leg6_s0_x = cse10 - cse9;
-            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
-            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
-            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
-            const double cse15 = 0.16823237931663848*alpha_C_10;
-            const double leg4_s0_x_p1 = -cse16 + x_C;
-            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
-            const double leg5_s0_x_p1 = -cse16 + x_C;
-            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
-            const double cse19 = 0.16823237931663848*alpha_C_12;
-            const double leg4_s0_z_p1 = -cse20 + z_C;
-            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
-            const double leg5_s0_z_p1 = -cse20 + z_C;
-            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
-            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
-            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
-            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
-            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
-            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
-            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
-            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
-            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
-            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
-            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
-            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
-            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
-            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
-            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
-            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
-            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
-            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
-            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
-            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
-            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
-            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
-            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
-            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
@@ -53076,19 +52997,30 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+            const double leg2_s0_y = cse5 + cse6;
+            const double leg2_s0_x = cse3 + cse4;
+            const double leg2_s0_z = cse7 + cse8;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825;
+            const double leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x;
+            const double leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596;
+            const double leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z;
+            const double leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y;
+            const double leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
@@ -53098,21 +53030,36 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            const double cse12 = 0.16823237931663848*s_psi_z + y_C;
+            const double cse11 = 0.6278517870878945*alpha_C_11;
+            const double leg3_s0_y = cse11 + cse12;
+            const double cse14 = 0.16823237931663848*alpha_C_02 + z_C;
+            const double cse13 = 0.6278517870878945*alpha_C_12;
+            const double leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y;
+            const double leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359;
+            const double leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
+            const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
+            const double leg3_s0_z = cse13 + cse14;
+            const double leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z;
+            const double leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z;
+            const double cse9 = 0.6278517870878945*alpha_C_10;
+            const double leg3_s0_x = cse10 + cse9;
+            const double leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x;
+            const double leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x;
+            const double leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
@@ -53122,19 +53069,39 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double cse18 = 0.6278517870878945*s_psi_z;
+            const double cse17 = 0.16823237931663848*alpha_C_11;
+            const double leg4_s0_y_p1 = -cse18 + y_C;
+            const double leg4_s0_y = cse17 + leg4_s0_y_p1;
+            const double cse16 = 0.6278517870878945*alpha_C_00;
+            const double cse20 = 0.6278517870878945*alpha_C_02;
+            const double cse15 = 0.16823237931663848*alpha_C_10;
+            const double leg4_s0_x_p1 = -cse16 + x_C;
+            const double leg4_s0_x = cse15 + leg4_s0_x_p1;
+            const double cse19 = 0.16823237931663848*alpha_C_12;
+            const double leg4_s0_z_p1 = -cse20 + z_C;
+            const double leg4_s0_z = cse19 + leg4_s0_z_p1;
+            const double leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y;
+            const double leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x;
+            const double leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596;
+            const double leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z;
+            const double leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x;
+            const double leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
+            const double leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
@@ -53144,21 +53111,34 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg5_s0_y_p1 = -cse18 + y_C;
+            const double leg5_s0_y = -cse17 + leg5_s0_y_p1;
+            const double leg5_s0_x_p1 = -cse16 + x_C;
+            const double leg5_s0_x = -cse15 + leg5_s0_x_p1;
+            const double leg5_s0_z_p1 = -cse20 + z_C;
+            const double leg5_s0_z = -cse19 + leg5_s0_z_p1;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836;
+            const double leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x;
+            const double leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596;
+            const double leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z;
+            const double leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x;
+            const double leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
+            const double leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -53167,16 +53147,30 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_y = -cse11 + cse12;
+            const double leg6_s0_z = -cse13 + cse14;
+            const double leg6_s0_x = cse10 - cse9;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825;
+            const double leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z;
+            const double leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x;
+            const double leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359;
+            const double leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z;
+            const double leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x;
+            const double leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
+            const double leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
@@ -53186,23 +53180,13 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
                 const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
-            const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
-            const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
-            const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
             const double leg1_rho2_x = leg1_stroke + 0.7223228347298781;
-            const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
-            const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
-            const double leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1;
-            const double leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1;
-            const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
-            const double leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1;
-            const double leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1;
-            const double leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1;
-            const double leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1;
-            const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
-            const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
@@ -53214,6 +53198,82 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
+            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
+            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
+            const double leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1;
+            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
+            const double leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1;
+            const double leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
+            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+            const double p_J_screw = mg_in_p[0][mg_l];
+            const double cse113 = 197392.08802178717*p_J_screw;
+            const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
+            const double leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1;
+            const double leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1;
+            const double leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1;
+            const double leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1;
+            const double leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1;
+            const double leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1;
+            const double leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1;
+            const double leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1;
+            const double leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1;
+            const double leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
             const double leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1;
@@ -53238,15 +53298,12 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1;
             const double leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
-            const double leg4_rho2_x = leg4_stroke + 0.7223228347298782;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
-            const double leg2_rho2_x = leg2_stroke + 0.7223228347298781;
             const double leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21;
             const double leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
-            const double leg3_rho2_x = leg3_stroke + 0.7223228347298781;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02;
             const double leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1;
@@ -53265,11 +53322,8 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1;
             const double leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21;
             const double leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1;
-            const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
-            const double leg5_rho2_x = leg5_stroke + 0.7223228347298782;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
-            const double leg6_rho2_x = leg6_stroke + 0.7223228347298781;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22;
             const double leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z;
@@ -53278,61 +53332,18 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21;
             const double leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22;
             const double leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z;
             const double leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21;
             const double leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22;
             const double leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z;
             const double leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21;
             const double leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1;
             const double leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21;
             const double leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02;
             const double leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02;
@@ -53348,17 +53359,6 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg5_R_Cn_2_z_p1 = alpha_C_20*leg5_beta1_20 + alpha_C_21*leg5_beta1_21;
             const double leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22;
             const double leg6_R_Cn_2_x = leg6_R_Cn_2_x_p1 + leg6_beta1_21*s_psi_z;
             const double leg6_R_Cn_2_y_p1 = alpha_C_10*leg6_beta1_20 + alpha_C_11*leg6_beta1_21;

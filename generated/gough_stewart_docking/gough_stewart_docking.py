@@ -60,128 +60,32 @@ def inverse_kinematics(x, p, q):
     cse0 = c_psi_x*s_psi_z
     alpha_C_11 = c_psi_x*c_psi_z
     cse4 = 0.45961940777125593*s_psi_z + y_C
-    cse10 = 0.16823237931663848*s_psi_z + y_C
-    cse16 = 0.6278517870878945*s_psi_z
     alpha_C_00 = c_psi_y*c_psi_z
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_10 = -c_psi_y*cse0 + s_psi_x*s_psi_y
     alpha_C_12 = c_psi_y*s_psi_x + cse0*s_psi_y
     cse3 = 0.45961940777125593*alpha_C_11
-    cse9 = 0.6278517870878945*alpha_C_11
-    cse15 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse16 + y_C
-    leg5_s0_y_p1 = -cse16 + y_C
-    leg4_s0_y = cse15 + leg4_s0_y_p1
-    leg5_s0_y = -cse15 + leg5_s0_y_p1
     cse2 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse3 + cse4
-    leg2_s0_y = cse3 + cse4
     cse6 = 0.45961940777125593*alpha_C_02 + z_C
-    leg3_s0_y = cse10 + cse9
-    leg6_s0_y = cse10 - cse9
-    cse12 = 0.16823237931663848*alpha_C_02 + z_C
-    cse18 = 0.6278517870878945*alpha_C_02
-    cse14 = 0.6278517870878945*alpha_C_00
-    cse8 = 0.16823237931663848*alpha_C_00 + x_C
     cse1 = 0.45961940777125593*alpha_C_10
     cse5 = 0.45961940777125593*alpha_C_12
     leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    cse11 = 0.6278517870878945*alpha_C_12
-    cse17 = 0.16823237931663848*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse13 = 0.16823237931663848*alpha_C_10
-    cse7 = 0.6278517870878945*alpha_C_10
-    leg4_s0_x_p1 = -cse14 + x_C
-    leg5_s0_x_p1 = -cse14 + x_C
-    leg4_s0_x = cse13 + leg4_s0_x_p1
-    leg5_s0_x = -cse13 + leg5_s0_x_p1
-    leg4_s0_z_p1 = -cse18 + z_C
-    leg5_s0_z_p1 = -cse18 + z_C
-    leg4_s0_z = cse17 + leg4_s0_z_p1
-    leg5_s0_z = -cse17 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg1_s0_x = -cse1 + cse2
-    leg2_s0_x = cse1 + cse2
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
     leg1_s0_z = -cse5 + cse6
-    leg2_s0_z = cse5 + cse6
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    leg3_s0_z = cse11 + cse12
-    leg6_s0_z = -cse11 + cse12
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    leg3_s0_x = cse7 + cse8
-    leg6_s0_x = -cse7 + cse8
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 112
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
-    leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -189,17 +93,31 @@ def inverse_kinematics(x, p, q):
     if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         return 124
+    leg2_s0_y = cse3 + cse4
+    leg2_s0_x = cse1 + cse2
+    leg2_s0_z = cse5 + cse6
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
+    leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
     if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 212
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
-    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
-    leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -207,17 +125,37 @@ def inverse_kinematics(x, p, q):
     if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         return 224
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
+    cse10 = 0.16823237931663848*s_psi_z + y_C
+    cse9 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse10 + cse9
+    cse12 = 0.16823237931663848*alpha_C_02 + z_C
+    cse11 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse8 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse11 + cse12
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse7 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse7 + cse8
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 312
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
-    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -225,17 +163,40 @@ def inverse_kinematics(x, p, q):
     if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         return 324
+    cse16 = 0.6278517870878945*s_psi_z
+    cse15 = 0.16823237931663848*alpha_C_11
+    cse14 = 0.6278517870878945*alpha_C_00
+    cse18 = 0.6278517870878945*alpha_C_02
+    cse13 = 0.16823237931663848*alpha_C_10
+    cse17 = 0.16823237931663848*alpha_C_12
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
+    leg4_s0_y_p1 = -cse16 + y_C
+    leg4_s0_y = cse15 + leg4_s0_y_p1
+    leg4_s0_x_p1 = -cse14 + x_C
+    leg4_s0_x = cse13 + leg4_s0_x_p1
+    leg4_s0_z_p1 = -cse18 + z_C
+    leg4_s0_z = cse17 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 412
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
-    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -243,25 +204,34 @@ def inverse_kinematics(x, p, q):
     if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         return 424
+    leg5_s0_y_p1 = -cse16 + y_C
+    leg5_s0_y = -cse15 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse14 + x_C
+    leg5_s0_x = -cse13 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse18 + z_C
+    leg5_s0_z = -cse17 + leg5_s0_z_p1
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 512
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -269,9 +239,39 @@ def inverse_kinematics(x, p, q):
     if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         return 524
+    leg6_s0_y = cse10 - cse9
+    leg6_s0_z = -cse11 + cse12
+    leg6_s0_x = -cse7 + cse8
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
     if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 612
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
+    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -332,7 +332,20 @@ def newton_step(x, q, p, q_next, residual):
     leg1_c2 = math.cos(leg1_u2)
     leg2_c2 = math.cos(leg2_u2)
     leg3_c2 = math.cos(leg3_u2)
+    leg4_c2 = math.cos(leg4_u2)
+    leg5_c2 = math.cos(leg5_u2)
+    leg1_rho2_x = leg1_stroke + 0.7223228347298781
+    leg1_TL1_z = -leg1_c2*leg1_rho2_x
+    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 192
     leg1_c1 = math.cos(leg1_u1)
+    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_TL1_z
     leg1_s1 = math.sin(leg1_u1)
     leg2_c1 = math.cos(leg2_u1)
     leg2_s1 = math.sin(leg2_u1)
@@ -351,26 +364,13 @@ def newton_step(x, q, p, q_next, residual):
     leg1_s2 = math.sin(leg1_u2)
     leg2_s2 = math.sin(leg2_u2)
     leg3_s2 = math.sin(leg3_u2)
-    leg4_c2 = math.cos(leg4_u2)
     leg4_s2 = math.sin(leg4_u2)
-    leg5_c2 = math.cos(leg5_u2)
     leg5_s2 = math.sin(leg5_u2)
     leg6_c2 = math.cos(leg6_u2)
     leg6_s2 = math.sin(leg6_u2)
     s_psi_z = math.sin(psi_z)
-    c_psi_z = math.cos(psi_z)
-    leg1_rho2_x = leg1_stroke + 0.7223228347298781
-    leg1_TL1_z = -leg1_c2*leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 192
-    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 192
-    leg1_lu_inv2 = 1.0/leg1_TL1_z
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
+    c_psi_z = math.cos(psi_z)
     leg2_TL1_z = -leg2_c2*leg2_rho2_x
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
@@ -392,6 +392,28 @@ def newton_step(x, q, p, q_next, residual):
         residual[:] = [NAN] * 18
         return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_TL1_z = -leg4_c2*leg4_rho2_x
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_TL1_z = -leg5_c2*leg5_rho2_x
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.5672170616648486*leg1_c1 - 0.6662571754848596*leg1_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_c1 - 0.6662571754848596*leg2_s1
     leg3_beta1_00 = 0.5553881181936186*leg3_c1 + 0.6523628147563939*leg3_s1
@@ -420,6 +442,7 @@ def newton_step(x, q, p, q_next, residual):
     alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1
     leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1
     leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1
@@ -448,11 +471,20 @@ def newton_step(x, q, p, q_next, residual):
     leg3_B0_10 = -leg3_beta1_00*leg3_s2 + 0.515719687516839*leg3_c2
     leg4_B0_00 = leg4_beta1_00*leg4_c2 + 0.999833497556619*leg4_s2
     leg4_B0_10 = -leg4_beta1_00*leg4_s2 + 0.999833497556619*leg4_c2
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg5_B0_00 = leg5_beta1_00*leg5_c2 - 0.999833497556619*leg5_s2
     leg5_B0_10 = -leg5_beta1_00*leg5_s2 - 0.999833497556619*leg5_c2
     leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.515719687516839*leg6_s2
     leg6_B0_10 = -leg6_beta1_00*leg6_s2 - 0.515719687516839*leg6_c2
+    leg6_TL1_z = -leg6_c2*leg6_rho2_x
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
     leg1_B0_02 = leg1_beta1_02*leg1_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_s2
     leg1_f2_p1 = leg1_B0_10*x_C + leg1_B0_12*z_C
@@ -482,19 +514,9 @@ def newton_step(x, q, p, q_next, residual):
     leg4_f2_p1 = leg4_B0_10*x_C + leg4_B0_12*z_C
     leg4_B0_11 = -leg4_beta1_01*leg4_s2 + 0.018247661869354326*leg4_c2
     leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354326*leg4_s2
-    leg4_TL1_z = -leg4_c2*leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 492
     leg4_rho0_y = -0.6363961030678928*leg4_B0_10 + 0.6363961030678928*leg4_B0_11
     leg4_f2_p2 = -leg4_B0_11*y_C + leg4_rho0_y
     leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
     leg5_B0_02 = leg5_beta1_02*leg5_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_s2
     leg5_f2_p1 = leg5_B0_10*x_C + leg5_B0_12*z_C
@@ -671,17 +693,6 @@ def newton_step(x, q, p, q_next, residual):
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg4_dq2 = leg4_f2*leg4_lu_inv3
     leg4_q_next2 = -leg4_dq2 + leg4_u2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
-    leg5_TL1_z = -leg5_c2*leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 592
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02
     leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1
     leg5_f1_p1 = leg5_B0_00*x_C + leg5_B0_02*z_C
@@ -721,25 +732,14 @@ def newton_step(x, q, p, q_next, residual):
     leg6_f1_p4 = -0.16823237931663848*leg6_R_Cn_0_x + 0.6278517870878945*leg6_R_Cn_0_y
     leg6_f2 = -0.16823237931663848*leg6_R_Cn_1_x + leg6_f2_p4
     leg6_f3 = 0.6278517870878945*leg6_R_Cn_2_y + leg6_f3_p4
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
-    leg6_TL1_z = -leg6_c2*leg6_rho2_x
-    leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1
+    leg6_dq1 = leg6_f3*leg6_lu_inv2
     leg6_rho0_x_p1 = -0.8693332436601615*leg6_B0_01 + leg6_rho2_x
     leg6_rho0_x = -0.23293714059226867*leg6_B0_00 + leg6_rho0_x_p1
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_f1_p2 = leg6_B0_01*y_C + leg6_f1_p1
     leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 692
     leg6_f1 = leg6_f1_p3 + leg6_f1_p4
     leg6_dq2 = leg6_f2*leg6_lu_inv3
-    leg6_dq1 = leg6_f3*leg6_lu_inv2
     leg6_q_next1 = -leg6_dq1 + leg6_u1
     leg6_q_next2 = -leg6_dq2 + leg6_u2
     leg6_q_next3 = -leg6_f1 + leg6_stroke
@@ -843,7 +843,6 @@ def velocity_constraints(x, p, H):
     cse5 = 0.45961940777125593*alpha_C_11
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
@@ -851,14 +850,34 @@ def velocity_constraints(x, p, H):
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
+    leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 112
+    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_stroke = leg1_u_L - 0.7223228347298781
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
+        H[:] = [NAN] * 108
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
+        H[:] = [NAN] * 108
+        return 124
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
     leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
     leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
@@ -867,98 +886,12 @@ def velocity_constraints(x, p, H):
     leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
     leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
     leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse11 = 0.6278517870878945*alpha_C_11
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
-    leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 112
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse18 = 0.6278517870878945*s_psi_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
-    leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse9 = 0.6278517870878945*alpha_C_10
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
-    leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
-        H[:] = [NAN] * 108
-        return 123
-    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
-        H[:] = [NAN] * 108
-        return 124
     if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 212
-    leg1_u_inv_L = 1.0/leg1_u_L
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg1_rho2_x = leg1_stroke + 0.7223228347298781
-    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -966,19 +899,35 @@ def velocity_constraints(x, p, H):
     if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
         return 224
-    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 312
     leg2_u_inv_L = 1.0/leg2_u_L
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg2_rho2_x = leg2_stroke + 0.7223228347298781
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 312
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -986,19 +935,38 @@ def velocity_constraints(x, p, H):
     if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
         return 324
-    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 412
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -1006,17 +974,32 @@ def velocity_constraints(x, p, H):
     if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
         return 424
-    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 512
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 512
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -1024,17 +1007,29 @@ def velocity_constraints(x, p, H):
     if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
         return 524
-    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 612
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 612
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
@@ -1042,13 +1037,13 @@ def velocity_constraints(x, p, H):
     if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
         return 624
+    leg1_rho2_x = leg1_stroke + 0.7223228347298781
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
@@ -1056,6 +1051,7 @@ def velocity_constraints(x, p, H):
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 192
+    leg2_rho2_x = leg2_stroke + 0.7223228347298781
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     leg1_lu_inv3 = 1.0/leg1_rho2_x
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
@@ -1065,6 +1061,7 @@ def velocity_constraints(x, p, H):
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 292
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     leg2_lu_inv3 = 1.0/leg2_rho2_x
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
@@ -1074,14 +1071,9 @@ def velocity_constraints(x, p, H):
     if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 392
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg3_lu_inv2 = 1.0/leg3_TL1_z
     leg3_lu_inv3 = 1.0/leg3_rho2_x
-    leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
@@ -1089,8 +1081,25 @@ def velocity_constraints(x, p, H):
     if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 492
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg4_lu_inv2 = 1.0/leg4_TL1_z
     leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
+    leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
     leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
@@ -1099,32 +1108,20 @@ def velocity_constraints(x, p, H):
     leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
     leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
     leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
-    leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2
-    leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2
     leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2
-    leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2
     leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
     leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
-    leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2
     leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
     leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
-    leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2
-    leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2
     leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
     leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
-    leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2
     leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
     leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
-    leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2
-    leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2
     leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
     leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
     leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
@@ -1135,36 +1132,67 @@ def velocity_constraints(x, p, H):
     leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
-    leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
-    leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
-    leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
     leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_H3_2 = leg2_B0_12*leg2_lu_inv3
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_H3_2 = leg3_B0_12*leg3_lu_inv3
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
+    leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
+    leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
+    leg2_H3_2 = leg2_B0_12*leg2_lu_inv3
+    leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
+    leg3_H3_2 = leg3_B0_12*leg3_lu_inv3
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
+    leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
+    leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
+    leg1_H2_1 = leg1_beta1_21*leg1_lu_inv2
+    leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
+    leg2_H1_1 = leg2_beta1_20*leg2_lu_inv2
+    leg2_H2_1 = leg2_beta1_21*leg2_lu_inv2
+    leg2_H3_1 = leg2_beta1_22*leg2_lu_inv2
+    leg3_H1_1 = leg3_beta1_20*leg3_lu_inv2
+    leg3_H2_1 = leg3_beta1_21*leg3_lu_inv2
+    leg3_H3_1 = leg3_beta1_22*leg3_lu_inv2
+    leg4_H1_1 = leg4_beta1_20*leg4_lu_inv2
+    leg4_H2_1 = leg4_beta1_21*leg4_lu_inv2
+    leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2
+    leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2
+    leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2
+    leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2
+    leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2
+    leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2
+    leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_H2_2 = leg1_B0_11*leg1_lu_inv3
@@ -1236,21 +1264,7 @@ def velocity_constraints(x, p, H):
     leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1
     leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
     leg5_H2_2 = leg5_B0_11*leg5_lu_inv3
-    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
-    leg5_H1_1 = leg5_beta1_20*leg5_lu_inv2
-    leg5_H2_1 = leg5_beta1_21*leg5_lu_inv2
-    leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02
     leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02
@@ -1268,21 +1282,7 @@ def velocity_constraints(x, p, H):
     leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1
     leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
     leg6_H2_2 = leg6_B0_11*leg6_lu_inv3
-    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
-    leg6_H1_1 = leg6_beta1_20*leg6_lu_inv2
-    leg6_H2_1 = leg6_beta1_21*leg6_lu_inv2
-    leg6_H3_1 = leg6_beta1_22*leg6_lu_inv2
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22
     leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1
@@ -1565,7 +1565,6 @@ def leg_rates(x, u, p, q, qd):
     cse5 = 0.45961940777125593*alpha_C_11
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
@@ -1573,95 +1572,19 @@ def leg_rates(x, u, p, q, qd):
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse11 = 0.6278517870878945*alpha_C_11
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 112
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse18 = 0.6278517870878945*s_psi_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse9 = 0.6278517870878945*alpha_C_10
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1671,22 +1594,32 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 124
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 212
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg1_rho2_x = leg1_stroke + 0.7223228347298781
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 212
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1696,11 +1629,6 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 224
-    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
@@ -1709,11 +1637,30 @@ def leg_rates(x, u, p, q, qd):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg2_rho2_x = leg2_stroke + 0.7223228347298781
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 312
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1723,11 +1670,6 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 324
-    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
@@ -1736,9 +1678,33 @@ def leg_rates(x, u, p, q, qd):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_rho2_x = leg3_stroke + 0.7223228347298781
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 412
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1748,10 +1714,12 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 424
-    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 512
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
@@ -1760,12 +1728,21 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
-    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 512
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
@@ -1775,32 +1752,50 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 524
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
+    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 612
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
-    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 623
-    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 624
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg1_rho2_x = leg1_stroke + 0.7223228347298781
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
+    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
@@ -1810,6 +1805,7 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 192
+    leg2_rho2_x = leg2_stroke + 0.7223228347298781
     leg1_lu_inv3 = 1.0/leg1_rho2_x
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
@@ -1821,6 +1817,7 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 292
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg2_lu_inv3 = 1.0/leg2_rho2_x
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
@@ -1832,8 +1829,44 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 392
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
     leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
@@ -1881,10 +1914,13 @@ def leg_rates(x, u, p, q, qd):
     leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
     leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
@@ -1899,24 +1935,16 @@ def leg_rates(x, u, p, q, qd):
     leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
-    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
     leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
+    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
+    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_H2_2 = leg1_B0_11*leg1_lu_inv3
@@ -2007,20 +2035,6 @@ def leg_rates(x, u, p, q, qd):
     leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2
     leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
-    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
-    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
     leg5_H2_2 = leg5_B0_11*leg5_lu_inv3
     leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02
@@ -2043,20 +2057,6 @@ def leg_rates(x, u, p, q, qd):
     leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2
     leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
-    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
-    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
     leg6_H2_2 = leg6_B0_11*leg6_lu_inv3
     leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02
@@ -3278,8 +3278,6 @@ def leg_forces(x, u, F, p, Q):
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse6 = 0.45961940777125593*s_psi_z + y_C
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse18 = 0.6278517870878945*s_psi_z
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
@@ -3288,134 +3286,27 @@ def leg_forces(x, u, F, p, Q):
     alpha_C_12 = cse1 + cse2*s_psi_z
     alpha_C_20 = cse1*s_psi_z + cse2
     cse5 = 0.45961940777125593*alpha_C_11
-    cse11 = 0.6278517870878945*alpha_C_11
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
     leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    cse9 = 0.6278517870878945*alpha_C_10
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 112
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
-    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
-    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
-    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3423,12 +3314,29 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 124
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
     if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 212
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3436,12 +3344,35 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 224
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 312
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3449,12 +3380,38 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 324
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 412
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3462,12 +3419,32 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 424
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 512
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3475,12 +3452,29 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 524
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 612
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
@@ -3488,18 +3482,84 @@ def leg_forces(x, u, F, p, Q):
     if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
         return 624
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg1_rho2_x = leg1_stroke + 0.7223228347298781
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 192
+    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_rho2_x
+    leg1_lu_inv2 = 1.0/leg1_TL1_z
+    leg2_rho2_x = leg2_stroke + 0.7223228347298781
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 292
+    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_rho2_x
+    leg2_lu_inv2 = 1.0/leg2_TL1_z
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 392
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_rho2_x
+    leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
     leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
     leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
     leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
     leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
     leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
     leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
     leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        Q[:] = [NAN] * 18
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        Q[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
     leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
     leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
     leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
@@ -3508,36 +3568,58 @@ def leg_forces(x, u, F, p, Q):
     leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
+    leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
+    leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
+    leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
     leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
+    leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
+    leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
+    leg2_H3_2 = leg2_B0_12*leg2_lu_inv3
+    leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
+    leg3_H3_2 = leg3_B0_12*leg3_lu_inv3
+    leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
+    leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
+    leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
+    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
+    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
+    leg1_H2_2 = leg1_B0_11*leg1_lu_inv3
+    leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + alpha_C_02*leg1_B0_02
     leg1_R_Cn_0_x = leg1_B0_01*s_psi_z + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_12*leg1_B0_02
     leg1_R_Cn_0_y = alpha_C_11*leg1_B0_01 + leg1_R_Cn_0_y_p1
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
+    leg2_H2_2 = leg2_B0_11*leg2_lu_inv3
+    leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + alpha_C_02*leg2_B0_02
     leg2_R_Cn_0_x = leg2_B0_01*s_psi_z + leg2_R_Cn_0_x_p1
     leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_12*leg2_B0_02
@@ -3548,24 +3630,32 @@ def leg_forces(x, u, F, p, Q):
     leg2_qd3_p2 = leg2_B0_01*v_y + leg2_qd3_p1
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
+    leg3_H2_2 = leg3_B0_11*leg3_lu_inv3
+    leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1
     leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + alpha_C_02*leg3_B0_02
     leg3_R_Cn_0_x = leg3_B0_01*s_psi_z + leg3_R_Cn_0_x_p1
     leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_12*leg3_B0_02
     leg3_R_Cn_0_y = alpha_C_11*leg3_B0_01 + leg3_R_Cn_0_y_p1
     leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
+    leg4_H2_2 = leg4_B0_11*leg4_lu_inv3
+    leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02
     leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_12*leg4_B0_02
     leg4_R_Cn_0_y = alpha_C_11*leg4_B0_01 + leg4_R_Cn_0_y_p1
     leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
+    leg5_H2_2 = leg5_B0_11*leg5_lu_inv3
+    leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02
     leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02
     leg5_R_Cn_0_y = alpha_C_11*leg5_B0_01 + leg5_R_Cn_0_y_p1
     leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
+    leg6_H2_2 = leg6_B0_11*leg6_lu_inv3
+    leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02
     leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1
     leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_12*leg6_B0_02
@@ -3656,126 +3746,36 @@ def leg_forces(x, u, F, p, Q):
     leg1_Qa3_p3 = 1.0 - cse24
     leg1_Qa3_p4 = leg1_Qa3_p3*p_k_stop
     leg1_Qa3 = leg1_Qa3_p8 + max(0.0, leg1_Qa3_p4*max(0.0, -leg1_stroke - 0.2))
-    leg1_rho2_x = leg1_stroke + 0.7223228347298781
-    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 192
-    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 192
-    leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg1_lu_inv2 = 1.0/leg1_TL1_z
-    leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
-    leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
-    leg1_qd2_p1 = leg1_H1_2*v_x + leg1_H3_2*v_z
-    leg1_H2_2 = leg1_B0_11*leg1_lu_inv3
-    leg1_qd2_p2 = leg1_H2_2*v_y + leg1_qd2_p1
     leg2_Qa3_p1 = cse25 + 1.0
     leg2_Qa3_p2 = leg2_Qa3_p1*p_k_stop
     leg2_Qa3_p8 = leg2_Qa3_p7 - max(0.0, leg2_Qa3_p2*max(0.0, leg2_stroke - 0.2))
     leg2_Qa3_p3 = 1.0 - cse25
     leg2_Qa3_p4 = leg2_Qa3_p3*p_k_stop
     leg2_Qa3 = leg2_Qa3_p8 + max(0.0, leg2_Qa3_p4*max(0.0, -leg2_stroke - 0.2))
-    leg2_rho2_x = leg2_stroke + 0.7223228347298781
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 292
-    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 292
-    leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg2_lu_inv2 = 1.0/leg2_TL1_z
-    leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
-    leg2_H3_2 = leg2_B0_12*leg2_lu_inv3
-    leg2_qd2_p1 = leg2_H1_2*v_x + leg2_H3_2*v_z
-    leg2_H2_2 = leg2_B0_11*leg2_lu_inv3
-    leg2_qd2_p2 = leg2_H2_2*v_y + leg2_qd2_p1
     leg3_Qa3_p1 = cse26 + 1.0
     leg3_Qa3_p2 = leg3_Qa3_p1*p_k_stop
     leg3_Qa3_p8 = leg3_Qa3_p7 - max(0.0, leg3_Qa3_p2*max(0.0, leg3_stroke - 0.2))
     leg3_Qa3_p3 = 1.0 - cse26
     leg3_Qa3_p4 = leg3_Qa3_p3*p_k_stop
     leg3_Qa3 = leg3_Qa3_p8 + max(0.0, leg3_Qa3_p4*max(0.0, -leg3_stroke - 0.2))
-    leg3_rho2_x = leg3_stroke + 0.7223228347298781
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 392
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_rho2_x
-    leg3_lu_inv2 = 1.0/leg3_TL1_z
-    leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
-    leg3_H3_2 = leg3_B0_12*leg3_lu_inv3
-    leg3_qd2_p1 = leg3_H1_2*v_x + leg3_H3_2*v_z
-    leg3_H2_2 = leg3_B0_11*leg3_lu_inv3
-    leg3_qd2_p2 = leg3_H2_2*v_y + leg3_qd2_p1
     leg4_Qa3_p1 = cse27 + 1.0
     leg4_Qa3_p2 = leg4_Qa3_p1*p_k_stop
     leg4_Qa3_p8 = leg4_Qa3_p7 - max(0.0, leg4_Qa3_p2*max(0.0, leg4_stroke - 0.2))
     leg4_Qa3_p3 = 1.0 - cse27
     leg4_Qa3_p4 = leg4_Qa3_p3*p_k_stop
     leg4_Qa3 = leg4_Qa3_p8 + max(0.0, leg4_Qa3_p4*max(0.0, -leg4_stroke - 0.2))
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
-    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
-    leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
-    leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z
-    leg4_H2_2 = leg4_B0_11*leg4_lu_inv3
-    leg4_qd2_p2 = leg4_H2_2*v_y + leg4_qd2_p1
     leg5_Qa3_p1 = cse28 + 1.0
     leg5_Qa3_p2 = leg5_Qa3_p1*p_k_stop
     leg5_Qa3_p8 = leg5_Qa3_p7 - max(0.0, leg5_Qa3_p2*max(0.0, leg5_stroke - 0.2))
     leg5_Qa3_p3 = 1.0 - cse28
     leg5_Qa3_p4 = leg5_Qa3_p3*p_k_stop
     leg5_Qa3 = leg5_Qa3_p8 + max(0.0, leg5_Qa3_p4*max(0.0, -leg5_stroke - 0.2))
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
-    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
-    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
-    leg5_H2_2 = leg5_B0_11*leg5_lu_inv3
-    leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1
     leg6_Qa3_p1 = cse29 + 1.0
     leg6_Qa3_p2 = leg6_Qa3_p1*p_k_stop
     leg6_Qa3_p8 = leg6_Qa3_p7 - max(0.0, leg6_Qa3_p2*max(0.0, leg6_stroke - 0.2))
     leg6_Qa3_p3 = 1.0 - cse29
     leg6_Qa3_p4 = leg6_Qa3_p3*p_k_stop
     leg6_Qa3 = leg6_Qa3_p8 + max(0.0, leg6_Qa3_p4*max(0.0, -leg6_stroke - 0.2))
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        Q[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        Q[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
-    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
-    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
-    leg6_H2_2 = leg6_B0_11*leg6_lu_inv3
-    leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
     leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
@@ -4087,12 +4087,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     cse0 = c_psi_x*c_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse2 = c_psi_x*s_psi_y
-    leg1_A33_r = 394784.17604357435*p_J_screw + 2.0
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse6 = 0.45961940777125593*s_psi_z + y_C
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse18 = 0.6278517870878945*s_psi_z
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
@@ -4101,92 +4098,21 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     alpha_C_12 = cse1 + cse2*s_psi_z
     alpha_C_20 = cse1*s_psi_z + cse2
     cse5 = 0.45961940777125593*alpha_C_11
-    cse11 = 0.6278517870878945*alpha_C_11
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
     leg1_d_x_p1 = 0.41999937451728825 - 0.3138240358464619*leg1_s0_y
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    cse9 = 0.6278517870878945*alpha_C_10
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
@@ -4197,44 +4123,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 112
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
-    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
-    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
-    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4254,6 +4144,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 124
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_d_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
     if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -4263,9 +4171,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 212
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4285,6 +4192,30 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 224
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_s2 = leg2_d_y*leg2_u_inv_L
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -4294,9 +4225,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 312
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4316,6 +4246,33 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 324
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_s2 = leg3_d_y*leg3_u_inv_L
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -4325,9 +4282,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 412
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4347,6 +4303,27 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 424
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_s2 = leg4_d_y*leg4_u_inv_L
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -4356,9 +4333,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 512
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4378,6 +4354,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 524
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -4387,9 +4381,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 612
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
@@ -4409,18 +4402,157 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
         return 624
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_d_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg1_A33_r = 394784.17604357435*p_J_screw + 2.0
+    leg1_rho2_x = leg1_stroke + 0.7223228347298781
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 192
+    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_rho2_x
+    leg1_lu_inv2 = 1.0/leg1_TL1_z
+    leg2_rho2_x = leg2_stroke + 0.7223228347298781
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 292
+    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_rho2_x
+    leg2_lu_inv2 = 1.0/leg2_TL1_z
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 392
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_rho2_x
+    leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
     leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
     leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
     leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
     leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
     leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
     leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
     leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        A_leg1[:] = [NAN] * 9
+        A_leg2[:] = [NAN] * 9
+        A_leg3[:] = [NAN] * 9
+        A_leg4[:] = [NAN] * 9
+        A_leg5[:] = [NAN] * 9
+        A_leg6[:] = [NAN] * 9
+        b[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
     leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
     leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
     leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
@@ -4613,40 +4745,30 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
     leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
     leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
-    leg1_rho2_x = leg1_stroke + 0.7223228347298781
-    leg2_rho2_x = leg2_stroke + 0.7223228347298781
-    leg3_rho2_x = leg3_stroke + 0.7223228347298781
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22
     leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z
     leg1_R_Cn_2_y_p1 = alpha_C_10*leg1_beta1_20 + alpha_C_11*leg1_beta1_21
     leg1_R_Cn_2_y = alpha_C_12*leg1_beta1_22 + leg1_R_Cn_2_y_p1
     leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21
     leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1
-    leg1_lu_inv3 = 1.0/leg1_rho2_x
     leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22
     leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z
     leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21
     leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1
     leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21
     leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1
-    leg2_lu_inv3 = 1.0/leg2_rho2_x
     leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22
     leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z
     leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21
     leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1
     leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21
     leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1
-    leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_R_Cn_2_x_p1 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_22
     leg4_R_Cn_2_x = leg4_R_Cn_2_x_p1 + leg4_beta1_21*s_psi_z
     leg4_R_Cn_2_y_p1 = alpha_C_10*leg4_beta1_20 + alpha_C_11*leg4_beta1_21
     leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1
     leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21
     leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_R_Cn_2_x_p1 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_22
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22
     leg5_R_Cn_2_x = leg5_R_Cn_2_x_p1 + leg5_beta1_21*s_psi_z
@@ -4659,128 +4781,6 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_R_Cn_2_z_p1 = alpha_C_20*leg6_beta1_20 + alpha_C_21*leg6_beta1_21
     leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1
     leg6_R_Cn_2_z = alpha_C_22*leg6_beta1_22 + leg6_R_Cn_2_z_p1
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 192
-    if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 192
-    leg1_lu_inv2 = 1.0/leg1_TL1_z
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 292
-    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 292
-    leg2_lu_inv2 = 1.0/leg2_TL1_z
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 392
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL1_z
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 492
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 592
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 692
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        A_leg1[:] = [NAN] * 9
-        A_leg2[:] = [NAN] * 9
-        A_leg3[:] = [NAN] * 9
-        A_leg4[:] = [NAN] * 9
-        A_leg5[:] = [NAN] * 9
-        A_leg6[:] = [NAN] * 9
-        b[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_a1_x_p1 = g_x*leg1_beta1_00 + g_y*leg1_beta1_01
@@ -9815,7 +9815,6 @@ def energy(x, u, g, p, T, V):
     cse0 = c_psi_x*c_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse2 = c_psi_x*s_psi_y
-    cse31 = (0.6)*g_z
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse6 = 0.45961940777125593*s_psi_z + y_C
@@ -9829,7 +9828,6 @@ def energy(x, u, g, p, T, V):
     cse5 = 0.45961940777125593*alpha_C_11
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
@@ -9837,87 +9835,19 @@ def energy(x, u, g, p, T, V):
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse11 = 0.6278517870878945*alpha_C_11
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 112
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse18 = 0.6278517870878945*s_psi_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse9 = 0.6278517870878945*alpha_C_10
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -9927,27 +9857,30 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 124
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 212
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
     leg1_u_inv_L = 1.0/leg1_u_L
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 212
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -9957,19 +9890,36 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 224
-    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 312
     leg2_u_inv_L = 1.0/leg2_u_L
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 312
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -9979,19 +9929,39 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 324
-    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 412
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10001,17 +9971,33 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 424
-    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 512
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 512
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10021,17 +10007,30 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 524
-    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 612
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 612
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
@@ -10083,6 +10082,43 @@ def energy(x, u, g, p, T, V):
         return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
+    cse31 = (0.6)*g_z
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
     leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
@@ -10130,11 +10166,13 @@ def energy(x, u, g, p, T, V):
     leg3_H1_2 = leg3_B0_10*leg3_lu_inv3
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
     leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_H3_2 = leg1_B0_12*leg1_lu_inv3
@@ -10152,29 +10190,19 @@ def energy(x, u, g, p, T, V):
     leg3_r_rel0_3_z = leg3_B0_02*leg3_stroke
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
-    leg4_H1_2 = leg4_B0_10*leg4_lu_inv3
     leg4_H3_2 = leg4_B0_12*leg4_lu_inv3
     leg4_qd2_p1 = leg4_H1_2*v_x + leg4_H3_2*v_z
+    leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
+    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
     leg5_r_rel0_3_z = leg5_B0_02*leg5_stroke
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
+    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
     leg6_r_rel0_3_z = leg6_B0_02*leg6_stroke
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_H2_2 = leg1_B0_11*leg1_lu_inv3
@@ -10285,20 +10313,6 @@ def energy(x, u, g, p, T, V):
     leg4_H3_1 = leg4_beta1_22*leg4_lu_inv2
     leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg5_H1_2 = leg5_B0_10*leg5_lu_inv3
-    leg5_H3_2 = leg5_B0_12*leg5_lu_inv3
-    leg5_qd2_p1 = leg5_H1_2*v_x + leg5_H3_2*v_z
     leg5_H2_2 = leg5_B0_11*leg5_lu_inv3
     leg5_qd2_p2 = leg5_H2_2*v_y + leg5_qd2_p1
     leg5_IJ2_ss = leg5_u_s2*leg5_u_s2
@@ -10326,23 +10340,9 @@ def energy(x, u, g, p, T, V):
     leg5_H3_1 = leg5_beta1_22*leg5_lu_inv2
     leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    leg6_IJ2_ss = leg6_u_s2*leg6_u_s2
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg6_H1_2 = leg6_B0_10*leg6_lu_inv3
-    leg6_H3_2 = leg6_B0_12*leg6_lu_inv3
-    leg6_qd2_p1 = leg6_H1_2*v_x + leg6_H3_2*v_z
     leg6_H2_2 = leg6_B0_11*leg6_lu_inv3
     leg6_qd2_p2 = leg6_H2_2*v_y + leg6_qd2_p1
+    leg6_IJ2_ss = leg6_u_s2*leg6_u_s2
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22
     leg6_R_Cn_0_x = leg6_B0_01*s_psi_z + leg6_R_Cn_0_x_p1
@@ -17611,7 +17611,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse0 = c_psi_x*c_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse2 = c_psi_x*s_psi_y
-    cse113 = 197392.08802178717*p_J_screw
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse6 = 0.45961940777125593*s_psi_z + y_C
@@ -17625,7 +17624,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse5 = 0.45961940777125593*alpha_C_11
     cse4 = 0.45961940777125593*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.45961940777125593*alpha_C_02 + z_C
     cse3 = 0.45961940777125593*alpha_C_10
     cse7 = 0.45961940777125593*alpha_C_12
@@ -17633,96 +17631,20 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_d_z_p1 = 0.36861993380210856*leg1_s0_y - 0.49333423813093596
     leg1_d_y_p1 = 0.8750050393733557*leg1_s0_y + 0.6246774006580162
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_z_p2 = leg1_d_z_p1 + 0.6662571754848596*leg1_s0_x
     leg1_d_y = -leg1_d_y_p1 + 0.4841138100397801*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_x_p2 = leg1_d_x_p1 + 0.7614323866774606*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.5672170616648486*leg1_s0_x
     leg1_d_z = leg1_d_z_p2 + 0.6482443370509813*leg1_s0_z
-    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
-    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
-    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
-    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
-    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
-    cse12 = 0.16823237931663848*s_psi_z + y_C
-    cse11 = 0.6278517870878945*alpha_C_11
-    leg3_s0_y = cse11 + cse12
-    leg6_s0_y = -cse11 + cse12
-    cse14 = 0.16823237931663848*alpha_C_02 + z_C
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 112
-    cse13 = 0.6278517870878945*alpha_C_12
-    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
-    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
-    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    cse18 = 0.6278517870878945*s_psi_z
-    cse10 = 0.16823237931663848*alpha_C_00 + x_C
-    leg3_s0_z = cse13 + cse14
-    leg6_s0_z = -cse13 + cse14
-    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
-    cse17 = 0.16823237931663848*alpha_C_11
-    leg4_s0_y_p1 = -cse18 + y_C
-    leg4_s0_y = cse17 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse18 + y_C
-    leg5_s0_y = -cse17 + leg5_s0_y_p1
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse9 = 0.6278517870878945*alpha_C_10
-    cse16 = 0.6278517870878945*alpha_C_00
-    cse20 = 0.6278517870878945*alpha_C_02
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_x = cse10 + cse9
-    leg6_s0_x = cse10 - cse9
-    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
-    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
-    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
-    cse15 = 0.16823237931663848*alpha_C_10
-    leg4_s0_x_p1 = -cse16 + x_C
-    leg4_s0_x = cse15 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse16 + x_C
-    leg5_s0_x = -cse15 + leg5_s0_x_p1
-    cse19 = 0.16823237931663848*alpha_C_12
-    leg4_s0_z_p1 = -cse20 + z_C
-    leg4_s0_z = cse19 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse20 + z_C
-    leg5_s0_z = -cse19 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
-    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
-    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
-    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
-    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
-    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
-    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
-    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
-    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
-    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
-    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
-    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
-    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
-    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
-    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
-    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
     leg1_stroke = leg1_u_L - 0.7223228347298781
     if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17734,20 +17656,31 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 124
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 212
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg2_d_x_p1 = 0.3138240358464619*leg2_s0_y + 0.41999937451728825
+    leg2_d_x_p2 = leg2_d_x_p1 + 0.7614323866774606*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.5672170616648486*leg2_s0_x
+    leg2_d_z_p1 = 0.36861993380210856*leg2_s0_y + 0.49333423813093596
+    leg2_d_z_p2 = -leg2_d_z_p1 + 0.6662571754848596*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.6482443370509813*leg2_s0_z
+    leg2_d_y_p1 = 0.6246774006580162 - 0.8750050393733557*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 - 0.4841138100397801*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 212
+    leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
     if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17759,22 +17692,37 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 224
-    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    cse12 = 0.16823237931663848*s_psi_z + y_C
+    cse11 = 0.6278517870878945*alpha_C_11
+    leg3_s0_y = cse11 + cse12
+    cse14 = 0.16823237931663848*alpha_C_02 + z_C
+    cse13 = 0.6278517870878945*alpha_C_12
+    leg3_d_x_p1 = 0.41999937451728825 - 0.3343123669384925*leg3_s0_y
+    leg3_d_z_p1 = 0.3926856725225009*leg3_s0_y - 0.4933342381309359
+    leg3_d_y_p1 = 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    cse10 = 0.16823237931663848*alpha_C_00 + x_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x_p2 = leg3_d_x_p1 + 0.7614323866774606*leg3_s0_z
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.6482443370509812*leg3_s0_z
+    cse9 = 0.6278517870878945*alpha_C_10
+    leg3_s0_x = cse10 + cse9
+    leg3_d_x = leg3_d_x_p2 + 0.5553881181936186*leg3_s0_x
+    leg3_d_z = leg3_d_z_p2 - 0.6523628147563939*leg3_s0_x
+    leg3_d_y = leg3_d_y_p1 + 0.515719687516839*leg3_s0_x
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 312
+    leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 0.7223228347298781
     if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17786,20 +17734,40 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 324
-    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 412
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    cse18 = 0.6278517870878945*s_psi_z
+    cse17 = 0.16823237931663848*alpha_C_11
+    leg4_s0_y_p1 = -cse18 + y_C
+    leg4_s0_y = cse17 + leg4_s0_y_p1
+    cse16 = 0.6278517870878945*alpha_C_00
+    cse20 = 0.6278517870878945*alpha_C_02
+    cse15 = 0.16823237931663848*alpha_C_10
+    leg4_s0_x_p1 = -cse16 + x_C
+    leg4_s0_x = cse15 + leg4_s0_x_p1
+    cse19 = 0.16823237931663848*alpha_C_12
+    leg4_s0_z_p1 = -cse20 + z_C
+    leg4_s0_z = cse19 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.41999937451728836 - 0.6481364027849544*leg4_s0_y
+    leg4_d_x_p2 = leg4_d_x_p1 + 0.011828943471230063*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.7614323866774606*leg4_s0_z
+    leg4_d_z_p1 = 0.7613056063246094*leg4_s0_y - 0.49333423813093596
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.6482443370509813*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.013894360728465758*leg4_s0_x
+    leg4_d_y_p1 = 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_y = leg4_d_y_p1 + 0.999833497556619*leg4_s0_x
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 412
+    leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 0.7223228347298782
     if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17811,22 +17779,35 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 424
-    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 512
+    leg5_s0_y_p1 = -cse18 + y_C
+    leg5_s0_y = -cse17 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse16 + x_C
+    leg5_s0_x = -cse15 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse20 + z_C
+    leg5_s0_z = -cse19 + leg5_s0_z_p1
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg5_d_x_p1 = 0.6481364027849544*leg5_s0_y + 0.41999937451728836
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.011828943471230063*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.7614323866774606*leg5_s0_z
+    leg5_d_z_p1 = 0.7613056063246094*leg5_s0_y + 0.49333423813093596
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.6482443370509813*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.013894360728465758*leg5_s0_x
+    leg5_d_y_p1 = 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_y = leg5_d_y_p1 - 0.999833497556619*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 512
+    leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 0.7223228347298782
-    leg5_u_inv_L = 1.0/leg5_u_L
     if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -17837,17 +17818,31 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 524
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_s0_x = cse10 - cse9
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.3343123669384925*leg6_s0_y + 0.41999937451728825
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.7614323866774606*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.5553881181936186*leg6_s0_x
+    leg6_d_z_p1 = 0.3926856725225009*leg6_s0_y + 0.4933342381309359
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.6482443370509812*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.6523628147563939*leg6_s0_x
+    leg6_d_y_p1 = 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_y = leg6_d_y_p1 - 0.515719687516839*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 612
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 0.7223228347298781
     if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         momentum[:] = [NAN] * 3
@@ -17859,23 +17854,13 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 624
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
-    leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
-    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         momentum[:] = [NAN] * 3
@@ -17889,6 +17874,91 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     leg1_lu_inv3 = 1.0/leg1_rho2_x
+    leg2_rho2_x = leg2_stroke + 0.7223228347298781
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_TL1_z
+    leg2_lu_inv3 = 1.0/leg2_rho2_x
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL1_z
+    leg3_lu_inv3 = 1.0/leg3_rho2_x
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_rho2_x
+    leg4_lu_inv2 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_rho2_x
+    leg5_lu_inv2 = 1.0/leg5_TL1_z
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL1_z
+    leg6_lu_inv3 = 1.0/leg6_rho2_x
+    cse113 = 197392.08802178717*p_J_screw
+    leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
+    leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
+    leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
     leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
@@ -17913,15 +17983,12 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
     leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
-    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 0.7223228347298781
     leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_beta1_20 + alpha_C_21*leg2_beta1_21
     leg2_R_Cn_2_z = alpha_C_22*leg2_beta1_22 + leg2_R_Cn_2_z_p1
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02
     leg4_R_Cn_0_x = leg4_B0_01*s_psi_z + leg4_R_Cn_0_x_p1
@@ -17937,11 +18004,8 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_R_Cn_2_y = alpha_C_12*leg4_beta1_22 + leg4_R_Cn_2_y_p1
     leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_beta1_20 + alpha_C_21*leg4_beta1_21
     leg4_R_Cn_2_z = alpha_C_22*leg4_beta1_22 + leg4_R_Cn_2_z_p1
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_R_Cn_2_x_p1 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22
     leg1_R_Cn_2_x = leg1_R_Cn_2_x_p1 + leg1_beta1_21*s_psi_z
@@ -17950,69 +18014,18 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_beta1_20 + alpha_C_21*leg1_beta1_21
     leg1_R_Cn_2_z = alpha_C_22*leg1_beta1_22 + leg1_R_Cn_2_z_p1
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_lu_inv2 = 1.0/leg2_TL1_z
-    if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_lu_inv3 = 1.0/leg2_rho2_x
     leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22
     leg2_R_Cn_2_x = leg2_R_Cn_2_x_p1 + leg2_beta1_21*s_psi_z
     leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21
     leg2_R_Cn_2_y = alpha_C_12*leg2_beta1_22 + leg2_R_Cn_2_y_p1
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22
     leg3_R_Cn_2_x = leg3_R_Cn_2_x_p1 + leg3_beta1_21*s_psi_z
     leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21
     leg3_R_Cn_2_y = alpha_C_12*leg3_beta1_22 + leg3_R_Cn_2_y_p1
     leg3_R_Cn_2_z_p1 = alpha_C_20*leg3_beta1_20 + alpha_C_21*leg3_beta1_21
     leg3_R_Cn_2_z = alpha_C_22*leg3_beta1_22 + leg3_R_Cn_2_z_p1
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
     leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02
     leg5_R_Cn_0_x = leg5_B0_01*s_psi_z + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_12*leg5_B0_02
@@ -18028,19 +18041,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_R_Cn_2_z_p1 = alpha_C_20*leg5_beta1_20 + alpha_C_21*leg5_beta1_21
     leg5_R_Cn_2_z = alpha_C_22*leg5_beta1_22 + leg5_R_Cn_2_z_p1
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22
     leg6_R_Cn_2_x = leg6_R_Cn_2_x_p1 + leg6_beta1_21*s_psi_z
     leg6_R_Cn_2_y_p1 = alpha_C_10*leg6_beta1_20 + alpha_C_11*leg6_beta1_21

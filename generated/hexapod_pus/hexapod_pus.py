@@ -72,99 +72,26 @@ def inverse_kinematics(x, p, q):
     cse0 = c_psi_x*s_psi_z
     alpha_C_11 = c_psi_x*c_psi_z
     cse4 = 0.160697*s_psi_z + y_C
-    cse14 = 0.085505*s_psi_z + y_C
-    cse22 = 0.246202*s_psi_z
     alpha_C_00 = c_psi_y*c_psi_z
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_10 = -c_psi_y*cse0 + s_psi_x*s_psi_y
     alpha_C_12 = c_psi_y*s_psi_x + cse0*s_psi_y
     cse3 = 0.191511*alpha_C_11
-    cse13 = 0.234923*alpha_C_11
-    cse21 = 0.043412*alpha_C_11
-    leg4_s0_y_p1 = -cse22 + y_C
-    leg5_s0_y_p1 = -cse22 + y_C
-    leg4_s0_y = cse21 + leg4_s0_y_p1
-    leg5_s0_y = -cse21 + leg5_s0_y_p1
     cse2 = 0.160697*alpha_C_00 + x_C
     leg1_s0_y = -cse3 + cse4
-    leg2_s0_y = cse3 + cse4
-    cse12 = 0.085505*alpha_C_00 + x_C
-    cse20 = 0.246202*alpha_C_00
-    leg3_s0_y = cse13 + cse14
-    leg6_s0_y = -cse13 + cse14
-    cse16 = 0.085505*alpha_C_02 + z_C
-    cse24 = 0.246202*alpha_C_02
-    cse6 = 0.160697*alpha_C_02 + z_C
     cse1 = 0.191511*alpha_C_10
     leg1_d_y_p1 = 0.9396930038089362*leg1_s0_y + 8.212120761403111e-07
     leg1_d_z_p1 = 0.3368230536298885*leg1_s0_y + 0.857305340462539
     leg1_d_x_p1 = 0.05939098530901799*leg1_s0_y - 0.25500459836194284
-    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
-    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
-    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
-    cse11 = 0.234923*alpha_C_10
-    cse19 = 0.043412*alpha_C_10
-    cse15 = 0.234923*alpha_C_12
-    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
-    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
-    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
-    leg4_s0_x_p1 = -cse20 + x_C
-    leg5_s0_x_p1 = -cse20 + x_C
-    leg4_s0_x = cse19 + leg4_s0_x_p1
-    leg5_s0_x = -cse19 + leg5_s0_x_p1
-    cse23 = 0.043412*alpha_C_12
-    cse5 = 0.191511*alpha_C_12
-    leg4_s0_z_p1 = -cse24 + z_C
-    leg5_s0_z_p1 = -cse24 + z_C
-    leg4_s0_z = cse23 + leg4_s0_z_p1
-    leg5_s0_z = -cse23 + leg5_s0_z_p1
-    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
-    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
-    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
-    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
-    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
-    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
-    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
-    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
-    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
-    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
-    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
-    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
-    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
-    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
     leg1_s0_x = -cse1 + cse2
-    leg2_s0_x = cse1 + cse2
     leg1_d_y = -leg1_d_y_p1 - 0.34201909097671546*leg1_s0_x
     leg1_d_z_p2 = -leg1_d_z_p1 + 0.9254169587834975*leg1_s0_x
-    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
-    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
-    leg3_s0_x = cse11 + cse12
-    leg6_s0_x = -cse11 + cse12
-    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
-    leg3_s0_z = cse15 + cse16
-    leg6_s0_z = -cse15 + cse16
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
-    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
-    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
-    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
-    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
-    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
+    cse6 = 0.160697*alpha_C_02 + z_C
+    cse5 = 0.191511*alpha_C_12
     leg1_s0_z = -cse5 + cse6
-    leg2_s0_z = cse5 + cse6
     leg1_d_z = leg1_d_z_p2 + 0.17364815846803508*leg1_s0_z
     leg1_d_x_p2 = leg1_d_x_p1 + 0.9848077563974911*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.16317595963671802*leg1_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
-    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
     leg1_slide_w2_p1 = 0.6060896082740002 - leg1_d_y*leg1_d_y
     leg1_slide_w2 = -leg1_d_z*leg1_d_z + leg1_slide_w2_p1
     if not (leg1_slide_w2 > 0.0):  # leg1 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
@@ -175,145 +102,218 @@ def inverse_kinematics(x, p, q):
         return 102
     leg1_slide_w = math.sqrt(leg1_slide_w2)
     leg1_slide = leg1_d_x - leg1_slide_w
-    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
-    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
-    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
-    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
-    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
-    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
-    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
-    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
-    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
-    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
-    leg2_slide_w = math.sqrt(leg2_slide_w2)
-    leg2_slide = leg2_d_x - leg2_slide_w
-    leg3_slide_w = math.sqrt(leg3_slide_w2)
-    leg3_slide = leg3_d_x - leg3_slide_w
-    leg4_slide_w = math.sqrt(leg4_slide_w2)
-    leg4_slide = leg4_d_x - leg4_slide_w
-    leg5_slide_w = math.sqrt(leg5_slide_w2)
-    leg5_slide = leg5_d_x - leg5_slide_w
-    leg6_slide_w = math.sqrt(leg6_slide_w2)
-    leg6_slide = leg6_d_x - leg6_slide_w
     cse8_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
     cse8 = cse8_p1 + 0.7626372099732333*leg1_slide_w
-    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
     cse7 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
-    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
-    cse10_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
-    cse10 = -cse10_p1 + 0.7626372099732333*leg2_slide_w
-    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
-    cse9 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
-    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
-    cse18_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
-    cse18 = cse18_p1 + 0.7626370206894979*leg3_slide_w
-    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
-    cse17 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
-    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
-    cse26_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
-    cse26 = -cse26_p1 + 0.7626369398789243*leg4_slide_w
-    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
-    cse25 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
-    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
-    cse28_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
-    cse28 = cse28_p1 + 0.7626369398789243*leg5_slide_w
-    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
-    cse27 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
-    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
-    cse30_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
-    cse30 = -cse30_p1 + 0.7626370206894979*leg6_slide_w
-    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
-    cse29 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
-    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg1_u_Lxz2 = cse7*cse7 + cse8*cse8
     if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 122
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
+    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
     if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         return 103
     if not (0.3 - leg1_slide > 0.0):  # leg1 slide above its upper limit 0.3 m
         q[:] = [NAN] * 18
         return 104
+    leg2_s0_y = cse3 + cse4
+    leg2_s0_x = cse1 + cse2
+    leg2_s0_z = cse5 + cse6
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
+    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
+    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
+    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
+    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
+    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
+    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
     if not (leg2_slide_w2 > 0.0):  # leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         return 201
     if not (leg2_slide_w2 - 6.060896082740003e-17 > 0.0):  # leg2 slide: rod perpendicular to the rail (singular)
         q[:] = [NAN] * 18
         return 202
+    leg2_slide_w = math.sqrt(leg2_slide_w2)
+    leg2_slide = leg2_d_x - leg2_slide_w
+    cse10_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
+    cse10 = -cse10_p1 + 0.7626372099732333*leg2_slide_w
+    cse9 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
     leg2_u_Lxz2 = cse10*cse10 + cse9*cse9
     if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 222
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
+    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
     if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         return 203
     if not (0.3 - leg2_slide > 0.0):  # leg2 slide above its upper limit 0.3 m
         q[:] = [NAN] * 18
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse14 = 0.085505*s_psi_z + y_C
+    cse13 = 0.234923*alpha_C_11
+    cse12 = 0.085505*alpha_C_00 + x_C
+    leg3_s0_y = cse13 + cse14
+    cse16 = 0.085505*alpha_C_02 + z_C
+    cse11 = 0.234923*alpha_C_10
+    cse15 = 0.234923*alpha_C_12
+    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
+    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
+    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
+    leg3_s0_x = cse11 + cse12
+    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
+    leg3_s0_z = cse15 + cse16
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
+    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
+    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
+    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
+    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
+    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
     if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         return 301
     if not (leg3_slide_w2 - 6.060899757050001e-17 > 0.0):  # leg3 slide: rod perpendicular to the rail (singular)
         q[:] = [NAN] * 18
         return 302
+    leg3_slide_w = math.sqrt(leg3_slide_w2)
+    leg3_slide = leg3_d_x - leg3_slide_w
+    cse18_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
+    cse18 = cse18_p1 + 0.7626370206894979*leg3_slide_w
+    cse17 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
     leg3_u_Lxz2 = cse17*cse17 + cse18*cse18
     if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 322
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
+    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
     if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         return 303
     if not (0.3 - leg3_slide > 0.0):  # leg3 slide above its upper limit 0.3 m
         q[:] = [NAN] * 18
         return 304
+    cse22 = 0.246202*s_psi_z
+    cse21 = 0.043412*alpha_C_11
+    cse20 = 0.246202*alpha_C_00
+    cse24 = 0.246202*alpha_C_02
+    cse19 = 0.043412*alpha_C_10
+    cse23 = 0.043412*alpha_C_12
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg4_s0_y_p1 = -cse22 + y_C
+    leg4_s0_y = cse21 + leg4_s0_y_p1
+    leg4_s0_x_p1 = -cse20 + x_C
+    leg4_s0_x = cse19 + leg4_s0_x_p1
+    leg4_s0_z_p1 = -cse24 + z_C
+    leg4_s0_z = cse23 + leg4_s0_z_p1
+    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
+    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
+    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
+    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
+    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
+    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         return 401
     if not (leg4_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg4 slide: rod perpendicular to the rail (singular)
         q[:] = [NAN] * 18
         return 402
+    leg4_slide_w = math.sqrt(leg4_slide_w2)
+    leg4_slide = leg4_d_x - leg4_slide_w
+    cse26_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
+    cse26 = -cse26_p1 + 0.7626369398789243*leg4_slide_w
+    cse25 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
     leg4_u_Lxz2 = cse25*cse25 + cse26*cse26
     if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 422
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
+    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
     if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         return 403
     if not (0.3 - leg4_slide > 0.0):  # leg4 slide above its upper limit 0.3 m
         q[:] = [NAN] * 18
         return 404
+    leg5_s0_y_p1 = -cse22 + y_C
+    leg5_s0_y = -cse21 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse20 + x_C
+    leg5_s0_x = -cse19 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse24 + z_C
+    leg5_s0_z = -cse23 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
+    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
+    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
+    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
+    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
+    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
     if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         return 501
     if not (leg5_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg5 slide: rod perpendicular to the rail (singular)
         q[:] = [NAN] * 18
         return 502
+    leg5_slide_w = math.sqrt(leg5_slide_w2)
+    leg5_slide = leg5_d_x - leg5_slide_w
+    cse28_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
+    cse28 = cse28_p1 + 0.7626369398789243*leg5_slide_w
+    cse27 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
     leg5_u_Lxz2 = cse27*cse27 + cse28*cse28
     if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
+    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
     if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         return 503
     if not (0.3 - leg5_slide > 0.0):  # leg5 slide above its upper limit 0.3 m
         q[:] = [NAN] * 18
         return 504
+    leg6_s0_y = -cse13 + cse14
+    leg6_s0_x = -cse11 + cse12
+    leg6_s0_z = -cse15 + cse16
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
+    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
+    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
+    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
+    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
+    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
     if not (leg6_slide_w2 > 0.0):  # leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         return 601
     if not (leg6_slide_w2 - 6.060899757050001e-17 > 0.0):  # leg6 slide: rod perpendicular to the rail (singular)
         q[:] = [NAN] * 18
         return 602
+    leg6_slide_w = math.sqrt(leg6_slide_w2)
+    leg6_slide = leg6_d_x - leg6_slide_w
+    cse30_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
+    cse30 = -cse30_p1 + 0.7626370206894979*leg6_slide_w
+    cse29 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
     leg6_u_Lxz2 = cse29*cse29 + cse30*cse30
     if not (leg6_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 622
+    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
+    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     if not (leg6_slide + 0.3 > 0.0):  # leg6 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
@@ -1035,7 +1035,6 @@ def velocity_constraints(x, p, H):
     cse5 = 0.191511*alpha_C_11
     cse4 = 0.160697*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_22_p1 = s_psi_x*s_psi_y
     alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0
@@ -1047,13 +1046,11 @@ def velocity_constraints(x, p, H):
     leg1_d_z_p1 = 0.3368230536298885*leg1_s0_y + 0.857305340462539
     leg1_d_x_p1 = 0.05939098530901799*leg1_s0_y - 0.25500459836194284
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_y = -leg1_d_y_p1 - 0.34201909097671546*leg1_s0_x
     leg1_d_z_p2 = -leg1_d_z_p1 + 0.9254169587834975*leg1_s0_x
     cse8 = 0.160697*alpha_C_02 + z_C
     cse7 = 0.191511*alpha_C_12
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_z = leg1_d_z_p2 + 0.17364815846803508*leg1_s0_z
     leg1_d_x_p2 = leg1_d_x_p1 + 0.9848077563974911*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.16317595963671802*leg1_s0_x
@@ -1067,6 +1064,25 @@ def velocity_constraints(x, p, H):
         return 102
     leg1_slide_w = math.sqrt(leg1_slide_w2)
     leg1_slide = leg1_d_x - leg1_slide_w
+    cse10_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
+    cse10 = cse10_p1 + 0.7626372099732333*leg1_slide_w
+    cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
+    leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
+    if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 122
+    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
+    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
+    if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
+        H[:] = [NAN] * 108
+        return 103
+    if not (0.3 - leg1_slide > 0.0):  # leg1 slide above its upper limit 0.3 m
+        H[:] = [NAN] * 108
+        return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
     leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
     leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
@@ -1075,72 +1091,87 @@ def velocity_constraints(x, p, H):
     leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
     leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
     leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
-    cse16 = 0.085505*s_psi_z + y_C
-    cse15 = 0.234923*alpha_C_11
     leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
     leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
-    cse14 = 0.085505*alpha_C_00 + x_C
-    leg3_s0_y = cse15 + cse16
-    leg6_s0_y = -cse15 + cse16
-    cse18 = 0.085505*alpha_C_02 + z_C
-    cse13 = 0.234923*alpha_C_10
-    cse17 = 0.234923*alpha_C_12
-    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
-    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
-    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
-    cse10_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
-    cse10 = cse10_p1 + 0.7626372099732333*leg1_slide_w
-    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
-    cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
-    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
-    leg3_s0_x = cse13 + cse14
-    leg6_s0_x = -cse13 + cse14
-    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
-    leg3_s0_z = cse17 + cse18
-    leg6_s0_z = -cse17 + cse18
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
-    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
-    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
-    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
-    cse24 = 0.246202*s_psi_z
-    leg2_slide_w = math.sqrt(leg2_slide_w2)
-    leg2_slide = leg2_d_x - leg2_slide_w
-    cse23 = 0.043412*alpha_C_11
-    leg4_s0_y_p1 = -cse24 + y_C
-    leg4_s0_y = cse23 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse24 + y_C
-    leg5_s0_y = -cse23 + leg5_s0_y_p1
-    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
-    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
-    cse22 = 0.246202*alpha_C_00
-    cse26 = 0.246202*alpha_C_02
-    leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
-    if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 122
-    if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
-        H[:] = [NAN] * 108
-        return 103
-    if not (0.3 - leg1_slide > 0.0):  # leg1 slide above its upper limit 0.3 m
-        H[:] = [NAN] * 108
-        return 104
     if not (leg2_slide_w2 > 0.0):  # leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         H[:] = [NAN] * 108
         return 201
     if not (leg2_slide_w2 - 6.060896082740003e-17 > 0.0):  # leg2 slide: rod perpendicular to the rail (singular)
         H[:] = [NAN] * 108
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_slide_w = math.sqrt(leg2_slide_w2)
+    leg2_slide = leg2_d_x - leg2_slide_w
+    cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
+    cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
+    cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
+    leg2_u_Lxz2 = cse11*cse11 + cse12*cse12
+    if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 222
+    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
+    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
+    if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
+        H[:] = [NAN] * 108
+        return 203
+    if not (0.3 - leg2_slide > 0.0):  # leg2 slide above its upper limit 0.3 m
+        H[:] = [NAN] * 108
+        return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse16 = 0.085505*s_psi_z + y_C
+    cse15 = 0.234923*alpha_C_11
+    cse14 = 0.085505*alpha_C_00 + x_C
+    leg3_s0_y = cse15 + cse16
+    cse18 = 0.085505*alpha_C_02 + z_C
+    cse13 = 0.234923*alpha_C_10
+    cse17 = 0.234923*alpha_C_12
+    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
+    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
+    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
+    leg3_s0_x = cse13 + cse14
+    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
+    leg3_s0_z = cse17 + cse18
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
+    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
+    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
+    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
+    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
+    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
+    if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+        H[:] = [NAN] * 108
+        return 301
+    if not (leg3_slide_w2 - 6.060899757050001e-17 > 0.0):  # leg3 slide: rod perpendicular to the rail (singular)
+        H[:] = [NAN] * 108
+        return 302
+    leg3_slide_w = math.sqrt(leg3_slide_w2)
+    leg3_slide = leg3_d_x - leg3_slide_w
+    cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
+    cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
+    cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
+    leg3_u_Lxz2 = cse19*cse19 + cse20*cse20
+    if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 322
+    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
+    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
+    if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
+        H[:] = [NAN] * 108
+        return 303
+    if not (0.3 - leg3_slide > 0.0):  # leg3 slide above its upper limit 0.3 m
+        H[:] = [NAN] * 108
+        return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse24 = 0.246202*s_psi_z
+    cse23 = 0.043412*alpha_C_11
+    leg4_s0_y_p1 = -cse24 + y_C
+    leg4_s0_y = cse23 + leg4_s0_y_p1
+    cse22 = 0.246202*alpha_C_00
+    cse26 = 0.246202*alpha_C_02
     cse21 = 0.043412*alpha_C_10
     leg4_s0_x_p1 = -cse22 + x_C
     leg4_s0_x = cse21 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse22 + x_C
-    leg5_s0_x = -cse21 + leg5_s0_x_p1
     cse25 = 0.043412*alpha_C_12
     leg4_s0_z_p1 = -cse26 + z_C
     leg4_s0_z = cse25 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse26 + z_C
-    leg5_s0_z = -cse25 + leg5_s0_z_p1
     leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
     leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
     leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
@@ -1149,32 +1180,38 @@ def velocity_constraints(x, p, H):
     leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
     leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
     leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
-    cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
-    cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
-    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
-    cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
-    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
-    leg3_slide_w = math.sqrt(leg3_slide_w2)
-    leg3_slide = leg3_d_x - leg3_slide_w
     leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
     leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
-    leg2_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+    if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         H[:] = [NAN] * 108
-        return 222
-    if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
+        return 401
+    if not (leg4_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg4 slide: rod perpendicular to the rail (singular)
         H[:] = [NAN] * 108
-        return 203
-    if not (0.3 - leg2_slide > 0.0):  # leg2 slide above its upper limit 0.3 m
+        return 402
+    leg4_slide_w = math.sqrt(leg4_slide_w2)
+    leg4_slide = leg4_d_x - leg4_slide_w
+    cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
+    cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
+    cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
+    leg4_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 204
-    if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+        return 422
+    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
+    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
+    if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
         H[:] = [NAN] * 108
-        return 301
-    if not (leg3_slide_w2 - 6.060899757050001e-17 > 0.0):  # leg3 slide: rod perpendicular to the rail (singular)
+        return 403
+    if not (0.3 - leg4_slide > 0.0):  # leg4 slide above its upper limit 0.3 m
         H[:] = [NAN] * 108
-        return 302
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+        return 404
+    leg5_s0_y_p1 = -cse24 + y_C
+    leg5_s0_y = -cse23 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse22 + x_C
+    leg5_s0_x = -cse21 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse26 + z_C
+    leg5_s0_z = -cse25 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
     leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
     leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
@@ -1183,15 +1220,35 @@ def velocity_constraints(x, p, H):
     leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
     leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
     leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
-    cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
-    cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
-    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
-    cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
-    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
-    leg4_slide_w = math.sqrt(leg4_slide_w2)
-    leg4_slide = leg4_d_x - leg4_slide_w
     leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
     leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
+    if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+        H[:] = [NAN] * 108
+        return 501
+    if not (leg5_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg5 slide: rod perpendicular to the rail (singular)
+        H[:] = [NAN] * 108
+        return 502
+    leg5_slide_w = math.sqrt(leg5_slide_w2)
+    leg5_slide = leg5_d_x - leg5_slide_w
+    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
+    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
+    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
+    leg5_u_Lxz2 = cse29*cse29 + cse30*cse30
+    if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 522
+    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
+    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
+    if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
+        H[:] = [NAN] * 108
+        return 503
+    if not (0.3 - leg5_slide > 0.0):  # leg5 slide above its upper limit 0.3 m
+        H[:] = [NAN] * 108
+        return 504
+    leg6_s0_y = -cse15 + cse16
+    leg6_s0_x = -cse13 + cse14
+    leg6_s0_z = -cse17 + cse18
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
     leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
     leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
@@ -1200,78 +1257,19 @@ def velocity_constraints(x, p, H):
     leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
     leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
     leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
-    leg3_u_Lxz2 = cse19*cse19 + cse20*cse20
-    if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 322
-    if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
-        H[:] = [NAN] * 108
-        return 303
-    if not (0.3 - leg3_slide > 0.0):  # leg3 slide above its upper limit 0.3 m
-        H[:] = [NAN] * 108
-        return 304
-    if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
-        H[:] = [NAN] * 108
-        return 401
-    if not (leg4_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg4 slide: rod perpendicular to the rail (singular)
-        H[:] = [NAN] * 108
-        return 402
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
-    cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
-    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
-    cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
-    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
-    leg5_slide_w = math.sqrt(leg5_slide_w2)
-    leg5_slide = leg5_d_x - leg5_slide_w
     leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
     leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
-    leg4_u_Lxz2 = cse27*cse27 + cse28*cse28
-    if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 422
-    if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
-        H[:] = [NAN] * 108
-        return 403
-    if not (0.3 - leg4_slide > 0.0):  # leg4 slide above its upper limit 0.3 m
-        H[:] = [NAN] * 108
-        return 404
-    if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
-        H[:] = [NAN] * 108
-        return 501
-    if not (leg5_slide_w2 - 6.060900790799999e-17 > 0.0):  # leg5 slide: rod perpendicular to the rail (singular)
-        H[:] = [NAN] * 108
-        return 502
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
-    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
-    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
-    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
-    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
-    leg6_slide_w = math.sqrt(leg6_slide_w2)
-    leg6_slide = leg6_d_x - leg6_slide_w
-    leg5_u_Lxz2 = cse29*cse29 + cse30*cse30
-    if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 522
-    if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
-        H[:] = [NAN] * 108
-        return 503
-    if not (0.3 - leg5_slide > 0.0):  # leg5 slide above its upper limit 0.3 m
-        H[:] = [NAN] * 108
-        return 504
     if not (leg6_slide_w2 > 0.0):  # leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         H[:] = [NAN] * 108
         return 601
     if not (leg6_slide_w2 - 6.060899757050001e-17 > 0.0):  # leg6 slide: rod perpendicular to the rail (singular)
         H[:] = [NAN] * 108
         return 602
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_slide_w = math.sqrt(leg6_slide_w2)
+    leg6_slide = leg6_d_x - leg6_slide_w
     cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
     cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
-    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
     cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
-    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = cse10*leg1_u_inv_Lxz
     leg1_u_s1 = -cse9*leg1_u_inv_Lxz
@@ -1280,13 +1278,15 @@ def velocity_constraints(x, p, H):
     if not (leg6_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
+    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     if not (leg6_slide + 0.3 > 0.0):  # leg6 slide below its lower limit -0.3 m
         H[:] = [NAN] * 108
         return 603
     if not (0.3 - leg6_slide > 0.0):  # leg6 slide above its upper limit 0.3 m
         H[:] = [NAN] * 108
         return 604
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse12*leg2_u_inv_Lxz
     leg2_u_s1 = -cse11*leg2_u_inv_Lxz
@@ -1302,23 +1302,10 @@ def velocity_constraints(x, p, H):
         H[:] = [NAN] * 108
         return 192
     leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.1240590679803349*leg1_u_c2
-    cse33 = 1.2844925244049914*leg1_B1_10
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = cse20*leg3_u_inv_Lxz
     leg3_u_s1 = -cse19*leg3_u_inv_Lxz
     leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = cse28*leg4_u_inv_Lxz
-    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
-    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = cse30*leg5_u_inv_Lxz
-    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
-    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = cse32*leg6_u_inv_Lxz
-    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
-    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
     leg2_beta2_00 = 0.7626372099732333*leg2_u_c1 - 0.6348179531299452*leg2_u_s1
     leg2_TL2_z = -0.7785175709475028*leg2_u_c2
     if not (leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
@@ -1330,14 +1317,55 @@ def velocity_constraints(x, p, H):
         H[:] = [NAN] * 108
         return 292
     leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.1240590679803349*leg2_u_c2
-    cse34 = 1.2844925244049914*leg2_B1_10
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = cse28*leg4_u_inv_Lxz
+    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
+    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
+    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
+    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
+    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
+    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 392
+    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.12405907101227111*leg3_u_c2
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = cse30*leg5_u_inv_Lxz
+    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
+    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
+    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
+    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
+    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 492
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.12405866163077783*leg4_u_c2
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = cse32*leg6_u_inv_Lxz
+    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
+    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
+    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
+    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
+    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.12405866163077783*leg5_u_c2
     leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
     leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
-    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
-    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
-    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
     leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg1_beta2_01 = 0.1605606455684232*leg1_u_c1
     leg1_B1_01 = leg1_beta2_01*leg1_u_c2 + 0.9870259769097525*leg1_u_s2
@@ -1351,11 +1379,6 @@ def velocity_constraints(x, p, H):
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2
     leg6_beta2_01 = -0.16056068821451047*leg6_u_c1
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2
-    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
-    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
     leg1_beta2_22 = 0.772661741245098*leg1_u_c1 - 0.6265818103479336*leg1_u_s1
     leg1_beta2_20 = 0.6348179531299452*leg1_u_c1 + 0.7626372099732333*leg1_u_s1
     leg1_beta2_21 = 0.1605606455684232*leg1_u_s1
@@ -1382,45 +1405,22 @@ def velocity_constraints(x, p, H):
     leg6_beta2_20 = 0.6348181799329778*leg6_u_c1 + 0.7626370206894979*leg6_u_s1
     leg6_beta2_22 = 0.7726615549039446*leg6_u_c1 - 0.6265820298045014*leg6_u_s1
     leg6_beta2_21 = -0.16056068821451047*leg6_u_s1
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
-    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.12405907101227111*leg3_u_c2
-    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 392
-    cse35 = 1.284492135054843*leg3_B1_10
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.12405866163077783*leg4_u_c2
-    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 492
-    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    cse36 = 1.2844920255130565*leg4_B1_10
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.12405866163077783*leg5_u_c2
-    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
-    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    cse37 = 1.2844920255130565*leg5_B1_10
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2
     leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.12405907101227111*leg6_u_c2
     leg6_TL2_z = -0.7785178069286534*leg6_u_c2
     if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
-    cse38 = 1.284492135054843*leg6_B1_10
     if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
+    cse33 = 1.2844925244049914*leg1_B1_10
+    cse34 = 1.2844925244049914*leg2_B1_10
+    cse35 = 1.284492135054843*leg3_B1_10
+    cse36 = 1.2844920255130565*leg4_B1_10
+    cse37 = 1.2844920255130565*leg5_B1_10
+    cse38 = 1.284492135054843*leg6_B1_10
     leg1_B0_0_x_p1 = -0.34201909097671546*leg1_B1_01 + 0.9254169587834975*leg1_B1_02
     leg1_B0_0_x = leg1_B0_0_x_p1 - 0.16317595963671802*leg1_B1_00
     leg1_B0_0_y_p1 = 0.05939098530901799*leg1_B1_00 - 0.9396930038089362*leg1_B1_01
@@ -1939,7 +1939,6 @@ def leg_rates(x, u, p, q, qd):
     cse5 = 0.191511*alpha_C_11
     cse4 = 0.160697*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_22_p1 = s_psi_x*s_psi_y
     alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0
@@ -1951,13 +1950,11 @@ def leg_rates(x, u, p, q, qd):
     leg1_d_z_p1 = 0.3368230536298885*leg1_s0_y + 0.857305340462539
     leg1_d_x_p1 = 0.05939098530901799*leg1_s0_y - 0.25500459836194284
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_y = -leg1_d_y_p1 - 0.34201909097671546*leg1_s0_x
     leg1_d_z_p2 = -leg1_d_z_p1 + 0.9254169587834975*leg1_s0_x
     cse8 = 0.160697*alpha_C_02 + z_C
     cse7 = 0.191511*alpha_C_12
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_z = leg1_d_z_p2 + 0.17364815846803508*leg1_s0_z
     leg1_d_x_p2 = leg1_d_x_p1 + 0.9848077563974911*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.16317595963671802*leg1_s0_x
@@ -1973,58 +1970,16 @@ def leg_rates(x, u, p, q, qd):
         return 102
     leg1_slide_w = math.sqrt(leg1_slide_w2)
     leg1_slide = leg1_d_x - leg1_slide_w
-    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
-    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
-    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
-    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
-    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
-    cse16 = 0.085505*s_psi_z + y_C
-    cse15 = 0.234923*alpha_C_11
-    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
-    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
-    cse14 = 0.085505*alpha_C_00 + x_C
-    leg3_s0_y = cse15 + cse16
-    leg6_s0_y = -cse15 + cse16
-    cse18 = 0.085505*alpha_C_02 + z_C
-    cse13 = 0.234923*alpha_C_10
-    cse17 = 0.234923*alpha_C_12
-    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
-    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
-    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
     cse10_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
     cse10 = cse10_p1 + 0.7626372099732333*leg1_slide_w
-    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
     cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
-    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
-    leg3_s0_x = cse13 + cse14
-    leg6_s0_x = -cse13 + cse14
-    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
-    leg3_s0_z = cse17 + cse18
-    leg6_s0_z = -cse17 + cse18
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
-    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
-    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
-    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
-    cse24 = 0.246202*s_psi_z
-    leg2_slide_w = math.sqrt(leg2_slide_w2)
-    leg2_slide = leg2_d_x - leg2_slide_w
-    cse23 = 0.043412*alpha_C_11
-    leg4_s0_y_p1 = -cse24 + y_C
-    leg4_s0_y = cse23 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse24 + y_C
-    leg5_s0_y = -cse23 + leg5_s0_y_p1
-    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
-    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
-    cse22 = 0.246202*alpha_C_00
-    cse26 = 0.246202*alpha_C_02
     leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
     if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 122
+    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
+    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
     if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2033,6 +1988,20 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
+    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
+    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
+    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
+    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
+    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
+    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
     if not (leg2_slide_w2 > 0.0):  # leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2041,55 +2010,18 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse21 = 0.043412*alpha_C_10
-    leg4_s0_x_p1 = -cse22 + x_C
-    leg4_s0_x = cse21 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse22 + x_C
-    leg5_s0_x = -cse21 + leg5_s0_x_p1
-    cse25 = 0.043412*alpha_C_12
-    leg4_s0_z_p1 = -cse26 + z_C
-    leg4_s0_z = cse25 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse26 + z_C
-    leg5_s0_z = -cse25 + leg5_s0_z_p1
-    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
-    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
-    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
-    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
-    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
-    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg2_slide_w = math.sqrt(leg2_slide_w2)
+    leg2_slide = leg2_d_x - leg2_slide_w
     cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
     cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
-    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
     cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
-    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
-    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
-    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
-    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
-    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
-    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
-    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
-    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
-    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
-    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
-    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
-    leg3_slide_w = math.sqrt(leg3_slide_w2)
-    leg3_slide = leg3_d_x - leg3_slide_w
-    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
-    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     leg2_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 222
+    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
+    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
     if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2098,6 +2030,26 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse16 = 0.085505*s_psi_z + y_C
+    cse15 = 0.234923*alpha_C_11
+    cse14 = 0.085505*alpha_C_00 + x_C
+    leg3_s0_y = cse15 + cse16
+    cse18 = 0.085505*alpha_C_02 + z_C
+    cse13 = 0.234923*alpha_C_10
+    cse17 = 0.234923*alpha_C_12
+    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
+    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
+    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
+    leg3_s0_x = cse13 + cse14
+    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
+    leg3_s0_z = cse17 + cse18
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
+    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
+    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
+    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
+    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
+    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
     if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2106,23 +2058,18 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 302
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg3_slide_w = math.sqrt(leg3_slide_w2)
+    leg3_slide = leg3_d_x - leg3_slide_w
     cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
     cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
-    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
     cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
-    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
-    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
-    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
-    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
-    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
-    leg4_slide_w = math.sqrt(leg4_slide_w2)
-    leg4_slide = leg4_d_x - leg4_slide_w
     leg3_u_Lxz2 = cse19*cse19 + cse20*cse20
     if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 322
+    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
+    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
     if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2131,6 +2078,29 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse24 = 0.246202*s_psi_z
+    cse23 = 0.043412*alpha_C_11
+    leg4_s0_y_p1 = -cse24 + y_C
+    leg4_s0_y = cse23 + leg4_s0_y_p1
+    cse22 = 0.246202*alpha_C_00
+    cse26 = 0.246202*alpha_C_02
+    cse21 = 0.043412*alpha_C_10
+    leg4_s0_x_p1 = -cse22 + x_C
+    leg4_s0_x = cse21 + leg4_s0_x_p1
+    cse25 = 0.043412*alpha_C_12
+    leg4_s0_z_p1 = -cse26 + z_C
+    leg4_s0_z = cse25 + leg4_s0_z_p1
+    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
+    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
+    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
+    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
+    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
+    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2139,31 +2109,18 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 402
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg5_slide_w = math.sqrt(leg5_slide_w2)
-    leg5_slide = leg5_d_x - leg5_slide_w
-    leg6_slide_w = math.sqrt(leg6_slide_w2)
-    leg6_slide = leg6_d_x - leg6_slide_w
+    leg4_slide_w = math.sqrt(leg4_slide_w2)
+    leg4_slide = leg4_d_x - leg4_slide_w
     cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
     cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
-    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
     cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
-    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
-    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
-    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
-    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
-    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
-    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
-    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
-    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
-    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
-    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
-    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg4_u_Lxz2 = cse27*cse27 + cse28*cse28
     if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 422
+    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
+    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
     if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2172,7 +2129,23 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 404
+    leg5_s0_y_p1 = -cse24 + y_C
+    leg5_s0_y = -cse23 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse22 + x_C
+    leg5_s0_x = -cse21 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse26 + z_C
+    leg5_s0_z = -cse25 + leg5_s0_z_p1
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
+    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
+    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
+    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
+    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
+    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
     if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2181,12 +2154,18 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 502
+    leg5_slide_w = math.sqrt(leg5_slide_w2)
+    leg5_slide = leg5_d_x - leg5_slide_w
+    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
+    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
+    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
     leg5_u_Lxz2 = cse29*cse29 + cse30*cse30
     if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
+    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
     if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2195,6 +2174,20 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 504
+    leg6_s0_y = -cse15 + cse16
+    leg6_s0_x = -cse13 + cse14
+    leg6_s0_z = -cse17 + cse18
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
+    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
+    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
+    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
+    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
+    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
     if not (leg6_slide_w2 > 0.0):  # leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2203,12 +2196,24 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 602
+    leg6_slide_w = math.sqrt(leg6_slide_w2)
+    leg6_slide = leg6_d_x - leg6_slide_w
+    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
+    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
+    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse10*leg1_u_inv_Lxz
+    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
+    leg1_q2 = math.atan2(leg1_u_s1, leg1_u_c1)
+    leg1_q3 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg6_u_Lxz2 = cse31*cse31 + cse32*cse32
     if not (leg6_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
+    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     if not (leg6_slide + 0.3 > 0.0):  # leg6 slide below its lower limit -0.3 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -2217,42 +2222,13 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 604
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse10*leg1_u_inv_Lxz
-    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
-    leg1_q2 = math.atan2(leg1_u_s1, leg1_u_c1)
-    leg1_q3 = math.atan2(leg1_u_s2, leg1_u_c2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse12*leg2_u_inv_Lxz
     leg2_u_s1 = -cse11*leg2_u_inv_Lxz
     leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz
     leg2_q2 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q3 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = cse20*leg3_u_inv_Lxz
-    leg3_u_s1 = -cse19*leg3_u_inv_Lxz
-    leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
-    leg3_q2 = math.atan2(leg3_u_s1, leg3_u_c1)
-    leg3_q3 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = cse28*leg4_u_inv_Lxz
-    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
-    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
-    leg4_q2 = math.atan2(leg4_u_s1, leg4_u_c1)
-    leg4_q3 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = cse30*leg5_u_inv_Lxz
-    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
-    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
-    leg5_q2 = math.atan2(leg5_u_s1, leg5_u_c1)
-    leg5_q3 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = cse32*leg6_u_inv_Lxz
-    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
-    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
-    leg6_q2 = math.atan2(leg6_u_s1, leg6_u_c1)
-    leg6_q3 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1
     leg1_TL2_z = -0.7785175709475028*leg1_u_c2
     if not (leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
@@ -2266,22 +2242,87 @@ def leg_rates(x, u, p, q, qd):
         qd[:] = [NAN] * 18
         return 192
     leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.1240590679803349*leg1_u_c2
-    cse33 = 1.2844925244049914*leg1_B1_10
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = cse20*leg3_u_inv_Lxz
+    leg3_u_s1 = -cse19*leg3_u_inv_Lxz
+    leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
+    leg3_q2 = math.atan2(leg3_u_s1, leg3_u_c1)
+    leg3_q3 = math.atan2(leg3_u_s2, leg3_u_c2)
     leg2_beta2_00 = 0.7626372099732333*leg2_u_c1 - 0.6348179531299452*leg2_u_s1
-    leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
-    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
-    leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
-    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
-    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
-    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
-    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
-    leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg2_TL2_z = -0.7785175709475028*leg2_u_c2
     if not (leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
+    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 292
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.1240590679803349*leg2_u_c2
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = cse28*leg4_u_inv_Lxz
+    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
+    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
+    leg4_q2 = math.atan2(leg4_u_s1, leg4_u_c1)
+    leg4_q3 = math.atan2(leg4_u_s2, leg4_u_c2)
+    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
+    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
+    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
+    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 392
+    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.12405907101227111*leg3_u_c2
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = cse30*leg5_u_inv_Lxz
+    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
+    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
+    leg5_q2 = math.atan2(leg5_u_s1, leg5_u_c1)
+    leg5_q3 = math.atan2(leg5_u_s2, leg5_u_c2)
+    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = cse32*leg6_u_inv_Lxz
+    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
+    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
+    leg6_q2 = math.atan2(leg6_u_s1, leg6_u_c1)
+    leg6_q3 = math.atan2(leg6_u_s2, leg6_u_c2)
+    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
+    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.12405866163077783*leg4_u_c2
+    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
+    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
+    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.12405866163077783*leg5_u_c2
+    leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
+    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
+    leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
+    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
+    leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg1_beta2_01 = 0.1605606455684232*leg1_u_c1
     leg1_B1_01 = leg1_beta2_01*leg1_u_c2 + 0.9870259769097525*leg1_u_s2
     leg2_beta2_01 = -0.1605606455684232*leg2_u_c1
@@ -2294,13 +2335,12 @@ def leg_rates(x, u, p, q, qd):
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2
     leg6_beta2_01 = -0.16056068821451047*leg6_u_c1
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.1240590679803349*leg2_u_c2
-    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
+    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 292
-    cse34 = 1.2844925244049914*leg2_B1_10
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg1_beta2_22 = 0.772661741245098*leg1_u_c1 - 0.6265818103479336*leg1_u_s1
     leg1_beta2_20 = 0.6348179531299452*leg1_u_c1 + 0.7626372099732333*leg1_u_s1
     leg1_beta2_21 = 0.1605606455684232*leg1_u_s1
@@ -2327,58 +2367,18 @@ def leg_rates(x, u, p, q, qd):
     leg6_beta2_20 = 0.6348181799329778*leg6_u_c1 + 0.7626370206894979*leg6_u_s1
     leg6_beta2_22 = 0.7726615549039446*leg6_u_c1 - 0.6265820298045014*leg6_u_s1
     leg6_beta2_21 = -0.16056068821451047*leg6_u_s1
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
-    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.12405907101227111*leg3_u_c2
-    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
-    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
-    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 392
-    cse35 = 1.284492135054843*leg3_B1_10
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.12405866163077783*leg4_u_c2
-    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    cse36 = 1.2844920255130565*leg4_B1_10
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.12405866163077783*leg5_u_c2
-    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
-    cse37 = 1.2844920255130565*leg5_B1_10
-    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2
     leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.12405907101227111*leg6_u_c2
-    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
-    cse38 = 1.284492135054843*leg6_B1_10
-    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
     if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 692
+    cse33 = 1.2844925244049914*leg1_B1_10
+    cse34 = 1.2844925244049914*leg2_B1_10
+    cse35 = 1.284492135054843*leg3_B1_10
+    cse36 = 1.2844920255130565*leg4_B1_10
+    cse37 = 1.2844920255130565*leg5_B1_10
+    cse38 = 1.284492135054843*leg6_B1_10
     leg1_B0_0_x_p1 = -0.34201909097671546*leg1_B1_01 + 0.9254169587834975*leg1_B1_02
     leg1_B0_0_x = leg1_B0_0_x_p1 - 0.16317595963671802*leg1_B1_00
     leg1_B0_0_y_p1 = 0.05939098530901799*leg1_B1_00 - 0.9396930038089362*leg1_B1_01
@@ -11196,18 +11196,6 @@ def energy(x, u, g, p, T, V):
     cse0 = c_psi_x*c_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse2 = c_psi_x*s_psi_y
-    cse40 = 0.0370166783513399*p_m_slider
-    cse41 = -0.006840474007947706*p_m_slider
-    cse42 = -0.030176228773642046*p_m_slider
-    cse43 = 0.025320927962932078*p_m_slider
-    cse44 = 0.03879384028981685*p_m_slider
-    cse45 = 0.013472922145195541*p_m_slider
-    cse46 = 0.006945921400132745*p_m_slider
-    cse47 = 0.00694592477030775*p_m_slider
-    cse48 = 0.006945926338721403*p_m_slider
-    cse49 = (0.3)*g_x
-    cse50 = (0.3)*g_y
-    cse51 = (0.3)*g_z
     cse6 = 0.160697*s_psi_z + y_C
     alpha_C_00 = c_psi_y*c_psi_z
     cse1 = c_psi_y*s_psi_x
@@ -11215,7 +11203,6 @@ def energy(x, u, g, p, T, V):
     cse5 = 0.191511*alpha_C_11
     cse4 = 0.160697*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_22_p1 = s_psi_x*s_psi_y
     alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0
@@ -11227,13 +11214,11 @@ def energy(x, u, g, p, T, V):
     leg1_d_z_p1 = 0.3368230536298885*leg1_s0_y + 0.857305340462539
     leg1_d_x_p1 = 0.05939098530901799*leg1_s0_y - 0.25500459836194284
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_y = -leg1_d_y_p1 - 0.34201909097671546*leg1_s0_x
     leg1_d_z_p2 = -leg1_d_z_p1 + 0.9254169587834975*leg1_s0_x
     cse8 = 0.160697*alpha_C_02 + z_C
     cse7 = 0.191511*alpha_C_12
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_z = leg1_d_z_p2 + 0.17364815846803508*leg1_s0_z
     leg1_d_x_p2 = leg1_d_x_p1 + 0.9848077563974911*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.16317595963671802*leg1_s0_x
@@ -11249,64 +11234,16 @@ def energy(x, u, g, p, T, V):
         return 102
     leg1_slide_w = math.sqrt(leg1_slide_w2)
     leg1_slide = leg1_d_x - leg1_slide_w
-    leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide
-    leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616
-    leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4
-    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
-    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
-    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
-    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
-    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
-    cse16 = 0.085505*s_psi_z + y_C
-    cse15 = 0.234923*alpha_C_11
-    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
-    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
-    cse14 = 0.085505*alpha_C_00 + x_C
-    leg3_s0_y = cse15 + cse16
-    leg6_s0_y = -cse15 + cse16
-    cse18 = 0.085505*alpha_C_02 + z_C
-    cse13 = 0.234923*alpha_C_10
-    cse17 = 0.234923*alpha_C_12
-    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
-    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
-    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
     cse10_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
     cse10 = cse10_p1 + 0.7626372099732333*leg1_slide_w
-    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
     cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
-    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
-    leg3_s0_x = cse13 + cse14
-    leg6_s0_x = -cse13 + cse14
-    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
-    leg3_s0_z = cse17 + cse18
-    leg6_s0_z = -cse17 + cse18
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
-    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
-    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
-    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
-    cse24 = 0.246202*s_psi_z
-    leg2_slide_w = math.sqrt(leg2_slide_w2)
-    leg2_slide = leg2_d_x - leg2_slide_w
-    leg2_r_rel1_x = 0.751754 - 0.16317595963671802*leg2_slide
-    leg2_r_rel1_y = 0.273616 - 0.05939098530901799*leg2_slide
-    leg2_r_rel1_z = 0.9848077563974911*leg2_slide + 0.4
-    cse23 = 0.043412*alpha_C_11
-    leg4_s0_y_p1 = -cse24 + y_C
-    leg4_s0_y = cse23 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse24 + y_C
-    leg5_s0_y = -cse23 + leg5_s0_y_p1
-    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
-    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
-    cse22 = 0.246202*alpha_C_00
-    cse26 = 0.246202*alpha_C_02
     leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
     if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 122
+    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
+    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
     if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11315,6 +11252,20 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
+    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
+    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
+    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
+    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
+    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
+    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
     if not (leg2_slide_w2 > 0.0):  # leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11323,42 +11274,18 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse21 = 0.043412*alpha_C_10
-    leg4_s0_x_p1 = -cse22 + x_C
-    leg4_s0_x = cse21 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse22 + x_C
-    leg5_s0_x = -cse21 + leg5_s0_x_p1
-    cse25 = 0.043412*alpha_C_12
-    leg4_s0_z_p1 = -cse26 + z_C
-    leg4_s0_z = cse25 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse26 + z_C
-    leg5_s0_z = -cse25 + leg5_s0_z_p1
-    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
-    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
-    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
-    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
-    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
-    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg2_slide_w = math.sqrt(leg2_slide_w2)
+    leg2_slide = leg2_d_x - leg2_slide_w
     cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
     cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
-    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
     cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
-    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
-    leg3_slide_w = math.sqrt(leg3_slide_w2)
-    leg3_slide = leg3_d_x - leg3_slide_w
-    leg3_r_rel1_x = 0.03015399275279025*leg3_slide - 0.138919
-    leg3_r_rel1_y = 0.787846 - 0.1710099588994714*leg3_slide
-    leg3_r_rel1_z = 0.9848077633113306*leg3_slide + 0.4
-    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
-    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     leg2_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 222
+    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
+    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
     if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11367,6 +11294,26 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse16 = 0.085505*s_psi_z + y_C
+    cse15 = 0.234923*alpha_C_11
+    cse14 = 0.085505*alpha_C_00 + x_C
+    leg3_s0_y = cse15 + cse16
+    cse18 = 0.085505*alpha_C_02 + z_C
+    cse13 = 0.234923*alpha_C_10
+    cse17 = 0.234923*alpha_C_12
+    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
+    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
+    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
+    leg3_s0_x = cse13 + cse14
+    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
+    leg3_s0_z = cse17 + cse18
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
+    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
+    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
+    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
+    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
+    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
     if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11375,40 +11322,18 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 302
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
-    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
-    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
-    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
-    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
+    leg3_slide_w = math.sqrt(leg3_slide_w2)
+    leg3_slide = leg3_d_x - leg3_slide_w
     cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
     cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
-    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
     cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
-    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
-    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
-    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
-    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
-    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
-    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
-    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
-    leg4_slide_w = math.sqrt(leg4_slide_w2)
-    leg4_slide = leg4_d_x - leg4_slide_w
-    leg4_r_rel1_x = 0.13302197003620603*leg4_slide - 0.612836
-    leg4_r_rel1_y = 0.51423 - 0.11161897485732646*leg4_slide
-    leg4_r_rel1_z = 0.9848077781676413*leg4_slide + 0.4
-    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
-    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
     leg3_u_Lxz2 = cse19*cse19 + cse20*cse20
     if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 322
+    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
+    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
     if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11417,6 +11342,29 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse24 = 0.246202*s_psi_z
+    cse23 = 0.043412*alpha_C_11
+    leg4_s0_y_p1 = -cse24 + y_C
+    leg4_s0_y = cse23 + leg4_s0_y_p1
+    cse22 = 0.246202*alpha_C_00
+    cse26 = 0.246202*alpha_C_02
+    cse21 = 0.043412*alpha_C_10
+    leg4_s0_x_p1 = -cse22 + x_C
+    leg4_s0_x = cse21 + leg4_s0_x_p1
+    cse25 = 0.043412*alpha_C_12
+    leg4_s0_z_p1 = -cse26 + z_C
+    leg4_s0_z = cse25 + leg4_s0_z_p1
+    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
+    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
+    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
+    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
+    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
+    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11425,29 +11373,18 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 402
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
-    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
+    leg4_slide_w = math.sqrt(leg4_slide_w2)
+    leg4_slide = leg4_d_x - leg4_slide_w
     cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
     cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
-    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
     cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
-    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
-    leg5_slide_w = math.sqrt(leg5_slide_w2)
-    leg5_slide = leg5_d_x - leg5_slide_w
-    leg5_r_rel1_x = 0.13302197003620603*leg5_slide - 0.612836
-    leg5_r_rel1_y = 0.11161897485732646*leg5_slide - 0.51423
-    leg5_r_rel1_z = 0.9848077781676413*leg5_slide + 0.4
-    leg6_slide_w = math.sqrt(leg6_slide_w2)
-    leg6_slide = leg6_d_x - leg6_slide_w
-    leg6_r_rel1_x = 0.03015399275279025*leg6_slide - 0.138919
-    leg6_r_rel1_y = 0.1710099588994714*leg6_slide - 0.787846
-    leg6_r_rel1_z = 0.9848077633113306*leg6_slide + 0.4
     leg4_u_Lxz2 = cse27*cse27 + cse28*cse28
     if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 422
+    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
+    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
     if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11456,6 +11393,23 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 404
+    leg5_s0_y_p1 = -cse24 + y_C
+    leg5_s0_y = -cse23 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse22 + x_C
+    leg5_s0_x = -cse21 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse26 + z_C
+    leg5_s0_z = -cse25 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
+    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
+    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
+    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
+    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
+    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
     if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11464,23 +11418,18 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 502
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_slide_w = math.sqrt(leg5_slide_w2)
+    leg5_slide = leg5_d_x - leg5_slide_w
     cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
     cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
-    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
     cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
-    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
-    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
-    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
-    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
-    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
-    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg5_u_Lxz2 = cse29*cse29 + cse30*cse30
     if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
+    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
     if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11489,6 +11438,20 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 504
+    leg6_s0_y = -cse15 + cse16
+    leg6_s0_x = -cse13 + cse14
+    leg6_s0_z = -cse17 + cse18
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
+    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
+    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
+    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
+    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
+    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
     if not (leg6_slide_w2 > 0.0):  # leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11497,12 +11460,22 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 602
+    leg6_slide_w = math.sqrt(leg6_slide_w2)
+    leg6_slide = leg6_d_x - leg6_slide_w
+    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
+    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
+    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse10*leg1_u_inv_Lxz
+    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
     leg6_u_Lxz2 = cse31*cse31 + cse32*cse32
     if not (leg6_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
+    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     if not (leg6_slide + 0.3 > 0.0):  # leg6 slide below its lower limit -0.3 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
@@ -11511,30 +11484,29 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 604
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse10*leg1_u_inv_Lxz
-    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide
+    leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616
+    leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4
+    leg2_r_rel1_x = 0.751754 - 0.16317595963671802*leg2_slide
+    leg2_r_rel1_y = 0.273616 - 0.05939098530901799*leg2_slide
+    leg2_r_rel1_z = 0.9848077563974911*leg2_slide + 0.4
+    leg3_r_rel1_x = 0.03015399275279025*leg3_slide - 0.138919
+    leg3_r_rel1_y = 0.787846 - 0.1710099588994714*leg3_slide
+    leg3_r_rel1_z = 0.9848077633113306*leg3_slide + 0.4
+    leg4_r_rel1_x = 0.13302197003620603*leg4_slide - 0.612836
+    leg4_r_rel1_y = 0.51423 - 0.11161897485732646*leg4_slide
+    leg4_r_rel1_z = 0.9848077781676413*leg4_slide + 0.4
+    leg5_r_rel1_x = 0.13302197003620603*leg5_slide - 0.612836
+    leg5_r_rel1_y = 0.11161897485732646*leg5_slide - 0.51423
+    leg5_r_rel1_z = 0.9848077781676413*leg5_slide + 0.4
+    leg6_r_rel1_x = 0.03015399275279025*leg6_slide - 0.138919
+    leg6_r_rel1_y = 0.1710099588994714*leg6_slide - 0.787846
+    leg6_r_rel1_z = 0.9848077633113306*leg6_slide + 0.4
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse12*leg2_u_inv_Lxz
     leg2_u_s1 = -cse11*leg2_u_inv_Lxz
     leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = cse20*leg3_u_inv_Lxz
-    leg3_u_s1 = -cse19*leg3_u_inv_Lxz
-    leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = cse28*leg4_u_inv_Lxz
-    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
-    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = cse30*leg5_u_inv_Lxz
-    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
-    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = cse32*leg6_u_inv_Lxz
-    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
-    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
     leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1
     leg1_TL2_z = -0.7785175709475028*leg1_u_c2
     if not (leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
@@ -11547,21 +11519,75 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 192
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = cse20*leg3_u_inv_Lxz
+    leg3_u_s1 = -cse19*leg3_u_inv_Lxz
+    leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
     leg2_beta2_00 = 0.7626372099732333*leg2_u_c1 - 0.6348179531299452*leg2_u_s1
-    leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
-    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
-    leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
-    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
-    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
-    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
-    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
-    leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg2_TL2_z = -0.7785175709475028*leg2_u_c2
     if not (leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
+    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 292
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = cse28*leg4_u_inv_Lxz
+    leg4_u_s1 = -cse27*leg4_u_inv_Lxz
+    leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
+    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
+    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
+    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
+    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 392
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = cse30*leg5_u_inv_Lxz
+    leg5_u_s1 = -cse29*leg5_u_inv_Lxz
+    leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
+    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
+    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
+    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = cse32*leg6_u_inv_Lxz
+    leg6_u_s1 = -cse31*leg6_u_inv_Lxz
+    leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
+    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
+    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
+    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
+    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
+    leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
+    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
+    leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg1_beta2_01 = 0.1605606455684232*leg1_u_c1
     leg1_B1_01 = leg1_beta2_01*leg1_u_c2 + 0.9870259769097525*leg1_u_s2
     leg2_beta2_01 = -0.1605606455684232*leg2_u_c1
@@ -11574,11 +11600,12 @@ def energy(x, u, g, p, T, V):
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2
     leg6_beta2_01 = -0.16056068821451047*leg6_u_c1
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
-    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
+    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 292
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg1_beta2_22 = 0.772661741245098*leg1_u_c1 - 0.6265818103479336*leg1_u_s1
     leg2_beta2_22 = 0.772661741245098*leg2_u_c1 - 0.6265818103479336*leg2_u_s1
     leg3_beta2_02 = -0.6265820298045014*leg3_u_c1 - 0.7726615549039446*leg3_u_s1
@@ -11593,10 +11620,23 @@ def energy(x, u, g, p, T, V):
     leg6_beta2_02 = -0.6265820298045014*leg6_u_c1 - 0.7726615549039446*leg6_u_s1
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 - 0.10192684386112186*leg6_u_s2
     leg6_beta2_20 = 0.6348181799329778*leg6_u_c1 + 0.7626370206894979*leg6_u_s1
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2
+    if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 692
+    cse40 = 0.0370166783513399*p_m_slider
+    cse41 = -0.006840474007947706*p_m_slider
+    cse42 = -0.030176228773642046*p_m_slider
+    cse43 = 0.025320927962932078*p_m_slider
+    cse44 = 0.03879384028981685*p_m_slider
+    cse45 = 0.013472922145195541*p_m_slider
+    cse46 = 0.006945921400132745*p_m_slider
+    cse47 = 0.00694592477030775*p_m_slider
+    cse48 = 0.006945926338721403*p_m_slider
+    cse49 = (0.3)*g_x
+    cse50 = (0.3)*g_y
+    cse51 = (0.3)*g_z
     leg1_beta2_21 = 0.1605606455684232*leg1_u_s1
     leg2_beta2_21 = -0.1605606455684232*leg2_u_s1
     leg3_beta2_21 = 0.16056068821451047*leg3_u_s1
@@ -11636,27 +11676,18 @@ def energy(x, u, g, p, T, V):
     leg3_B0_0_y_p1 = 0.173649981823539*leg3_B1_01 + 0.9698460072454212*leg3_B1_02
     leg3_B0_0_z = 0.9848077633113306*leg3_B1_00 + 0.17364811925769374*leg3_B1_02
     leg3_B0_0_y = leg3_B0_0_y_p1 - 0.1710099588994714*leg3_B1_00
+    leg3_lu_inv3 = 1.0/leg3_B1_00
     leg3_B0_2_x_p1 = 0.03015399275279025*leg3_beta2_20 + 0.9848074348890166*leg3_beta2_21
     leg3_B0_2_x = leg3_B0_2_x_p1 - 0.17101185019869264*leg3_beta2_22
     leg3_B0_2_y_p1 = 0.173649981823539*leg3_beta2_21 + 0.9698460072454212*leg3_beta2_22
     leg3_B0_2_z = 0.9848077633113306*leg3_beta2_20 + 0.17364811925769374*leg3_beta2_22
     leg3_B0_2_y = leg3_B0_2_y_p1 - 0.1710099588994714*leg3_beta2_20
-    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
-    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
-    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_B1_00
     leg4_B0_0_x_p1 = 0.13302197003620603*leg4_B1_00 + 0.6427885858610106*leg4_B1_01
     leg4_B0_0_x = leg4_B0_0_x_p1 - 0.7544057193410512*leg4_B1_02
     leg4_B0_0_y_p1 = 0.7660436240102793*leg4_B1_01 + 0.633023199073302*leg4_B1_02
     leg4_B0_0_z = 0.9848077781676413*leg4_B1_00 + 0.17364803500331863*leg4_B1_02
     leg4_B0_0_y = leg4_B0_0_y_p1 - 0.11161897485732646*leg4_B1_00
+    leg4_lu_inv3 = 1.0/leg4_B1_00
     leg4_B0_2_x_p1 = 0.13302197003620603*leg4_beta2_20 + 0.6427885858610106*leg4_beta2_21
     leg4_B0_2_x = leg4_B0_2_x_p1 - 0.7544057193410512*leg4_beta2_22
     leg4_B0_2_y_p1 = 0.7660436240102793*leg4_beta2_21 + 0.633023199073302*leg4_beta2_22
@@ -11667,6 +11698,7 @@ def energy(x, u, g, p, T, V):
     leg5_B0_0_y_p1 = 0.11161897485732646*leg5_B1_00 + 0.7660436240102793*leg5_B1_01
     leg5_B0_0_y = leg5_B0_0_y_p1 - 0.633023199073302*leg5_B1_02
     leg5_B0_0_z = 0.9848077781676413*leg5_B1_00 + 0.17364803500331863*leg5_B1_02
+    leg5_lu_inv3 = 1.0/leg5_B1_00
     leg5_B0_2_x_p1 = 0.13302197003620603*leg5_beta2_20 - 0.6427885858610106*leg5_beta2_21
     leg5_B0_2_x = leg5_B0_2_x_p1 - 0.7544057193410512*leg5_beta2_22
     leg5_B0_2_y_p1 = 0.11161897485732646*leg5_beta2_20 + 0.7660436240102793*leg5_beta2_21
@@ -11677,44 +11709,12 @@ def energy(x, u, g, p, T, V):
     leg6_B0_0_y_p1 = 0.1710099588994714*leg6_B1_00 + 0.173649981823539*leg6_B1_01
     leg6_B0_0_y = leg6_B0_0_y_p1 - 0.9698460072454212*leg6_B1_02
     leg6_B0_0_z = 0.9848077633113306*leg6_B1_00 + 0.17364811925769374*leg6_B1_02
+    leg6_lu_inv3 = 1.0/leg6_B1_00
     leg6_B0_2_x_p1 = 0.03015399275279025*leg6_beta2_20 - 0.9848074348890166*leg6_beta2_21
     leg6_B0_2_x = leg6_B0_2_x_p1 - 0.17101185019869264*leg6_beta2_22
     leg6_B0_2_y_p1 = 0.1710099588994714*leg6_beta2_20 + 0.173649981823539*leg6_beta2_21
     leg6_B0_2_y = leg6_B0_2_y_p1 - 0.9698460072454212*leg6_beta2_22
     leg6_B0_2_z = 0.9848077633113306*leg6_beta2_20 + 0.17364811925769374*leg6_beta2_22
-    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_B1_00
-    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
-    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_B1_00
-    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
-    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_B1_00
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_0_x + alpha_C_02*leg1_B0_0_z
     leg1_R_Cn_0_x = leg1_B0_0_y*s_psi_z + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_0_x + alpha_C_12*leg1_B0_0_z
@@ -19982,8 +19982,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse0 = c_psi_x*c_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse2 = c_psi_x*s_psi_y
-    cse149 = (0.5)*p_m_rod
-    cse150 = (0.5)*p_m_slider
     cse6 = 0.160697*s_psi_z + y_C
     alpha_C_00 = c_psi_y*c_psi_z
     cse1 = c_psi_y*s_psi_x
@@ -19991,9 +19989,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse5 = 0.191511*alpha_C_11
     cse4 = 0.160697*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
-    cse16 = 0.085505*s_psi_z + y_C
-    cse24 = 0.246202*s_psi_z
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_22_p1 = s_psi_x*s_psi_y
     alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0
@@ -20004,85 +19999,15 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_d_y_p1 = 0.9396930038089362*leg1_s0_y + 8.212120761403111e-07
     leg1_d_z_p1 = 0.3368230536298885*leg1_s0_y + 0.857305340462539
     leg1_d_x_p1 = 0.05939098530901799*leg1_s0_y - 0.25500459836194284
-    cse15 = 0.234923*alpha_C_11
-    cse23 = 0.043412*alpha_C_11
-    leg4_s0_y_p1 = -cse24 + y_C
-    leg5_s0_y_p1 = -cse24 + y_C
-    leg4_s0_y = cse23 + leg4_s0_y_p1
-    leg5_s0_y = -cse23 + leg5_s0_y_p1
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_y = -leg1_d_y_p1 - 0.34201909097671546*leg1_s0_x
     leg1_d_z_p2 = -leg1_d_z_p1 + 0.9254169587834975*leg1_s0_x
     cse8 = 0.160697*alpha_C_02 + z_C
-    cse14 = 0.085505*alpha_C_00 + x_C
-    leg3_s0_y = cse15 + cse16
-    leg6_s0_y = -cse15 + cse16
-    cse18 = 0.085505*alpha_C_02 + z_C
-    cse22 = 0.246202*alpha_C_00
-    cse26 = 0.246202*alpha_C_02
     cse7 = 0.191511*alpha_C_12
-    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
-    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
-    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
-    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
-    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
-    cse13 = 0.234923*alpha_C_10
-    cse17 = 0.234923*alpha_C_12
-    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
-    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
-    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
-    cse21 = 0.043412*alpha_C_10
-    leg4_s0_x_p1 = -cse22 + x_C
-    leg5_s0_x_p1 = -cse22 + x_C
-    leg4_s0_x = cse21 + leg4_s0_x_p1
-    leg5_s0_x = -cse21 + leg5_s0_x_p1
-    cse25 = 0.043412*alpha_C_12
-    leg4_s0_z_p1 = -cse26 + z_C
-    leg5_s0_z_p1 = -cse26 + z_C
-    leg4_s0_z = cse25 + leg4_s0_z_p1
-    leg5_s0_z = -cse25 + leg5_s0_z_p1
-    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
-    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
-    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
-    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
-    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
-    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
-    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
-    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
-    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
-    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
-    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
-    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
-    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
-    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
-    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
-    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
-    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
-    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
-    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     leg1_d_z = leg1_d_z_p2 + 0.17364815846803508*leg1_s0_z
     leg1_d_x_p2 = leg1_d_x_p1 + 0.9848077563974911*leg1_s0_z
     leg1_d_x = leg1_d_x_p2 - 0.16317595963671802*leg1_s0_x
-    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
-    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
-    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
-    leg3_s0_x = cse13 + cse14
-    leg6_s0_x = -cse13 + cse14
-    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
-    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
-    leg3_s0_z = cse17 + cse18
-    leg6_s0_z = -cse17 + cse18
-    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
-    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
-    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
-    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
-    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
-    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
-    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
-    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
     leg1_slide_w2_p1 = 0.6060896082740002 - leg1_d_y*leg1_d_y
     leg1_slide_w2 = -leg1_d_z*leg1_d_z + leg1_slide_w2_p1
     if not (leg1_slide_w2 > 0.0):  # leg1 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
@@ -20097,73 +20022,41 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         return 102
     leg1_slide_w = math.sqrt(leg1_slide_w2)
     leg1_slide = leg1_d_x - leg1_slide_w
-    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
-    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
-    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
-    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
-    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
-    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
-    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
-    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
-    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
-    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
-    leg2_slide_w = math.sqrt(leg2_slide_w2)
-    leg2_slide = leg2_d_x - leg2_slide_w
-    leg3_slide_w = math.sqrt(leg3_slide_w2)
-    leg3_slide = leg3_d_x - leg3_slide_w
-    leg4_slide_w = math.sqrt(leg4_slide_w2)
-    leg4_slide = leg4_d_x - leg4_slide_w
-    leg5_slide_w = math.sqrt(leg5_slide_w2)
-    leg5_slide = leg5_d_x - leg5_slide_w
-    leg6_slide_w = math.sqrt(leg6_slide_w2)
-    leg6_slide = leg6_d_x - leg6_slide_w
     cse10_p1 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z
     cse10 = cse10_p1 + 0.7626372099732333*leg1_slide_w
-    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
     cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w
-    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
-    cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
-    cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
-    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
-    cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
-    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
-    cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
-    cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
-    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
-    cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
-    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
-    cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
-    cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
-    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
-    cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
-    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
-    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
-    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
-    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
-    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
-    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
-    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
-    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
-    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
-    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
-    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
     if not (leg1_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 122
+    leg1_u_s2_p1 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z
+    leg1_u_s2 = -0.15935294540539083*leg1_slide_w + leg1_u_s2_p1
     if not (leg1_slide + 0.3 > 0.0):  # leg1 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 103
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     if not (0.3 - leg1_slide > 0.0):  # leg1 slide above its upper limit 0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_y_p1 = 8.212120761403111e-07 - 0.9396930038089362*leg2_s0_y
+    leg2_d_y = leg2_d_y_p1 + 0.34201909097671546*leg2_s0_x
+    leg2_d_z_p1 = 0.3368230536298885*leg2_s0_y - 0.857305340462539
+    leg2_d_z_p2 = leg2_d_z_p1 + 0.9254169587834975*leg2_s0_x
+    leg2_d_z = leg2_d_z_p2 + 0.17364815846803508*leg2_s0_z
+    leg2_d_x_p1 = 0.05939098530901799*leg2_s0_y + 0.25500459836194284
+    leg2_d_x_p2 = -leg2_d_x_p1 + 0.9848077563974911*leg2_s0_z
+    leg2_d_x = leg2_d_x_p2 - 0.16317595963671802*leg2_s0_x
+    leg2_slide_w2_p1 = 0.6060896082740002 - leg2_d_y*leg2_d_y
+    leg2_slide_w2 = -leg2_d_z*leg2_d_z + leg2_slide_w2_p1
     if not (leg2_slide_w2 > 0.0):  # leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20174,13 +20067,19 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 202
+    leg2_slide_w = math.sqrt(leg2_slide_w2)
+    leg2_slide = leg2_d_x - leg2_slide_w
+    cse12_p1 = 0.1605606455684232*leg2_d_y + 0.6265818103479336*leg2_d_z
+    cse12 = -cse12_p1 + 0.7626372099732333*leg2_slide_w
+    cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w
     leg2_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg2_u_Lxz2 - 6.060896082740003e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 222
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_s2_p1 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z
+    leg2_u_s2 = 0.15935294540539083*leg2_slide_w + leg2_u_s2_p1
     if not (leg2_slide + 0.3 > 0.0):  # leg2 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20191,6 +20090,26 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse16 = 0.085505*s_psi_z + y_C
+    cse15 = 0.234923*alpha_C_11
+    cse14 = 0.085505*alpha_C_00 + x_C
+    leg3_s0_y = cse15 + cse16
+    cse18 = 0.085505*alpha_C_02 + z_C
+    cse13 = 0.234923*alpha_C_10
+    cse17 = 0.234923*alpha_C_12
+    leg3_d_y_p1 = 0.173649981823539*leg3_s0_y - 9.795324006326052e-07
+    leg3_d_z_p1 = 0.9698460072454212*leg3_s0_y - 0.8573053403451059
+    leg3_d_x_p1 = 0.1710099588994714*leg3_s0_y + 0.25500463072619445
+    leg3_s0_x = cse13 + cse14
+    leg3_d_y = leg3_d_y_p1 + 0.9848074348890166*leg3_s0_x
+    leg3_s0_z = cse17 + cse18
+    leg3_d_z_p2 = leg3_d_z_p1 + 0.17364811925769374*leg3_s0_z
+    leg3_d_x_p2 = -leg3_d_x_p1 + 0.9848077633113306*leg3_s0_z
+    leg3_d_z = leg3_d_z_p2 - 0.17101185019869264*leg3_s0_x
+    leg3_d_x = leg3_d_x_p2 + 0.03015399275279025*leg3_s0_x
+    leg3_slide_w2_p1 = 0.606089975705 - leg3_d_y*leg3_d_y
+    leg3_slide_w2 = -leg3_d_z*leg3_d_z + leg3_slide_w2_p1
     if not (leg3_slide_w2 > 0.0):  # leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20201,13 +20120,19 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 302
+    leg3_slide_w = math.sqrt(leg3_slide_w2)
+    leg3_slide = leg3_d_x - leg3_slide_w
+    cse20_p1 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z
+    cse20 = cse20_p1 + 0.7626370206894979*leg3_slide_w
+    cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w
     leg3_u_Lxz2 = cse19*cse19 + cse20*cse20
     if not (leg3_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 322
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_s2_p1 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z
+    leg3_u_s2 = -0.1593529009974725*leg3_slide_w + leg3_u_s2_p1
     if not (leg3_slide + 0.3 > 0.0):  # leg3 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20218,6 +20143,29 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse24 = 0.246202*s_psi_z
+    cse23 = 0.043412*alpha_C_11
+    leg4_s0_y_p1 = -cse24 + y_C
+    leg4_s0_y = cse23 + leg4_s0_y_p1
+    cse22 = 0.246202*alpha_C_00
+    cse26 = 0.246202*alpha_C_02
+    cse21 = 0.043412*alpha_C_10
+    leg4_s0_x_p1 = -cse22 + x_C
+    leg4_s0_x = cse21 + leg4_s0_x_p1
+    cse25 = 0.043412*alpha_C_12
+    leg4_s0_z_p1 = -cse26 + z_C
+    leg4_s0_z = cse25 + leg4_s0_z_p1
+    leg4_d_y_p1 = 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06
+    leg4_d_y = leg4_d_y_p1 + 0.6427885858610106*leg4_s0_x
+    leg4_d_z_p1 = 0.633023199073302*leg4_s0_y - 0.8573057170788839
+    leg4_d_z_p2 = leg4_d_z_p1 + 0.17364803500331863*leg4_s0_z
+    leg4_d_z = leg4_d_z_p2 - 0.7544057193410512*leg4_s0_x
+    leg4_d_x_p1 = 0.11161897485732646*leg4_s0_y + 0.2550046337970652
+    leg4_d_x_p2 = -leg4_d_x_p1 + 0.13302197003620603*leg4_s0_x
+    leg4_d_x = leg4_d_x_p2 + 0.9848077781676413*leg4_s0_z
+    leg4_slide_w2_p1 = 0.60609007908 - leg4_d_y*leg4_d_y
+    leg4_slide_w2 = -leg4_d_z*leg4_d_z + leg4_slide_w2_p1
     if not (leg4_slide_w2 > 0.0):  # leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20228,13 +20176,19 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 402
+    leg4_slide_w = math.sqrt(leg4_slide_w2)
+    leg4_slide = leg4_d_x - leg4_slide_w
+    cse28_p1 = 0.16056018861520996*leg4_d_y + 0.6265822561834624*leg4_d_z
+    cse28 = -cse28_p1 + 0.7626369398789243*leg4_slide_w
+    cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w
     leg4_u_Lxz2 = cse27*cse27 + cse28*cse28
     if not (leg4_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 422
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_s2_p1 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z
+    leg4_u_s2 = 0.15935236156055674*leg4_slide_w + leg4_u_s2_p1
     if not (leg4_slide + 0.3 > 0.0):  # leg4 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20245,6 +20199,23 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 404
+    leg5_s0_y_p1 = -cse24 + y_C
+    leg5_s0_y = -cse23 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse22 + x_C
+    leg5_s0_x = -cse21 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse26 + z_C
+    leg5_s0_z = -cse25 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_y_p1 = 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06
+    leg5_d_y = leg5_d_y_p1 - 0.6427885858610106*leg5_s0_x
+    leg5_d_z_p1 = 0.633023199073302*leg5_s0_y + 0.8573057170788839
+    leg5_d_z_p2 = -leg5_d_z_p1 + 0.17364803500331863*leg5_s0_z
+    leg5_d_z = leg5_d_z_p2 - 0.7544057193410512*leg5_s0_x
+    leg5_d_x_p1 = 0.11161897485732646*leg5_s0_y - 0.2550046337970652
+    leg5_d_x_p2 = leg5_d_x_p1 + 0.13302197003620603*leg5_s0_x
+    leg5_d_x = leg5_d_x_p2 + 0.9848077781676413*leg5_s0_z
+    leg5_slide_w2_p1 = 0.60609007908 - leg5_d_y*leg5_d_y
+    leg5_slide_w2 = -leg5_d_z*leg5_d_z + leg5_slide_w2_p1
     if not (leg5_slide_w2 > 0.0):  # leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20255,13 +20226,19 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 502
+    leg5_slide_w = math.sqrt(leg5_slide_w2)
+    leg5_slide = leg5_d_x - leg5_slide_w
+    cse30_p1 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z
+    cse30 = cse30_p1 + 0.7626369398789243*leg5_slide_w
+    cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w
     leg5_u_Lxz2 = cse29*cse29 + cse30*cse30
     if not (leg5_u_Lxz2 - 6.060900790799999e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z
+    leg5_u_s2 = -0.15935236156055674*leg5_slide_w + leg5_u_s2_p1
     if not (leg5_slide + 0.3 > 0.0):  # leg5 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20272,6 +20249,20 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 504
+    leg6_s0_y = -cse15 + cse16
+    leg6_s0_x = -cse13 + cse14
+    leg6_s0_z = -cse17 + cse18
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_y_p1 = 0.173649981823539*leg6_s0_y + 9.795324006326052e-07
+    leg6_d_y = leg6_d_y_p1 - 0.9848074348890166*leg6_s0_x
+    leg6_d_z_p1 = 0.9698460072454212*leg6_s0_y + 0.8573053403451059
+    leg6_d_z_p2 = -leg6_d_z_p1 + 0.17364811925769374*leg6_s0_z
+    leg6_d_z = leg6_d_z_p2 - 0.17101185019869264*leg6_s0_x
+    leg6_d_x_p1 = 0.1710099588994714*leg6_s0_y - 0.25500463072619445
+    leg6_d_x_p2 = leg6_d_x_p1 + 0.9848077633113306*leg6_s0_z
+    leg6_d_x = leg6_d_x_p2 + 0.03015399275279025*leg6_s0_x
+    leg6_slide_w2_p1 = 0.606089975705 - leg6_d_y*leg6_d_y
+    leg6_slide_w2 = -leg6_d_z*leg6_d_z + leg6_slide_w2_p1
     if not (leg6_slide_w2 > 0.0):  # leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20282,13 +20273,23 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 602
+    leg6_slide_w = math.sqrt(leg6_slide_w2)
+    leg6_slide = leg6_d_x - leg6_slide_w
+    cse32_p1 = 0.16056068821451047*leg6_d_y + 0.6265820298045014*leg6_d_z
+    cse32 = -cse32_p1 + 0.7626370206894979*leg6_slide_w
+    cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse10*leg1_u_inv_Lxz
+    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
     leg6_u_Lxz2 = cse31*cse31 + cse32*cse32
     if not (leg6_u_Lxz2 - 6.060899757050001e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z
+    leg6_u_s2 = 0.1593529009974725*leg6_slide_w + leg6_u_s2_p1
     if not (leg6_slide + 0.3 > 0.0):  # leg6 slide below its lower limit -0.3 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -20299,35 +20300,99 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 604
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse10*leg1_u_inv_Lxz
-    leg1_u_s1 = -cse9*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse12*leg2_u_inv_Lxz
     leg2_u_s1 = -cse11*leg2_u_inv_Lxz
     leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz
+    leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1
+    leg1_TL2_z = -0.7785175709475028*leg1_u_c2
+    if not (leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_TL2_z
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.1240590679803349*leg1_u_s2
+    if not (leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = cse20*leg3_u_inv_Lxz
     leg3_u_s1 = -cse19*leg3_u_inv_Lxz
     leg3_u_c2 = 1.284492135054843*leg3_u_Lxz
+    leg2_beta2_00 = 0.7626372099732333*leg2_u_c1 - 0.6348179531299452*leg2_u_s1
+    leg2_TL2_z = -0.7785175709475028*leg2_u_c2
+    if not (leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_TL2_z
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
+    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = cse28*leg4_u_inv_Lxz
     leg4_u_s1 = -cse27*leg4_u_inv_Lxz
     leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz
+    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
+    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
+    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
+    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = cse30*leg5_u_inv_Lxz
     leg5_u_s1 = -cse29*leg5_u_inv_Lxz
     leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz
+    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
+    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
+    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_c1 = cse32*leg6_u_inv_Lxz
     leg6_u_s1 = -cse31*leg6_u_inv_Lxz
     leg6_u_c2 = 1.284492135054843*leg6_u_Lxz
+    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
+    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
+    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
     leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1
     leg2_beta2_02 = -0.6265818103479336*leg2_u_c1 - 0.772661741245098*leg2_u_s1
-    leg3_beta2_00 = 0.7626370206894979*leg3_u_c1 - 0.6348181799329778*leg3_u_s1
-    leg4_beta2_00 = 0.7626369398789243*leg4_u_c1 - 0.6348183570175725*leg4_u_s1
-    leg5_beta2_00 = 0.7626369398789243*leg5_u_c1 - 0.6348183570175725*leg5_u_s1
     leg6_beta2_00 = 0.7626370206894979*leg6_u_c1 - 0.6348181799329778*leg6_u_s1
     leg1_beta2_01 = 0.1605606455684232*leg1_u_c1
     leg2_beta2_01 = -0.1605606455684232*leg2_u_c1
@@ -20335,8 +20400,13 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_beta2_01 = -0.16056018861520996*leg4_u_c1
     leg5_beta2_01 = 0.16056018861520996*leg5_u_c1
     leg6_beta2_01 = -0.16056068821451047*leg6_u_c1
-    leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1
-    leg2_beta2_00 = 0.7626372099732333*leg2_u_c1 - 0.6348179531299452*leg2_u_s1
+    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
+    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg3_beta2_02 = -0.6265820298045014*leg3_u_c1 - 0.7726615549039446*leg3_u_s1
     leg4_beta2_02 = -0.6265822561834624*leg4_u_c1 - 0.7726614094113345*leg4_u_s1
     leg5_beta2_02 = -0.6265822561834624*leg5_u_c1 - 0.7726614094113345*leg5_u_s1
@@ -20345,13 +20415,17 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.10192678037296903*leg1_u_s2
     leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 - 0.10192678037296903*leg2_u_s2
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2
     leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2
     leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2
+    if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    cse149 = (0.5)*p_m_rod
+    cse150 = (0.5)*p_m_slider
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2
     leg1_beta2_22 = 0.772661741245098*leg1_u_c1 - 0.6265818103479336*leg1_u_s1
     leg1_beta2_20 = 0.6348179531299452*leg1_u_c1 + 0.7626372099732333*leg1_u_s1
@@ -20371,60 +20445,58 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_beta2_20 = 0.6348181799329778*leg6_u_c1 + 0.7626370206894979*leg6_u_s1
     leg6_beta2_22 = 0.7726615549039446*leg6_u_c1 - 0.6265820298045014*leg6_u_s1
     leg6_beta2_21 = -0.16056068821451047*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.1240590679803349*leg1_u_s2
     leg1_B0_0_x_p1 = -0.34201909097671546*leg1_B1_01 + 0.9254169587834975*leg1_B1_02
     leg1_B0_0_x = leg1_B0_0_x_p1 - 0.16317595963671802*leg1_B1_00
     leg1_B0_0_y_p1 = 0.05939098530901799*leg1_B1_00 - 0.9396930038089362*leg1_B1_01
     leg1_B0_0_y = leg1_B0_0_y_p1 - 0.3368230536298885*leg1_B1_02
     leg1_B0_0_z = 0.9848077563974911*leg1_B1_00 + 0.17364815846803508*leg1_B1_02
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2
+    leg1_lu_inv3 = 1.0/leg1_B1_00
     leg2_B0_0_x_p1 = 0.34201909097671546*leg2_B1_01 + 0.9254169587834975*leg2_B1_02
     leg2_B0_0_x = leg2_B0_0_x_p1 - 0.16317595963671802*leg2_B1_00
     leg2_B0_0_y_p1 = -0.9396930038089362*leg2_B1_01 + 0.3368230536298885*leg2_B1_02
     leg2_B0_0_z = 0.9848077563974911*leg2_B1_00 + 0.17364815846803508*leg2_B1_02
     leg2_B0_0_y = leg2_B0_0_y_p1 - 0.05939098530901799*leg2_B1_00
+    leg2_lu_inv3 = 1.0/leg2_B1_00
     leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.10192684386112186*leg3_u_s2
     leg3_B0_0_x_p1 = 0.03015399275279025*leg3_B1_00 + 0.9848074348890166*leg3_B1_01
     leg3_B0_0_x = leg3_B0_0_x_p1 - 0.17101185019869264*leg3_B1_02
     leg3_B0_0_y_p1 = 0.173649981823539*leg3_B1_01 + 0.9698460072454212*leg3_B1_02
     leg3_B0_0_z = 0.9848077633113306*leg3_B1_00 + 0.17364811925769374*leg3_B1_02
     leg3_B0_0_y = leg3_B0_0_y_p1 - 0.1710099588994714*leg3_B1_00
+    leg3_lu_inv3 = 1.0/leg3_B1_00
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 - 0.10192655513913913*leg4_u_s2
     leg4_B0_0_x_p1 = 0.13302197003620603*leg4_B1_00 + 0.6427885858610106*leg4_B1_01
     leg4_B0_0_x = leg4_B0_0_x_p1 - 0.7544057193410512*leg4_B1_02
     leg4_B0_0_y_p1 = 0.7660436240102793*leg4_B1_01 + 0.633023199073302*leg4_B1_02
     leg4_B0_0_z = 0.9848077781676413*leg4_B1_00 + 0.17364803500331863*leg4_B1_02
     leg4_B0_0_y = leg4_B0_0_y_p1 - 0.11161897485732646*leg4_B1_00
+    leg4_lu_inv3 = 1.0/leg4_B1_00
     leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.10192655513913913*leg5_u_s2
     leg5_B0_0_x_p1 = 0.13302197003620603*leg5_B1_00 - 0.6427885858610106*leg5_B1_01
     leg5_B0_0_x = leg5_B0_0_x_p1 - 0.7544057193410512*leg5_B1_02
     leg5_B0_0_y_p1 = 0.11161897485732646*leg5_B1_00 + 0.7660436240102793*leg5_B1_01
     leg5_B0_0_y = leg5_B0_0_y_p1 - 0.633023199073302*leg5_B1_02
     leg5_B0_0_z = 0.9848077781676413*leg5_B1_00 + 0.17364803500331863*leg5_B1_02
+    leg5_lu_inv3 = 1.0/leg5_B1_00
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 - 0.10192684386112186*leg6_u_s2
     leg6_B0_0_x_p1 = 0.03015399275279025*leg6_B1_00 - 0.9848074348890166*leg6_B1_01
     leg6_B0_0_x = leg6_B0_0_x_p1 - 0.17101185019869264*leg6_B1_02
     leg6_B0_0_y_p1 = 0.1710099588994714*leg6_B1_00 + 0.173649981823539*leg6_B1_01
     leg6_B0_0_y = leg6_B0_0_y_p1 - 0.9698460072454212*leg6_B1_02
     leg6_B0_0_z = 0.9848077633113306*leg6_B1_00 + 0.17364811925769374*leg6_B1_02
+    leg6_lu_inv3 = 1.0/leg6_B1_00
     leg1_B0_2_x_p1 = -0.34201909097671546*leg1_beta2_21 + 0.9254169587834975*leg1_beta2_22
     leg1_B0_2_x = leg1_B0_2_x_p1 - 0.16317595963671802*leg1_beta2_20
-    leg1_lu_inv3 = 1.0/leg1_B1_00
     leg2_B0_2_x_p1 = 0.34201909097671546*leg2_beta2_21 + 0.9254169587834975*leg2_beta2_22
     leg2_B0_2_x = leg2_B0_2_x_p1 - 0.16317595963671802*leg2_beta2_20
-    leg2_lu_inv3 = 1.0/leg2_B1_00
     leg3_B0_2_x_p1 = 0.03015399275279025*leg3_beta2_20 + 0.9848074348890166*leg3_beta2_21
     leg3_B0_2_x = leg3_B0_2_x_p1 - 0.17101185019869264*leg3_beta2_22
-    leg3_lu_inv3 = 1.0/leg3_B1_00
     leg4_B0_2_x_p1 = 0.13302197003620603*leg4_beta2_20 + 0.6427885858610106*leg4_beta2_21
     leg4_B0_2_x = leg4_B0_2_x_p1 - 0.7544057193410512*leg4_beta2_22
-    leg4_lu_inv3 = 1.0/leg4_B1_00
     leg5_B0_2_x_p1 = 0.13302197003620603*leg5_beta2_20 - 0.6427885858610106*leg5_beta2_21
     leg5_B0_2_x = leg5_B0_2_x_p1 - 0.7544057193410512*leg5_beta2_22
-    leg5_lu_inv3 = 1.0/leg5_B1_00
     leg6_B0_2_x_p1 = 0.03015399275279025*leg6_beta2_20 - 0.9848074348890166*leg6_beta2_21
     leg6_B0_2_x = leg6_B0_2_x_p1 - 0.17101185019869264*leg6_beta2_22
-    leg6_lu_inv3 = 1.0/leg6_B1_00
     leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616
     leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4
     leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide
@@ -20446,18 +20518,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_B0_2_y_p1 = 0.05939098530901799*leg1_beta2_20 - 0.9396930038089362*leg1_beta2_21
     leg1_B0_2_y = leg1_B0_2_y_p1 - 0.3368230536298885*leg1_beta2_22
     leg1_B0_2_z = 0.9848077563974911*leg1_beta2_20 + 0.17364815846803508*leg1_beta2_22
-    leg1_TL2_z = -0.7785175709475028*leg1_u_c2
-    if not (leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    if not (leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    leg1_lu_inv2 = 1.0/leg1_TL2_z
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_0_x + alpha_C_02*leg1_B0_0_z
     leg1_R_Cn_0_x = leg1_B0_0_y*s_psi_z + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_0_x + alpha_C_12*leg1_B0_0_z
@@ -20465,18 +20525,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg2_B0_2_y_p1 = -0.9396930038089362*leg2_beta2_21 + 0.3368230536298885*leg2_beta2_22
     leg2_B0_2_y = leg2_B0_2_y_p1 - 0.05939098530901799*leg2_beta2_20
     leg2_B0_2_z = 0.9848077563974911*leg2_beta2_20 + 0.17364815846803508*leg2_beta2_22
-    leg2_TL2_z = -0.7785175709475028*leg2_u_c2
-    if not (leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    if not (leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_lu_inv2 = 1.0/leg2_TL2_z
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_0_x + alpha_C_02*leg2_B0_0_z
     leg2_R_Cn_0_x = leg2_B0_0_y*s_psi_z + leg2_R_Cn_0_x_p1
     leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_0_x + alpha_C_12*leg2_B0_0_z
@@ -20484,18 +20532,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg3_B0_2_y_p1 = 0.173649981823539*leg3_beta2_21 + 0.9698460072454212*leg3_beta2_22
     leg3_B0_2_y = leg3_B0_2_y_p1 - 0.1710099588994714*leg3_beta2_20
     leg3_B0_2_z = 0.9848077633113306*leg3_beta2_20 + 0.17364811925769374*leg3_beta2_22
-    leg3_TL2_z = -0.7785178069286534*leg3_u_c2
-    if not (leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    if not (leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
     leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_0_x + alpha_C_02*leg3_B0_0_z
     leg3_R_Cn_0_x = leg3_B0_0_y*s_psi_z + leg3_R_Cn_0_x_p1
     leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_0_x + alpha_C_12*leg3_B0_0_z
@@ -20503,18 +20539,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg4_B0_2_y_p1 = 0.7660436240102793*leg4_beta2_21 + 0.633023199073302*leg4_beta2_22
     leg4_B0_2_y = leg4_B0_2_y_p1 - 0.11161897485732646*leg4_beta2_20
     leg4_B0_2_z = 0.9848077781676413*leg4_beta2_20 + 0.17364803500331863*leg4_beta2_22
-    leg4_TL2_z = -0.7785178733208378*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    if not (leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_0_x + alpha_C_02*leg4_B0_0_z
     leg4_R_Cn_0_x = leg4_B0_0_y*s_psi_z + leg4_R_Cn_0_x_p1
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_0_x + alpha_C_12*leg4_B0_0_z
@@ -20522,18 +20546,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_B0_2_y_p1 = 0.11161897485732646*leg5_beta2_20 + 0.7660436240102793*leg5_beta2_21
     leg5_B0_2_y = leg5_B0_2_y_p1 - 0.633023199073302*leg5_beta2_22
     leg5_B0_2_z = 0.9848077781676413*leg5_beta2_20 + 0.17364803500331863*leg5_beta2_22
-    leg5_TL2_z = -0.7785178733208378*leg5_u_c2
-    if not (leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    if not (leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_0_x + alpha_C_02*leg5_B0_0_z
     leg5_R_Cn_0_x = leg5_B0_0_y*s_psi_z + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_0_x + alpha_C_12*leg5_B0_0_z
@@ -20541,18 +20553,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_B0_2_y_p1 = 0.1710099588994714*leg6_beta2_20 + 0.173649981823539*leg6_beta2_21
     leg6_B0_2_y = leg6_B0_2_y_p1 - 0.9698460072454212*leg6_beta2_22
     leg6_B0_2_z = 0.9848077633113306*leg6_beta2_20 + 0.17364811925769374*leg6_beta2_22
-    leg6_TL2_z = -0.7785178069286534*leg6_u_c2
-    if not (leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    if not (leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_0_x + alpha_C_02*leg6_B0_0_z
     leg6_R_Cn_0_x = leg6_B0_0_y*s_psi_z + leg6_R_Cn_0_x_p1
     leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_0_x + alpha_C_12*leg6_B0_0_z

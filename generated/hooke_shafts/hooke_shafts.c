@@ -641,16 +641,16 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
     const double dqrhs1_p1 = cross_f2_T1_x*cross_f2_o_x + cross_f2_T1_y*cross_f2_o_y;
     const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
-    const double err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x;
-    const double dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3;
-    const double err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3;
     const double N1_1 = N1_1_p2 + cse2*cse2;
+    const double dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3;
+    const double err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x;
+    const double err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3;
     const double err_p3 = err_p1 + err_p2;
+    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double err = sqrt(err_p3);
     error[0] = err;
     const double invD1 = 1.0/N1_1;
     const double dqrhs1 = -dqrhs1_p1 - dqrhs1_p2;
-    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double dq1 = dqrhs1*invD1;
     q_next[0] = dq1 + q1;
     q_next[1] = q2;
@@ -726,19 +726,19 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
             const double dqrhs1_p1 = cross_f2_T1_x*cross_f2_o_x + cross_f2_T1_y*cross_f2_o_y;
             const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
-            const double err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x;
-            const double dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3;
-            const double err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3;
             const double N1_1 = N1_1_p2 + cse2*cse2;
+            const double dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3;
+            const double err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x;
+            const double err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3;
             const double err_p3 = err_p1 + err_p2;
-            const double err = sqrt(err_p3);
-            mg_o_error[0][mg_l] = err;
-            const double invD1 = 1.0/N1_1;
-            const double dqrhs1 = -dqrhs1_p1 - dqrhs1_p2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double err = sqrt(err_p3);
+            mg_o_error[0][mg_l] = err;
+            const double invD1 = 1.0/N1_1;
+            const double dqrhs1 = -dqrhs1_p1 - dqrhs1_p2;
             const double dq1 = dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
             mg_st[mg_l] = mg_s;
@@ -823,11 +823,11 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double cse3 = -0.8660254037844386*cse2 + cse3_p3;
     const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
     const double N1_1 = N1_1_p2 + cse3*cse3;
+    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double invD1 = 1.0/N1_1;
     const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
     const double X1_1 = X1_rhs1*invD1;
     H[0] = -X1_1;
-    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double qd_dep1 = -X1_1*qd_ind1;
     qd[0] = qd_dep1;
     qd[1] = qd_ind1;
@@ -895,14 +895,14 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double cse3 = -0.8660254037844386*cse2 + cse3_p3;
             const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
             const double N1_1 = N1_1_p2 + cse3*cse3;
-            const double invD1 = 1.0/N1_1;
-            const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
-            const double X1_1 = X1_rhs1*invD1;
-            mg_o_H[0][mg_l] = -X1_1;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double invD1 = 1.0/N1_1;
+            const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
+            const double X1_1 = X1_rhs1*invD1;
+            mg_o_H[0][mg_l] = -X1_1;
             const double qd_ind1 = mg_in_qd_ind[0][mg_l];
             mg_o_qd[1][mg_l] = qd_ind1;
             const double qd_dep1 = -X1_1*qd_ind1;
@@ -1549,20 +1549,24 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double a1_x = (9.81)*beta1_02;
     const double a1_y = (9.81)*beta1_12;
     const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
-    const double b1 = -N1_z + tau1;
     const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
     const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
     const double cse4 = c2*cross_f2_z_z;
-    const double cse9 = cross_f2_z_z*s2;
     const double cse5_p1 = (0.8660254037844386)*s2;
     const double cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4;
     const double cse6 = -cross_f2_z_y*s2 + cse4;
-    const double cse3 = cross_f2_z_x*s2;
-    const double cse5 = -0.5*cse3 + cse5_p2;
     const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
     const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
     const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
+    const double cse3 = cross_f2_z_x*s2;
+    const double cse5 = -0.5*cse3 + cse5_p2;
     const double N1_1 = N1_1_p2 + cse5*cse5;
+    const double cse7 = 0.9999999999999*N1_1;
+    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double cse9 = cross_f2_z_z*s2;
+    const double invD1 = 1.0/N1_1;
+    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double b1 = -N1_z + tau1;
     const double omega1_x = (0.8660254037844386)*qd1;
     const double omega1_y = (0.5)*qd1;
     const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
@@ -1573,7 +1577,6 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double qdd0_rhs1_p4 = cross_f2_z_y*cse8 + cse9*qd2;
     const double qdd0_rhs1_p1 = -cross_f2_z_x*cse8 - cse9*omega1_y;
     const double qdd0_rhs1_p6 = qdd0_rhs1_p4 - qdd0_rhs1_p5;
-    const double cross_reaction_mz_p1 = c2*cross_f2_z_x;
     const double cross_f2_abias_x = cse2*omega1_y;
     const double qdd0_rhs1_p8 = cross_f2_T1_x*cross_f2_abias_x + cross_f2_T1_z*cross_f2_abias_z;
     const double cross_f2_abias_y = -cse2*omega1_x;
@@ -1581,17 +1584,14 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double qdd0_rhs1_p2 = omega1_x - qd2;
     const double qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6;
     const double qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9;
-    const double invD1 = 1.0/N1_1;
     const double qdd0_1 = invD1*qdd0_rhs1;
-    const double cse7 = 0.9999999999999*N1_1;
-    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double X1_rhs1 = cse5*cse6;
     const double X1_1 = X1_rhs1*invD1;
     const double MH1_1 = -0.00040000000000000056*X1_1;
     const double Mr1_1 = -MH1_1*X1_1 + 0.0004;
     if (!(0.9999999999999*Mr1_1 > 0.0)) { status = 2; goto fail; } /* pivot D1 of the reduced mass matrix */
     if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double cross_reaction_mz_p1 = c2*cross_f2_z_x;
     const double invD1_2 = 1.0/Mr1_1;
     const double c1_2 = b1 - 0.00040000000000000056*qdd0_1;
     const double br1 = -X1_1*c1_2 + tau2;
@@ -1672,8 +1672,6 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double a1_x = (9.81)*beta1_02;
             const double a1_y = (9.81)*beta1_12;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
-            const double tau1 = mg_in_tau[0][mg_l];
-            const double b1 = -N1_z + tau1;
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double q2 = mg_in_q[1][mg_l];
@@ -1681,16 +1679,28 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse4 = c2*cross_f2_z_z;
-            const double cse9 = cross_f2_z_z*s2;
             const double cse5_p1 = (0.8660254037844386)*s2;
             const double cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4;
             const double cse6 = -cross_f2_z_y*s2 + cse4;
-            const double cse3 = cross_f2_z_x*s2;
-            const double cse5 = -0.5*cse3 + cse5_p2;
             const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
             const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
             const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
+            const double cse3 = cross_f2_z_x*s2;
+            const double cse5 = -0.5*cse3 + cse5_p2;
             const double N1_1 = N1_1_p2 + cse5*cse5;
+            const double cse7 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse9 = cross_f2_z_z*s2;
+            const double invD1 = 1.0/N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
             const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
@@ -1703,7 +1713,6 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs1_p4 = cross_f2_z_y*cse8 + cse9*qd2;
             const double qdd0_rhs1_p1 = -cross_f2_z_x*cse8 - cse9*omega1_y;
             const double qdd0_rhs1_p6 = qdd0_rhs1_p4 - qdd0_rhs1_p5;
-            const double cross_reaction_mz_p1 = c2*cross_f2_z_x;
             const double cross_f2_abias_x = cse2*omega1_y;
             const double qdd0_rhs1_p8 = cross_f2_T1_x*cross_f2_abias_x + cross_f2_T1_z*cross_f2_abias_z;
             const double cross_f2_abias_y = -cse2*omega1_x;
@@ -1711,17 +1720,7 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs1_p2 = omega1_x - qd2;
             const double qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6;
             const double qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9;
-            const double invD1 = 1.0/N1_1;
             const double qdd0_1 = invD1*qdd0_rhs1;
-            const double cse7 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double X1_rhs1 = cse5*cse6;
             const double X1_1 = X1_rhs1*invD1;
             const double MH1_1 = -0.00040000000000000056*X1_1;
@@ -1734,6 +1733,7 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
                 const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cross_reaction_mz_p1 = c2*cross_f2_z_x;
             const double invD1_2 = 1.0/Mr1_1;
             const double c1_2 = b1 - 0.00040000000000000056*qdd0_1;
             const double tau2 = mg_in_tau[1][mg_l];
@@ -1832,26 +1832,31 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
     const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
-    const double a1_x = (9.81)*tau1_02;
-    const double a1_y = (9.81)*tau1_12;
-    const double N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
     const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
     const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
     const double cse4 = c2*cross_f2_z_z;
-    const double cse9 = cross_f2_z_z*s2;
     const double cse5_p1 = (0.8660254037844386)*s2;
     const double cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4;
     const double cse6 = -cross_f2_z_y*s2 + cse4;
-    const double cse3 = cross_f2_z_x*s2;
-    const double cse5 = -0.5*cse3 + cse5_p2;
-    const double omega1_x = (0.8660254037844386)*qd1;
-    const double omega1_y = (0.5)*qd1;
-    const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
     const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
-    const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
     const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
     const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
+    const double cse3 = cross_f2_z_x*s2;
+    const double cse5 = -0.5*cse3 + cse5_p2;
     const double N1_1 = N1_1_p2 + cse5*cse5;
+    const double cse7 = 0.9999999999999*N1_1;
+    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double cse9 = cross_f2_z_z*s2;
+    const double invD1 = 1.0/N1_1;
+    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double a1_x = (9.81)*tau1_02;
+    const double a1_y = (9.81)*tau1_12;
+    const double N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+    const double omega1_x = (0.8660254037844386)*qd1;
+    const double omega1_y = (0.5)*qd1;
+    const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
+    const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
     const double qdd0_rhs1_p3 = -cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x;
     const double qdd0_rhs1_p5 = c2*qdd0_rhs1_p3 + cse9*omega1_x;
     const double cse8 = c2*qd2;
@@ -1866,12 +1871,7 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double qdd0_rhs1_p2 = omega1_x - qd2;
     const double qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6;
     const double qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9;
-    const double invD1 = 1.0/N1_1;
     const double qdd0_1 = invD1*qdd0_rhs1;
-    const double cse7 = 0.9999999999999*N1_1;
-    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse7 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double X1_rhs1 = cse5*cse6;
     const double X1_1 = X1_rhs1*invD1;
     const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
@@ -1952,9 +1952,6 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
             const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
-            const double a1_x = (9.81)*tau1_02;
-            const double a1_y = (9.81)*tau1_12;
-            const double N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
             const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double q2 = mg_in_q[1][mg_l];
@@ -1962,21 +1959,38 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             mg_sincos_poly(q2, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse4 = c2*cross_f2_z_z;
-            const double cse9 = cross_f2_z_z*s2;
             const double cse5_p1 = (0.8660254037844386)*s2;
             const double cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4;
             const double cse6 = -cross_f2_z_y*s2 + cse4;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
+            const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
             const double cse3 = cross_f2_z_x*s2;
             const double cse5 = -0.5*cse3 + cse5_p2;
+            const double N1_1 = N1_1_p2 + cse5*cse5;
+            const double cse7 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse9 = cross_f2_z_z*s2;
+            const double invD1 = 1.0/N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double a1_x = (9.81)*tau1_02;
+            const double a1_y = (9.81)*tau1_12;
+            const double N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
             const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.8660254037844386)*qd1;
             const double omega1_y = (0.5)*qd1;
-            const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
-            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
             const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
-            const double N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y;
-            const double N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z;
-            const double N1_1 = N1_1_p2 + cse5*cse5;
+            const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
             const double qdd0_rhs1_p3 = -cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x;
             const double qdd0_rhs1_p5 = c2*qdd0_rhs1_p3 + cse9*omega1_x;
             const double qd2 = mg_in_qd[1][mg_l];
@@ -1992,21 +2006,7 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs1_p2 = omega1_x - qd2;
             const double qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6;
             const double qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9;
-            const double invD1 = 1.0/N1_1;
             const double qdd0_1 = invD1*qdd0_rhs1;
-            const double cse7 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double X1_rhs1 = cse5*cse6;
             const double X1_1 = X1_rhs1*invD1;
             const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];

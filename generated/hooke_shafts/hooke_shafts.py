@@ -118,20 +118,20 @@ def newton_step(q, q_next, error, branch, orientation):
     N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y
     dqrhs1_p1 = cross_f2_T1_x*cross_f2_o_x + cross_f2_T1_y*cross_f2_o_y
     N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z
-    err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x
-    dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3
-    err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3
     N1_1 = N1_1_p2 + cse2*cse2
+    dqrhs1_p2 = cross_f2_T1_z*cross_f2_d_z + cse2*cse3
+    err_p1 = cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x
+    err_p2 = cross_f2_o_y*cross_f2_o_y + cse3*cse3
     err_p3 = err_p1 + err_p2
-    err = math.sqrt(err_p3)
-    invD1 = 1.0/N1_1
-    dqrhs1 = -dqrhs1_p1 - dqrhs1_p2
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         q_next[:] = [NAN] * 2
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    err = math.sqrt(err_p3)
+    invD1 = 1.0/N1_1
+    dqrhs1 = -dqrhs1_p1 - dqrhs1_p2
     dq1 = dqrhs1*invD1
     q_next[0] = dq1 + q1
     q_next[1] = q2
@@ -185,13 +185,13 @@ def velocity(q, qd_ind, qd, H):
     cse3 = -0.8660254037844386*cse2 + cse3_p3
     N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z
     N1_1 = N1_1_p2 + cse3*cse3
-    invD1 = 1.0/N1_1
-    X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2)
-    X1_1 = X1_rhs1*invD1
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 2
         H[:] = [NAN] * 2
         return 1
+    invD1 = 1.0/N1_1
+    X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2)
+    X1_1 = X1_rhs1*invD1
     qd_dep1 = -X1_1*qd_ind1
     qd[0] = qd_dep1
     qd[1] = qd_ind1
@@ -482,20 +482,32 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     a1_x = (9.81)*beta1_02
     a1_y = (9.81)*beta1_12
     N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y
-    b1 = -N1_z + tau1
     cross_f2_T1_x = (0.5)*cross_f2_d_z
     cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z
     cse4 = c2*cross_f2_z_z
-    cse9 = cross_f2_z_z*s2
     cse5_p1 = (0.8660254037844386)*s2
     cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4
     cse6 = -cross_f2_z_y*s2 + cse4
-    cse3 = cross_f2_z_x*s2
-    cse5 = -0.5*cse3 + cse5_p2
     cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y
     N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y
     N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z
+    cse3 = cross_f2_z_x*s2
+    cse5 = -0.5*cse3 + cse5_p2
     N1_1 = N1_1_p2 + cse5*cse5
+    cse7 = 0.9999999999999*N1_1
+    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 2
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 6
+        return 1
+    cse9 = cross_f2_z_z*s2
+    invD1 = 1.0/N1_1
+    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 2
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 6
+        return 1
+    b1 = -N1_z + tau1
     omega1_x = (0.8660254037844386)*qd1
     omega1_y = (0.5)*qd1
     cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x
@@ -506,7 +518,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0_rhs1_p4 = cross_f2_z_y*cse8 + cse9*qd2
     qdd0_rhs1_p1 = -cross_f2_z_x*cse8 - cse9*omega1_y
     qdd0_rhs1_p6 = qdd0_rhs1_p4 - qdd0_rhs1_p5
-    cross_reaction_mz_p1 = c2*cross_f2_z_x
     cross_f2_abias_x = cse2*omega1_y
     qdd0_rhs1_p8 = cross_f2_T1_x*cross_f2_abias_x + cross_f2_T1_z*cross_f2_abias_z
     cross_f2_abias_y = -cse2*omega1_x
@@ -514,19 +525,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0_rhs1_p2 = omega1_x - qd2
     qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6
     qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9
-    invD1 = 1.0/N1_1
     qdd0_1 = invD1*qdd0_rhs1
-    cse7 = 0.9999999999999*N1_1
-    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 2
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 2
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 6
-        return 1
     X1_rhs1 = cse5*cse6
     X1_1 = X1_rhs1*invD1
     MH1_1 = -0.00040000000000000056*X1_1
@@ -541,6 +540,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 6
         return 1
+    cross_reaction_mz_p1 = c2*cross_f2_z_x
     invD1_2 = 1.0/Mr1_1
     c1_2 = b1 - 0.00040000000000000056*qdd0_1
     br1 = -X1_1*c1_2 + tau2
@@ -611,26 +611,46 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11
     cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12
     cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12
-    a1_x = (9.81)*tau1_02
-    a1_y = (9.81)*tau1_12
-    N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y
     cross_f2_T1_x = (0.5)*cross_f2_d_z
     cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z
     cse4 = c2*cross_f2_z_z
-    cse9 = cross_f2_z_z*s2
     cse5_p1 = (0.8660254037844386)*s2
     cse5_p2 = cross_f2_z_y*cse5_p1 - 0.8660254037844386*cse4
     cse6 = -cross_f2_z_y*s2 + cse4
-    cse3 = cross_f2_z_x*s2
-    cse5 = -0.5*cse3 + cse5_p2
-    omega1_x = (0.8660254037844386)*qd1
-    omega1_y = (0.5)*qd1
-    cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y
     cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y
-    cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x
     N1_1_p1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y
     N1_1_p2 = N1_1_p1 + cross_f2_T1_z*cross_f2_T1_z
+    cse3 = cross_f2_z_x*s2
+    cse5 = -0.5*cse3 + cse5_p2
     N1_1 = N1_1_p2 + cse5*cse5
+    cse7 = 0.9999999999999*N1_1
+    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 2
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 6
+        return 1
+    cse9 = cross_f2_z_z*s2
+    invD1 = 1.0/N1_1
+    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 2
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 6
+        return 1
+    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 2
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 6
+        return 1
+    a1_x = (9.81)*tau1_02
+    a1_y = (9.81)*tau1_12
+    N1_z_p1 = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y
+    omega1_x = (0.8660254037844386)*qd1
+    omega1_y = (0.5)*qd1
+    cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x
+    cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y
     qdd0_rhs1_p3 = -cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x
     qdd0_rhs1_p5 = c2*qdd0_rhs1_p3 + cse9*omega1_x
     cse8 = c2*qd2
@@ -645,27 +665,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0_rhs1_p2 = omega1_x - qd2
     qdd0_rhs1_p7 = -omega1_y*qdd0_rhs1_p1 - qdd0_rhs1_p2*qdd0_rhs1_p6
     qdd0_rhs1 = cse5*qdd0_rhs1_p7 - qdd0_rhs1_p9
-    invD1 = 1.0/N1_1
     qdd0_1 = invD1*qdd0_rhs1
-    cse7 = 0.9999999999999*N1_1
-    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 2
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 2
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 6
-        return 1
-    if not (cse7 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 2
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 6
-        return 1
     X1_rhs1 = cse5*cse6
     X1_1 = X1_rhs1*invD1
     qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1

@@ -78,74 +78,22 @@ def inverse_kinematics(x, p, q):
     cse3 = 0.4213244437154379*alpha_C_11
     cse2 = 0.3535331853275967*alpha_C_00 + x_C
     leg1_s0_y = -cse3 + cse4
-    leg2_s0_y = cse3 + cse4
     cse6 = 0.3535331853275967*alpha_C_02 + z_C
     cse1 = 0.4213244437154379*alpha_C_10
     cse5 = 0.4213244437154379*alpha_C_12
     leg1_d_x_p1 = 0.34202014332566866*leg1_s0_y + 0.8000000000000002
     leg1_d_z_p1 = 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     leg1_s0_x = -cse1 + cse2
-    leg2_s0_x = cse1 + cse2
     leg1_d_x = -leg1_d_x_p1 + 0.9396926207859084*leg1_s0_x
     leg1_d_z = leg1_d_z_p1 + 0.34202014332566866*leg1_s0_x
     leg1_s0_z = -cse5 + cse6
-    leg2_s0_z = cse5 + cse6
     cse8 = leg1_s0_z*leg1_s0_z
     leg1_crank_K_p1 = 2.0*cse8 - 1.1844813172579467
     cse7 = leg1_d_x*leg1_d_x
     leg1_crank_K_p2 = 2.0*cse7 + leg1_crank_K_p1
     leg1_crank_rho2 = cse7 + cse8
     leg1_crank_K = leg1_crank_K_p2 + 2.0*leg1_d_z*leg1_d_z
-    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
-    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
-    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
-    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
-    cse18 = 0.18811107882911782*s_psi_z + y_C
-    cse28 = 0.5416442641567144*s_psi_z
-    cse12 = leg2_s0_z*leg2_s0_z
-    cse17 = 0.5168309414322497*alpha_C_11
-    cse27 = 0.0955064977168117*alpha_C_11
-    leg4_s0_y_p1 = -cse28 + y_C
-    leg5_s0_y_p1 = -cse28 + y_C
-    leg4_s0_y = cse27 + leg4_s0_y_p1
-    leg5_s0_y = -cse27 + leg5_s0_y_p1
-    leg2_crank_K_p1 = 2.0*cse12 - 1.1844813172579467
-    cse16 = 0.18811107882911782*alpha_C_00 + x_C
-    cse26 = 0.5416442641567144*alpha_C_00
-    leg3_s0_y = cse17 + cse18
-    leg6_s0_y = -cse17 + cse18
-    cse20 = 0.18811107882911782*alpha_C_02 + z_C
-    cse30 = 0.5416442641567144*alpha_C_02
-    cse11 = leg2_d_x*leg2_d_x
-    leg2_crank_K_p2 = 2.0*cse11 + leg2_crank_K_p1
-    leg2_crank_rho2 = cse11 + cse12
-    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
-    cse15 = 0.5168309414322497*alpha_C_10
-    cse25 = 0.0955064977168117*alpha_C_10
-    cse19 = 0.5168309414322497*alpha_C_12
-    cse29 = 0.0955064977168117*alpha_C_12
-    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
-    leg4_s0_x_p1 = -cse26 + x_C
-    leg5_s0_x_p1 = -cse26 + x_C
-    leg4_s0_x = cse25 + leg4_s0_x_p1
-    leg5_s0_x = -cse25 + leg5_s0_x_p1
-    leg4_s0_z_p1 = -cse30 + z_C
-    leg5_s0_z_p1 = -cse30 + z_C
-    leg4_s0_z = cse29 + leg4_s0_z_p1
-    leg5_s0_z = -cse29 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
-    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
-    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
-    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
-    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
-    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
-    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
-    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
-    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
-    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 101
@@ -153,208 +101,260 @@ def inverse_kinematics(x, p, q):
         q[:] = [NAN] * 18
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
-    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
-    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
-    leg3_s0_z = cse19 + cse20
-    leg6_s0_z = -cse19 + cse20
-    cse22 = leg3_s0_z*leg3_s0_z
-    cse32 = leg4_s0_z*leg4_s0_z
-    cse36 = leg5_s0_z*leg5_s0_z
-    cse40 = leg6_s0_z*leg6_s0_z
-    leg3_crank_K_p1 = 2.0*cse22 - 1.1844813172579465
-    leg4_crank_K_p1 = 2.0*cse32 - 1.1844813172579467
-    leg5_crank_K_p1 = 2.0*cse36 - 1.1844813172579467
-    leg6_crank_K_p1 = 2.0*cse40 - 1.1844813172579465
-    cse21 = leg3_d_x*leg3_d_x
-    leg3_crank_K_p2 = 2.0*cse21 + leg3_crank_K_p1
-    leg3_crank_rho2 = cse21 + cse22
-    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
-    cse31 = leg4_d_x*leg4_d_x
-    leg4_crank_K_p2 = 2.0*cse31 + leg4_crank_K_p1
-    leg4_crank_rho2 = cse31 + cse32
-    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
-    cse35 = leg5_d_x*leg5_d_x
-    leg5_crank_K_p2 = 2.0*cse35 + leg5_crank_K_p1
-    leg5_crank_rho2 = cse35 + cse36
-    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
-    cse39 = leg6_d_x*leg6_d_x
-    leg6_crank_K_p2 = 2.0*cse39 + leg6_crank_K_p1
-    leg6_crank_rho2 = cse39 + cse40
-    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
     leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
-    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
-    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
-    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     cse10_p1 = 0.33985842337577077*leg1_d_z + 0.6179244061377649*leg1_e_c_y
     cse10 = -cse10_p1 - 0.7089891962222175*leg1_e_c_x
-    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
     cse9 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
-    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
-    cse14_p1 = 0.33985842337577077*leg2_d_z - 0.6179244061377649*leg2_e_c_y
-    cse14 = cse14_p1 - 0.7089891962222175*leg2_e_c_x
-    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
-    cse13 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
-    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
-    cse24_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
-    cse24 = -cse24_p1 - 0.7089891962222172*leg3_e_c_x
-    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
-    cse23 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
-    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
-    cse34_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
-    cse34 = cse34_p1 - 0.7089891962222173*leg4_e_c_x
-    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
-    cse33 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
-    cse38_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
-    cse38 = -cse38_p1 - 0.7089891962222173*leg5_e_c_x
-    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
-    cse37 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
-    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
-    cse42_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
-    cse42 = cse42_p1 - 0.7089891962222172*leg6_e_c_x
-    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
-    cse41 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
-    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
     leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
     if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 122
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
+    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
     if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         return 103
     if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         return 104
+    leg2_s0_y = cse3 + cse4
+    leg2_s0_x = cse1 + cse2
+    leg2_s0_z = cse5 + cse6
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
+    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
+    cse12 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K_p1 = 2.0*cse12 - 1.1844813172579467
+    cse11 = leg2_d_x*leg2_d_x
+    leg2_crank_K_p2 = 2.0*cse11 + leg2_crank_K_p1
+    leg2_crank_rho2 = cse11 + cse12
+    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
     if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 201
     if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         return 202
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
+    cse14_p1 = 0.33985842337577077*leg2_d_z - 0.6179244061377649*leg2_e_c_y
+    cse14 = cse14_p1 - 0.7089891962222175*leg2_e_c_x
+    cse13 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
     leg2_u_Lxz2 = cse13*cse13 + cse14*cse14
     if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 222
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
+    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
     if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         return 203
     if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse18 = 0.18811107882911782*s_psi_z + y_C
+    cse17 = 0.5168309414322497*alpha_C_11
+    cse16 = 0.18811107882911782*alpha_C_00 + x_C
+    leg3_s0_y = cse17 + cse18
+    cse20 = 0.18811107882911782*alpha_C_02 + z_C
+    cse15 = 0.5168309414322497*alpha_C_10
+    cse19 = 0.5168309414322497*alpha_C_12
+    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
+    leg3_s0_x = cse15 + cse16
+    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
+    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
+    leg3_s0_z = cse19 + cse20
+    cse22 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K_p1 = 2.0*cse22 - 1.1844813172579465
+    cse21 = leg3_d_x*leg3_d_x
+    leg3_crank_K_p2 = 2.0*cse21 + leg3_crank_K_p1
+    leg3_crank_rho2 = cse21 + cse22
+    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
     if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 301
     if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         return 302
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
+    cse24_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
+    cse24 = -cse24_p1 - 0.7089891962222172*leg3_e_c_x
+    cse23 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
     leg3_u_Lxz2 = cse23*cse23 + cse24*cse24
     if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 322
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
+    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
     if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         return 303
     if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         return 304
+    cse28 = 0.5416442641567144*s_psi_z
+    cse27 = 0.0955064977168117*alpha_C_11
+    cse26 = 0.5416442641567144*alpha_C_00
+    cse30 = 0.5416442641567144*alpha_C_02
+    cse25 = 0.0955064977168117*alpha_C_10
+    cse29 = 0.0955064977168117*alpha_C_12
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg4_s0_y_p1 = -cse28 + y_C
+    leg4_s0_y = cse27 + leg4_s0_y_p1
+    leg4_s0_x_p1 = -cse26 + x_C
+    leg4_s0_x = cse25 + leg4_s0_x_p1
+    leg4_s0_z_p1 = -cse30 + z_C
+    leg4_s0_z = cse29 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
+    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
+    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    cse32 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K_p1 = 2.0*cse32 - 1.1844813172579467
+    cse31 = leg4_d_x*leg4_d_x
+    leg4_crank_K_p2 = 2.0*cse31 + leg4_crank_K_p1
+    leg4_crank_rho2 = cse31 + cse32
+    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
     if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 401
     if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         return 402
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
+    cse34_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
+    cse34 = cse34_p1 - 0.7089891962222173*leg4_e_c_x
+    cse33 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
     leg4_u_Lxz2 = cse33*cse33 + cse34*cse34
     if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 422
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
+    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
     if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         return 403
     if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         return 404
+    leg5_s0_y_p1 = -cse28 + y_C
+    leg5_s0_y = -cse27 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse26 + x_C
+    leg5_s0_x = -cse25 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse30 + z_C
+    leg5_s0_z = -cse29 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
+    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
+    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
+    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
+    cse36 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K_p1 = 2.0*cse36 - 1.1844813172579467
+    cse35 = leg5_d_x*leg5_d_x
+    leg5_crank_K_p2 = 2.0*cse35 + leg5_crank_K_p1
+    leg5_crank_rho2 = cse35 + cse36
+    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
     if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 501
     if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         return 502
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
+    cse38_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
+    cse38 = -cse38_p1 - 0.7089891962222173*leg5_e_c_x
+    cse37 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
     leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
     if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
+    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
     if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         return 503
     if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         return 504
+    leg6_s0_y = -cse17 + cse18
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_z = -cse19 + cse20
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
+    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
+    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
+    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
+    cse40 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K_p1 = 2.0*cse40 - 1.1844813172579465
+    cse39 = leg6_d_x*leg6_d_x
+    leg6_crank_K_p2 = 2.0*cse39 + leg6_crank_K_p1
+    leg6_crank_rho2 = cse39 + cse40
+    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
     if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         return 601
     if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         return 602
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    cse42_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
+    cse42 = cse42_p1 - 0.7089891962222172*leg6_e_c_x
+    cse41 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
     leg6_u_Lxz2 = cse41*cse41 + cse42*cse42
     if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 622
+    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
+    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
@@ -1134,42 +1134,22 @@ def velocity_constraints(x, p, H):
     cse5 = 0.4213244437154379*alpha_C_11
     cse4 = 0.3535331853275967*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.3535331853275967*alpha_C_02 + z_C
     cse3 = 0.4213244437154379*alpha_C_10
     cse7 = 0.4213244437154379*alpha_C_12
     leg1_d_x_p1 = 0.34202014332566866*leg1_s0_y + 0.8000000000000002
     leg1_d_z_p1 = 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_x = -leg1_d_x_p1 + 0.9396926207859084*leg1_s0_x
     leg1_d_z = leg1_d_z_p1 + 0.34202014332566866*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K_p1 = 2.0*cse10 - 1.1844813172579467
     cse9 = leg1_d_x*leg1_d_x
     leg1_crank_K_p2 = 2.0*cse9 + leg1_crank_K_p1
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_K = leg1_crank_K_p2 + 2.0*leg1_d_z*leg1_d_z
-    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
-    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
-    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
-    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
-    cse14 = leg2_s0_z*leg2_s0_z
-    cse20 = 0.18811107882911782*s_psi_z + y_C
-    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
-    cse19 = 0.5168309414322497*alpha_C_11
-    cse13 = leg2_d_x*leg2_d_x
-    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
-    leg2_crank_rho2 = cse13 + cse14
-    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
-    cse18 = 0.18811107882911782*alpha_C_00 + x_C
-    leg3_s0_y = cse19 + cse20
-    leg6_s0_y = -cse19 + cse20
-    cse22 = 0.18811107882911782*alpha_C_02 + z_C
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 101
@@ -1177,269 +1157,284 @@ def velocity_constraints(x, p, H):
         H[:] = [NAN] * 108
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
-    cse17 = 0.5168309414322497*alpha_C_10
-    cse21 = 0.5168309414322497*alpha_C_12
-    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
-    leg3_s0_x = cse17 + cse18
-    leg6_s0_x = -cse17 + cse18
-    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
-    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
-    leg3_s0_z = cse21 + cse22
-    leg6_s0_z = -cse21 + cse22
-    cse24 = leg3_s0_z*leg3_s0_z
-    cse30 = 0.5416442641567144*s_psi_z
-    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
-    cse29 = 0.0955064977168117*alpha_C_11
-    leg4_s0_y_p1 = -cse30 + y_C
-    leg4_s0_y = cse29 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse30 + y_C
-    leg5_s0_y = -cse29 + leg5_s0_y_p1
-    cse23 = leg3_d_x*leg3_d_x
-    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
-    leg3_crank_rho2 = cse23 + cse24
-    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
-    cse28 = 0.5416442641567144*alpha_C_00
-    cse32 = 0.5416442641567144*alpha_C_02
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    cse27 = 0.0955064977168117*alpha_C_10
-    leg4_s0_x_p1 = -cse28 + x_C
-    leg4_s0_x = cse27 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse28 + x_C
-    leg5_s0_x = -cse27 + leg5_s0_x_p1
-    cse31 = 0.0955064977168117*alpha_C_12
-    leg4_s0_z_p1 = -cse32 + z_C
-    leg4_s0_z = cse31 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse32 + z_C
-    leg5_s0_z = -cse31 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
-    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
-    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
-    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
     leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    cse34 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
-    cse33 = leg4_d_x*leg4_d_x
-    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
-    leg4_crank_rho2 = cse33 + cse34
-    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
-    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
-    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
-    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    cse38 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
-    cse37 = leg5_d_x*leg5_d_x
-    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
-    leg5_crank_rho2 = cse37 + cse38
-    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
-    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
-    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
-    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    cse42 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
-    cse41 = leg6_d_x*leg6_d_x
-    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
-    leg6_crank_rho2 = cse41 + cse42
-    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
     cse12_p1 = 0.33985842337577077*leg1_d_z + 0.6179244061377649*leg1_e_c_y
     cse12 = -cse12_p1 - 0.7089891962222175*leg1_e_c_x
-    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
     cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
-    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 122
+    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
+    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
     if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 103
     if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
+    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
+    cse14 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
+    cse13 = leg2_d_x*leg2_d_x
+    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
+    leg2_crank_rho2 = cse13 + cse14
+    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
     if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 201
     if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     cse16_p1 = 0.33985842337577077*leg2_d_z - 0.6179244061377649*leg2_e_c_y
     cse16 = cse16_p1 - 0.7089891962222175*leg2_e_c_x
-    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
     cse15 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
-    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
-    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
     leg2_u_Lxz2 = cse15*cse15 + cse16*cse16
     if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 222
+    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
+    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
     if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 203
     if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse20 = 0.18811107882911782*s_psi_z + y_C
+    cse19 = 0.5168309414322497*alpha_C_11
+    cse18 = 0.18811107882911782*alpha_C_00 + x_C
+    leg3_s0_y = cse19 + cse20
+    cse22 = 0.18811107882911782*alpha_C_02 + z_C
+    cse17 = 0.5168309414322497*alpha_C_10
+    cse21 = 0.5168309414322497*alpha_C_12
+    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
+    leg3_s0_x = cse17 + cse18
+    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
+    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
+    leg3_s0_z = cse21 + cse22
+    cse24 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
+    cse23 = leg3_d_x*leg3_d_x
+    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
+    leg3_crank_rho2 = cse23 + cse24
+    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
     if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 301
     if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
         return 302
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
     cse26_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
     cse26 = -cse26_p1 - 0.7089891962222172*leg3_e_c_x
-    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
     cse25 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
-    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
-    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
     leg3_u_Lxz2 = cse25*cse25 + cse26*cse26
     if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 322
+    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
+    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
     if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 303
     if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse30 = 0.5416442641567144*s_psi_z
+    cse29 = 0.0955064977168117*alpha_C_11
+    leg4_s0_y_p1 = -cse30 + y_C
+    leg4_s0_y = cse29 + leg4_s0_y_p1
+    cse28 = 0.5416442641567144*alpha_C_00
+    cse32 = 0.5416442641567144*alpha_C_02
+    cse27 = 0.0955064977168117*alpha_C_10
+    leg4_s0_x_p1 = -cse28 + x_C
+    leg4_s0_x = cse27 + leg4_s0_x_p1
+    cse31 = 0.0955064977168117*alpha_C_12
+    leg4_s0_z_p1 = -cse32 + z_C
+    leg4_s0_z = cse31 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
+    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
+    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    cse34 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
+    cse33 = leg4_d_x*leg4_d_x
+    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
+    leg4_crank_rho2 = cse33 + cse34
+    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
     if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 401
     if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
         return 402
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
     cse36_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
     cse36 = cse36_p1 - 0.7089891962222173*leg4_e_c_x
-    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
     cse35 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
-    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
     leg4_u_Lxz2 = cse35*cse35 + cse36*cse36
     if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 422
+    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
+    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
     if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 403
     if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 404
+    leg5_s0_y_p1 = -cse30 + y_C
+    leg5_s0_y = -cse29 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse28 + x_C
+    leg5_s0_x = -cse27 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse32 + z_C
+    leg5_s0_z = -cse31 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
+    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
+    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
+    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
+    cse38 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
+    cse37 = leg5_d_x*leg5_d_x
+    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
+    leg5_crank_rho2 = cse37 + cse38
+    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
     if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 501
     if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
         return 502
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
     cse40_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
     cse40 = -cse40_p1 - 0.7089891962222173*leg5_e_c_x
-    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
     cse39 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
-    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
-    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse12*leg1_u_inv_Lxz
-    leg1_u_s1 = cse11*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
     leg5_u_Lxz2 = cse39*cse39 + cse40*cse40
     if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 522
+    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
+    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
     if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 503
     if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 504
+    leg6_s0_y = -cse19 + cse20
+    leg6_s0_x = -cse17 + cse18
+    leg6_s0_z = -cse21 + cse22
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
+    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
+    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
+    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
+    cse42 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
+    cse41 = leg6_d_x*leg6_d_x
+    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
+    leg6_crank_rho2 = cse41 + cse42
+    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
     if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
         return 601
     if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
         return 602
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
     cse44_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
     cse44 = cse44_p1 - 0.7089891962222172*leg6_e_c_x
-    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
     cse43 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
-    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = cse16*leg2_u_inv_Lxz
-    leg2_u_s1 = cse15*leg2_u_inv_Lxz
-    leg2_u_c2 = 1.23584881227553*leg2_u_Lxz
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse12*leg1_u_inv_Lxz
+    leg1_u_s1 = cse11*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
     leg6_u_Lxz2 = cse43*cse43 + cse44*cse44
     if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
+    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
     if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
         return 603
     if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
         return 604
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = cse16*leg2_u_inv_Lxz
+    leg2_u_s1 = cse15*leg2_u_inv_Lxz
+    leg2_u_c2 = 1.23584881227553*leg2_u_Lxz
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
     leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
     leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
     leg1_rho1_y = 0.25*leg1_B1_10
     leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = cse26*leg3_u_inv_Lxz
-    leg3_u_s1 = cse25*leg3_u_inv_Lxz
-    leg3_u_c2 = 1.23584881227553*leg3_u_Lxz
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
     leg1_rho1_z = 0.25*leg1_beta2_20
     leg1_TL2_z = -0.809160465315115*leg1_u_c2
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
@@ -1451,18 +1446,11 @@ def velocity_constraints(x, p, H):
         H[:] = [NAN] * 108
         return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = cse36*leg4_u_inv_Lxz
-    leg4_u_s1 = cse35*leg4_u_inv_Lxz
-    leg4_u_c2 = 1.23584881227553*leg4_u_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = cse40*leg5_u_inv_Lxz
-    leg5_u_s1 = cse39*leg5_u_inv_Lxz
-    leg5_u_c2 = 1.23584881227553*leg5_u_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = cse44*leg6_u_inv_Lxz
-    leg6_u_s1 = cse43*leg6_u_inv_Lxz
-    leg6_u_c2 = 1.23584881227553*leg6_u_Lxz
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = cse26*leg3_u_inv_Lxz
+    leg3_u_s1 = cse25*leg3_u_inv_Lxz
+    leg3_u_c2 = 1.23584881227553*leg3_u_Lxz
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
     leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
     leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
@@ -1471,7 +1459,6 @@ def velocity_constraints(x, p, H):
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
     leg2_rho1_z = 0.25*leg2_beta2_20
     leg2_TL2_z = -0.809160465315115*leg2_u_c2
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
@@ -1483,26 +1470,80 @@ def velocity_constraints(x, p, H):
         H[:] = [NAN] * 108
         return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = cse36*leg4_u_inv_Lxz
+    leg4_u_s1 = cse35*leg4_u_inv_Lxz
+    leg4_u_c2 = 1.23584881227553*leg4_u_Lxz
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
     leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
     leg3_rho1_y = 0.25*leg3_B1_10
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
     leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
     leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
-    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
-    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
     leg3_rho1_z = 0.25*leg3_beta2_20
     leg3_TL2_z = -0.8091604653151149*leg3_u_c2
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
+    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_x
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = cse40*leg5_u_inv_Lxz
+    leg5_u_s1 = cse39*leg5_u_inv_Lxz
+    leg5_u_c2 = 1.23584881227553*leg5_u_Lxz
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_rho1_y = 0.25*leg4_B1_10
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
+    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
+    leg4_rho1_z = 0.25*leg4_beta2_20
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_x
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = cse44*leg6_u_inv_Lxz
+    leg6_u_s1 = cse43*leg6_u_inv_Lxz
+    leg6_u_c2 = 1.23584881227553*leg6_u_Lxz
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
+    leg5_rho1_y = 0.25*leg5_B1_10
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
+    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
+    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg5_rho1_z = 0.25*leg5_beta2_20
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_x
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
     leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
@@ -1514,46 +1555,25 @@ def velocity_constraints(x, p, H):
     leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
     leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
-    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
     leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
-    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
     leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
-    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
     leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
     leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
     leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
-    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
-    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
-    leg4_rho1_y = 0.25*leg4_B1_10
-    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_TL2_z = -0.809160465315115*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
-    leg5_rho1_y = 0.25*leg5_B1_10
-    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
-    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
     leg6_TL2_z = -0.8091604653151149*leg6_u_c2
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
@@ -1596,7 +1616,7 @@ def velocity_constraints(x, p, H):
     leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_B0_0_x = leg6_B0_0_x_p1 + leg6_B1_01*leg6_beta1_10
     leg6_B0_2_x = leg6_B0_2_x_p1 + leg6_beta1_10*leg6_beta2_21
-    leg4_rho1_z = 0.25*leg4_beta2_20
+    leg6_rho1_z = 0.25*leg6_beta2_20
     leg1_B0_0_y_p1 = leg1_B1_00*leg1_beta1_01 + 0.9396926207859084*leg1_B1_02
     leg1_B0_2_y_p1 = leg1_beta1_01*leg1_beta2_20 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_2_z = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
@@ -1607,7 +1627,6 @@ def velocity_constraints(x, p, H):
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
     leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
-    cse45 = 1.23584881227553*leg1_TL1_y
     leg2_B0_0_y_p1 = leg2_B1_00*leg2_beta1_01 + 0.9396926207859084*leg2_B1_02
     leg2_B0_2_y_p1 = leg2_beta1_01*leg2_beta2_20 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_2_z = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
@@ -1618,7 +1637,6 @@ def velocity_constraints(x, p, H):
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
     leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
-    cse46 = 1.23584881227553*leg2_TL1_y
     leg3_B0_0_y_p1 = leg3_B1_00*leg3_beta1_01 - 0.17364817766693036*leg3_B1_02
     leg3_B0_2_y_p1 = leg3_beta1_01*leg3_beta2_20 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_2_z = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
@@ -1629,7 +1647,6 @@ def velocity_constraints(x, p, H):
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
     leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
-    cse47 = 1.23584881227553*leg3_TL1_y
     leg4_B0_0_y_p1 = leg4_B1_00*leg4_beta1_01 - 0.766044443118978*leg4_B1_02
     leg4_B0_2_y_p1 = leg4_beta1_01*leg4_beta2_20 - 0.766044443118978*leg4_beta2_22
     leg4_B0_2_z = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
@@ -1638,36 +1655,39 @@ def velocity_constraints(x, p, H):
     leg4_B0_0_y = leg4_B0_0_y_p1 + leg4_B1_01*leg4_beta1_11
     leg4_B0_2_y = leg4_B0_2_y_p1 + leg4_beta1_11*leg4_beta2_21
     leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
-    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_x
-    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    cse48 = 1.23584881227553*leg4_TL1_y
     leg5_B0_0_y_p1 = leg5_B1_00*leg5_beta1_01 - 0.766044443118978*leg5_B1_02
     leg5_B0_2_y_p1 = leg5_beta1_01*leg5_beta2_20 - 0.766044443118978*leg5_beta2_22
-    leg5_B0_0_z = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
     leg5_B0_2_z = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
+    leg5_B0_0_z = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
     leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
     leg5_B0_0_y = leg5_B0_0_y_p1 + leg5_B1_01*leg5_beta1_11
     leg5_B0_2_y = leg5_B0_2_y_p1 + leg5_beta1_11*leg5_beta2_21
-    leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
+    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
+    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
     leg6_B0_0_y_p1 = leg6_B1_00*leg6_beta1_01 - 0.17364817766693036*leg6_B1_02
     leg6_B0_2_y_p1 = leg6_beta1_01*leg6_beta2_20 - 0.17364817766693036*leg6_beta2_22
-    leg6_B0_0_z = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
     leg6_B0_2_z = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
+    leg6_B0_0_z = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
     leg6_B0_0_y = leg6_B0_0_y_p1 + leg6_B1_01*leg6_beta1_11
     leg6_B0_2_y = leg6_B0_2_y_p1 + leg6_beta1_11*leg6_beta2_21
-    leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
+    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
+    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
+    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_x
+    cse45 = 1.23584881227553*leg1_TL1_y
+    cse46 = 1.23584881227553*leg2_TL1_y
+    cse47 = 1.23584881227553*leg3_TL1_y
+    cse48 = 1.23584881227553*leg4_TL1_y
+    cse49 = 1.23584881227553*leg5_TL1_y
+    cse50 = 1.23584881227553*leg6_TL1_y
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_0_x + alpha_C_02*leg1_B0_0_z
     leg1_R_Cn_0_x = leg1_B0_0_y*s_psi_z + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_0_x + alpha_C_12*leg1_B0_0_z
@@ -1716,18 +1736,6 @@ def velocity_constraints(x, p, H):
     leg4_R_Cn_2_y = alpha_C_11*leg4_B0_2_y + leg4_R_Cn_2_y_p1
     leg4_R_Cn_2_z_p1 = alpha_C_20*leg4_B0_2_x + alpha_C_22*leg4_B0_2_z
     leg4_R_Cn_2_z = alpha_C_21*leg4_B0_2_y + leg4_R_Cn_2_z_p1
-    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
-    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
-    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_x
-    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
-    cse49 = 1.23584881227553*leg5_TL1_y
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_0_x + alpha_C_02*leg5_B0_0_z
     leg5_R_Cn_0_x = leg5_B0_0_y*s_psi_z + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_0_x + alpha_C_12*leg5_B0_0_z
@@ -1740,14 +1748,6 @@ def velocity_constraints(x, p, H):
     leg5_R_Cn_2_y = alpha_C_11*leg5_B0_2_y + leg5_R_Cn_2_y_p1
     leg5_R_Cn_2_z_p1 = alpha_C_20*leg5_B0_2_x + alpha_C_22*leg5_B0_2_z
     leg5_R_Cn_2_z = alpha_C_21*leg5_B0_2_y + leg5_R_Cn_2_z_p1
-    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
-    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
-    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    cse50 = 1.23584881227553*leg6_TL1_y
-    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_0_x + alpha_C_02*leg6_B0_0_z
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_B0_2_x + alpha_C_02*leg6_B0_2_z
     leg6_R_Cn_0_x = leg6_B0_0_y*s_psi_z + leg6_R_Cn_0_x_p1
@@ -4516,42 +4516,22 @@ def leg_forces(x, u, F, p, Q):
     cse5 = 0.4213244437154379*alpha_C_11
     cse4 = 0.3535331853275967*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.3535331853275967*alpha_C_02 + z_C
     cse3 = 0.4213244437154379*alpha_C_10
     cse7 = 0.4213244437154379*alpha_C_12
     leg1_d_x_p1 = 0.34202014332566866*leg1_s0_y + 0.8000000000000002
     leg1_d_z_p1 = 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_x = -leg1_d_x_p1 + 0.9396926207859084*leg1_s0_x
     leg1_d_z = leg1_d_z_p1 + 0.34202014332566866*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K_p1 = 2.0*cse10 - 1.1844813172579467
     cse9 = leg1_d_x*leg1_d_x
     leg1_crank_K_p2 = 2.0*cse9 + leg1_crank_K_p1
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_K = leg1_crank_K_p2 + 2.0*leg1_d_z*leg1_d_z
-    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
-    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
-    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
-    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
-    cse14 = leg2_s0_z*leg2_s0_z
-    cse20 = 0.18811107882911782*s_psi_z + y_C
-    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
-    cse19 = 0.5168309414322497*alpha_C_11
-    cse13 = leg2_d_x*leg2_d_x
-    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
-    leg2_crank_rho2 = cse13 + cse14
-    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
-    cse18 = 0.18811107882911782*alpha_C_00 + x_C
-    leg3_s0_y = cse19 + cse20
-    leg6_s0_y = -cse19 + cse20
-    cse22 = 0.18811107882911782*alpha_C_02 + z_C
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 101
@@ -4559,262 +4539,276 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
-    cse17 = 0.5168309414322497*alpha_C_10
-    cse21 = 0.5168309414322497*alpha_C_12
-    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
-    leg3_s0_x = cse17 + cse18
-    leg6_s0_x = -cse17 + cse18
-    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
-    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
-    leg3_s0_z = cse21 + cse22
-    leg6_s0_z = -cse21 + cse22
-    cse24 = leg3_s0_z*leg3_s0_z
-    cse30 = 0.5416442641567144*s_psi_z
-    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
-    cse29 = 0.0955064977168117*alpha_C_11
-    leg4_s0_y_p1 = -cse30 + y_C
-    leg4_s0_y = cse29 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse30 + y_C
-    leg5_s0_y = -cse29 + leg5_s0_y_p1
-    cse23 = leg3_d_x*leg3_d_x
-    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
-    leg3_crank_rho2 = cse23 + cse24
-    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
-    cse28 = 0.5416442641567144*alpha_C_00
-    cse32 = 0.5416442641567144*alpha_C_02
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    cse27 = 0.0955064977168117*alpha_C_10
-    leg4_s0_x_p1 = -cse28 + x_C
-    leg4_s0_x = cse27 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse28 + x_C
-    leg5_s0_x = -cse27 + leg5_s0_x_p1
-    cse31 = 0.0955064977168117*alpha_C_12
-    leg4_s0_z_p1 = -cse32 + z_C
-    leg4_s0_z = cse31 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse32 + z_C
-    leg5_s0_z = -cse31 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
-    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
-    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
-    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
     leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    cse34 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
-    cse33 = leg4_d_x*leg4_d_x
-    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
-    leg4_crank_rho2 = cse33 + cse34
-    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
-    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
-    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
-    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    cse38 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
-    cse37 = leg5_d_x*leg5_d_x
-    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
-    leg5_crank_rho2 = cse37 + cse38
-    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
-    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
-    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
-    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    cse42 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
-    cse41 = leg6_d_x*leg6_d_x
-    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
-    leg6_crank_rho2 = cse41 + cse42
-    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
     cse12_p1 = 0.33985842337577077*leg1_d_z + 0.6179244061377649*leg1_e_c_y
     cse12 = -cse12_p1 - 0.7089891962222175*leg1_e_c_x
-    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
     cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
-    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 122
+    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
+    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
     if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 103
     if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
+    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
+    cse14 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
+    cse13 = leg2_d_x*leg2_d_x
+    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
+    leg2_crank_rho2 = cse13 + cse14
+    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
     if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 201
     if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_Qa1_p1 = F_leg1 - leg1_q1*p_k_crank
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     cse16_p1 = 0.33985842337577077*leg2_d_z - 0.6179244061377649*leg2_e_c_y
     cse16 = cse16_p1 - 0.7089891962222175*leg2_e_c_x
-    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
     cse15 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
-    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
-    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
     leg2_u_Lxz2 = cse15*cse15 + cse16*cse16
     if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 222
+    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
+    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
     if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 203
     if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse20 = 0.18811107882911782*s_psi_z + y_C
+    cse19 = 0.5168309414322497*alpha_C_11
+    cse18 = 0.18811107882911782*alpha_C_00 + x_C
+    leg3_s0_y = cse19 + cse20
+    cse22 = 0.18811107882911782*alpha_C_02 + z_C
+    cse17 = 0.5168309414322497*alpha_C_10
+    cse21 = 0.5168309414322497*alpha_C_12
+    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
+    leg3_s0_x = cse17 + cse18
+    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
+    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
+    leg3_s0_z = cse21 + cse22
+    cse24 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
+    cse23 = leg3_d_x*leg3_d_x
+    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
+    leg3_crank_rho2 = cse23 + cse24
+    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
     if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 301
     if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
         return 302
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_Qa1_p1 = F_leg2 - leg2_q1*p_k_crank
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
     cse26_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
     cse26 = -cse26_p1 - 0.7089891962222172*leg3_e_c_x
-    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
     cse25 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
-    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
-    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
     leg3_u_Lxz2 = cse25*cse25 + cse26*cse26
     if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 322
+    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
+    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
     if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 303
     if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse30 = 0.5416442641567144*s_psi_z
+    cse29 = 0.0955064977168117*alpha_C_11
+    leg4_s0_y_p1 = -cse30 + y_C
+    leg4_s0_y = cse29 + leg4_s0_y_p1
+    cse28 = 0.5416442641567144*alpha_C_00
+    cse32 = 0.5416442641567144*alpha_C_02
+    cse27 = 0.0955064977168117*alpha_C_10
+    leg4_s0_x_p1 = -cse28 + x_C
+    leg4_s0_x = cse27 + leg4_s0_x_p1
+    cse31 = 0.0955064977168117*alpha_C_12
+    leg4_s0_z_p1 = -cse32 + z_C
+    leg4_s0_z = cse31 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
+    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
+    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    cse34 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
+    cse33 = leg4_d_x*leg4_d_x
+    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
+    leg4_crank_rho2 = cse33 + cse34
+    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
     if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 401
     if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
         return 402
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_Qa1_p1 = F_leg3 - leg3_q1*p_k_crank
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
     cse36_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
     cse36 = cse36_p1 - 0.7089891962222173*leg4_e_c_x
-    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
     cse35 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
-    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
     leg4_u_Lxz2 = cse35*cse35 + cse36*cse36
     if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 422
+    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
+    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
     if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 403
     if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 404
+    leg5_s0_y_p1 = -cse30 + y_C
+    leg5_s0_y = -cse29 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse28 + x_C
+    leg5_s0_x = -cse27 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse32 + z_C
+    leg5_s0_z = -cse31 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
+    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
+    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
+    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
+    cse38 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
+    cse37 = leg5_d_x*leg5_d_x
+    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
+    leg5_crank_rho2 = cse37 + cse38
+    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
     if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 501
     if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
         return 502
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_Qa1_p1 = F_leg4 - leg4_q1*p_k_crank
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
     cse40_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
     cse40 = -cse40_p1 - 0.7089891962222173*leg5_e_c_x
-    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
     cse39 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
-    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
-    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
-    cse44_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
-    cse44 = cse44_p1 - 0.7089891962222172*leg6_e_c_x
-    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
-    cse43 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
-    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse12*leg1_u_inv_Lxz
-    leg1_u_s1 = cse11*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
     leg5_u_Lxz2 = cse39*cse39 + cse40*cse40
     if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 522
+    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
+    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
     if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 503
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 504
+    leg6_s0_y = -cse19 + cse20
+    leg6_s0_x = -cse17 + cse18
+    leg6_s0_z = -cse21 + cse22
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
+    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
+    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
+    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
+    cse42 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
+    cse41 = leg6_d_x*leg6_d_x
+    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
+    leg6_crank_rho2 = cse41 + cse42
+    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
     if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
         return 601
     if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
         return 602
-    leg5_Qa1_p1 = F_leg5 - leg5_q1*p_k_crank
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
+    cse44_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
+    cse44 = cse44_p1 - 0.7089891962222172*leg6_e_c_x
+    cse43 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse12*leg1_u_inv_Lxz
+    leg1_u_s1 = cse11*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
     leg6_u_Lxz2 = cse43*cse43 + cse44*cse44
     if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
+    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
     if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
         return 603
     if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
         return 604
-    leg6_Qa1_p1 = F_leg6 - leg6_q1*p_k_crank
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse16*leg2_u_inv_Lxz
     leg2_u_s1 = cse15*leg2_u_inv_Lxz
     leg2_u_c2 = 1.23584881227553*leg2_u_Lxz
-    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
     leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
     leg1_rho1_z = 0.25*leg1_beta2_20
@@ -4824,10 +4818,6 @@ def leg_forces(x, u, F, p, Q):
     leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
     leg1_rho1_y = 0.25*leg1_B1_10
     leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = cse26*leg3_u_inv_Lxz
-    leg3_u_s1 = cse25*leg3_u_inv_Lxz
-    leg3_u_c2 = 1.23584881227553*leg3_u_Lxz
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
@@ -4839,19 +4829,11 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = cse36*leg4_u_inv_Lxz
-    leg4_u_s1 = cse35*leg4_u_inv_Lxz
-    leg4_u_c2 = 1.23584881227553*leg4_u_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = cse40*leg5_u_inv_Lxz
-    leg5_u_s1 = cse39*leg5_u_inv_Lxz
-    leg5_u_c2 = 1.23584881227553*leg5_u_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = cse44*leg6_u_inv_Lxz
-    leg6_u_s1 = cse43*leg6_u_inv_Lxz
-    leg6_u_c2 = 1.23584881227553*leg6_u_Lxz
     leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = cse26*leg3_u_inv_Lxz
+    leg3_u_s1 = cse25*leg3_u_inv_Lxz
+    leg3_u_c2 = 1.23584881227553*leg3_u_Lxz
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
     leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
     leg2_rho1_z = 0.25*leg2_beta2_20
@@ -4873,39 +4855,22 @@ def leg_forces(x, u, F, p, Q):
         return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = cse36*leg4_u_inv_Lxz
+    leg4_u_s1 = cse35*leg4_u_inv_Lxz
+    leg4_u_c2 = 1.23584881227553*leg4_u_Lxz
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
     leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_rho1_z = 0.25*leg3_beta2_20
     leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg3_rho1_z = 0.25*leg3_beta2_20
     leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
-    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
-    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
-    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
     leg3_rho1_y = 0.25*leg3_B1_10
-    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
-    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
-    leg4_rho1_z = 0.25*leg4_beta2_20
-    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
-    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
-    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
-    leg5_rho1_z = 0.25*leg5_beta2_20
-    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
-    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
-    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
-    leg6_rho1_z = 0.25*leg6_beta2_20
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
     leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
     leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_TL2_z = -0.8091604653151149*leg3_u_c2
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
@@ -4914,12 +4879,23 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = cse40*leg5_u_inv_Lxz
+    leg5_u_s1 = cse39*leg5_u_inv_Lxz
+    leg5_u_c2 = 1.23584881227553*leg5_u_Lxz
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_rho1_z = 0.25*leg4_beta2_20
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
     leg4_rho1_y = 0.25*leg4_B1_10
-    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
+    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
     leg4_TL2_z = -0.809160465315115*leg4_u_c2
     if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
@@ -4928,12 +4904,23 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = cse44*leg6_u_inv_Lxz
+    leg6_u_s1 = cse43*leg6_u_inv_Lxz
+    leg6_u_c2 = 1.23584881227553*leg6_u_Lxz
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_rho1_z = 0.25*leg5_beta2_20
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_rho1_y = 0.25*leg5_B1_10
-    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
+    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
     leg5_TL2_z = -0.809160465315115*leg5_u_c2
     if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
@@ -4942,6 +4929,13 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
+    leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_rho1_y = 0.25*leg6_B1_10
@@ -4956,6 +4950,12 @@ def leg_forces(x, u, F, p, Q):
         Q[:] = [NAN] * 18
         return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
+    leg1_Qa1_p1 = F_leg1 - leg1_q1*p_k_crank
+    leg2_Qa1_p1 = F_leg2 - leg2_q1*p_k_crank
+    leg3_Qa1_p1 = F_leg3 - leg3_q1*p_k_crank
+    leg4_Qa1_p1 = F_leg4 - leg4_q1*p_k_crank
+    leg5_Qa1_p1 = F_leg5 - leg5_q1*p_k_crank
+    leg6_Qa1_p1 = F_leg6 - leg6_q1*p_k_crank
     leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_B0_0_x_p1 = leg1_B1_00*leg1_beta1_00 + 0.34202014332566866*leg1_B1_02
     leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
@@ -21486,42 +21486,22 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse5 = 0.4213244437154379*alpha_C_11
     cse4 = 0.3535331853275967*alpha_C_00 + x_C
     leg1_s0_y = -cse5 + cse6
-    leg2_s0_y = cse5 + cse6
     cse8 = 0.3535331853275967*alpha_C_02 + z_C
     cse3 = 0.4213244437154379*alpha_C_10
     cse7 = 0.4213244437154379*alpha_C_12
     leg1_d_x_p1 = 0.34202014332566866*leg1_s0_y + 0.8000000000000002
     leg1_d_z_p1 = 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     leg1_s0_x = -cse3 + cse4
-    leg2_s0_x = cse3 + cse4
     leg1_d_x = -leg1_d_x_p1 + 0.9396926207859084*leg1_s0_x
     leg1_d_z = leg1_d_z_p1 + 0.34202014332566866*leg1_s0_x
     leg1_s0_z = -cse7 + cse8
-    leg2_s0_z = cse7 + cse8
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K_p1 = 2.0*cse10 - 1.1844813172579467
     cse9 = leg1_d_x*leg1_d_x
     leg1_crank_K_p2 = 2.0*cse9 + leg1_crank_K_p1
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_K = leg1_crank_K_p2 + 2.0*leg1_d_z*leg1_d_z
-    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
-    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
-    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
-    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
-    cse14 = leg2_s0_z*leg2_s0_z
-    cse20 = 0.18811107882911782*s_psi_z + y_C
-    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
-    cse19 = 0.5168309414322497*alpha_C_11
-    cse13 = leg2_d_x*leg2_d_x
-    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
-    leg2_crank_rho2 = cse13 + cse14
-    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
-    cse18 = 0.18811107882911782*alpha_C_00 + x_C
-    leg3_s0_y = cse19 + cse20
-    leg6_s0_y = -cse19 + cse20
-    cse22 = 0.18811107882911782*alpha_C_02 + z_C
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21533,119 +21513,24 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         T[:] = [NAN] * 1
         return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
-    cse17 = 0.5168309414322497*alpha_C_10
-    cse21 = 0.5168309414322497*alpha_C_12
-    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
-    leg3_s0_x = cse17 + cse18
-    leg6_s0_x = -cse17 + cse18
-    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
-    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
-    leg3_s0_z = cse21 + cse22
-    leg6_s0_z = -cse21 + cse22
-    cse24 = leg3_s0_z*leg3_s0_z
-    cse30 = 0.5416442641567144*s_psi_z
-    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
-    cse29 = 0.0955064977168117*alpha_C_11
-    leg4_s0_y_p1 = -cse30 + y_C
-    leg4_s0_y = cse29 + leg4_s0_y_p1
-    leg5_s0_y_p1 = -cse30 + y_C
-    leg5_s0_y = -cse29 + leg5_s0_y_p1
-    cse23 = leg3_d_x*leg3_d_x
-    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
-    leg3_crank_rho2 = cse23 + cse24
-    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
-    cse28 = 0.5416442641567144*alpha_C_00
-    cse32 = 0.5416442641567144*alpha_C_02
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    cse27 = 0.0955064977168117*alpha_C_10
-    leg4_s0_x_p1 = -cse28 + x_C
-    leg4_s0_x = cse27 + leg4_s0_x_p1
-    leg5_s0_x_p1 = -cse28 + x_C
-    leg5_s0_x = -cse27 + leg5_s0_x_p1
-    cse31 = 0.0955064977168117*alpha_C_12
-    leg4_s0_z_p1 = -cse32 + z_C
-    leg4_s0_z = cse31 + leg4_s0_z_p1
-    leg5_s0_z_p1 = -cse32 + z_C
-    leg5_s0_z = -cse31 + leg5_s0_z_p1
-    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
-    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
-    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
-    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
     leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    cse34 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
-    cse33 = leg4_d_x*leg4_d_x
-    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
-    leg4_crank_rho2 = cse33 + cse34
-    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
-    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
-    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
-    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    cse38 = leg5_s0_z*leg5_s0_z
-    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
-    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
-    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
-    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
-    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
-    cse37 = leg5_d_x*leg5_d_x
-    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
-    leg5_crank_rho2 = cse37 + cse38
-    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
-    cse42 = leg6_s0_z*leg6_s0_z
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
-    cse41 = leg6_d_x*leg6_d_x
-    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
-    leg6_crank_rho2 = cse41 + cse42
-    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg1_e_c_x_p1 = leg1_crank_c*leg1_d_x - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
     leg1_e_c_x = -leg1_crank_s*leg1_s0_z + leg1_e_c_x_p1
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
     cse12_p1 = 0.33985842337577077*leg1_d_z + 0.6179244061377649*leg1_e_c_y
     cse12 = -cse12_p1 - 0.7089891962222175*leg1_e_c_x
-    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
     cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
-    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
     if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 122
+    leg1_u_s2_p1 = 1.162286900195316*leg1_d_z - 0.2759629210427645*leg1_e_c_y
+    leg1_u_s2 = -0.3166321440516529*leg1_e_c_x + leg1_u_s2_p1
     if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21656,6 +21541,21 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 104
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_z = cse7 + cse8
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg2_d_x_p1 = 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_x = leg2_d_x_p1 + 0.9396926207859084*leg2_s0_x
+    leg2_d_z_p1 = 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    leg2_d_z = leg2_d_z_p1 - 0.34202014332566866*leg2_s0_x
+    cse14 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K_p1 = 2.0*cse14 - 1.1844813172579467
+    cse13 = leg2_d_x*leg2_d_x
+    leg2_crank_K_p2 = 2.0*cse13 + leg2_crank_K_p1
+    leg2_crank_rho2 = cse13 + cse14
+    leg2_crank_K = leg2_crank_K_p2 + 2.0*leg2_d_z*leg2_d_z
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
     if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21666,52 +21566,25 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 202
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
-    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
-    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
-    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x_p1 = leg2_crank_c*leg2_d_x - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    leg2_e_c_x = -leg2_crank_s*leg2_s0_z + leg2_e_c_x_p1
     cse16_p1 = 0.33985842337577077*leg2_d_z - 0.6179244061377649*leg2_e_c_y
     cse16 = cse16_p1 - 0.7089891962222175*leg2_e_c_x
-    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
     cse15 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
-    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
-    cse26_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
-    cse26 = -cse26_p1 - 0.7089891962222172*leg3_e_c_x
-    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
-    cse25 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
-    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
-    cse36_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
-    cse36 = cse36_p1 - 0.7089891962222173*leg4_e_c_x
-    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
-    cse35 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
-    cse40_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
-    cse40 = -cse40_p1 - 0.7089891962222173*leg5_e_c_x
-    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
-    cse39 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
-    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
-    cse44_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
-    cse44 = cse44_p1 - 0.7089891962222172*leg6_e_c_x
-    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
-    cse43 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
-    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg2_u_Lxz2 = cse15*cse15 + cse16*cse16
     if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 222
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_s2_p1 = 1.162286900195316*leg2_d_z + 0.2759629210427645*leg2_e_c_y
+    leg2_u_s2 = 0.3166321440516529*leg2_e_c_x + leg2_u_s2_p1
     if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21722,6 +21595,27 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 204
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    cse20 = 0.18811107882911782*s_psi_z + y_C
+    cse19 = 0.5168309414322497*alpha_C_11
+    cse18 = 0.18811107882911782*alpha_C_00 + x_C
+    leg3_s0_y = cse19 + cse20
+    cse22 = 0.18811107882911782*alpha_C_02 + z_C
+    cse17 = 0.5168309414322497*alpha_C_10
+    cse21 = 0.5168309414322497*alpha_C_12
+    leg3_d_x_p1 = 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z_p1 = 0.17364817766693036*leg3_s0_y + 1.5178830414797062e-18
+    leg3_s0_x = cse17 + cse18
+    leg3_d_x = leg3_d_x_p1 - 0.17364817766693036*leg3_s0_x
+    leg3_d_z = -leg3_d_z_p1 - 0.984807753012208*leg3_s0_x
+    leg3_s0_z = cse21 + cse22
+    cse24 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K_p1 = 2.0*cse24 - 1.1844813172579465
+    cse23 = leg3_d_x*leg3_d_x
+    leg3_crank_K_p2 = 2.0*cse23 + leg3_crank_K_p1
+    leg3_crank_rho2 = cse23 + cse24
+    leg3_crank_K = leg3_crank_K_p2 + 2.0*leg3_d_z*leg3_d_z
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
     if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21732,13 +21626,25 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 302
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x_p1 = leg3_crank_c*leg3_d_x - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    leg3_e_c_x = -leg3_crank_s*leg3_s0_z + leg3_e_c_x_p1
+    cse26_p1 = 0.33985842337577093*leg3_d_z + 0.6179244061377651*leg3_e_c_y
+    cse26 = -cse26_p1 - 0.7089891962222172*leg3_e_c_x
+    cse25 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
     leg3_u_Lxz2 = cse25*cse25 + cse26*cse26
     if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 322
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_s2_p1 = 1.162286900195316*leg3_d_z - 0.27596292104276476*leg3_e_c_y
+    leg3_u_s2 = -0.31663214405165296*leg3_e_c_x + leg3_u_s2_p1
     if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21749,6 +21655,30 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 304
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse30 = 0.5416442641567144*s_psi_z
+    cse29 = 0.0955064977168117*alpha_C_11
+    leg4_s0_y_p1 = -cse30 + y_C
+    leg4_s0_y = cse29 + leg4_s0_y_p1
+    cse28 = 0.5416442641567144*alpha_C_00
+    cse32 = 0.5416442641567144*alpha_C_02
+    cse27 = 0.0955064977168117*alpha_C_10
+    leg4_s0_x_p1 = -cse28 + x_C
+    leg4_s0_x = cse27 + leg4_s0_x_p1
+    cse31 = 0.0955064977168117*alpha_C_12
+    leg4_s0_z_p1 = -cse32 + z_C
+    leg4_s0_z = cse31 + leg4_s0_z_p1
+    leg4_d_x_p1 = 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_x = leg4_d_x_p1 - 0.766044443118978*leg4_s0_x
+    leg4_d_z_p1 = 0.766044443118978*leg4_s0_y + 1.1275702593849246e-17
+    leg4_d_z = -leg4_d_z_p1 - 0.6427876096865394*leg4_s0_x
+    cse34 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K_p1 = 2.0*cse34 - 1.1844813172579467
+    cse33 = leg4_d_x*leg4_d_x
+    leg4_crank_K_p2 = 2.0*cse33 + leg4_crank_K_p1
+    leg4_crank_rho2 = cse33 + cse34
+    leg4_crank_K = leg4_crank_K_p2 + 2.0*leg4_d_z*leg4_d_z
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
     if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21759,13 +21689,25 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 402
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x_p1 = leg4_crank_c*leg4_d_x - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    leg4_e_c_x = -leg4_crank_s*leg4_s0_z + leg4_e_c_x_p1
+    cse36_p1 = 0.3398584233757707*leg4_d_z - 0.617924406137765*leg4_e_c_y
+    cse36 = cse36_p1 - 0.7089891962222173*leg4_e_c_x
+    cse35 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
     leg4_u_Lxz2 = cse35*cse35 + cse36*cse36
     if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 422
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_s2_p1 = 1.162286900195316*leg4_d_z + 0.2759629210427645*leg4_e_c_y
+    leg4_u_s2 = 0.3166321440516528*leg4_e_c_x + leg4_u_s2_p1
     if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21776,6 +21718,24 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 404
+    leg5_s0_y_p1 = -cse30 + y_C
+    leg5_s0_y = -cse29 + leg5_s0_y_p1
+    leg5_s0_x_p1 = -cse28 + x_C
+    leg5_s0_x = -cse27 + leg5_s0_x_p1
+    leg5_s0_z_p1 = -cse32 + z_C
+    leg5_s0_z = -cse31 + leg5_s0_z_p1
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg5_d_x_p1 = 0.6427876096865394*leg5_s0_y + 0.8
+    leg5_d_x = -leg5_d_x_p1 - 0.766044443118978*leg5_s0_x
+    leg5_d_z_p1 = 1.1275702593849246e-17 - 0.766044443118978*leg5_s0_y
+    leg5_d_z = leg5_d_z_p1 + 0.6427876096865394*leg5_s0_x
+    cse38 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K_p1 = 2.0*cse38 - 1.1844813172579467
+    cse37 = leg5_d_x*leg5_d_x
+    leg5_crank_K_p2 = 2.0*cse37 + leg5_crank_K_p1
+    leg5_crank_rho2 = cse37 + cse38
+    leg5_crank_K = leg5_crank_K_p2 + 2.0*leg5_d_z*leg5_d_z
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
     if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21786,13 +21746,25 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 502
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x_p1 = leg5_crank_c*leg5_d_x - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    leg5_e_c_x = -leg5_crank_s*leg5_s0_z + leg5_e_c_x_p1
+    cse40_p1 = 0.3398584233757707*leg5_d_z + 0.617924406137765*leg5_e_c_y
+    cse40 = -cse40_p1 - 0.7089891962222173*leg5_e_c_x
+    cse39 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
     leg5_u_Lxz2 = cse39*cse39 + cse40*cse40
     if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 522
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_s2_p1 = 1.162286900195316*leg5_d_z - 0.2759629210427645*leg5_e_c_y
+    leg5_u_s2 = -0.3166321440516528*leg5_e_c_x + leg5_u_s2_p1
     if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21803,6 +21775,21 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 504
+    leg6_s0_y = -cse19 + cse20
+    leg6_s0_x = -cse17 + cse18
+    leg6_s0_z = -cse21 + cse22
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg6_d_x_p1 = 0.984807753012208*leg6_s0_y + 0.7999999999999999
+    leg6_d_x = -leg6_d_x_p1 - 0.17364817766693036*leg6_s0_x
+    leg6_d_z_p1 = 1.5178830414797062e-18 - 0.17364817766693036*leg6_s0_y
+    leg6_d_z = leg6_d_z_p1 + 0.984807753012208*leg6_s0_x
+    cse42 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K_p1 = 2.0*cse42 - 1.1844813172579465
+    cse41 = leg6_d_x*leg6_d_x
+    leg6_crank_K_p2 = 2.0*cse41 + leg6_crank_K_p1
+    leg6_crank_rho2 = cse41 + cse42
+    leg6_crank_K = leg6_crank_K_p2 + 2.0*leg6_d_z*leg6_d_z
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
     if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21813,13 +21800,29 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 602
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    leg6_e_c_x_p1 = leg6_crank_c*leg6_d_x - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    leg6_e_c_x = -leg6_crank_s*leg6_s0_z + leg6_e_c_x_p1
+    cse44_p1 = 0.33985842337577093*leg6_d_z - 0.6179244061377651*leg6_e_c_y
+    cse44 = cse44_p1 - 0.7089891962222172*leg6_e_c_x
+    cse43 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = cse12*leg1_u_inv_Lxz
+    leg1_u_s1 = cse11*leg1_u_inv_Lxz
+    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
     leg6_u_Lxz2 = cse43*cse43 + cse44*cse44
     if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 622
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_s2_p1 = 1.162286900195316*leg6_d_z + 0.27596292104276476*leg6_e_c_y
+    leg6_u_s2 = 0.31663214405165296*leg6_e_c_x + leg6_u_s2_p1
     if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -21830,48 +21833,153 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 604
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = cse12*leg1_u_inv_Lxz
-    leg1_u_s1 = cse11*leg1_u_inv_Lxz
-    leg1_u_c2 = 1.23584881227553*leg1_u_Lxz
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = cse16*leg2_u_inv_Lxz
     leg2_u_s1 = cse15*leg2_u_inv_Lxz
     leg2_u_c2 = 1.23584881227553*leg2_u_Lxz
+    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_rho1_y = 0.25*leg1_B1_10
+    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
+    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
+    leg1_rho1_z = 0.25*leg1_beta2_20
+    leg1_TL2_z = -0.809160465315115*leg1_u_c2
+    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_TL2_z
+    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
+    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_TL1_x
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = cse26*leg3_u_inv_Lxz
     leg3_u_s1 = cse25*leg3_u_inv_Lxz
     leg3_u_c2 = 1.23584881227553*leg3_u_Lxz
+    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_rho1_y = 0.25*leg2_B1_10
+    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
+    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
+    leg2_rho1_z = 0.25*leg2_beta2_20
+    leg2_TL2_z = -0.809160465315115*leg2_u_c2
+    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_TL2_z
+    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
+    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_TL1_x
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = cse36*leg4_u_inv_Lxz
     leg4_u_s1 = cse35*leg4_u_inv_Lxz
     leg4_u_c2 = 1.23584881227553*leg4_u_Lxz
+    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
+    leg3_rho1_y = 0.25*leg3_B1_10
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
+    leg3_rho1_z = 0.25*leg3_beta2_20
+    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
+    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_x
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = cse40*leg5_u_inv_Lxz
     leg5_u_s1 = cse39*leg5_u_inv_Lxz
     leg5_u_c2 = 1.23584881227553*leg5_u_Lxz
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_rho1_y = 0.25*leg4_B1_10
+    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
+    leg4_rho1_z = 0.25*leg4_beta2_20
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_x
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_c1 = cse44*leg6_u_inv_Lxz
     leg6_u_s1 = cse43*leg6_u_inv_Lxz
     leg6_u_c2 = 1.23584881227553*leg6_u_Lxz
-    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
-    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
-    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
     leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
+    leg5_rho1_y = 0.25*leg5_B1_10
+    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg5_rho1_z = 0.25*leg5_beta2_20
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_x
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
     leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
     leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
     leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
     leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
     leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
     leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
@@ -21884,57 +21992,38 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
     leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
+    leg6_rho1_y = 0.25*leg6_B1_10
     leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
-    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
-    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
     leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
-    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
-    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
     leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
-    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
-    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
     leg4_beta1_00 = -0.766044443118978*leg4_crank_c
-    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
-    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
     leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
-    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
-    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
     leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
-    leg1_rho1_y = 0.25*leg1_B1_10
     leg1_B0_0_x_p1 = leg1_B1_00*leg1_beta1_00 + 0.34202014332566866*leg1_B1_02
     leg1_B0_2_x_p1 = leg1_beta1_00*leg1_beta2_20 + 0.34202014332566866*leg1_beta2_22
     leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
-    leg2_rho1_y = 0.25*leg2_B1_10
     leg2_B0_0_x_p1 = leg2_B1_00*leg2_beta1_00 - 0.34202014332566866*leg2_B1_02
     leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
-    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_rho1_y = 0.25*leg3_B1_10
     leg3_B0_0_x_p1 = leg3_B1_00*leg3_beta1_00 - 0.984807753012208*leg3_B1_02
     leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
-    leg4_rho1_y = 0.25*leg4_B1_10
     leg4_B0_0_x_p1 = leg4_B1_00*leg4_beta1_00 - 0.6427876096865394*leg4_B1_02
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
-    leg5_rho1_y = 0.25*leg5_B1_10
     leg5_B0_0_x_p1 = leg5_B1_00*leg5_beta1_00 + 0.6427876096865394*leg5_B1_02
     leg5_B0_2_x_p1 = leg5_beta1_00*leg5_beta2_20 + 0.6427876096865394*leg5_beta2_22
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
-    leg6_rho1_y = 0.25*leg6_B1_10
     leg6_B0_0_x_p1 = leg6_B1_00*leg6_beta1_00 + 0.984807753012208*leg6_B1_02
     leg6_B0_2_x_p1 = leg6_beta1_00*leg6_beta2_20 + 0.984807753012208*leg6_beta2_22
+    leg6_rho1_z = 0.25*leg6_beta2_20
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
     leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_B0_0_x = leg1_B0_0_x_p1 + leg1_B1_01*leg1_beta1_10
@@ -21956,44 +22045,57 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_B0_0_x = leg6_B0_0_x_p1 + leg6_B1_01*leg6_beta1_10
     leg6_B0_2_x = leg6_B0_2_x_p1 + leg6_beta1_10*leg6_beta2_21
-    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
-    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_2_x_p1 = leg2_beta1_00*leg2_beta2_20 - 0.34202014332566866*leg2_beta2_22
     leg2_B0_2_x = leg2_B0_2_x_p1 + leg2_beta1_10*leg2_beta2_21
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
     leg3_B0_2_x_p1 = leg3_beta1_00*leg3_beta2_20 - 0.984807753012208*leg3_beta2_22
     leg3_B0_2_x = leg3_B0_2_x_p1 + leg3_beta1_10*leg3_beta2_21
-    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
     leg4_B0_2_x_p1 = leg4_beta1_00*leg4_beta2_20 - 0.6427876096865394*leg4_beta2_22
     leg4_B0_2_x = leg4_B0_2_x_p1 + leg4_beta1_10*leg4_beta2_21
-    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
+    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_B0_0_y_p1 = leg1_B1_00*leg1_beta1_01 + 0.9396926207859084*leg1_B1_02
     leg1_B0_2_y_p1 = leg1_beta1_01*leg1_beta2_20 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_0_z = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
-    leg1_rho1_z = 0.25*leg1_beta2_20
+    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
+    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
+    cse45 = 1.23584881227553*leg1_TL1_y
     leg2_B0_0_y_p1 = leg2_B1_00*leg2_beta1_01 + 0.9396926207859084*leg2_B1_02
     leg2_B0_2_y_p1 = leg2_beta1_01*leg2_beta2_20 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_0_z = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
-    leg2_rho1_z = 0.25*leg2_beta2_20
+    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
+    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
+    cse46 = 1.23584881227553*leg2_TL1_y
     leg3_B0_0_y_p1 = leg3_B1_00*leg3_beta1_01 - 0.17364817766693036*leg3_B1_02
     leg3_B0_0_z = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
-    leg3_rho1_z = 0.25*leg3_beta2_20
+    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
+    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
+    cse47 = 1.23584881227553*leg3_TL1_y
     leg4_B0_0_y_p1 = leg4_B1_00*leg4_beta1_01 - 0.766044443118978*leg4_B1_02
     leg4_B0_0_z = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
     leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
-    leg4_rho1_z = 0.25*leg4_beta2_20
+    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
+    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
+    cse48 = 1.23584881227553*leg4_TL1_y
     leg5_B0_0_y_p1 = leg5_B1_00*leg5_beta1_01 - 0.766044443118978*leg5_B1_02
     leg5_B0_0_z = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
     leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
-    leg5_rho1_z = 0.25*leg5_beta2_20
+    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
+    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
+    cse49 = 1.23584881227553*leg5_TL1_y
     leg6_B0_0_y_p1 = leg6_B1_00*leg6_beta1_01 - 0.17364817766693036*leg6_B1_02
     leg6_B0_0_z = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
     leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
-    leg6_rho1_z = 0.25*leg6_beta2_20
+    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
+    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
+    cse50 = 1.23584881227553*leg6_TL1_y
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
     leg1_B0_0_y = leg1_B0_0_y_p1 + leg1_B1_01*leg1_beta1_11
     leg1_B0_2_y = leg1_B0_2_y_p1 + leg1_beta1_11*leg1_beta2_21
@@ -22009,43 +22111,19 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
     leg6_B0_0_y = leg6_B0_0_y_p1 + leg6_B1_01*leg6_beta1_11
     leg1_B0_2_z = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
-    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
-    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
-    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
-    cse45 = 1.23584881227553*leg1_TL1_y
     leg2_B0_2_z = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
-    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
-    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
-    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
-    cse46 = 1.23584881227553*leg2_TL1_y
     leg3_B0_2_y_p1 = leg3_beta1_01*leg3_beta2_20 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_2_y = leg3_B0_2_y_p1 + leg3_beta1_11*leg3_beta2_21
     leg3_B0_2_z = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
-    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
-    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
-    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
-    cse47 = 1.23584881227553*leg3_TL1_y
     leg4_B0_2_y_p1 = leg4_beta1_01*leg4_beta2_20 - 0.766044443118978*leg4_beta2_22
     leg4_B0_2_y = leg4_B0_2_y_p1 + leg4_beta1_11*leg4_beta2_21
     leg4_B0_2_z = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
-    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
-    cse48 = 1.23584881227553*leg4_TL1_y
     leg5_B0_2_y_p1 = leg5_beta1_01*leg5_beta2_20 - 0.766044443118978*leg5_beta2_22
     leg5_B0_2_y = leg5_B0_2_y_p1 + leg5_beta1_11*leg5_beta2_21
     leg5_B0_2_z = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
-    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
-    cse49 = 1.23584881227553*leg5_TL1_y
     leg6_B0_2_y_p1 = leg6_beta1_01*leg6_beta2_20 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_2_y = leg6_B0_2_y_p1 + leg6_beta1_11*leg6_beta2_21
     leg6_B0_2_z = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
-    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
-    cse50 = 1.23584881227553*leg6_TL1_y
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_0_x + alpha_C_02*leg1_B0_0_z
     leg1_R_Cn_0_x = leg1_B0_0_y*s_psi_z + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_0_x + alpha_C_12*leg1_B0_0_z
@@ -22086,27 +22164,22 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     leg1_R_Cn_2_x = leg1_B0_2_y*s_psi_z + leg1_R_Cn_2_x_p1
     leg1_R_Cn_2_y_p1 = alpha_C_10*leg1_B0_2_x + alpha_C_12*leg1_B0_2_z
     leg1_R_Cn_2_y = alpha_C_11*leg1_B0_2_y + leg1_R_Cn_2_y_p1
-    leg1_lu_inv3 = 1.0/leg1_TL1_x
     leg2_R_Cn_2_x_p1 = alpha_C_00*leg2_B0_2_x + alpha_C_02*leg2_B0_2_z
     leg2_R_Cn_2_x = leg2_B0_2_y*s_psi_z + leg2_R_Cn_2_x_p1
     leg2_R_Cn_2_y_p1 = alpha_C_10*leg2_B0_2_x + alpha_C_12*leg2_B0_2_z
     leg2_R_Cn_2_y = alpha_C_11*leg2_B0_2_y + leg2_R_Cn_2_y_p1
-    leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_R_Cn_2_x_p1 = alpha_C_00*leg3_B0_2_x + alpha_C_02*leg3_B0_2_z
     leg3_R_Cn_2_x = leg3_B0_2_y*s_psi_z + leg3_R_Cn_2_x_p1
     leg3_R_Cn_2_y_p1 = alpha_C_10*leg3_B0_2_x + alpha_C_12*leg3_B0_2_z
     leg3_R_Cn_2_y = alpha_C_11*leg3_B0_2_y + leg3_R_Cn_2_y_p1
-    leg3_lu_inv3 = 1.0/leg3_TL1_x
     leg4_R_Cn_2_x_p1 = alpha_C_00*leg4_B0_2_x + alpha_C_02*leg4_B0_2_z
     leg4_R_Cn_2_x = leg4_B0_2_y*s_psi_z + leg4_R_Cn_2_x_p1
     leg4_R_Cn_2_y_p1 = alpha_C_10*leg4_B0_2_x + alpha_C_12*leg4_B0_2_z
     leg4_R_Cn_2_y = alpha_C_11*leg4_B0_2_y + leg4_R_Cn_2_y_p1
-    leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_R_Cn_2_x_p1 = alpha_C_00*leg5_B0_2_x + alpha_C_02*leg5_B0_2_z
     leg5_R_Cn_2_x = leg5_B0_2_y*s_psi_z + leg5_R_Cn_2_x_p1
     leg5_R_Cn_2_y_p1 = alpha_C_10*leg5_B0_2_x + alpha_C_12*leg5_B0_2_z
     leg5_R_Cn_2_y = alpha_C_11*leg5_B0_2_y + leg5_R_Cn_2_y_p1
-    leg5_lu_inv3 = 1.0/leg5_TL1_x
     leg6_R_Cn_2_x_p1 = alpha_C_00*leg6_B0_2_x + alpha_C_02*leg6_B0_2_z
     omega_abs_C_x_p2 = Omega_x*alpha_C_00 + Omega_z*alpha_C_02
     leg6_R_Cn_2_x = leg6_B0_2_y*s_psi_z + leg6_R_Cn_2_x_p1
@@ -22119,7 +22192,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     omega_abs_C_y_p2 = Omega_x*alpha_C_10 + omega_abs_C_y_p1
     omega_abs_C_y = Omega_z*alpha_C_12 + omega_abs_C_y_p2
     cse132 = 20.0*omega_abs_C_y
-    leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_R_Cn_2_z_p1 = alpha_C_20*leg1_B0_2_x + alpha_C_22*leg1_B0_2_z
     leg1_R_Cn_2_z = alpha_C_21*leg1_B0_2_y + leg1_R_Cn_2_z_p1
     leg2_R_Cn_2_z_p1 = alpha_C_20*leg2_B0_2_x + alpha_C_22*leg2_B0_2_z
@@ -22136,78 +22208,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     omega_abs_C_z_p2 = Omega_x*alpha_C_20 + omega_abs_C_z_p1
     omega_abs_C_z = Omega_z*alpha_C_22 + omega_abs_C_z_p2
     cse133 = 38.0*omega_abs_C_z
-    leg1_TL2_z = -0.809160465315115*leg1_u_c2
-    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    leg1_lu_inv2 = 1.0/leg1_TL2_z
-    leg2_TL2_z = -0.809160465315115*leg2_u_c2
-    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_lu_inv2 = 1.0/leg2_TL2_z
-    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
-    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
-    leg4_TL2_z = -0.809160465315115*leg4_u_c2
-    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    leg5_TL2_z = -0.809160465315115*leg5_u_c2
-    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
-    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
     cse73 = -V0_y
     leg1_Ci1_x = -0.4213244437154379*leg1_R_Cn_0_z
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3

@@ -1030,29 +1030,13 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2;
     const double r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2;
     const double r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2;
-    const double tau3_00 = (0.12186934340514748)*c3;
-    const double tau3_02 = -0.992546151641322*c3;
-    const double tau3_10 = -0.12186934340514748*s3;
-    const double tau3_12 = (0.992546151641322)*s3;
-    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
-    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
     const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
     const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
     const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-    const double tau5_01 = c3*s5 + c5*s3;
-    const double tau5_11 = c3*c5 - s3*s5;
-    const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
     const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
     const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
     const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
     const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-    const double tau5_10 = c5*tau3_10 - s5*tau3_00;
-    const double tau5_12 = c5*tau3_12 - s5*tau3_02;
-    const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
-    const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
-    const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
-    const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
     const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
     const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
     const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
@@ -1061,6 +1045,33 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
     const double r6_z = r_rel0_6_z + 0.5885546535945287;
     const double rod_end_f1_o_z = r6_z + rod_end_f1_d_z;
+    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
+    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
+    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
+    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
+    const double r6_y = r_rel0_6_y - 0.95;
+    const double rod_end_f1_o_y = r6_y + rod_end_f1_d_y;
+    const double r6_x = r_rel0_6_x + 0.2803630142016316;
+    const double rod_end_f1_o_x = r6_x + rod_end_f1_d_x;
+    const double tau3_00 = (0.12186934340514748)*c3;
+    const double tau3_02 = -0.992546151641322*c3;
+    const double tau3_10 = -0.12186934340514748*s3;
+    const double tau3_12 = (0.992546151641322)*s3;
+    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
+    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
+    const double tau5_01 = c3*s5 + c5*s3;
+    const double tau5_11 = c3*c5 - s3*s5;
+    const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
+    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+    const double tau5_10 = c5*tau3_10 - s5*tau3_00;
+    const double tau5_12 = c5*tau3_12 - s5*tau3_02;
+    const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
+    const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
+    const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
+    const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
     const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
     const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
     const double brace_lower_f2_z_x_p1 = 4.963493282585576e-18 - 0.7189097486175834*tau5_00;
@@ -1070,19 +1081,10 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double brace_lower_f2_z_z_p1 = 6.094403432467864e-19 - 0.7189097486175834*tau5_02;
     const double brace_lower_f2_z_z = brace_lower_f2_z_z_p1 + (0.695103426363734)*tau5_12;
     const double err_p1 = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z;
-    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
-    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
-    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
-    const double r6_y = r_rel0_6_y - 0.95;
-    const double rod_end_f1_o_y = r6_y + rod_end_f1_d_y;
-    const double r6_x = r_rel0_6_x + 0.2803630142016316;
-    const double rod_end_f1_o_x = r6_x + rod_end_f1_d_x;
-    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-    if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    const double invD1 = 1.0/N1_1;
-    const double tau4_10 = -0.12186934340514748*s4;
-    const double tau4_12 = (0.992546151641322)*s4;
+    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
     const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
     const double r5_y = r_rel0_5_y - 1.3;
@@ -1093,6 +1095,8 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double brace_lower_f2_T3_z = T5_3_z + cse4;
     const double brace_lower_f2_T5_x = cse2;
     const double brace_lower_f2_T5_z = cse4;
+    const double tau4_10 = -0.12186934340514748*s4;
+    const double tau4_12 = (0.992546151641322)*s4;
     const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
     const double r5_x = r_rel0_5_x - 0.03046733585128687;
     const double brace_lower_f2_o_x = brace_lower_f2_d_x + r5_x;
@@ -1101,6 +1105,7 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double r5_z = r_rel0_5_z + 0.24813653791033052;
     const double brace_lower_f2_o_z = brace_lower_f2_d_z + r5_z;
     const double brace_lower_f2_T5_y = cse3;
+    const double L2_1 = N1_2*invD1;
     const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
     const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
     const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
@@ -1109,6 +1114,13 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double cse9 = rod_end_f1_o_y - rod_end_f2_d_y;
     const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
     const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
+    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(0.9999999999999*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/N3_3;
+    const double invD2 = 1.0/D2;
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
@@ -1122,16 +1134,10 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
     const double cse8 = rod_end_f1_o_x - rod_end_f2_d_x;
     const double err_p3 = cse7*cse7 + err_p1*err_p1;
-    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
     const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
     const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
     const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
     const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
     const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
     const double N4_4_p3 = N4_4_p1 + N4_4_p2;
@@ -1139,44 +1145,34 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
     const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
     const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-    const double invD3 = 1.0/N3_3;
     const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
     const double dqrhs1_p1 = cse10*rod_end_f1_T1_z + cse8*rod_end_f1_T1_x;
     const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
     const double dqrhs1 = -cse9*rod_end_f1_T1_y - dqrhs1_p1;
-    const double L2_1 = N1_2*invD1;
     const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
     const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
     const double dqrhs2_p1 = cse10*rod_end_f1_T2_z + cse8*rod_end_f1_T2_x;
     const double dqrhs2 = -cse9*rod_end_f1_T2_y - dqrhs2_p1;
-    const double y2 = -L2_1*dqrhs1 + dqrhs2;
-    const double D2 = -L2_1*N1_2 + N2_2;
-    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(0.9999999999999*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    const double invD2 = 1.0/D2;
-    const double dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6;
-    const double dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1;
-    const double dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2;
-    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-    const double dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3;
-    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
-    const double dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4;
     const double L4_3 = N3_4*invD3;
     const double L4_1 = N1_4*invD1;
     const double LD4_2 = -L4_1*N1_2 + N2_4;
     const double D4_p1 = -L4_3*N3_4 + N4_4;
     const double D4_p2 = D4_p1 - L4_1*N1_4;
-    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-    const double dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7;
-    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-    const double dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1;
-    const double y4_p1 = -L4_3*dqrhs3 + dqrhs4;
-    const double y4_p2 = -L4_1*dqrhs1 + y4_p1;
     const double L4_2 = LD4_2*invD2;
     const double D4 = D4_p2 - L4_2*LD4_2;
     if (!(D4 - 1e-13*N4_4 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
     const double invD4 = 1.0/D4;
-    const double y4 = -L4_2*y2 + y4_p2;
+    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+    const double dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7;
+    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+    const double dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1;
+    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+    const double dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6;
+    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+    const double dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1;
+    const double dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2;
+    const double dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3;
+    const double dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4;
     const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
     const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
     const double dqrhs5_p1 = brace_lower_f2_T5_x*cse5 + brace_lower_f2_T5_y*cse6;
@@ -1191,11 +1187,15 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double L5_3 = N3_5*invD3;
     const double LD5_4 = -L5_3*N3_4 + N4_5;
     const double D5_p1 = -L5_3*N3_5 + N5_5;
-    const double y5_p1 = -L5_3*dqrhs3 + dqrhs5;
     const double L5_4 = LD5_4*invD4;
     const double D5 = D5_p1 - L5_4*LD5_4;
     if (!(D5 - 1e-13*N5_5 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    const double y4_p1 = -L4_3*dqrhs3 + dqrhs4;
+    const double y2 = -L2_1*dqrhs1 + dqrhs2;
+    const double y4_p2 = -L4_1*dqrhs1 + y4_p1;
     const double invD5 = 1.0/D5;
+    const double y4 = -L4_2*y2 + y4_p2;
+    const double y5_p1 = -L5_3*dqrhs3 + dqrhs5;
     const double y5 = -L5_4*y4 + y5_p1;
     const double dq5 = invD5*y5;
     q_next[4] = dq5 + q5;
@@ -1314,6 +1314,35 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2;
             const double r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2;
             const double r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2;
+            const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
+            const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
+            const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
+            const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
+            const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
+            const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
+            const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
+            const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
+            const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
+            const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
+            const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
+            const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
+            const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
+            const double r6_z = r_rel0_6_z + 0.5885546535945287;
+            const double rod_end_f1_o_z = r6_z + rod_end_f1_d_z;
+            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
+            const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
+            const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
+            const double r6_y = r_rel0_6_y - 0.95;
+            const double rod_end_f1_o_y = r6_y + rod_end_f1_d_y;
+            const double r6_x = r_rel0_6_x + 0.2803630142016316;
+            const double rod_end_f1_o_x = r6_x + rod_end_f1_d_x;
             const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
@@ -1327,31 +1356,16 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
-            const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
-            const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
-            const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_11 = c3*c5 - s3*s5;
             const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
-            const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
-            const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
-            const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
-            const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
             const double tau5_10 = c5*tau3_10 - s5*tau3_00;
             const double tau5_12 = c5*tau3_12 - s5*tau3_02;
             const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
             const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
             const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
             const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
-            const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
-            const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
-            const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
-            const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
-            const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
-            const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
-            const double r6_z = r_rel0_6_z + 0.5885546535945287;
-            const double rod_end_f1_o_z = r6_z + rod_end_f1_d_z;
             const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
             const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
             const double brace_lower_f2_z_x_p1 = 4.963493282585576e-18 - 0.7189097486175834*tau5_00;
@@ -1361,26 +1375,10 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double brace_lower_f2_z_z_p1 = 6.094403432467864e-19 - 0.7189097486175834*tau5_02;
             const double brace_lower_f2_z_z = brace_lower_f2_z_z_p1 + (0.695103426363734)*tau5_12;
             const double err_p1 = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z;
-            const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
-            const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
-            const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
-            const double r6_y = r_rel0_6_y - 0.95;
-            const double rod_end_f1_o_y = r6_y + rod_end_f1_d_y;
-            const double r6_x = r_rel0_6_x + 0.2803630142016316;
-            const double rod_end_f1_o_x = r6_x + rod_end_f1_d_x;
-            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double invD1 = 1.0/N1_1;
-            const double q4 = mg_in_q[3][mg_l];
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            const double tau4_10 = -0.12186934340514748*s4;
-            const double tau4_12 = (0.992546151641322)*s4;
+            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
             const double r5_y = r_rel0_5_y - 1.3;
@@ -1391,6 +1389,12 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double brace_lower_f2_T3_z = T5_3_z + cse4;
             const double brace_lower_f2_T5_x = cse2;
             const double brace_lower_f2_T5_z = cse4;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double tau4_10 = -0.12186934340514748*s4;
+            const double tau4_12 = (0.992546151641322)*s4;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
             const double r5_x = r_rel0_5_x - 0.03046733585128687;
             const double brace_lower_f2_o_x = brace_lower_f2_d_x + r5_x;
@@ -1399,6 +1403,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double r5_z = r_rel0_5_z + 0.24813653791033052;
             const double brace_lower_f2_o_z = brace_lower_f2_d_z + r5_z;
             const double brace_lower_f2_T5_y = cse3;
+            const double L2_1 = N1_2*invD1;
             const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
             const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
             const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
@@ -1407,6 +1412,19 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double cse9 = rod_end_f1_o_y - rod_end_f2_d_y;
             const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
             const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
+            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/N3_3;
+            const double invD2 = 1.0/D2;
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
@@ -1420,16 +1438,10 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
             const double cse8 = rod_end_f1_o_x - rod_end_f2_d_x;
             const double err_p3 = cse7*cse7 + err_p1*err_p1;
-            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
             const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
             const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
             const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
             const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
             const double N4_4_p3 = N4_4_p1 + N4_4_p2;
@@ -1437,45 +1449,19 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
             const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
             const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-            const double invD3 = 1.0/N3_3;
             const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
             const double dqrhs1_p1 = cse10*rod_end_f1_T1_z + cse8*rod_end_f1_T1_x;
             const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
             const double dqrhs1 = -cse9*rod_end_f1_T1_y - dqrhs1_p1;
-            const double L2_1 = N1_2*invD1;
             const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
             const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
             const double dqrhs2_p1 = cse10*rod_end_f1_T2_z + cse8*rod_end_f1_T2_x;
             const double dqrhs2 = -cse9*rod_end_f1_T2_y - dqrhs2_p1;
-            const double y2 = -L2_1*dqrhs1 + dqrhs2;
-            const double D2 = -L2_1*N1_2 + N2_2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double invD2 = 1.0/D2;
-            const double dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6;
-            const double dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1;
-            const double dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2;
-            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-            const double dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3;
-            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
-            const double dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4;
             const double L4_3 = N3_4*invD3;
             const double L4_1 = N1_4*invD1;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double D4_p1 = -L4_3*N3_4 + N4_4;
             const double D4_p2 = D4_p1 - L4_1*N1_4;
-            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-            const double dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7;
-            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-            const double dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1;
-            const double y4_p1 = -L4_3*dqrhs3 + dqrhs4;
-            const double y4_p2 = -L4_1*dqrhs1 + y4_p1;
             const double L4_2 = LD4_2*invD2;
             const double D4 = D4_p2 - L4_2*LD4_2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -1483,7 +1469,17 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD4 = 1.0/D4;
-            const double y4 = -L4_2*y2 + y4_p2;
+            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+            const double dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7;
+            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+            const double dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1;
+            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+            const double dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6;
+            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+            const double dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1;
+            const double dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2;
+            const double dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3;
+            const double dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4;
             const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
             const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
             const double dqrhs5_p1 = brace_lower_f2_T5_x*cse5 + brace_lower_f2_T5_y*cse6;
@@ -1498,14 +1494,18 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double L5_3 = N3_5*invD3;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double D5_p1 = -L5_3*N3_5 + N5_5;
-            const double y5_p1 = -L5_3*dqrhs3 + dqrhs5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = D5_p1 - L5_4*LD5_4;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double y4_p1 = -L4_3*dqrhs3 + dqrhs4;
+            const double y2 = -L2_1*dqrhs1 + dqrhs2;
+            const double y4_p2 = -L4_1*dqrhs1 + y4_p1;
             const double invD5 = 1.0/D5;
+            const double y4 = -L4_2*y2 + y4_p2;
+            const double y5_p1 = -L5_3*dqrhs3 + dqrhs5;
             const double y5 = -L5_4*y4 + y5_p1;
             const double dq5 = invD5*y5;
             mg_o_q_next[4][mg_l] = dq5 + q5;
@@ -1648,37 +1648,13 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2;
     const double r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2;
     const double r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2;
-    const double tau3_00 = (0.12186934340514748)*c3;
-    const double tau3_02 = -0.992546151641322*c3;
-    const double tau3_10 = -0.12186934340514748*s3;
-    const double tau3_12 = (0.992546151641322)*s3;
-    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
-    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
-    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
     const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
     const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
     const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-    const double tau5_01 = c3*s5 + c5*s3;
-    const double tau5_11 = c3*c5 - s3*s5;
-    const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
     const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
     const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
     const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
     const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-    const double tau5_10 = c5*tau3_10 - s5*tau3_00;
-    const double tau5_12 = c5*tau3_12 - s5*tau3_02;
-    const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
-    const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
-    const double cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-    const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
-    const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
-    const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
-    const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
-    const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
-    const double brace_lower_f2_T3_y = T5_3_y + cse3;
-    const double brace_lower_f2_T5_y = cse3;
     const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
     const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
     const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
@@ -1692,8 +1668,34 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
     if (!(0.9999999999999*N1_1 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     const double invD1 = 1.0/N1_1;
-    const double tau4_10 = -0.12186934340514748*s4;
-    const double tau4_12 = (0.992546151641322)*s4;
+    const double tau3_00 = (0.12186934340514748)*c3;
+    const double tau3_02 = -0.992546151641322*c3;
+    const double tau3_10 = -0.12186934340514748*s3;
+    const double tau3_12 = (0.992546151641322)*s3;
+    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
+    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
+    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+    const double tau5_01 = c3*s5 + c5*s3;
+    const double tau5_11 = c3*c5 - s3*s5;
+    const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
+    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+    const double tau5_10 = c5*tau3_10 - s5*tau3_00;
+    const double tau5_12 = c5*tau3_12 - s5*tau3_02;
+    const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
+    const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
+    const double cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+    const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
+    const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
+    const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
+    const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
+    const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+    const double brace_lower_f2_T3_y = T5_3_y + cse3;
+    const double brace_lower_f2_T5_y = cse3;
+    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
     const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
     const double cse2 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -1702,12 +1704,22 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double brace_lower_f2_T3_z = T5_3_z + cse4;
     const double brace_lower_f2_T5_x = cse2;
     const double brace_lower_f2_T5_z = cse4;
+    const double tau4_10 = -0.12186934340514748*s4;
+    const double tau4_12 = (0.992546151641322)*s4;
+    const double L2_1 = N1_2*invD1;
     const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
     const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
     const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
     const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
     const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
     const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
+    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(0.9999999999999*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/N3_3;
+    const double invD2 = 1.0/D2;
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
@@ -1716,16 +1728,10 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02;
     const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
     const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
-    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
     const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
     const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
     const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
     const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
     const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
     const double N4_4_p3 = N4_4_p1 + N4_4_p2;
@@ -1739,41 +1745,35 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
     const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
     const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
-    const double invD3 = 1.0/N3_3;
     const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
     const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
     const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
     const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
-    const double L2_1 = N1_2*invD1;
     const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
     const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
     const double X1_rhs4_p1 = rod_end_f2_T4_x*theta_J6_20 + rod_end_f2_T4_y*theta_J6_21;
     const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
     const double X1_rhs2 = X1_rhs2_p1 + rod_end_f1_T2_z*theta_J6_22;
     const double X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22;
-    const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-    const double D2 = -L2_1*N1_2 + N2_2;
-    if (!(D2 - 1e-13*N2_2 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(0.9999999999999*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    const double invD2 = 1.0/D2;
     const double L4_3 = N3_4*invD3;
     const double L5_3 = N3_5*invD3;
-    const double LD5_4 = -L5_3*N3_4 + N4_5;
-    const double D4_p1 = -L4_3*N3_4 + N4_4;
-    const double D5_p1 = -L5_3*N3_5 + N5_5;
     const double L4_1 = N1_4*invD1;
     const double LD4_2 = -L4_1*N1_2 + N2_4;
+    const double D4_p1 = -L4_3*N3_4 + N4_4;
     const double D4_p2 = D4_p1 - L4_1*N1_4;
-    const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
     const double L4_2 = LD4_2*invD2;
     const double D4 = D4_p2 - L4_2*LD4_2;
     if (!(D4 - 1e-13*N4_4 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    const double LD5_4 = -L5_3*N3_4 + N4_5;
     const double invD4 = 1.0/D4;
-    const double y4 = -L4_2*y2 + y4_p1;
+    const double D5_p1 = -L5_3*N3_5 + N5_5;
     const double L5_4 = LD5_4*invD4;
     const double D5 = D5_p1 - L5_4*LD5_4;
     if (!(D5 - 1e-13*N5_5 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+    const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
     const double invD5 = 1.0/D5;
+    const double y4 = -L4_2*y2 + y4_p1;
     const double y5 = -L5_4*y4;
     const double X1_5 = invD5*y5;
     H[4] = -X1_5;
@@ -1896,44 +1896,13 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2;
             const double r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2;
             const double r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2;
-            const double q3 = mg_in_q[2][mg_l];
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            const double tau3_00 = (0.12186934340514748)*c3;
-            const double tau3_02 = -0.992546151641322*c3;
-            const double tau3_10 = -0.12186934340514748*s3;
-            const double tau3_12 = (0.992546151641322)*s3;
-            double s5, c5;
-            mg_sincos_poly(cse0, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            const double tau5_00 = c5*tau3_00 + s5*tau3_10;
-            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-            const double tau5_02 = c5*tau3_02 + s5*tau3_12;
-            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
             const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
             const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
             const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-            const double tau5_01 = c3*s5 + c5*s3;
-            const double tau5_11 = c3*c5 - s3*s5;
-            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
             const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
             const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
             const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
             const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-            const double tau5_10 = c5*tau3_10 - s5*tau3_00;
-            const double tau5_12 = c5*tau3_12 - s5*tau3_02;
-            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
-            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
-            const double cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-            const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
-            const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
-            const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
-            const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
-            const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
-            const double brace_lower_f2_T3_y = T5_3_y + cse3;
-            const double brace_lower_f2_T5_y = cse3;
             const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
             const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
             const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
@@ -1950,12 +1919,41 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD1 = 1.0/N1_1;
-            const double q4 = mg_in_q[3][mg_l];
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            const double tau4_10 = -0.12186934340514748*s4;
-            const double tau4_12 = (0.992546151641322)*s4;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double tau3_00 = (0.12186934340514748)*c3;
+            const double tau3_02 = -0.992546151641322*c3;
+            const double tau3_10 = -0.12186934340514748*s3;
+            const double tau3_12 = (0.992546151641322)*s3;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double tau5_00 = c5*tau3_00 + s5*tau3_10;
+            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+            const double tau5_02 = c5*tau3_02 + s5*tau3_12;
+            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+            const double tau5_01 = c3*s5 + c5*s3;
+            const double tau5_11 = c3*c5 - s3*s5;
+            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
+            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+            const double tau5_10 = c5*tau3_10 - s5*tau3_00;
+            const double tau5_12 = c5*tau3_12 - s5*tau3_02;
+            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
+            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
+            const double cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+            const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
+            const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
+            const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
+            const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
+            const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+            const double brace_lower_f2_T3_y = T5_3_y + cse3;
+            const double brace_lower_f2_T5_y = cse3;
+            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
             const double cse2 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -1964,12 +1962,32 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double brace_lower_f2_T3_z = T5_3_z + cse4;
             const double brace_lower_f2_T5_x = cse2;
             const double brace_lower_f2_T5_z = cse4;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double tau4_10 = -0.12186934340514748*s4;
+            const double tau4_12 = (0.992546151641322)*s4;
+            const double L2_1 = N1_2*invD1;
             const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
             const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
             const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
             const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
             const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
             const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
+            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/N3_3;
+            const double invD2 = 1.0/D2;
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
@@ -1978,16 +1996,10 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02;
             const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
             const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
-            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
             const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
             const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
             const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
             const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
             const double N4_4_p3 = N4_4_p1 + N4_4_p2;
@@ -2001,53 +2013,41 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
             const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
             const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
-            const double invD3 = 1.0/N3_3;
             const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
             const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
             const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
             const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
-            const double L2_1 = N1_2*invD1;
             const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
             const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
             const double X1_rhs4_p1 = rod_end_f2_T4_x*theta_J6_20 + rod_end_f2_T4_y*theta_J6_21;
             const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
             const double X1_rhs2 = X1_rhs2_p1 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22;
-            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
-            const double D2 = -L2_1*N1_2 + N2_2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double invD2 = 1.0/D2;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
-            const double LD5_4 = -L5_3*N3_4 + N4_5;
-            const double D4_p1 = -L4_3*N3_4 + N4_4;
-            const double D5_p1 = -L5_3*N3_5 + N5_5;
             const double L4_1 = N1_4*invD1;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
+            const double D4_p1 = -L4_3*N3_4 + N4_4;
             const double D4_p2 = D4_p1 - L4_1*N1_4;
-            const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
             const double L4_2 = LD4_2*invD2;
             const double D4 = D4_p2 - L4_2*LD4_2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double invD4 = 1.0/D4;
-            const double y4 = -L4_2*y2 + y4_p1;
+            const double D5_p1 = -L5_3*N3_5 + N5_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = D5_p1 - L5_4*LD5_4;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+            const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
             const double invD5 = 1.0/D5;
+            const double y4 = -L4_2*y2 + y4_p1;
             const double y5 = -L5_4*y4;
             const double X1_5 = invD5*y5;
             mg_o_H[4][mg_l] = -X1_5;
@@ -4686,24 +4686,42 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double r_rel0_6_x = cse14*theta_J6_20 + r_rel0_6_x_p2;
     const double r_rel0_6_z = cse14*theta_J6_22 + r_rel0_6_z_p2;
     const double r_rel0_6_y = cse14*theta_J6_21 + r_rel0_6_y_p2;
-    const double beta3_00 = (0.12186934340514748)*c3;
-    const double beta3_02 = -0.992546151641322*c3;
-    const double beta3_10 = -0.12186934340514748*s3;
-    const double beta3_12 = (0.992546151641322)*s3;
-    const double tau5_00 = beta3_00*c5 + beta3_10*s5;
-    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-    const double tau5_02 = beta3_02*c5 + beta3_12*s5;
-    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
     const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
     const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
     const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-    const double tau5_01 = c3*s5 + c5*s3;
-    const double tau5_11 = c3*c5 - s3*s5;
-    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
     const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
     const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
     const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
     const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
+    const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
+    const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
+    const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
+    const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
+    const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
+    const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
+    const double cse12 = qd2*theta_J2_22;
+    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
+    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
+    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
+    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
+    const double cse11 = qd2*theta_J2_21;
+    const double beta3_00 = (0.12186934340514748)*c3;
+    const double beta3_02 = -0.992546151641322*c3;
+    const double beta3_10 = -0.12186934340514748*s3;
+    const double beta3_12 = (0.992546151641322)*s3;
+    const double cse28 = 0.9999999999999*N1_1;
+    if (!(cse28 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double tau5_00 = beta3_00*c5 + beta3_10*s5;
+    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+    const double tau5_02 = beta3_02*c5 + beta3_12*s5;
+    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+    const double tau5_01 = c3*s5 + c5*s3;
+    const double tau5_11 = c3*c5 - s3*s5;
+    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
     const double tau5_10 = -beta3_00*s5 + beta3_10*c5;
     const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
     const double r_rel0_5_x_p1 = (0.47235092614474516)*beta3_00 - 4.379103765161527e-18;
@@ -4712,24 +4730,11 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
     const double r_rel0_5_z_p1 = (0.47235092614474516)*beta3_02 - 5.376863329536143e-19;
     const double r_rel0_5_z = (0.5825672515428597)*beta3_12 + r_rel0_5_z_p1;
-    const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
-    const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
-    const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
-    const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
-    const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
-    const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
-    const double cse12 = qd2*theta_J2_22;
+    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
     const double a3_x = -9.736877747601369*c3;
     const double a3_y = (9.736877747601369)*s3;
-    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
-    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
-    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
-    const double cse11 = qd2*theta_J2_21;
-    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-    const double beta4_10 = -0.12186934340514748*s4;
-    const double beta4_12 = (0.992546151641322)*s4;
     const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
     const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
     const double cse20 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -4738,15 +4743,24 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double cse22 = (0.992546151641322)*brace_lower_f2_d_y;
     const double brace_lower_f2_T3_z = T5_3_z + cse22;
     const double brace_lower_f2_T5_z = cse22;
+    const double L2_1 = N1_2*invD1;
     const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+    const double cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+    const double brace_lower_f2_T3_y = T5_3_y + cse21;
+    const double brace_lower_f2_T5_y = cse21;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    const double cse29 = D2 - 1e-13*N2_2;
+    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/D2;
+    const double beta4_10 = -0.12186934340514748*s4;
+    const double beta4_12 = (0.992546151641322)*s4;
+    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
     const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*beta4_10;
     const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*beta4_10;
     const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
     const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*beta4_12;
     const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*beta4_12;
-    const double cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-    const double brace_lower_f2_T3_y = T5_3_y + cse21;
-    const double brace_lower_f2_T5_y = cse21;
     const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
     const double a4_y = (9.736877747601369)*s4;
     const double beta4_00 = (0.12186934340514748)*c4;
@@ -4757,39 +4771,50 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double rod_end_f2_d_z = (0.4)*beta4_02 + rod_end_f2_d_z_p1;
     const double a4_x = -9.736877747601369*c4;
     const double N4_z = -14.4*a4_x + (476.42215278783453)*a4_y;
-    const double b4 = -N4_z + tau4;
-    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
     const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
     const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
     const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
     const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-    const double invD1 = 1.0/N1_1;
-    const double cse28 = 0.9999999999999*N1_1;
-    if (!(cse28 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
     const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
     const double N4_4_p3 = N4_4_p1 + N4_4_p2;
+    const double cse30 = 0.9999999999999*N3_3;
+    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/N3_3;
     const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
     const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
-    const double omega3_x = (0.992546151641322)*qd3;
-    const double omega3_z = (0.12186934340514748)*qd3;
     const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
     const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
     const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
     const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-    const double invD3 = 1.0/N3_3;
-    const double cse30 = 0.9999999999999*N3_3;
+    const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
+    const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
+    const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
+    const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
+    const double L4_3 = N3_4*invD3;
+    const double L4_1 = N1_4*invD1;
+    const double LD4_2 = -L4_1*N1_2 + N2_4;
+    const double D4_p1 = -L4_3*N3_4 + N4_4;
+    const double D4_p2 = D4_p1 - L4_1*N1_4;
+    const double L4_2 = LD4_2*invD2;
+    const double D4 = D4_p2 - L4_2*LD4_2;
+    const double cse31 = D4 - 1e-13*N4_4;
+    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    const double invD4 = 1.0/D4;
+    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+    const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
+    const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
+    const double omega3_x = (0.992546151641322)*qd3;
+    const double omega3_z = (0.12186934340514748)*qd3;
     const double omega1_x = (0.992546151641322)*qd1;
     const double oo4_xx = omega3_x*omega3_x;
     const double oo4_zz_2 = omega3_z*omega3_z;
-    const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
-    const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
-    const double L2_1 = N1_2*invD1;
+    const double L5_3 = N3_5*invD3;
+    const double LD5_4 = -L5_3*N3_4 + N4_5;
+    const double D5_p1 = -L5_3*N3_5 + N5_5;
     const double cse0 = (0.49161535438228743)*s2;
     const double omega1_z = (0.12186934340514748)*qd1;
     const double omega2_x = omega1_x + qd2*theta_J2_20;
@@ -4797,13 +4822,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double w5_y = oo4_W_11*r_rel0_5_y;
     const double omega5_x = omega3_x + (0.992546151641322)*qd5;
     const double brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y;
-    const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
-    const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
-    const double D2 = -L2_1*N1_2 + N2_2;
-    const double cse29 = D2 - 1e-13*N2_2;
-    const double invD2 = 1.0/D2;
-    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double beta2_00 = (0.5911830210926241)*c2 + cse0;
     const double beta2_11 = (0.40881697890737595)*c2 - cse0;
     const double cse1 = (0.49161535438228743)*c2;
@@ -4835,7 +4853,17 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double omega2_y = cse11;
     const double oo5_xx = omega2_x*omega2_x;
     const double oo5_zz_2 = omega2_z_2*omega2_z_2;
-    const double L4_3 = N3_4*invD3;
+    const double L5_4 = LD5_4*invD4;
+    const double D5 = D5_p1 - L5_4*LD5_4;
+    const double cse32 = D5 - 1e-13*N5_5;
+    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    if (!(cse28 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    const double invD5 = 1.0/D5;
+    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    const double b4 = -N4_z + tau4;
     const double eps2_x = -cse11*omega1_z;
     const double eps2_y_p1 = omega1_z*qd2;
     const double eps2_y = -cse12*omega1_x + eps2_y_p1*theta_J2_20;
@@ -4855,10 +4883,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double w6_z_p5 = w6_z_p3 + w6_z_p4;
     const double w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z;
     const double w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5;
-    const double L4_1 = N1_4*invD1;
-    const double LD4_2 = -L4_1*N1_2 + N2_4;
-    const double D4_p1 = -L4_3*N3_4 + N4_4;
-    const double D4_p2 = D4_p1 - L4_1*N1_4;
     const double omega4_x = (0.992546151641322)*qd4;
     const double omega4_z = (0.12186934340514748)*qd4;
     const double cse17 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
@@ -4890,13 +4914,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x;
     const double w6_x = w6_x_p4 + w6_x_p5;
     const double w6_z = w6_z_p6 + w6_z_p7;
-    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-    const double L4_2 = LD4_2*invD2;
-    const double D4 = D4_p2 - L4_2*LD4_2;
-    const double cse31 = D4 - 1e-13*N4_4;
-    const double invD4 = 1.0/D4;
-    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
     const double epsd2_x = omega_p2_y*qd2;
     const double oo2_xx = omega_p2_x*omega_p2_x;
     const double oo2_yy = omega_p2_y*omega_p2_y;
@@ -4920,8 +4937,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double cse24 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x;
     const double cse25 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x;
     const double cse26 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y;
-    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
     const double oo2_W_00 = -oo2_yy - oo2_zz;
     const double a6_par_x_p3 = a6_par_x_p1 + oo2_W_00*r_rel6_x;
     const double oo2_W_22 = -oo2_xx - oo2_yy;
@@ -4937,8 +4952,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double rod_end_f1_abias_x_p2 = rod_end_f1_abias_x_p1 + w6_x;
     const double rod_end_f1_abias_y_p2 = rod_end_f1_abias_y_p1 + w6_y;
     const double rod_end_f1_abias_z_p2 = rod_end_f1_abias_z_p1 + w6_z;
-    const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
-    const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
     const double oo2_W_11 = -oo2_xx - oo2_zz;
     const double a6_par_y_p3 = a6_par_y_p1 + oo2_W_11*r_rel6_y;
     const double a6_par_x_p2 = oo2_xy*r_rel6_y + oo2_xz*r_rel6_z;
@@ -4960,15 +4973,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double qdd0_rhs4_p3 = cse33*rod_end_f2_T4_x - qdd0_rhs4_p2;
     const double a6_par_y_p2 = -epsd2_x*r_rel6_z + oo2_yz*r_rel6_z;
     const double a6_par_y = a6_par_y_p2 + a6_par_y_p3;
-    const double L5_3 = N3_5*invD3;
-    const double LD5_4 = -L5_3*N3_4 + N4_5;
-    const double D5_p1 = -L5_3*N3_5 + N5_5;
-    const double oo6_xx = omega_p6_x*omega_p6_x;
-    const double oo6_yy = omega_p6_y*omega_p6_y;
-    const double oo6_zz = omega_p6_z*omega_p6_z;
-    const double F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z;
-    const double F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z;
-    const double F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y;
     const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
     const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
     const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
@@ -4978,6 +4982,12 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
     const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
     const double y4 = -L4_2*y2 + y4_p1;
+    const double oo6_xx = omega_p6_x*omega_p6_x;
+    const double oo6_yy = omega_p6_y*omega_p6_y;
+    const double oo6_zz = omega_p6_z*omega_p6_z;
+    const double F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z;
+    const double F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z;
+    const double F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y;
     const double a6_z_p1 = (0.7688842702856029)*a6_par_x - 1.4613732465641265e-16*a6_par_z;
     const double a6_z = (0.6393879721322383)*a6_par_y + a6_z_p1;
     const double oo6_xy = omega_p6_x*omega_p6_y;
@@ -5036,16 +5046,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double N6_z_p8 = N6_z_p7 - 1.229238291643691e-16*a6_y;
     const double N6_y = N6_y_p8 + (1.6066696642673732)*a6_x;
     const double N6_z = N6_z_p8 + (3.73397540942791e-16)*a6_x;
-    const double L5_4 = LD5_4*invD4;
-    const double D5 = D5_p1 - L5_4*LD5_4;
-    const double cse32 = D5 - 1e-13*N5_5;
-    const double invD5 = 1.0/D5;
-    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
-    if (!(cse28 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse29 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse30 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse31 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
-    if (!(cse32 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
     const double qdd0_rhs4_p4 = cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z;
     const double qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4;
     const double y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4;
@@ -5065,6 +5065,9 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
     const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
     const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
+    const double cse6 = 6.0*r_rel6_x;
+    const double Ic2_12_p1 = 6.0*r_rel6_y;
+    const double Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y;
     const double cse8 = a3_x - 0.47235092614474516*oo3_zz;
     const double cse9 = a3_y - 0.5825672515428597*oo3_zz;
     const double N3_z_p1 = -5.243105263885735*a3_x + (4.251158335302707)*a3_y;
@@ -5077,9 +5080,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double N2_z_p5 = -N2_z_p1 + (4.613305621713617)*a2_y;
     const double N2_z_p7 = N2_z_p4 + N2_z_p5;
     const double N2_y_p2 = (4.197389687714388e-17)*oo2_xx + (6.904665049877678e-17)*oo2_xy;
-    const double cse6 = 6.0*r_rel6_x;
-    const double Ic2_12_p1 = 6.0*r_rel6_y;
-    const double Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y;
     const double cse4 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z;
     const double cse5 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y;
     const double Ic2_02_p1 = 2.807146482092695e-17 - 1.2353430324002341*r_rel6_z;
@@ -5088,6 +5088,7 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double Ic2_01_p2 = cse6*r_rel6_y + (1.0272852585222998)*r_rel6_x;
     const double Ic2_12_p2 = 9.430413124155228e-17 - 1.0272852585222998*r_rel6_z;
     const double Ic2_12 = Ic2_12_p2 - Ic2_12_p3;
+    const double cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x;
     const double omega5_z = qd3 + qd5;
     const double oo5_zz = omega5_z*omega5_z;
     const double a5_x = c5*cse8 + cse9*s5;
@@ -5112,14 +5113,6 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double N2_y_p9 = N2_y_p8 - 0.49161535438228754*N6_x;
     const double N2_y_p10 = (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z;
     const double N2_y_p11 = N2_y_p10 + N2_y_p9;
-    const double cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x;
-    const double F_c6_x_p1 = -0.49161535438228754*F6_y + (0.7688842702856029)*F6_z;
-    const double F_c6_x = (0.40881697890737584)*F6_x + F_c6_x_p1;
-    const double F_c6_y_p1 = -0.49161535438228754*F6_x + (0.591183021092624)*F6_y;
-    const double F_c6_z_p1 = (0.7688842702856029)*F6_x + (0.6393879721322383)*F6_y;
-    const double F_c6_y = (0.6393879721322383)*F6_z + F_c6_y_p1;
-    const double F_c6_z = -1.4613732465641265e-16*F6_z - F_c6_z_p1;
-    const double b6 = -F6_z + tau6;
     const double Ic2_01_p1 = (1.2353430324002341)*r_rel6_y + 1.7990571642061677;
     const double Ic2_01 = -Ic2_01_p1 - Ic2_01_p2;
     const double Nm6_2_x_p1 = (3.8363278327934296)*r_rel6_z + 2.1308249645634407e-16;
@@ -5127,13 +5120,14 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double Nm6_2_z_p1 = 2.085034779381007e-16 - 4.613305621713618*r_rel6_y;
     const double Nm6_2_z = Nm6_2_z_p1 + (3.8363278327934296)*r_rel6_x;
     const double Nm6_1_z_p1 = Nm6_2_x*beta2_02 + (9.611612496501513e-18)*Nm6_2_z;
+    const double F_c6_x_p1 = -0.49161535438228754*F6_y + (0.7688842702856029)*F6_z;
+    const double F_c6_x = (0.40881697890737584)*F6_x + F_c6_x_p1;
+    const double F_c6_y_p1 = -0.49161535438228754*F6_x + (0.591183021092624)*F6_y;
+    const double F_c6_z_p1 = (0.7688842702856029)*F6_x + (0.6393879721322383)*F6_y;
+    const double F_c6_y = (0.6393879721322383)*F6_z + F_c6_y_p1;
+    const double F_c6_z = -1.4613732465641265e-16*F6_z - F_c6_z_p1;
+    const double b6 = -F6_z + tau6;
     const double c6_p1 = -Nm6_2_z*qdd0_2 + b6;
-    const double F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz;
-    const double F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz;
-    const double N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y;
-    const double N3_z_p2 = N3_z_p1 + N5_z;
-    const double b5 = -N5_z + tau5;
-    const double cse42 = -b5;
     const double y5 = -L5_4*y4;
     const double X1_5 = invD5*y5;
     const double X1_4 = -L5_4*X1_5 + invD4*y4;
@@ -5149,22 +5143,18 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double Ic2_22 = Ic2_22_p1 + cse7;
     const double IJ2_12 = Ic2_02*s2 + Ic2_12*c2;
     const double Ic1_22_p1 = -1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22;
+    const double F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz;
+    const double F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz;
+    const double N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y;
+    const double N3_z_p2 = N3_z_p1 + N5_z;
+    const double b5 = -N5_z + tau5;
+    const double cse42 = -b5;
     const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
     const double IJ2_ss = s2*s2;
     const double Nm6_2_y_p1 = (8.768239479384759e-16)*r_rel6_x + 2.562384451057302e-16;
     const double Nm6_2_y = Nm6_2_y_p1 + (4.613305621713618)*r_rel6_z;
     const double Nm6_1_z = Nm6_1_z_p1 + Nm6_2_y*beta2_12;
     const double c6 = -Nm6_1_z*qdd0_1 + c6_p1;
-    const double F_c5_x = F5_x*c5 - F5_y*s5;
-    const double F_c5_y = F5_x*s5 + F5_y*c5;
-    const double N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2;
-    const double N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3;
-    const double b3 = -N3_z + tau3;
-    const double cse41 = -b3;
-    const double N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z;
-    const double N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z;
-    const double N2_x_p11 = N2_x_p10 + N2_x_p9;
-    const double N2_z_p11 = -N2_z_p10 + N2_z_p9;
     const double IJ2_cs = c2*s2;
     const double IJ2_02 = Ic2_02*c2 - Ic2_12*s2;
     const double Ic1_22_p2 = (1.2291098846117965e-17)*IJ2_02 + Ic1_22_p1;
@@ -5186,6 +5176,16 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double Nm5_3_z = Nm5_3_z_p1 + (0.47235092614474516)*cp5_x;
     const double Ic3_22_p1 = (0.9447018522894903)*cp5_x + 15.286146707274433;
     const double Ic3_22 = Ic3_22_p1 + (1.1651345030857194)*cp5_y;
+    const double F_c5_x = F5_x*c5 - F5_y*s5;
+    const double F_c5_y = F5_x*s5 + F5_y*c5;
+    const double N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2;
+    const double N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3;
+    const double b3 = -N3_z + tau3;
+    const double cse41 = -b3;
+    const double N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z;
+    const double N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z;
+    const double N2_x_p11 = N2_x_p10 + N2_x_p9;
+    const double N2_z_p11 = -N2_z_p10 + N2_z_p9;
     const double N2_x_p12 = -F_c6_y*r_rel6_z + F_c6_z*r_rel6_y;
     const double N2_z_p12 = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x;
     const double N2_y_p12 = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x;
@@ -5411,39 +5411,13 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double r_rel0_6_x = cse14*theta_J6_20 + r_rel0_6_x_p2;
             const double r_rel0_6_z = cse14*theta_J6_22 + r_rel0_6_z_p2;
             const double r_rel0_6_y = cse14*theta_J6_21 + r_rel0_6_y_p2;
-            const double q3 = mg_in_q[2][mg_l];
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            const double beta3_00 = (0.12186934340514748)*c3;
-            const double beta3_02 = -0.992546151641322*c3;
-            const double beta3_10 = -0.12186934340514748*s3;
-            const double beta3_12 = (0.992546151641322)*s3;
-            double s5, c5;
-            mg_sincos_poly(cse2, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double tau5_00 = beta3_00*c5 + beta3_10*s5;
-            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-            const double tau5_02 = beta3_02*c5 + beta3_12*s5;
-            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
             const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
             const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
             const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-            const double tau5_01 = c3*s5 + c5*s3;
-            const double tau5_11 = c3*c5 - s3*s5;
-            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
             const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
             const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
             const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
             const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-            const double tau5_10 = -beta3_00*s5 + beta3_10*c5;
-            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
-            const double r_rel0_5_x_p1 = (0.47235092614474516)*beta3_00 - 4.379103765161527e-18;
-            const double r_rel0_5_x = (0.5825672515428597)*beta3_10 + r_rel0_5_x_p1;
-            const double tau5_12 = -beta3_02*s5 + beta3_12*c5;
-            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
-            const double r_rel0_5_z_p1 = (0.47235092614474516)*beta3_02 - 5.376863329536143e-19;
-            const double r_rel0_5_z = (0.5825672515428597)*beta3_12 + r_rel0_5_z_p1;
             const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
             const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
             const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
@@ -5452,21 +5426,51 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse12 = qd2*theta_J2_22;
-            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-            const double a3_x = -9.736877747601369*c3;
-            const double a3_y = (9.736877747601369)*s3;
+            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
             const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
             const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
             const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
             const double cse11 = qd2*theta_J2_21;
-            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-            const double q4 = mg_in_q[3][mg_l];
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            const double beta4_10 = -0.12186934340514748*s4;
-            const double beta4_12 = (0.992546151641322)*s4;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double beta3_00 = (0.12186934340514748)*c3;
+            const double beta3_02 = -0.992546151641322*c3;
+            const double beta3_10 = -0.12186934340514748*s3;
+            const double beta3_12 = (0.992546151641322)*s3;
+            const double cse28 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double tau5_00 = beta3_00*c5 + beta3_10*s5;
+            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+            const double tau5_02 = beta3_02*c5 + beta3_12*s5;
+            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+            const double tau5_01 = c3*s5 + c5*s3;
+            const double tau5_11 = c3*c5 - s3*s5;
+            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+            const double tau5_10 = -beta3_00*s5 + beta3_10*c5;
+            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
+            const double r_rel0_5_x_p1 = (0.47235092614474516)*beta3_00 - 4.379103765161527e-18;
+            const double r_rel0_5_x = (0.5825672515428597)*beta3_10 + r_rel0_5_x_p1;
+            const double tau5_12 = -beta3_02*s5 + beta3_12*c5;
+            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
+            const double r_rel0_5_z_p1 = (0.47235092614474516)*beta3_02 - 5.376863329536143e-19;
+            const double r_rel0_5_z = (0.5825672515428597)*beta3_12 + r_rel0_5_z_p1;
+            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
+            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
+            const double a3_x = -9.736877747601369*c3;
+            const double a3_y = (9.736877747601369)*s3;
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
             const double cse20 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -5475,15 +5479,31 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double cse22 = (0.992546151641322)*brace_lower_f2_d_y;
             const double brace_lower_f2_T3_z = T5_3_z + cse22;
             const double brace_lower_f2_T5_z = cse22;
+            const double L2_1 = N1_2*invD1;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+            const double cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+            const double brace_lower_f2_T3_y = T5_3_y + cse21;
+            const double brace_lower_f2_T5_y = cse21;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse29 = D2 - 1e-13*N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/D2;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double beta4_10 = -0.12186934340514748*s4;
+            const double beta4_12 = (0.992546151641322)*s4;
+            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
             const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*beta4_10;
             const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*beta4_10;
             const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
             const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*beta4_12;
             const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*beta4_12;
-            const double cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-            const double brace_lower_f2_T3_y = T5_3_y + cse21;
-            const double brace_lower_f2_T5_y = cse21;
             const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
             const double a4_y = (9.736877747601369)*s4;
             const double beta4_00 = (0.12186934340514748)*c4;
@@ -5494,45 +5514,58 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double rod_end_f2_d_z = (0.4)*beta4_02 + rod_end_f2_d_z_p1;
             const double a4_x = -9.736877747601369*c4;
             const double N4_z = -14.4*a4_x + (476.42215278783453)*a4_y;
-            const double tau4 = mg_in_tau[3][mg_l];
-            const double b4 = -N4_z + tau4;
-            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
             const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
             const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-            const double invD1 = 1.0/N1_1;
-            const double cse28 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
             const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
             const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
             const double N4_4_p3 = N4_4_p1 + N4_4_p2;
+            const double cse30 = 0.9999999999999*N3_3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/N3_3;
             const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
             const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
             const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
             const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
             const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
             const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-            const double invD3 = 1.0/N3_3;
-            const double cse30 = 0.9999999999999*N3_3;
+            const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
+            const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
+            const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
+            const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
+            const double L4_3 = N3_4*invD3;
+            const double L4_1 = N1_4*invD1;
+            const double LD4_2 = -L4_1*N1_2 + N2_4;
+            const double D4_p1 = -L4_3*N3_4 + N4_4;
+            const double D4_p2 = D4_p1 - L4_1*N1_4;
+            const double L4_2 = LD4_2*invD2;
+            const double D4 = D4_p2 - L4_2*LD4_2;
+            const double cse31 = D4 - 1e-13*N4_4;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD4 = 1.0/D4;
+            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+            const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
+            const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
             const double qd1 = mg_in_qd[0][mg_l];
             const double omega1_x = (0.992546151641322)*qd1;
             const double oo4_xx = omega3_x*omega3_x;
             const double oo4_zz_2 = omega3_z*omega3_z;
-            const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
-            const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
-            const double L2_1 = N1_2*invD1;
+            const double L5_3 = N3_5*invD3;
+            const double LD5_4 = -L5_3*N3_4 + N4_5;
+            const double D5_p1 = -L5_3*N3_5 + N5_5;
             const double cse0 = (0.49161535438228743)*s2;
             const double omega1_z = (0.12186934340514748)*qd1;
             const double omega2_x = omega1_x + qd2*theta_J2_20;
@@ -5541,19 +5574,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega3_x + (0.992546151641322)*qd5;
             const double brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y;
-            const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
-            const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
-            const double D2 = -L2_1*N1_2 + N2_2;
-            const double cse29 = D2 - 1e-13*N2_2;
-            const double invD2 = 1.0/D2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double beta2_00 = (0.5911830210926241)*c2 + cse0;
             const double beta2_11 = (0.40881697890737595)*c2 - cse0;
             const double cse1 = (0.49161535438228743)*c2;
@@ -5586,7 +5606,36 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double omega2_y = cse11;
             const double oo5_xx = omega2_x*omega2_x;
             const double oo5_zz_2 = omega2_z_2*omega2_z_2;
-            const double L4_3 = N3_4*invD3;
+            const double L5_4 = LD5_4*invD4;
+            const double D5 = D5_p1 - L5_4*LD5_4;
+            const double cse32 = D5 - 1e-13*N5_5;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD5 = 1.0/D5;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double tau4 = mg_in_tau[3][mg_l];
+            const double b4 = -N4_z + tau4;
             const double eps2_x = -cse11*omega1_z;
             const double eps2_y_p1 = omega1_z*qd2;
             const double eps2_y = -cse12*omega1_x + eps2_y_p1*theta_J2_20;
@@ -5606,10 +5655,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double w6_z_p5 = w6_z_p3 + w6_z_p4;
             const double w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z;
             const double w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5;
-            const double L4_1 = N1_4*invD1;
-            const double LD4_2 = -L4_1*N1_2 + N2_4;
-            const double D4_p1 = -L4_3*N3_4 + N4_4;
-            const double D4_p2 = D4_p1 - L4_1*N1_4;
             const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
@@ -5642,16 +5687,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x;
             const double w6_x = w6_x_p4 + w6_x_p5;
             const double w6_z = w6_z_p6 + w6_z_p7;
-            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-            const double L4_2 = LD4_2*invD2;
-            const double D4 = D4_p2 - L4_2*LD4_2;
-            const double cse31 = D4 - 1e-13*N4_4;
-            const double invD4 = 1.0/D4;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double epsd2_x = omega_p2_y*qd2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
@@ -5675,8 +5710,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double cse24 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x;
             const double cse25 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x;
             const double cse26 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y;
-            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double a6_par_x_p3 = a6_par_x_p1 + oo2_W_00*r_rel6_x;
             const double oo2_W_22 = -oo2_xx - oo2_yy;
@@ -5692,8 +5725,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double rod_end_f1_abias_x_p2 = rod_end_f1_abias_x_p1 + w6_x;
             const double rod_end_f1_abias_y_p2 = rod_end_f1_abias_y_p1 + w6_y;
             const double rod_end_f1_abias_z_p2 = rod_end_f1_abias_z_p1 + w6_z;
-            const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
-            const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double a6_par_y_p3 = a6_par_y_p1 + oo2_W_11*r_rel6_y;
             const double a6_par_x_p2 = oo2_xy*r_rel6_y + oo2_xz*r_rel6_z;
@@ -5715,15 +5746,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs4_p3 = cse33*rod_end_f2_T4_x - qdd0_rhs4_p2;
             const double a6_par_y_p2 = -epsd2_x*r_rel6_z + oo2_yz*r_rel6_z;
             const double a6_par_y = a6_par_y_p2 + a6_par_y_p3;
-            const double L5_3 = N3_5*invD3;
-            const double LD5_4 = -L5_3*N3_4 + N4_5;
-            const double D5_p1 = -L5_3*N3_5 + N5_5;
-            const double oo6_xx = omega_p6_x*omega_p6_x;
-            const double oo6_yy = omega_p6_y*omega_p6_y;
-            const double oo6_zz = omega_p6_z*omega_p6_z;
-            const double F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z;
-            const double F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z;
-            const double F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y;
             const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
             const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
             const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
@@ -5733,6 +5755,12 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
             const double y4 = -L4_2*y2 + y4_p1;
+            const double oo6_xx = omega_p6_x*omega_p6_x;
+            const double oo6_yy = omega_p6_y*omega_p6_y;
+            const double oo6_zz = omega_p6_z*omega_p6_z;
+            const double F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z;
+            const double F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z;
+            const double F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y;
             const double a6_z_p1 = (0.7688842702856029)*a6_par_x - 1.4613732465641265e-16*a6_par_z;
             const double a6_z = (0.6393879721322383)*a6_par_y + a6_z_p1;
             const double oo6_xy = omega_p6_x*omega_p6_y;
@@ -5791,34 +5819,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double N6_z_p8 = N6_z_p7 - 1.229238291643691e-16*a6_y;
             const double N6_y = N6_y_p8 + (1.6066696642673732)*a6_x;
             const double N6_z = N6_z_p8 + (3.73397540942791e-16)*a6_x;
-            const double L5_4 = LD5_4*invD4;
-            const double D5 = D5_p1 - L5_4*LD5_4;
-            const double cse32 = D5 - 1e-13*N5_5;
-            const double invD5 = 1.0/D5;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qdd0_rhs4_p4 = cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z;
             const double qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4;
             const double y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4;
@@ -5838,6 +5838,9 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
             const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
             const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
+            const double cse6 = 6.0*r_rel6_x;
+            const double Ic2_12_p1 = 6.0*r_rel6_y;
+            const double Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y;
             const double cse8 = a3_x - 0.47235092614474516*oo3_zz;
             const double cse9 = a3_y - 0.5825672515428597*oo3_zz;
             const double N3_z_p1 = -5.243105263885735*a3_x + (4.251158335302707)*a3_y;
@@ -5850,9 +5853,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double N2_z_p5 = -N2_z_p1 + (4.613305621713617)*a2_y;
             const double N2_z_p7 = N2_z_p4 + N2_z_p5;
             const double N2_y_p2 = (4.197389687714388e-17)*oo2_xx + (6.904665049877678e-17)*oo2_xy;
-            const double cse6 = 6.0*r_rel6_x;
-            const double Ic2_12_p1 = 6.0*r_rel6_y;
-            const double Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y;
             const double cse4 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z;
             const double cse5 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y;
             const double Ic2_02_p1 = 2.807146482092695e-17 - 1.2353430324002341*r_rel6_z;
@@ -5861,6 +5861,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double Ic2_01_p2 = cse6*r_rel6_y + (1.0272852585222998)*r_rel6_x;
             const double Ic2_12_p2 = 9.430413124155228e-17 - 1.0272852585222998*r_rel6_z;
             const double Ic2_12 = Ic2_12_p2 - Ic2_12_p3;
+            const double cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x;
             const double omega5_z = qd3 + qd5;
             const double oo5_zz = omega5_z*omega5_z;
             const double a5_x = c5*cse8 + cse9*s5;
@@ -5885,7 +5886,13 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double N2_y_p9 = N2_y_p8 - 0.49161535438228754*N6_x;
             const double N2_y_p10 = (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z;
             const double N2_y_p11 = N2_y_p10 + N2_y_p9;
-            const double cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x;
+            const double Ic2_01_p1 = (1.2353430324002341)*r_rel6_y + 1.7990571642061677;
+            const double Ic2_01 = -Ic2_01_p1 - Ic2_01_p2;
+            const double Nm6_2_x_p1 = (3.8363278327934296)*r_rel6_z + 2.1308249645634407e-16;
+            const double Nm6_2_x = -Nm6_2_x_p1 - 8.768239479384759e-16*r_rel6_y;
+            const double Nm6_2_z_p1 = 2.085034779381007e-16 - 4.613305621713618*r_rel6_y;
+            const double Nm6_2_z = Nm6_2_z_p1 + (3.8363278327934296)*r_rel6_x;
+            const double Nm6_1_z_p1 = Nm6_2_x*beta2_02 + (9.611612496501513e-18)*Nm6_2_z;
             const double F_c6_x_p1 = -0.49161535438228754*F6_y + (0.7688842702856029)*F6_z;
             const double F_c6_x = (0.40881697890737584)*F6_x + F_c6_x_p1;
             const double F_c6_y_p1 = -0.49161535438228754*F6_x + (0.591183021092624)*F6_y;
@@ -5894,21 +5901,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double F_c6_z = -1.4613732465641265e-16*F6_z - F_c6_z_p1;
             const double tau6 = mg_in_tau[5][mg_l];
             const double b6 = -F6_z + tau6;
-            const double Ic2_01_p1 = (1.2353430324002341)*r_rel6_y + 1.7990571642061677;
-            const double Ic2_01 = -Ic2_01_p1 - Ic2_01_p2;
-            const double Nm6_2_x_p1 = (3.8363278327934296)*r_rel6_z + 2.1308249645634407e-16;
-            const double Nm6_2_x = -Nm6_2_x_p1 - 8.768239479384759e-16*r_rel6_y;
-            const double Nm6_2_z_p1 = 2.085034779381007e-16 - 4.613305621713618*r_rel6_y;
-            const double Nm6_2_z = Nm6_2_z_p1 + (3.8363278327934296)*r_rel6_x;
-            const double Nm6_1_z_p1 = Nm6_2_x*beta2_02 + (9.611612496501513e-18)*Nm6_2_z;
             const double c6_p1 = -Nm6_2_z*qdd0_2 + b6;
-            const double F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz;
-            const double F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz;
-            const double N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y;
-            const double N3_z_p2 = N3_z_p1 + N5_z;
-            const double tau5 = mg_in_tau[4][mg_l];
-            const double b5 = -N5_z + tau5;
-            const double cse42 = -b5;
             const double y5 = -L5_4*y4;
             const double X1_5 = invD5*y5;
             const double X1_4 = -L5_4*X1_5 + invD4*y4;
@@ -5924,23 +5917,19 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double Ic2_22 = Ic2_22_p1 + cse7;
             const double IJ2_12 = Ic2_02*s2 + Ic2_12*c2;
             const double Ic1_22_p1 = -1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22;
+            const double F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz;
+            const double F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz;
+            const double N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y;
+            const double N3_z_p2 = N3_z_p1 + N5_z;
+            const double tau5 = mg_in_tau[4][mg_l];
+            const double b5 = -N5_z + tau5;
+            const double cse42 = -b5;
             const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
             const double IJ2_ss = s2*s2;
             const double Nm6_2_y_p1 = (8.768239479384759e-16)*r_rel6_x + 2.562384451057302e-16;
             const double Nm6_2_y = Nm6_2_y_p1 + (4.613305621713618)*r_rel6_z;
             const double Nm6_1_z = Nm6_1_z_p1 + Nm6_2_y*beta2_12;
             const double c6 = -Nm6_1_z*qdd0_1 + c6_p1;
-            const double F_c5_x = F5_x*c5 - F5_y*s5;
-            const double F_c5_y = F5_x*s5 + F5_y*c5;
-            const double N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2;
-            const double N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3;
-            const double tau3 = mg_in_tau[2][mg_l];
-            const double b3 = -N3_z + tau3;
-            const double cse41 = -b3;
-            const double N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z;
-            const double N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z;
-            const double N2_x_p11 = N2_x_p10 + N2_x_p9;
-            const double N2_z_p11 = -N2_z_p10 + N2_z_p9;
             const double IJ2_cs = c2*s2;
             const double IJ2_02 = Ic2_02*c2 - Ic2_12*s2;
             const double Ic1_22_p2 = (1.2291098846117965e-17)*IJ2_02 + Ic1_22_p1;
@@ -5962,6 +5951,17 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double Nm5_3_z = Nm5_3_z_p1 + (0.47235092614474516)*cp5_x;
             const double Ic3_22_p1 = (0.9447018522894903)*cp5_x + 15.286146707274433;
             const double Ic3_22 = Ic3_22_p1 + (1.1651345030857194)*cp5_y;
+            const double F_c5_x = F5_x*c5 - F5_y*s5;
+            const double F_c5_y = F5_x*s5 + F5_y*c5;
+            const double N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2;
+            const double N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3;
+            const double tau3 = mg_in_tau[2][mg_l];
+            const double b3 = -N3_z + tau3;
+            const double cse41 = -b3;
+            const double N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z;
+            const double N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z;
+            const double N2_x_p11 = N2_x_p10 + N2_x_p9;
+            const double N2_z_p11 = -N2_z_p10 + N2_z_p9;
             const double N2_x_p12 = -F_c6_y*r_rel6_z + F_c6_z*r_rel6_y;
             const double N2_z_p12 = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x;
             const double N2_y_p12 = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x;
@@ -6183,8 +6183,6 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1;
     const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
-    const double a1_x = -9.736877747601369*c1;
-    const double a1_y = (9.736877747601369)*s1;
     const double tau2_00 = c2*theta_J2_00 + s2*theta_J2_10;
     const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
     const double tau2_01 = c2*theta_J2_01 + s2*theta_J2_11;
@@ -6225,24 +6223,42 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double r_rel0_6_x = cse4*theta_J6_20 + r_rel0_6_x_p2;
     const double r_rel0_6_z = cse4*theta_J6_22 + r_rel0_6_z_p2;
     const double r_rel0_6_y = cse4*theta_J6_21 + r_rel0_6_y_p2;
-    const double tau3_00 = (0.12186934340514748)*c3;
-    const double tau3_02 = -0.992546151641322*c3;
-    const double tau3_10 = -0.12186934340514748*s3;
-    const double tau3_12 = (0.992546151641322)*s3;
-    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
-    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
-    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
     const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
     const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
     const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-    const double tau5_01 = c3*s5 + c5*s3;
-    const double tau5_11 = c3*c5 - s3*s5;
-    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
     const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
     const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
     const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
     const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
+    const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
+    const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
+    const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
+    const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
+    const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
+    const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
+    const double cse1 = qd2*theta_J2_22;
+    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
+    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
+    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
+    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
+    const double cse0 = qd2*theta_J2_21;
+    const double tau3_00 = (0.12186934340514748)*c3;
+    const double tau3_02 = -0.992546151641322*c3;
+    const double tau3_10 = -0.12186934340514748*s3;
+    const double tau3_12 = (0.992546151641322)*s3;
+    const double cse19 = 0.9999999999999*N1_1;
+    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double invD1 = 1.0/N1_1;
+    const double tau5_00 = c5*tau3_00 + s5*tau3_10;
+    const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+    const double tau5_02 = c5*tau3_02 + s5*tau3_12;
+    const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+    const double tau5_01 = c3*s5 + c5*s3;
+    const double tau5_11 = c3*c5 - s3*s5;
+    const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
     const double tau5_10 = c5*tau3_10 - s5*tau3_00;
     const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
     const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
@@ -6251,24 +6267,9 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
     const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
     const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
-    const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
-    const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
-    const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
-    const double T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20;
-    const double rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22;
-    const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
-    const double cse1 = qd2*theta_J2_22;
+    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
     const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-    const double a3_x = -9.736877747601369*c3;
-    const double a3_y = (9.736877747601369)*s3;
-    const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
-    const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
-    const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
-    const double cse0 = qd2*theta_J2_21;
-    const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-    const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-    const double tau4_10 = -0.12186934340514748*s4;
-    const double tau4_12 = (0.992546151641322)*s4;
     const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
     const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
     const double cse11 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -6277,52 +6278,81 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double cse13 = (0.992546151641322)*brace_lower_f2_d_y;
     const double brace_lower_f2_T3_z = T5_3_z + cse13;
     const double brace_lower_f2_T5_z = cse13;
+    const double L2_1 = N1_2*invD1;
     const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+    const double cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+    const double brace_lower_f2_T3_y = T5_3_y + cse12;
+    const double brace_lower_f2_T5_y = cse12;
+    const double D2 = -L2_1*N1_2 + N2_2;
+    const double cse20 = D2 - 1e-13*N2_2;
+    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/D2;
+    const double tau4_10 = -0.12186934340514748*s4;
+    const double tau4_12 = (0.992546151641322)*s4;
+    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
     const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
     const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
     const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
     const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
     const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
-    const double cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-    const double brace_lower_f2_T3_y = T5_3_y + cse12;
-    const double brace_lower_f2_T5_y = cse12;
     const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
-    const double a4_y = (9.736877747601369)*s4;
-    const double omega3_x = (0.992546151641322)*qd3;
-    const double omega3_z = (0.12186934340514748)*qd3;
     const double tau4_00 = (0.12186934340514748)*c4;
     const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
     const double rod_end_f2_d_x = rod_end_f2_d_x_p1 + (0.4)*tau4_00;
     const double tau4_02 = -0.992546151641322*c4;
     const double brace_lower_f1_d_z = brace_lower_f1_d_z_p1 + (0.7999999999999999)*tau4_02;
     const double rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02;
-    const double a4_x = -9.736877747601369*c4;
-    const double N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y;
-    const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-    const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
-    const double omega1_x = (0.992546151641322)*qd1;
-    const double oo4_xx = omega3_x*omega3_x;
-    const double oo4_zz = omega3_z*omega3_z;
     const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
     const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
     const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
     const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-    const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-    const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-    const double invD1 = 1.0/N1_1;
-    const double cse19 = 0.9999999999999*N1_1;
-    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
+    const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
+    const double N4_4_p3 = N4_4_p1 + N4_4_p2;
+    const double cse21 = 0.9999999999999*N3_3;
+    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/N3_3;
+    const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
+    const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
+    const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
+    const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
+    const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
+    const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
+    const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
+    const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
+    const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
+    const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
+    const double L4_3 = N3_4*invD3;
+    const double L4_1 = N1_4*invD1;
+    const double LD4_2 = -L4_1*N1_2 + N2_4;
+    const double D4_p1 = -L4_3*N3_4 + N4_4;
+    const double D4_p2 = D4_p1 - L4_1*N1_4;
+    const double L4_2 = LD4_2*invD2;
+    const double D4 = D4_p2 - L4_2*LD4_2;
+    const double cse22 = D4 - 1e-13*N4_4;
+    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    const double invD4 = 1.0/D4;
+    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+    const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
+    const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
+    const double omega3_x = (0.992546151641322)*qd3;
+    const double omega3_z = (0.12186934340514748)*qd3;
+    const double omega1_x = (0.992546151641322)*qd1;
+    const double oo4_xx = omega3_x*omega3_x;
+    const double oo4_zz = omega3_z*omega3_z;
+    const double L5_3 = N3_5*invD3;
+    const double LD5_4 = -L5_3*N3_4 + N4_5;
+    const double D5_p1 = -L5_3*N3_5 + N5_5;
     const double omega1_z = (0.12186934340514748)*qd1;
     const double omega2_x = omega1_x + qd2*theta_J2_20;
     const double oo4_W_11 = -oo4_xx - oo4_zz;
     const double w5_y = oo4_W_11*r_rel0_5_y;
     const double omega5_x = omega3_x + (0.992546151641322)*qd5;
     const double brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y;
-    const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-    const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
-    const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
-    const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
-    const double N4_4_p3 = N4_4_p1 + N4_4_p2;
     const double omega2_z = cse1 + omega1_z;
     const double oo4_xz = omega3_x*omega3_z;
     const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x;
@@ -6337,18 +6367,32 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double cse14 = brace_lower_f2_d_x*omega5_z - brace_lower_f2_d_z*omega5_x;
     const double brace_lower_f2_abias_x = brace_lower_f2_abias_x_p1 - cse14*omega5_z;
     const double brace_lower_f2_abias_z = brace_lower_f2_abias_z_p1 + cse14*omega5_x;
-    const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
-    const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
     const double omega2_y = cse0;
     const double oo5_xx = omega2_x*omega2_x;
     const double oo5_zz = omega2_z*omega2_z;
     const double cse5 = 2.0*qd6;
-    const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
-    const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
-    const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
-    const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-    const double invD3 = 1.0/N3_3;
-    const double cse21 = 0.9999999999999*N3_3;
+    const double L5_4 = LD5_4*invD4;
+    const double D5 = D5_p1 - L5_4*LD5_4;
+    const double cse23 = D5 - 1e-13*N5_5;
+    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
+    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
+    const double invD5 = 1.0/D5;
+    const double a1_x = -9.736877747601369*c1;
+    const double a1_y = (9.736877747601369)*s1;
+    const double a3_x = -9.736877747601369*c3;
+    const double a3_y = (9.736877747601369)*s3;
+    const double a4_x = -9.736877747601369*c4;
+    const double a4_y = (9.736877747601369)*s4;
+    const double N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y;
     const double eps2_x = -cse0*omega1_z;
     const double eps2_y_p1 = omega1_z*qd2;
     const double eps2_y = -cse1*omega1_x + eps2_y_p1*theta_J2_20;
@@ -6368,20 +6412,10 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double w6_z_p5 = w6_z_p3 + w6_z_p4;
     const double w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z;
     const double w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5;
-    const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
-    const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
-    const double L2_1 = N1_2*invD1;
     const double omega4_x = (0.992546151641322)*qd4;
     const double omega4_z = (0.12186934340514748)*qd4;
     const double cse8 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
     const double cse18 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x;
-    const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
-    const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
-    const double D2 = -L2_1*N1_2 + N2_2;
-    const double cse20 = D2 - 1e-13*N2_2;
-    const double invD2 = 1.0/D2;
-    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double oo5_yy = omega2_y*omega2_y;
     const double oo5_W_00 = -oo5_yy - oo5_zz;
     const double oo5_W_22 = -oo5_xx - oo5_yy;
@@ -6401,7 +6435,6 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x;
     const double w6_x = w6_x_p4 + w6_x_p5;
     const double w6_z = w6_z_p6 + w6_z_p7;
-    const double L4_3 = N3_4*invD3;
     const double brace_lower_f1_abias_x = -cse8*omega4_z;
     const double cse27 = brace_lower_f1_abias_x - brace_lower_f2_abias_x;
     const double brace_lower_f1_abias_z = cse8*omega4_x;
@@ -6411,10 +6444,6 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double cse15 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x;
     const double cse16 = -omega2_x*rod_end_f1_d_z + omega2_z*rod_end_f1_d_x;
     const double cse17 = omega2_y*rod_end_f1_d_z - omega2_z*rod_end_f1_d_y;
-    const double L4_1 = N1_4*invD1;
-    const double LD4_2 = -L4_1*N1_2 + N2_4;
-    const double D4_p1 = -L4_3*N3_4 + N4_4;
-    const double D4_p2 = D4_p1 - L4_1*N1_4;
     const double rod_end_f1_abias_x_p1 = eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y;
     const double rod_end_f1_abias_y_p1 = -eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x;
     const double rod_end_f1_abias_z_p1 = eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x;
@@ -6433,28 +6462,14 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double qdd0_rhs4_p1 = brace_lower_f1_T4_x*cse27 + brace_lower_f1_T4_y*cse28;
     const double qdd0_rhs4_p2 = brace_lower_f1_T4_z*cse29 + qdd0_rhs4_p1;
     const double qdd0_rhs4_p3 = cse24*rod_end_f2_T4_x - qdd0_rhs4_p2;
-    const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-    const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-    const double L4_2 = LD4_2*invD2;
-    const double D4 = D4_p2 - L4_2*LD4_2;
-    const double cse22 = D4 - 1e-13*N4_4;
-    const double invD4 = 1.0/D4;
-    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
-    const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-    const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
-    const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
-    const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
     const double qdd0_rhs3_p1 = brace_lower_f2_T3_x*cse27 + brace_lower_f2_T3_y*cse28;
     const double qdd0_rhs5_p1 = brace_lower_f2_T5_x*cse27 + brace_lower_f2_T5_y*cse28;
     const double qdd0_rhs3 = brace_lower_f2_T3_z*cse29 + qdd0_rhs3_p1;
     const double qdd0_rhs5 = brace_lower_f2_T5_z*cse29 + qdd0_rhs5_p1;
+    const double y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5;
     const double qdd0_rhs4_p4 = cse25*rod_end_f2_T4_y + cse26*rod_end_f2_T4_z;
     const double qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4;
     const double y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4;
-    const double L5_3 = N3_5*invD3;
-    const double LD5_4 = -L5_3*N3_4 + N4_5;
-    const double D5_p1 = -L5_3*N3_5 + N5_5;
-    const double y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5;
     const double qdd0_rhs1_p1 = cse24*rod_end_f1_T1_x + cse25*rod_end_f1_T1_y;
     const double qdd0_rhs2_p1 = cse24*rod_end_f1_T2_x + cse25*rod_end_f1_T2_y;
     const double qdd0_rhs1 = -cse26*rod_end_f1_T1_z - qdd0_rhs1_p1;
@@ -6462,6 +6477,14 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
     const double y4_2_p2 = -L4_1*qdd0_rhs1 + y4_2_p1;
     const double y4_2 = -L4_2*y2_2 + y4_2_p2;
+    const double y5_2 = -L5_4*y4_2 + y5_2_p1;
+    const double qdd0_5 = invD5*y5_2;
+    const double qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2;
+    const double qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2;
+    const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
+    const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
+    const double qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3;
+    const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
     const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
     const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
     const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
@@ -6471,29 +6494,6 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22;
     const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
     const double y4 = -L4_2*y2 + y4_p1;
-    const double L5_4 = LD5_4*invD4;
-    const double D5 = D5_p1 - L5_4*LD5_4;
-    const double y5_2 = -L5_4*y4_2 + y5_2_p1;
-    const double cse23 = D5 - 1e-13*N5_5;
-    const double invD5 = 1.0/D5;
-    const double qdd0_5 = invD5*y5_2;
-    const double qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2;
-    const double qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2;
-    const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
-    const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
-    const double qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3;
-    const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
-    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
-    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
-    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
-    if (!(cse19 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse20 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse21 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse22 > 0.0)) { status = 1; goto fail; } /* pivot D4 of the normal equations G_D^T G_D */
-    if (!(cse23 > 0.0)) { status = 1; goto fail; } /* pivot D5 of the normal equations G_D^T G_D */
     const double y5 = -L5_4*y4;
     const double X1_5 = invD5*y5;
     const double X1_4 = -L5_4*X1_5 + invD4*y4;
@@ -6819,8 +6819,6 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1;
             const double theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1;
-            const double a1_x = -9.736877747601369*c1;
-            const double a1_y = (9.736877747601369)*s1;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -6866,39 +6864,13 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double r_rel0_6_x = cse4*theta_J6_20 + r_rel0_6_x_p2;
             const double r_rel0_6_z = cse4*theta_J6_22 + r_rel0_6_z_p2;
             const double r_rel0_6_y = cse4*theta_J6_21 + r_rel0_6_y_p2;
-            const double q3 = mg_in_q[2][mg_l];
-            double s3, c3;
-            mg_sincos_poly(q3, &s3, &c3);
-            mg_range[mg_l] |= mg_trig_out_of_range(q3);
-            const double tau3_00 = (0.12186934340514748)*c3;
-            const double tau3_02 = -0.992546151641322*c3;
-            const double tau3_10 = -0.12186934340514748*s3;
-            const double tau3_12 = (0.992546151641322)*s3;
-            double s5, c5;
-            mg_sincos_poly(cse2, &s5, &c5);
-            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
-            const double tau5_00 = c5*tau3_00 + s5*tau3_10;
-            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
-            const double tau5_02 = c5*tau3_02 + s5*tau3_12;
-            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
             const double T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z;
             const double rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z;
             const double rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x;
-            const double tau5_01 = c3*s5 + c5*s3;
-            const double tau5_11 = c3*c5 - s3*s5;
-            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
             const double T6_1_x = -0.12186934340514748*r_rel0_6_y;
             const double rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y;
             const double T6_1_z = (0.992546151641322)*r_rel0_6_y;
             const double rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y;
-            const double tau5_10 = c5*tau3_10 - s5*tau3_00;
-            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
-            const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
-            const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
-            const double tau5_12 = c5*tau3_12 - s5*tau3_02;
-            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
-            const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
-            const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
             const double T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21;
             const double rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22;
             const double rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21;
@@ -6907,21 +6879,49 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20;
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse1 = qd2*theta_J2_22;
-            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
-            const double a3_x = -9.736877747601369*c3;
-            const double a3_y = (9.736877747601369)*s3;
+            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
+            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
             const double T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20;
             const double rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20;
             const double rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21;
             const double cse0 = qd2*theta_J2_21;
-            const double N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z;
-            const double N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y;
-            const double q4 = mg_in_q[3][mg_l];
-            double s4, c4;
-            mg_sincos_poly(q4, &s4, &c4);
-            mg_range[mg_l] |= mg_trig_out_of_range(q4);
-            const double tau4_10 = -0.12186934340514748*s4;
-            const double tau4_12 = (0.992546151641322)*s4;
+            const double q3 = mg_in_q[2][mg_l];
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double tau3_00 = (0.12186934340514748)*c3;
+            const double tau3_02 = -0.992546151641322*c3;
+            const double tau3_10 = -0.12186934340514748*s3;
+            const double tau3_12 = (0.992546151641322)*s3;
+            const double cse19 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double tau5_00 = c5*tau3_00 + s5*tau3_10;
+            const double brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18;
+            const double tau5_02 = c5*tau3_02 + s5*tau3_12;
+            const double brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18;
+            const double tau5_01 = c3*s5 + c5*s3;
+            const double tau5_11 = c3*c5 - s3*s5;
+            const double brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11;
+            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
+            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
+            const double tau5_10 = c5*tau3_10 - s5*tau3_00;
+            const double brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10;
+            const double r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18;
+            const double r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10;
+            const double tau5_12 = c5*tau3_12 - s5*tau3_02;
+            const double brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12;
+            const double r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19;
+            const double r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12;
+            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
+            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
+            const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
             const double cse11 = -0.12186934340514748*brace_lower_f2_d_y;
@@ -6930,46 +6930,90 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cse13 = (0.992546151641322)*brace_lower_f2_d_y;
             const double brace_lower_f2_T3_z = T5_3_z + cse13;
             const double brace_lower_f2_T5_z = cse13;
+            const double L2_1 = N1_2*invD1;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
+            const double cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
+            const double brace_lower_f2_T3_y = T5_3_y + cse12;
+            const double brace_lower_f2_T5_y = cse12;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse20 = D2 - 1e-13*N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/D2;
+            const double q4 = mg_in_q[3][mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double tau4_10 = -0.12186934340514748*s4;
+            const double tau4_12 = (0.992546151641322)*s4;
+            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
+            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
             const double brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10;
             const double rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10;
             const double brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4;
             const double brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12;
             const double rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12;
-            const double cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z;
-            const double brace_lower_f2_T3_y = T5_3_y + cse12;
-            const double brace_lower_f2_T5_y = cse12;
             const double rod_end_f2_d_y = -0.16*c4 + (0.4)*s4;
-            const double a4_y = (9.736877747601369)*s4;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
             const double tau4_00 = (0.12186934340514748)*c4;
             const double brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00;
             const double rod_end_f2_d_x = rod_end_f2_d_x_p1 + (0.4)*tau4_00;
             const double tau4_02 = -0.992546151641322*c4;
             const double brace_lower_f1_d_z = brace_lower_f1_d_z_p1 + (0.7999999999999999)*tau4_02;
             const double rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02;
-            const double a4_x = -9.736877747601369*c4;
-            const double N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y;
-            const double N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z;
-            const double N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y;
-            const double qd1 = mg_in_qd[0][mg_l];
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double oo4_xx = omega3_x*omega3_x;
-            const double oo4_zz = omega3_z*omega3_z;
             const double brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y;
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y;
             const double rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y;
-            const double N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y;
-            const double N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z;
-            const double invD1 = 1.0/N1_1;
-            const double cse19 = 0.9999999999999*N1_1;
+            const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
+            const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
+            const double N4_4_p3 = N4_4_p1 + N4_4_p2;
+            const double cse21 = 0.9999999999999*N3_3;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double invD3 = 1.0/N3_3;
+            const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
+            const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
+            const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
+            const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
+            const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
+            const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
+            const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
+            const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
+            const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
+            const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
+            const double L4_3 = N3_4*invD3;
+            const double L4_1 = N1_4*invD1;
+            const double LD4_2 = -L4_1*N1_2 + N2_4;
+            const double D4_p1 = -L4_3*N3_4 + N4_4;
+            const double D4_p2 = D4_p1 - L4_1*N1_4;
+            const double L4_2 = LD4_2*invD2;
+            const double D4 = D4_p2 - L4_2*LD4_2;
+            const double cse22 = D4 - 1e-13*N4_4;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD4 = 1.0/D4;
+            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
+            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
+            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
+            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
+            const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
+            const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            const double qd1 = mg_in_qd[0][mg_l];
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double oo4_xx = omega3_x*omega3_x;
+            const double oo4_zz = omega3_z*omega3_z;
+            const double L5_3 = N3_5*invD3;
+            const double LD5_4 = -L5_3*N3_4 + N4_5;
+            const double D5_p1 = -L5_3*N3_5 + N5_5;
             const double omega1_z = (0.12186934340514748)*qd1;
             const double omega2_x = omega1_x + qd2*theta_J2_20;
             const double oo4_W_11 = -oo4_xx - oo4_zz;
@@ -6977,11 +7021,6 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qd5 = mg_in_qd[4][mg_l];
             const double omega5_x = omega3_x + (0.992546151641322)*qd5;
             const double brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y;
-            const double N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y;
-            const double N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z;
-            const double N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z;
-            const double N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z;
-            const double N4_4_p3 = N4_4_p1 + N4_4_p2;
             const double omega2_z = cse1 + omega1_z;
             const double oo4_xz = omega3_x*omega3_z;
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x;
@@ -6996,19 +7035,66 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cse14 = brace_lower_f2_d_x*omega5_z - brace_lower_f2_d_z*omega5_x;
             const double brace_lower_f2_abias_x = brace_lower_f2_abias_x_p1 - cse14*omega5_z;
             const double brace_lower_f2_abias_z = brace_lower_f2_abias_z_p1 + cse14*omega5_x;
-            const double brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z;
-            const double N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y;
             const double omega2_y = cse0;
             const double oo5_xx = omega2_x*omega2_x;
             const double oo5_zz = omega2_z*omega2_z;
             const double qd6 = mg_in_qd[5][mg_l];
             const double cse5 = 2.0*qd6;
-            const double rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z;
-            const double N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y;
-            const double N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z;
-            const double N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y;
-            const double invD3 = 1.0/N3_3;
-            const double cse21 = 0.9999999999999*N3_3;
+            const double L5_4 = LD5_4*invD4;
+            const double D5 = D5_p1 - L5_4*LD5_4;
+            const double cse23 = D5 - 1e-13*N5_5;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD5 = 1.0/D5;
+            const double a1_x = -9.736877747601369*c1;
+            const double a1_y = (9.736877747601369)*s1;
+            const double a3_x = -9.736877747601369*c3;
+            const double a3_y = (9.736877747601369)*s3;
+            const double a4_x = -9.736877747601369*c4;
+            const double a4_y = (9.736877747601369)*s4;
+            const double N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y;
             const double eps2_x = -cse0*omega1_z;
             const double eps2_y_p1 = omega1_z*qd2;
             const double eps2_y = -cse1*omega1_x + eps2_y_p1*theta_J2_20;
@@ -7028,27 +7114,11 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double w6_z_p5 = w6_z_p3 + w6_z_p4;
             const double w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z;
             const double w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5;
-            const double N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z;
-            const double N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y;
-            const double L2_1 = N1_2*invD1;
             const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_x = (0.992546151641322)*qd4;
             const double omega4_z = (0.12186934340514748)*qd4;
             const double cse8 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
             const double cse18 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x;
-            const double N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y;
-            const double N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z;
-            const double D2 = -L2_1*N1_2 + N2_2;
-            const double cse20 = D2 - 1e-13*N2_2;
-            const double invD2 = 1.0/D2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double oo5_yy = omega2_y*omega2_y;
             const double oo5_W_00 = -oo5_yy - oo5_zz;
             const double oo5_W_22 = -oo5_xx - oo5_yy;
@@ -7068,7 +7138,6 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x;
             const double w6_x = w6_x_p4 + w6_x_p5;
             const double w6_z = w6_z_p6 + w6_z_p7;
-            const double L4_3 = N3_4*invD3;
             const double brace_lower_f1_abias_x = -cse8*omega4_z;
             const double cse27 = brace_lower_f1_abias_x - brace_lower_f2_abias_x;
             const double brace_lower_f1_abias_z = cse8*omega4_x;
@@ -7078,10 +7147,6 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cse15 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x;
             const double cse16 = -omega2_x*rod_end_f1_d_z + omega2_z*rod_end_f1_d_x;
             const double cse17 = omega2_y*rod_end_f1_d_z - omega2_z*rod_end_f1_d_y;
-            const double L4_1 = N1_4*invD1;
-            const double LD4_2 = -L4_1*N1_2 + N2_4;
-            const double D4_p1 = -L4_3*N3_4 + N4_4;
-            const double D4_p2 = D4_p1 - L4_1*N1_4;
             const double rod_end_f1_abias_x_p1 = eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y;
             const double rod_end_f1_abias_y_p1 = -eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x;
             const double rod_end_f1_abias_z_p1 = eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x;
@@ -7100,31 +7165,14 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs4_p1 = brace_lower_f1_T4_x*cse27 + brace_lower_f1_T4_y*cse28;
             const double qdd0_rhs4_p2 = brace_lower_f1_T4_z*cse29 + qdd0_rhs4_p1;
             const double qdd0_rhs4_p3 = cse24*rod_end_f2_T4_x - qdd0_rhs4_p2;
-            const double N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z;
-            const double N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y;
-            const double L4_2 = LD4_2*invD2;
-            const double D4 = D4_p2 - L4_2*LD4_2;
-            const double cse22 = D4 - 1e-13*N4_4;
-            const double invD4 = 1.0/D4;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z;
-            const double N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y;
-            const double N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z;
-            const double N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y;
             const double qdd0_rhs3_p1 = brace_lower_f2_T3_x*cse27 + brace_lower_f2_T3_y*cse28;
             const double qdd0_rhs5_p1 = brace_lower_f2_T5_x*cse27 + brace_lower_f2_T5_y*cse28;
             const double qdd0_rhs3 = brace_lower_f2_T3_z*cse29 + qdd0_rhs3_p1;
             const double qdd0_rhs5 = brace_lower_f2_T5_z*cse29 + qdd0_rhs5_p1;
+            const double y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5;
             const double qdd0_rhs4_p4 = cse25*rod_end_f2_T4_y + cse26*rod_end_f2_T4_z;
             const double qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4;
             const double y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4;
-            const double L5_3 = N3_5*invD3;
-            const double LD5_4 = -L5_3*N3_4 + N4_5;
-            const double D5_p1 = -L5_3*N3_5 + N5_5;
-            const double y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5;
             const double qdd0_rhs1_p1 = cse24*rod_end_f1_T1_x + cse25*rod_end_f1_T1_y;
             const double qdd0_rhs2_p1 = cse24*rod_end_f1_T2_x + cse25*rod_end_f1_T2_y;
             const double qdd0_rhs1 = -cse26*rod_end_f1_T1_z - qdd0_rhs1_p1;
@@ -7132,6 +7180,14 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y4_2_p2 = -L4_1*qdd0_rhs1 + y4_2_p1;
             const double y4_2 = -L4_2*y2_2 + y4_2_p2;
+            const double y5_2 = -L5_4*y4_2 + y5_2_p1;
+            const double qdd0_5 = invD5*y5_2;
+            const double qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2;
+            const double qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2;
+            const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
+            const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
+            const double qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3;
+            const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
             const double X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22;
             const double X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21;
             const double X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21;
@@ -7141,62 +7197,6 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22;
             const double y4_p1 = -L4_1*X1_rhs1 + X1_rhs4;
             const double y4 = -L4_2*y2 + y4_p1;
-            const double L5_4 = LD5_4*invD4;
-            const double D5 = D5_p1 - L5_4*LD5_4;
-            const double y5_2 = -L5_4*y4_2 + y5_2_p1;
-            const double cse23 = D5 - 1e-13*N5_5;
-            const double invD5 = 1.0/D5;
-            const double qdd0_5 = invD5*y5_2;
-            const double qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2;
-            const double qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2;
-            const double qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1;
-            const double qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1;
-            const double qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3;
-            const double qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double y5 = -L5_4*y4;
             const double X1_5 = invD5*y5;
             const double X1_4 = -L5_4*X1_5 + invD4*y4;

@@ -262,8 +262,6 @@ def newton_step(q, q_next, error, branch, orientation):
     cse0 = q5 + 0.08726646259971647
     c5 = math.cos(cse0)
     s5 = math.sin(cse0)
-    s4 = math.sin(q4)
-    c4 = math.cos(q4)
     tau1_00 = (0.12186934340514748)*c1
     tau1_02 = -0.992546151641322*c1
     tau1_10 = -0.12186934340514748*s1
@@ -280,6 +278,8 @@ def newton_step(q, q_next, error, branch, orientation):
     theta_J2_12 = (0.40881697890737595)*tau1_12 + theta_J2_12_p1
     theta_J2_22_p1 = 1.1713609040133496e-18 - 0.6393879721322383*tau1_02
     theta_J2_22 = (0.7688842702856029)*tau1_12 + theta_J2_22_p1
+    s4 = math.sin(q4)
+    c4 = math.cos(q4)
     theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1
     theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1
     theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1
@@ -323,29 +323,13 @@ def newton_step(q, q_next, error, branch, orientation):
     r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2
     r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2
     r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2
-    tau3_00 = (0.12186934340514748)*c3
-    tau3_02 = -0.992546151641322*c3
-    tau3_10 = -0.12186934340514748*s3
-    tau3_12 = (0.992546151641322)*s3
-    tau5_00 = c5*tau3_00 + s5*tau3_10
-    tau5_02 = c5*tau3_02 + s5*tau3_12
     T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z
     rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z
     rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x
-    tau5_01 = c3*s5 + c5*s3
-    tau5_11 = c3*c5 - s3*s5
-    r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
-    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     T6_1_x = -0.12186934340514748*r_rel0_6_y
     rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y
     T6_1_z = (0.992546151641322)*r_rel0_6_y
     rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y
-    tau5_10 = c5*tau3_10 - s5*tau3_00
-    tau5_12 = c5*tau3_12 - s5*tau3_02
-    r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18
-    r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10
-    r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19
-    r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12
     T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
     rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22
     rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21
@@ -354,22 +338,6 @@ def newton_step(q, q_next, error, branch, orientation):
     rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20
     r6_z = r_rel0_6_z + 0.5885546535945287
     rod_end_f1_o_z = r6_z + rod_end_f1_d_z
-    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
-    brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
-    brace_lower_f2_z_x_p1 = 4.963493282585576e-18 - 0.7189097486175834*tau5_00
-    brace_lower_f2_z_x = brace_lower_f2_z_x_p1 + (0.695103426363734)*tau5_10
-    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
-    brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
-    brace_lower_f2_z_z_p1 = 6.094403432467864e-19 - 0.7189097486175834*tau5_02
-    brace_lower_f2_z_z = brace_lower_f2_z_z_p1 + (0.695103426363734)*tau5_12
-    err_p1 = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z
-    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
-    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
-    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
-    r6_y = r_rel0_6_y - 0.95
-    rod_end_f1_o_y = r6_y + rod_end_f1_d_y
-    r6_x = r_rel0_6_x + 0.2803630142016316
-    rod_end_f1_o_x = r6_x + rod_end_f1_d_x
     N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z
     N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y
     if not (0.9999999999999*N1_1 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
@@ -379,8 +347,42 @@ def newton_step(q, q_next, error, branch, orientation):
         orientation[:] = [NAN] * 1
         return 1
     invD1 = 1.0/N1_1
-    tau4_10 = -0.12186934340514748*s4
-    tau4_12 = (0.992546151641322)*s4
+    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
+    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
+    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
+    r6_y = r_rel0_6_y - 0.95
+    rod_end_f1_o_y = r6_y + rod_end_f1_d_y
+    r6_x = r_rel0_6_x + 0.2803630142016316
+    rod_end_f1_o_x = r6_x + rod_end_f1_d_x
+    tau3_00 = (0.12186934340514748)*c3
+    tau3_02 = -0.992546151641322*c3
+    tau3_10 = -0.12186934340514748*s3
+    tau3_12 = (0.992546151641322)*s3
+    tau5_00 = c5*tau3_00 + s5*tau3_10
+    tau5_02 = c5*tau3_02 + s5*tau3_12
+    tau5_01 = c3*s5 + c5*s3
+    tau5_11 = c3*c5 - s3*s5
+    r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
+    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
+    tau5_10 = c5*tau3_10 - s5*tau3_00
+    tau5_12 = c5*tau3_12 - s5*tau3_02
+    r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18
+    r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10
+    r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19
+    r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12
+    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
+    brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
+    brace_lower_f2_z_x_p1 = 4.963493282585576e-18 - 0.7189097486175834*tau5_00
+    brace_lower_f2_z_x = brace_lower_f2_z_x_p1 + (0.695103426363734)*tau5_10
+    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
+    brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
+    brace_lower_f2_z_z_p1 = 6.094403432467864e-19 - 0.7189097486175834*tau5_02
+    brace_lower_f2_z_z = brace_lower_f2_z_z_p1 + (0.695103426363734)*tau5_12
+    err_p1 = (0.9925461516413219)*brace_lower_f2_z_x + (0.12186934340514746)*brace_lower_f2_z_z
+    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
+    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
+    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
+    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
     T5_3_x = -0.12186934340514748*r_rel0_5_y
     T5_3_z = (0.992546151641322)*r_rel0_5_y
     r5_y = r_rel0_5_y - 1.3
@@ -391,6 +393,8 @@ def newton_step(q, q_next, error, branch, orientation):
     brace_lower_f2_T3_z = T5_3_z + cse4
     brace_lower_f2_T5_x = cse2
     brace_lower_f2_T5_z = cse4
+    tau4_10 = -0.12186934340514748*s4
+    tau4_12 = (0.992546151641322)*s4
     T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z
     r5_x = r_rel0_5_x - 0.03046733585128687
     brace_lower_f2_o_x = brace_lower_f2_d_x + r5_x
@@ -399,6 +403,7 @@ def newton_step(q, q_next, error, branch, orientation):
     r5_z = r_rel0_5_z + 0.24813653791033052
     brace_lower_f2_o_z = brace_lower_f2_d_z + r5_z
     brace_lower_f2_T5_y = cse3
+    L2_1 = N1_2*invD1
     brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10
     rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
@@ -407,47 +412,8 @@ def newton_step(q, q_next, error, branch, orientation):
     cse9 = rod_end_f1_o_y - rod_end_f2_d_y
     brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12
     rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12
-    tau4_00 = (0.12186934340514748)*c4
-    tau4_02 = -0.992546151641322*c4
-    brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00
-    rod_end_f2_d_x = rod_end_f2_d_x_p1 + (0.4)*tau4_00
-    brace_lower_f1_d_z = brace_lower_f1_d_z_p1 + (0.7999999999999999)*tau4_02
-    rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02
-    cse5 = brace_lower_f1_d_x - brace_lower_f2_o_x
-    brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
-    cse7 = brace_lower_f1_d_z - brace_lower_f2_o_z
-    cse10 = rod_end_f1_o_z - rod_end_f2_d_z
-    rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
-    cse8 = rod_end_f1_o_x - rod_end_f2_d_x
-    err_p3 = cse7*cse7 + err_p1*err_p1
     N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
     N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
-    brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
-    brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
-    rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
-    rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
-    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
-    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
-    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
-    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
-    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
-    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
-    N4_4_p3 = N4_4_p1 + N4_4_p2
-    N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y
-    N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y
-    N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z
-    N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y
-    invD3 = 1.0/N3_3
-    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
-    dqrhs1_p1 = cse10*rod_end_f1_T1_z + cse8*rod_end_f1_T1_x
-    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
-    dqrhs1 = -cse9*rod_end_f1_T1_y - dqrhs1_p1
-    L2_1 = N1_2*invD1
-    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
-    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
-    dqrhs2_p1 = cse10*rod_end_f1_T2_z + cse8*rod_end_f1_T2_x
-    dqrhs2 = -cse9*rod_end_f1_T2_y - dqrhs2_p1
-    y2 = -L2_1*dqrhs1 + dqrhs2
     D2 = -L2_1*N1_2 + N2_2
     if not (D2 - 1e-13*N2_2 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         q_next[:] = [NAN] * 6
@@ -461,25 +427,45 @@ def newton_step(q, q_next, error, branch, orientation):
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    invD3 = 1.0/N3_3
     invD2 = 1.0/D2
-    dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6
-    dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1
-    dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2
-    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
-    dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3
-    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
-    dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4
+    tau4_00 = (0.12186934340514748)*c4
+    tau4_02 = -0.992546151641322*c4
+    brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00
+    rod_end_f2_d_x = rod_end_f2_d_x_p1 + (0.4)*tau4_00
+    brace_lower_f1_d_z = brace_lower_f1_d_z_p1 + (0.7999999999999999)*tau4_02
+    rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02
+    cse5 = brace_lower_f1_d_x - brace_lower_f2_o_x
+    brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
+    cse7 = brace_lower_f1_d_z - brace_lower_f2_o_z
+    cse10 = rod_end_f1_o_z - rod_end_f2_d_z
+    rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
+    cse8 = rod_end_f1_o_x - rod_end_f2_d_x
+    err_p3 = cse7*cse7 + err_p1*err_p1
+    brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
+    brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
+    rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
+    rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
+    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
+    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
+    N4_4_p3 = N4_4_p1 + N4_4_p2
+    N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y
+    N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y
+    N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z
+    N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y
+    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
+    dqrhs1_p1 = cse10*rod_end_f1_T1_z + cse8*rod_end_f1_T1_x
+    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
+    dqrhs1 = -cse9*rod_end_f1_T1_y - dqrhs1_p1
+    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
+    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
+    dqrhs2_p1 = cse10*rod_end_f1_T2_z + cse8*rod_end_f1_T2_x
+    dqrhs2 = -cse9*rod_end_f1_T2_y - dqrhs2_p1
     L4_3 = N3_4*invD3
     L4_1 = N1_4*invD1
     LD4_2 = -L4_1*N1_2 + N2_4
     D4_p1 = -L4_3*N3_4 + N4_4
     D4_p2 = D4_p1 - L4_1*N1_4
-    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
-    dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7
-    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
-    dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1
-    y4_p1 = -L4_3*dqrhs3 + dqrhs4
-    y4_p2 = -L4_1*dqrhs1 + y4_p1
     L4_2 = LD4_2*invD2
     D4 = D4_p2 - L4_2*LD4_2
     if not (D4 - 1e-13*N4_4 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
@@ -489,7 +475,17 @@ def newton_step(q, q_next, error, branch, orientation):
         orientation[:] = [NAN] * 1
         return 1
     invD4 = 1.0/D4
-    y4 = -L4_2*y2 + y4_p2
+    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
+    dqrhs3_p1 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_z*cse7
+    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
+    dqrhs3 = brace_lower_f2_T3_y*cse6 + dqrhs3_p1
+    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
+    dqrhs4_p1 = brace_lower_f1_T4_x*cse5 + brace_lower_f1_T4_y*cse6
+    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
+    dqrhs4_p2 = brace_lower_f1_T4_z*cse7 + dqrhs4_p1
+    dqrhs4_p3 = cse9*rod_end_f2_T4_y - dqrhs4_p2
+    dqrhs4_p4 = cse10*rod_end_f2_T4_z + dqrhs4_p3
+    dqrhs4 = cse8*rod_end_f2_T4_x + dqrhs4_p4
     N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z
     N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
     dqrhs5_p1 = brace_lower_f2_T5_x*cse5 + brace_lower_f2_T5_y*cse6
@@ -503,7 +499,6 @@ def newton_step(q, q_next, error, branch, orientation):
     L5_3 = N3_5*invD3
     LD5_4 = -L5_3*N3_4 + N4_5
     D5_p1 = -L5_3*N3_5 + N5_5
-    y5_p1 = -L5_3*dqrhs3 + dqrhs5
     L5_4 = LD5_4*invD4
     D5 = D5_p1 - L5_4*LD5_4
     if not (D5 - 1e-13*N5_5 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
@@ -512,7 +507,12 @@ def newton_step(q, q_next, error, branch, orientation):
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    y4_p1 = -L4_3*dqrhs3 + dqrhs4
+    y2 = -L2_1*dqrhs1 + dqrhs2
+    y4_p2 = -L4_1*dqrhs1 + y4_p1
     invD5 = 1.0/D5
+    y4 = -L4_2*y2 + y4_p2
+    y5_p1 = -L5_3*dqrhs3 + dqrhs5
     y5 = -L5_4*y4 + y5_p1
     dq5 = invD5*y5
     dq4 = -L5_4*dq5 + invD4*y4
@@ -556,8 +556,6 @@ def velocity(q, qd_ind, qd, H):
     cse0 = q5 + 0.08726646259971647
     c5 = math.cos(cse0)
     s5 = math.sin(cse0)
-    s4 = math.sin(q4)
-    c4 = math.cos(q4)
     tau1_00 = (0.12186934340514748)*c1
     tau1_02 = -0.992546151641322*c1
     tau1_10 = -0.12186934340514748*s1
@@ -574,6 +572,8 @@ def velocity(q, qd_ind, qd, H):
     theta_J2_12 = (0.40881697890737595)*tau1_12 + theta_J2_12_p1
     theta_J2_22_p1 = 1.1713609040133496e-18 - 0.6393879721322383*tau1_02
     theta_J2_22 = (0.7688842702856029)*tau1_12 + theta_J2_22_p1
+    s4 = math.sin(q4)
+    c4 = math.cos(q4)
     theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1
     theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1
     theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1
@@ -617,37 +617,13 @@ def velocity(q, qd_ind, qd, H):
     r_rel0_6_x = cse1*theta_J6_20 + r_rel0_6_x_p2
     r_rel0_6_z = cse1*theta_J6_22 + r_rel0_6_z_p2
     r_rel0_6_y = cse1*theta_J6_21 + r_rel0_6_y_p2
-    tau3_00 = (0.12186934340514748)*c3
-    tau3_02 = -0.992546151641322*c3
-    tau3_10 = -0.12186934340514748*s3
-    tau3_12 = (0.992546151641322)*s3
-    tau5_00 = c5*tau3_00 + s5*tau3_10
-    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
-    tau5_02 = c5*tau3_02 + s5*tau3_12
-    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
     T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z
     rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z
     rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x
-    tau5_01 = c3*s5 + c5*s3
-    tau5_11 = c3*c5 - s3*s5
-    r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
-    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     T6_1_x = -0.12186934340514748*r_rel0_6_y
     rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y
     T6_1_z = (0.992546151641322)*r_rel0_6_y
     rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y
-    tau5_10 = c5*tau3_10 - s5*tau3_00
-    tau5_12 = c5*tau3_12 - s5*tau3_02
-    brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
-    brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
-    cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
-    r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18
-    r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10
-    r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19
-    r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12
-    T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z
-    brace_lower_f2_T3_y = T5_3_y + cse3
-    brace_lower_f2_T5_y = cse3
     T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
     T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20
     T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
@@ -664,8 +640,34 @@ def velocity(q, qd_ind, qd, H):
         H[:] = [NAN] * 6
         return 1
     invD1 = 1.0/N1_1
-    tau4_10 = -0.12186934340514748*s4
-    tau4_12 = (0.992546151641322)*s4
+    tau3_00 = (0.12186934340514748)*c3
+    tau3_02 = -0.992546151641322*c3
+    tau3_10 = -0.12186934340514748*s3
+    tau3_12 = (0.992546151641322)*s3
+    tau5_00 = c5*tau3_00 + s5*tau3_10
+    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
+    tau5_02 = c5*tau3_02 + s5*tau3_12
+    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
+    tau5_01 = c3*s5 + c5*s3
+    tau5_11 = c3*c5 - s3*s5
+    r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
+    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
+    tau5_10 = c5*tau3_10 - s5*tau3_00
+    tau5_12 = c5*tau3_12 - s5*tau3_02
+    brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
+    brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
+    cse3 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
+    r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18
+    r_rel0_5_x = r_rel0_5_x_p1 + (0.5825672515428597)*tau3_10
+    r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19
+    r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12
+    T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z
+    brace_lower_f2_T3_y = T5_3_y + cse3
+    brace_lower_f2_T5_y = cse3
+    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
+    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
+    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
+    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
     T5_3_x = -0.12186934340514748*r_rel0_5_y
     T5_3_z = (0.992546151641322)*r_rel0_5_y
     cse2 = -0.12186934340514748*brace_lower_f2_d_y
@@ -674,12 +676,28 @@ def velocity(q, qd_ind, qd, H):
     brace_lower_f2_T3_z = T5_3_z + cse4
     brace_lower_f2_T5_x = cse2
     brace_lower_f2_T5_z = cse4
+    tau4_10 = -0.12186934340514748*s4
+    tau4_12 = (0.992546151641322)*s4
+    L2_1 = N1_2*invD1
     brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10
     rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
     rod_end_f2_d_y = -0.16*c4 + (0.4)*s4
     brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12
     rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12
+    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
+    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
+    D2 = -L2_1*N1_2 + N2_2
+    if not (D2 - 1e-13*N2_2 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qd[:] = [NAN] * 6
+        H[:] = [NAN] * 6
+        return 1
+    if not (0.9999999999999*N3_3 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        qd[:] = [NAN] * 6
+        H[:] = [NAN] * 6
+        return 1
+    invD3 = 1.0/N3_3
+    invD2 = 1.0/D2
     tau4_00 = (0.12186934340514748)*c4
     tau4_02 = -0.992546151641322*c4
     brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00
@@ -688,16 +706,10 @@ def velocity(q, qd_ind, qd, H):
     rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02
     brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
     rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
-    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
-    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
     brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
     brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
     rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
     rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
-    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
-    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
-    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
-    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
     N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
     N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
     N4_4_p3 = N4_4_p1 + N4_4_p2
@@ -711,53 +723,41 @@ def velocity(q, qd_ind, qd, H):
     N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
     N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
     N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
-    invD3 = 1.0/N3_3
     N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
     X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22
     N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
     X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21
-    L2_1 = N1_2*invD1
     N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
     X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21
     X1_rhs4_p1 = rod_end_f2_T4_x*theta_J6_20 + rod_end_f2_T4_y*theta_J6_21
     N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
     X1_rhs2 = X1_rhs2_p1 + rod_end_f1_T2_z*theta_J6_22
     X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22
-    y2 = -L2_1*X1_rhs1 + X1_rhs2
-    D2 = -L2_1*N1_2 + N2_2
-    if not (D2 - 1e-13*N2_2 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qd[:] = [NAN] * 6
-        H[:] = [NAN] * 6
-        return 1
-    if not (0.9999999999999*N3_3 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qd[:] = [NAN] * 6
-        H[:] = [NAN] * 6
-        return 1
-    invD2 = 1.0/D2
     L4_3 = N3_4*invD3
     L5_3 = N3_5*invD3
-    LD5_4 = -L5_3*N3_4 + N4_5
-    D4_p1 = -L4_3*N3_4 + N4_4
-    D5_p1 = -L5_3*N3_5 + N5_5
     L4_1 = N1_4*invD1
     LD4_2 = -L4_1*N1_2 + N2_4
+    D4_p1 = -L4_3*N3_4 + N4_4
     D4_p2 = D4_p1 - L4_1*N1_4
-    y4_p1 = -L4_1*X1_rhs1 + X1_rhs4
     L4_2 = LD4_2*invD2
     D4 = D4_p2 - L4_2*LD4_2
     if not (D4 - 1e-13*N4_4 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 6
         H[:] = [NAN] * 6
         return 1
+    LD5_4 = -L5_3*N3_4 + N4_5
     invD4 = 1.0/D4
-    y4 = -L4_2*y2 + y4_p1
+    D5_p1 = -L5_3*N3_5 + N5_5
     L5_4 = LD5_4*invD4
     D5 = D5_p1 - L5_4*LD5_4
     if not (D5 - 1e-13*N5_5 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
         qd[:] = [NAN] * 6
         H[:] = [NAN] * 6
         return 1
+    y2 = -L2_1*X1_rhs1 + X1_rhs2
+    y4_p1 = -L4_1*X1_rhs1 + X1_rhs4
     invD5 = 1.0/D5
+    y4 = -L4_2*y2 + y4_p1
     y5 = -L5_4*y4
     X1_5 = invD5*y5
     X1_4 = -L5_4*X1_5 + invD4*y4
@@ -1966,8 +1966,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse2 = q5 + 0.08726646259971647
     c5 = math.cos(cse2)
     s5 = math.sin(cse2)
-    s4 = math.sin(q4)
-    c4 = math.cos(q4)
     beta1_00 = (0.12186934340514748)*c1
     beta1_02 = -0.992546151641322*c1
     beta1_10 = -0.12186934340514748*s1
@@ -1986,6 +1984,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     theta_J2_22 = (0.7688842702856029)*beta1_12 + theta_J2_22_p1
     theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1
     theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1
+    s4 = math.sin(q4)
+    c4 = math.cos(q4)
     theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1
     a1_x = -9.736877747601369*c1
     a1_y = (9.736877747601369)*s1
@@ -2029,24 +2029,46 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     r_rel0_6_x = cse14*theta_J6_20 + r_rel0_6_x_p2
     r_rel0_6_z = cse14*theta_J6_22 + r_rel0_6_z_p2
     r_rel0_6_y = cse14*theta_J6_21 + r_rel0_6_y_p2
-    beta3_00 = (0.12186934340514748)*c3
-    beta3_02 = -0.992546151641322*c3
-    beta3_10 = -0.12186934340514748*s3
-    beta3_12 = (0.992546151641322)*s3
-    tau5_00 = beta3_00*c5 + beta3_10*s5
-    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
-    tau5_02 = beta3_02*c5 + beta3_12*s5
-    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
     T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z
     rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z
     rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x
-    tau5_01 = c3*s5 + c5*s3
-    tau5_11 = c3*c5 - s3*s5
-    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     T6_1_x = -0.12186934340514748*r_rel0_6_y
     rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y
     T6_1_z = (0.992546151641322)*r_rel0_6_y
     rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y
+    T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
+    rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22
+    rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21
+    T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20
+    rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22
+    rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20
+    cse12 = qd2*theta_J2_22
+    N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z
+    N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y
+    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
+    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
+    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
+    cse11 = qd2*theta_J2_21
+    beta3_00 = (0.12186934340514748)*c3
+    beta3_02 = -0.992546151641322*c3
+    beta3_10 = -0.12186934340514748*s3
+    beta3_12 = (0.992546151641322)*s3
+    cse28 = 0.9999999999999*N1_1
+    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD1 = 1.0/N1_1
+    tau5_00 = beta3_00*c5 + beta3_10*s5
+    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
+    tau5_02 = beta3_02*c5 + beta3_12*s5
+    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
+    tau5_01 = c3*s5 + c5*s3
+    tau5_11 = c3*c5 - s3*s5
+    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
+    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
+    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
     tau5_10 = -beta3_00*s5 + beta3_10*c5
     brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
     r_rel0_5_x_p1 = (0.47235092614474516)*beta3_00 - 4.379103765161527e-18
@@ -2055,24 +2077,11 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
     r_rel0_5_z_p1 = (0.47235092614474516)*beta3_02 - 5.376863329536143e-19
     r_rel0_5_z = (0.5825672515428597)*beta3_12 + r_rel0_5_z_p1
-    T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
-    rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22
-    rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21
-    T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20
-    rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22
-    rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20
-    cse12 = qd2*theta_J2_22
+    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
+    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
     r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
     a3_x = -9.736877747601369*c3
     a3_y = (9.736877747601369)*s3
-    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
-    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
-    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
-    cse11 = qd2*theta_J2_21
-    N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z
-    N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y
-    beta4_10 = -0.12186934340514748*s4
-    beta4_12 = (0.992546151641322)*s4
     T5_3_x = -0.12186934340514748*r_rel0_5_y
     T5_3_z = (0.992546151641322)*r_rel0_5_y
     cse20 = -0.12186934340514748*brace_lower_f2_d_y
@@ -2081,15 +2090,28 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse22 = (0.992546151641322)*brace_lower_f2_d_y
     brace_lower_f2_T3_z = T5_3_z + cse22
     brace_lower_f2_T5_z = cse22
+    L2_1 = N1_2*invD1
     T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z
+    cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
+    brace_lower_f2_T3_y = T5_3_y + cse21
+    brace_lower_f2_T5_y = cse21
+    D2 = -L2_1*N1_2 + N2_2
+    cse29 = D2 - 1e-13*N2_2
+    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD2 = 1.0/D2
+    beta4_10 = -0.12186934340514748*s4
+    beta4_12 = (0.992546151641322)*s4
+    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
+    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
     brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*beta4_10
     rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*beta4_10
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
     brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*beta4_12
     rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*beta4_12
-    cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
-    brace_lower_f2_T3_y = T5_3_y + cse21
-    brace_lower_f2_T5_y = cse21
     rod_end_f2_d_y = -0.16*c4 + (0.4)*s4
     a4_y = (9.736877747601369)*s4
     beta4_00 = (0.12186934340514748)*c4
@@ -2100,43 +2122,58 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     rod_end_f2_d_z = (0.4)*beta4_02 + rod_end_f2_d_z_p1
     a4_x = -9.736877747601369*c4
     N4_z = -14.4*a4_x + (476.42215278783453)*a4_y
-    b4 = -N4_z + tau4
-    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
-    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
     brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
     brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
     rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
     rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
-    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
-    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
-    invD1 = 1.0/N1_1
-    cse28 = 0.9999999999999*N1_1
-    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
+    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
+    N4_4_p3 = N4_4_p1 + N4_4_p2
+    cse30 = 0.9999999999999*N3_3
+    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
-    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
-    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
-    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
-    N4_4_p3 = N4_4_p1 + N4_4_p2
+    invD3 = 1.0/N3_3
     brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
     N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y
-    omega3_x = (0.992546151641322)*qd3
-    omega3_z = (0.12186934340514748)*qd3
     rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
     N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y
     N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z
     N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y
-    invD3 = 1.0/N3_3
-    cse30 = 0.9999999999999*N3_3
+    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
+    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
+    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
+    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
+    L4_3 = N3_4*invD3
+    L4_1 = N1_4*invD1
+    LD4_2 = -L4_1*N1_2 + N2_4
+    D4_p1 = -L4_3*N3_4 + N4_4
+    D4_p2 = D4_p1 - L4_1*N1_4
+    L4_2 = LD4_2*invD2
+    D4 = D4_p2 - L4_2*LD4_2
+    cse31 = D4 - 1e-13*N4_4
+    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD4 = 1.0/D4
+    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
+    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
+    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
+    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
+    N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z
+    N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
+    omega3_x = (0.992546151641322)*qd3
+    omega3_z = (0.12186934340514748)*qd3
     omega1_x = (0.992546151641322)*qd1
     oo4_xx = omega3_x*omega3_x
     oo4_zz_2 = omega3_z*omega3_z
-    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
-    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
-    L2_1 = N1_2*invD1
+    L5_3 = N3_5*invD3
+    LD5_4 = -L5_3*N3_4 + N4_5
+    D5_p1 = -L5_3*N3_5 + N5_5
     cse0 = (0.49161535438228743)*s2
     omega1_z = (0.12186934340514748)*qd1
     omega2_x = omega1_x + qd2*theta_J2_20
@@ -2144,21 +2181,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     w5_y = oo4_W_11*r_rel0_5_y
     omega5_x = omega3_x + (0.992546151641322)*qd5
     brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y
-    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
-    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
-    D2 = -L2_1*N1_2 + N2_2
-    cse29 = D2 - 1e-13*N2_2
-    invD2 = 1.0/D2
-    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
     beta2_00 = (0.5911830210926241)*c2 + cse0
     beta2_11 = (0.40881697890737595)*c2 - cse0
     cse1 = (0.49161535438228743)*c2
@@ -2190,7 +2212,41 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     omega2_y = cse11
     oo5_xx = omega2_x*omega2_x
     oo5_zz_2 = omega2_z_2*omega2_z_2
-    L4_3 = N3_4*invD3
+    L5_4 = LD5_4*invD4
+    D5 = D5_p1 - L5_4*LD5_4
+    cse32 = D5 - 1e-13*N5_5
+    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD5 = 1.0/D5
+    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    b4 = -N4_z + tau4
     eps2_x = -cse11*omega1_z
     eps2_y_p1 = omega1_z*qd2
     eps2_y = -cse12*omega1_x + eps2_y_p1*theta_J2_20
@@ -2210,10 +2266,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     w6_z_p5 = w6_z_p3 + w6_z_p4
     w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z
     w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5
-    L4_1 = N1_4*invD1
-    LD4_2 = -L4_1*N1_2 + N2_4
-    D4_p1 = -L4_3*N3_4 + N4_4
-    D4_p2 = D4_p1 - L4_1*N1_4
     omega4_x = (0.992546151641322)*qd4
     omega4_z = (0.12186934340514748)*qd4
     cse17 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
@@ -2245,17 +2297,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x
     w6_x = w6_x_p4 + w6_x_p5
     w6_z = w6_z_p6 + w6_z_p7
-    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
-    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
-    L4_2 = LD4_2*invD2
-    D4 = D4_p2 - L4_2*LD4_2
-    cse31 = D4 - 1e-13*N4_4
-    invD4 = 1.0/D4
-    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
     epsd2_x = omega_p2_y*qd2
     oo2_xx = omega_p2_x*omega_p2_x
     oo2_yy = omega_p2_y*omega_p2_y
@@ -2279,8 +2320,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse24 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
     cse25 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x
     cse26 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y
-    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
-    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
     oo2_W_00 = -oo2_yy - oo2_zz
     a6_par_x_p3 = a6_par_x_p1 + oo2_W_00*r_rel6_x
     oo2_W_22 = -oo2_xx - oo2_yy
@@ -2296,8 +2335,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     rod_end_f1_abias_x_p2 = rod_end_f1_abias_x_p1 + w6_x
     rod_end_f1_abias_y_p2 = rod_end_f1_abias_y_p1 + w6_y
     rod_end_f1_abias_z_p2 = rod_end_f1_abias_z_p1 + w6_z
-    N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z
-    N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
     oo2_W_11 = -oo2_xx - oo2_zz
     a6_par_y_p3 = a6_par_y_p1 + oo2_W_11*r_rel6_y
     a6_par_x_p2 = oo2_xy*r_rel6_y + oo2_xz*r_rel6_z
@@ -2319,15 +2356,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0_rhs4_p3 = cse33*rod_end_f2_T4_x - qdd0_rhs4_p2
     a6_par_y_p2 = -epsd2_x*r_rel6_z + oo2_yz*r_rel6_z
     a6_par_y = a6_par_y_p2 + a6_par_y_p3
-    L5_3 = N3_5*invD3
-    LD5_4 = -L5_3*N3_4 + N4_5
-    D5_p1 = -L5_3*N3_5 + N5_5
-    oo6_xx = omega_p6_x*omega_p6_x
-    oo6_yy = omega_p6_y*omega_p6_y
-    oo6_zz = omega_p6_z*omega_p6_z
-    F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z
-    F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z
-    F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y
     X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22
     X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21
     X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21
@@ -2337,6 +2365,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     y2 = -L2_1*X1_rhs1 + X1_rhs2
     y4_p1 = -L4_1*X1_rhs1 + X1_rhs4
     y4 = -L4_2*y2 + y4_p1
+    oo6_xx = omega_p6_x*omega_p6_x
+    oo6_yy = omega_p6_y*omega_p6_y
+    oo6_zz = omega_p6_z*omega_p6_z
+    F6_x_p1 = (1.6066696642673732)*epsd6_y + (3.73397540942791e-16)*epsd6_z
+    F6_y_p1 = (1.6066696642673732)*epsd6_x + (1.229238291643691e-16)*epsd6_z
+    F6_z_p1 = -3.73397540942791e-16*epsd6_x + (1.229238291643691e-16)*epsd6_y
     a6_z_p1 = (0.7688842702856029)*a6_par_x - 1.4613732465641265e-16*a6_par_z
     a6_z = (0.6393879721322383)*a6_par_y + a6_z_p1
     oo6_xy = omega_p6_x*omega_p6_y
@@ -2395,40 +2429,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N6_z_p8 = N6_z_p7 - 1.229238291643691e-16*a6_y
     N6_y = N6_y_p8 + (1.6066696642673732)*a6_x
     N6_z = N6_z_p8 + (3.73397540942791e-16)*a6_x
-    L5_4 = LD5_4*invD4
-    D5 = D5_p1 - L5_4*LD5_4
-    cse32 = D5 - 1e-13*N5_5
-    invD5 = 1.0/D5
-    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
     qdd0_rhs4_p4 = cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z
     qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4
     y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4
@@ -2448,6 +2448,9 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1
     qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1
     qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1
+    cse6 = 6.0*r_rel6_x
+    Ic2_12_p1 = 6.0*r_rel6_y
+    Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y
     cse8 = a3_x - 0.47235092614474516*oo3_zz
     cse9 = a3_y - 0.5825672515428597*oo3_zz
     N3_z_p1 = -5.243105263885735*a3_x + (4.251158335302707)*a3_y
@@ -2460,9 +2463,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N2_z_p5 = -N2_z_p1 + (4.613305621713617)*a2_y
     N2_z_p7 = N2_z_p4 + N2_z_p5
     N2_y_p2 = (4.197389687714388e-17)*oo2_xx + (6.904665049877678e-17)*oo2_xy
-    cse6 = 6.0*r_rel6_x
-    Ic2_12_p1 = 6.0*r_rel6_y
-    Ic2_12_p3 = Ic2_12_p1*r_rel6_z + (9.846568884768295e-17)*r_rel6_y
     cse4 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z
     cse5 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y
     Ic2_02_p1 = 2.807146482092695e-17 - 1.2353430324002341*r_rel6_z
@@ -2471,6 +2471,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Ic2_01_p2 = cse6*r_rel6_y + (1.0272852585222998)*r_rel6_x
     Ic2_12_p2 = 9.430413124155228e-17 - 1.0272852585222998*r_rel6_z
     Ic2_12 = Ic2_12_p2 - Ic2_12_p3
+    cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x
     omega5_z = qd3 + qd5
     oo5_zz = omega5_z*omega5_z
     a5_x = c5*cse8 + cse9*s5
@@ -2495,14 +2496,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N2_y_p9 = N2_y_p8 - 0.49161535438228754*N6_x
     N2_y_p10 = (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z
     N2_y_p11 = N2_y_p10 + N2_y_p9
-    cse7 = 6.0*r_rel6_x*r_rel6_x + (2.4706860648004683)*r_rel6_x
-    F_c6_x_p1 = -0.49161535438228754*F6_y + (0.7688842702856029)*F6_z
-    F_c6_x = (0.40881697890737584)*F6_x + F_c6_x_p1
-    F_c6_y_p1 = -0.49161535438228754*F6_x + (0.591183021092624)*F6_y
-    F_c6_z_p1 = (0.7688842702856029)*F6_x + (0.6393879721322383)*F6_y
-    F_c6_y = (0.6393879721322383)*F6_z + F_c6_y_p1
-    F_c6_z = -1.4613732465641265e-16*F6_z - F_c6_z_p1
-    b6 = -F6_z + tau6
     Ic2_01_p1 = (1.2353430324002341)*r_rel6_y + 1.7990571642061677
     Ic2_01 = -Ic2_01_p1 - Ic2_01_p2
     Nm6_2_x_p1 = (3.8363278327934296)*r_rel6_z + 2.1308249645634407e-16
@@ -2510,13 +2503,14 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Nm6_2_z_p1 = 2.085034779381007e-16 - 4.613305621713618*r_rel6_y
     Nm6_2_z = Nm6_2_z_p1 + (3.8363278327934296)*r_rel6_x
     Nm6_1_z_p1 = Nm6_2_x*beta2_02 + (9.611612496501513e-18)*Nm6_2_z
+    F_c6_x_p1 = -0.49161535438228754*F6_y + (0.7688842702856029)*F6_z
+    F_c6_x = (0.40881697890737584)*F6_x + F_c6_x_p1
+    F_c6_y_p1 = -0.49161535438228754*F6_x + (0.591183021092624)*F6_y
+    F_c6_z_p1 = (0.7688842702856029)*F6_x + (0.6393879721322383)*F6_y
+    F_c6_y = (0.6393879721322383)*F6_z + F_c6_y_p1
+    F_c6_z = -1.4613732465641265e-16*F6_z - F_c6_z_p1
+    b6 = -F6_z + tau6
     c6_p1 = -Nm6_2_z*qdd0_2 + b6
-    F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz
-    F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz
-    N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y
-    N3_z_p2 = N3_z_p1 + N5_z
-    b5 = -N5_z + tau5
-    cse42 = -b5
     y5 = -L5_4*y4
     X1_5 = invD5*y5
     X1_4 = -L5_4*X1_5 + invD4*y4
@@ -2532,22 +2526,18 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Ic2_22 = Ic2_22_p1 + cse7
     IJ2_12 = Ic2_02*s2 + Ic2_12*c2
     Ic1_22_p1 = -1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22
+    F5_x = 15.0*a5_x - 4.332368053914411*oo5_zz
+    F5_y = 15.0*a5_y - 4.480745613428552*oo5_zz
+    N5_z = -4.480745613428552*a5_x + (4.332368053914411)*a5_y
+    N3_z_p2 = N3_z_p1 + N5_z
+    b5 = -N5_z + tau5
+    cse42 = -b5
     cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5
     IJ2_ss = s2*s2
     Nm6_2_y_p1 = (8.768239479384759e-16)*r_rel6_x + 2.562384451057302e-16
     Nm6_2_y = Nm6_2_y_p1 + (4.613305621713618)*r_rel6_z
     Nm6_1_z = Nm6_1_z_p1 + Nm6_2_y*beta2_12
     c6 = -Nm6_1_z*qdd0_1 + c6_p1
-    F_c5_x = F5_x*c5 - F5_y*s5
-    F_c5_y = F5_x*s5 + F5_y*c5
-    N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2
-    N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3
-    b3 = -N3_z + tau3
-    cse41 = -b3
-    N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z
-    N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z
-    N2_x_p11 = N2_x_p10 + N2_x_p9
-    N2_z_p11 = -N2_z_p10 + N2_z_p9
     IJ2_cs = c2*s2
     IJ2_02 = Ic2_02*c2 - Ic2_12*s2
     Ic1_22_p2 = (1.2291098846117965e-17)*IJ2_02 + Ic1_22_p1
@@ -2569,6 +2559,16 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Nm5_3_z = Nm5_3_z_p1 + (0.47235092614474516)*cp5_x
     Ic3_22_p1 = (0.9447018522894903)*cp5_x + 15.286146707274433
     Ic3_22 = Ic3_22_p1 + (1.1651345030857194)*cp5_y
+    F_c5_x = F5_x*c5 - F5_y*s5
+    F_c5_y = F5_x*s5 + F5_y*c5
+    N3_z_p3 = -0.5825672515428597*F_c5_x + N3_z_p2
+    N3_z = (0.47235092614474516)*F_c5_y + N3_z_p3
+    b3 = -N3_z + tau3
+    cse41 = -b3
+    N2_x_p10 = (0.40881697890737584)*N6_x + (0.7688842702856029)*N6_z
+    N2_z_p10 = (0.7688842702856029)*N6_x + (1.4613732465641265e-16)*N6_z
+    N2_x_p11 = N2_x_p10 + N2_x_p9
+    N2_z_p11 = -N2_z_p10 + N2_z_p9
     N2_x_p12 = -F_c6_y*r_rel6_z + F_c6_z*r_rel6_y
     N2_z_p12 = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x
     N2_y_p12 = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x
@@ -2742,8 +2742,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse2 = q5 + 0.08726646259971647
     c5 = math.cos(cse2)
     s5 = math.sin(cse2)
-    s4 = math.sin(q4)
-    c4 = math.cos(q4)
     tau1_00 = (0.12186934340514748)*c1
     tau1_02 = -0.992546151641322*c1
     tau1_10 = -0.12186934340514748*s1
@@ -2762,15 +2760,15 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     theta_J2_22 = (0.7688842702856029)*tau1_12 + theta_J2_22_p1
     theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1
     theta_J2_11 = (0.40881697890737595)*c1 + (0.49161535438228743)*s1
+    s4 = math.sin(q4)
     theta_J2_21 = (0.7688842702856029)*c1 - 0.6393879721322383*s1
-    a1_x = -9.736877747601369*c1
-    a1_y = (9.736877747601369)*s1
     tau2_00 = c2*theta_J2_00 + s2*theta_J2_10
     tau2_10 = c2*theta_J2_10 - s2*theta_J2_00
     tau2_01 = c2*theta_J2_01 + s2*theta_J2_11
     tau2_11 = c2*theta_J2_11 - s2*theta_J2_01
     tau2_02 = c2*theta_J2_02 + s2*theta_J2_12
     tau2_12 = c2*theta_J2_12 - s2*theta_J2_02
+    c4 = math.cos(q4)
     theta_J6_01_p1 = (0.49161535438228754)*tau2_11 + (0.7688842702856029)*theta_J2_21
     theta_J6_01 = (0.40881697890737584)*tau2_01 - theta_J6_01_p1
     theta_J6_02_p1 = (0.49161535438228754)*tau2_12 + (0.7688842702856029)*theta_J2_22
@@ -2805,24 +2803,47 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     r_rel0_6_x = cse4*theta_J6_20 + r_rel0_6_x_p2
     r_rel0_6_z = cse4*theta_J6_22 + r_rel0_6_z_p2
     r_rel0_6_y = cse4*theta_J6_21 + r_rel0_6_y_p2
-    tau3_00 = (0.12186934340514748)*c3
-    tau3_02 = -0.992546151641322*c3
-    tau3_10 = -0.12186934340514748*s3
-    tau3_12 = (0.992546151641322)*s3
-    tau5_00 = c5*tau3_00 + s5*tau3_10
-    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
-    tau5_02 = c5*tau3_02 + s5*tau3_12
-    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
     T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z
     rod_end_f1_T1_y_p1 = T6_1_y - 0.992546151641322*rod_end_f1_d_z
     rod_end_f1_T1_y = rod_end_f1_T1_y_p1 + (0.12186934340514748)*rod_end_f1_d_x
-    tau5_01 = c3*s5 + c5*s3
-    tau5_11 = c3*c5 - s3*s5
-    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     T6_1_x = -0.12186934340514748*r_rel0_6_y
     rod_end_f1_T1_x = T6_1_x - 0.12186934340514748*rod_end_f1_d_y
     T6_1_z = (0.992546151641322)*r_rel0_6_y
     rod_end_f1_T1_z = T6_1_z + (0.992546151641322)*rod_end_f1_d_y
+    T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
+    rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22
+    rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21
+    T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20
+    rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22
+    rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20
+    cse1 = qd2*theta_J2_22
+    N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z
+    N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y
+    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
+    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
+    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
+    cse0 = qd2*theta_J2_21
+    tau3_00 = (0.12186934340514748)*c3
+    tau3_02 = -0.992546151641322*c3
+    tau3_10 = -0.12186934340514748*s3
+    tau3_12 = (0.992546151641322)*s3
+    cse19 = 0.9999999999999*N1_1
+    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD1 = 1.0/N1_1
+    tau5_00 = c5*tau3_00 + s5*tau3_10
+    brace_lower_f2_d_x_p1 = (0.5776490738552548)*tau5_00 + 9.908350484533232e-18
+    tau5_02 = c5*tau3_02 + s5*tau3_12
+    brace_lower_f2_d_z_p1 = (0.5776490738552548)*tau5_02 + 1.2165924635154947e-18
+    tau5_01 = c3*s5 + c5*s3
+    tau5_11 = c3*c5 - s3*s5
+    brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
+    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
+    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
     tau5_10 = c5*tau3_10 - s5*tau3_00
     brace_lower_f2_d_x = brace_lower_f2_d_x_p1 + (0.5974327484571403)*tau5_10
     r_rel0_5_x_p1 = (0.47235092614474516)*tau3_00 - 4.379103765161527e-18
@@ -2831,24 +2852,9 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     brace_lower_f2_d_z = brace_lower_f2_d_z_p1 + (0.5974327484571403)*tau5_12
     r_rel0_5_z_p1 = (0.47235092614474516)*tau3_02 - 5.376863329536143e-19
     r_rel0_5_z = r_rel0_5_z_p1 + (0.5825672515428597)*tau3_12
-    T6_2_x = -r_rel0_6_y*theta_J2_22 + r_rel0_6_z*theta_J2_21
-    rod_end_f1_T2_x_p1 = T6_2_x - rod_end_f1_d_y*theta_J2_22
-    rod_end_f1_T2_x = rod_end_f1_T2_x_p1 + rod_end_f1_d_z*theta_J2_21
-    T6_2_y = r_rel0_6_x*theta_J2_22 - r_rel0_6_z*theta_J2_20
-    rod_end_f1_T2_y_p1 = T6_2_y + rod_end_f1_d_x*theta_J2_22
-    rod_end_f1_T2_y = rod_end_f1_T2_y_p1 - rod_end_f1_d_z*theta_J2_20
-    cse1 = qd2*theta_J2_22
+    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
+    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
     r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3
-    a3_x = -9.736877747601369*c3
-    a3_y = (9.736877747601369)*s3
-    T6_2_z = -r_rel0_6_x*theta_J2_21 + r_rel0_6_y*theta_J2_20
-    rod_end_f1_T2_z_p1 = T6_2_z + rod_end_f1_d_y*theta_J2_20
-    rod_end_f1_T2_z = rod_end_f1_T2_z_p1 - rod_end_f1_d_x*theta_J2_21
-    cse0 = qd2*theta_J2_21
-    N1_1_p1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_z*rod_end_f1_T1_z
-    N1_1 = N1_1_p1 + rod_end_f1_T1_y*rod_end_f1_T1_y
-    tau4_10 = -0.12186934340514748*s4
-    tau4_12 = (0.992546151641322)*s4
     T5_3_x = -0.12186934340514748*r_rel0_5_y
     T5_3_z = (0.992546151641322)*r_rel0_5_y
     cse11 = -0.12186934340514748*brace_lower_f2_d_y
@@ -2857,57 +2863,96 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse13 = (0.992546151641322)*brace_lower_f2_d_y
     brace_lower_f2_T3_z = T5_3_z + cse13
     brace_lower_f2_T5_z = cse13
+    L2_1 = N1_2*invD1
     T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z
+    cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
+    brace_lower_f2_T3_y = T5_3_y + cse12
+    brace_lower_f2_T5_y = cse12
+    D2 = -L2_1*N1_2 + N2_2
+    cse20 = D2 - 1e-13*N2_2
+    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD2 = 1.0/D2
+    tau4_10 = -0.12186934340514748*s4
+    tau4_12 = (0.992546151641322)*s4
+    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
+    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
     brace_lower_f1_d_x_p1 = 5.46866920158039e-18 - 0.12*tau4_10
     rod_end_f2_d_x_p1 = 0.3473911530744626 - 0.16*tau4_10
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
     brace_lower_f1_d_z_p1 = 6.714681466392861e-19 - 0.12*tau4_12
     rod_end_f2_d_z_p1 = 0.04265427019180161 - 0.16*tau4_12
-    cse12 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
-    brace_lower_f2_T3_y = T5_3_y + cse12
-    brace_lower_f2_T5_y = cse12
     rod_end_f2_d_y = -0.16*c4 + (0.4)*s4
-    a4_y = (9.736877747601369)*s4
-    omega3_x = (0.992546151641322)*qd3
-    omega3_z = (0.12186934340514748)*qd3
     tau4_00 = (0.12186934340514748)*c4
     brace_lower_f1_d_x = brace_lower_f1_d_x_p1 + (0.7999999999999999)*tau4_00
     rod_end_f2_d_x = rod_end_f2_d_x_p1 + (0.4)*tau4_00
     tau4_02 = -0.992546151641322*c4
     brace_lower_f1_d_z = brace_lower_f1_d_z_p1 + (0.7999999999999999)*tau4_02
     rod_end_f2_d_z = rod_end_f2_d_z_p1 + (0.4)*tau4_02
-    a4_x = -9.736877747601369*c4
-    N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y
-    N3_3_p1 = brace_lower_f2_T3_x*brace_lower_f2_T3_x + brace_lower_f2_T3_z*brace_lower_f2_T3_z
-    N3_3 = N3_3_p1 + brace_lower_f2_T3_y*brace_lower_f2_T3_y
-    omega1_x = (0.992546151641322)*qd1
-    oo4_xx = omega3_x*omega3_x
-    oo4_zz = omega3_z*omega3_z
     brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
     brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
     rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
     rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
-    N1_2_p1 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y
-    N1_2 = N1_2_p1 + rod_end_f1_T1_z*rod_end_f1_T2_z
-    invD1 = 1.0/N1_1
-    cse19 = 0.9999999999999*N1_1
-    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
+    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
+    N4_4_p3 = N4_4_p1 + N4_4_p2
+    cse21 = 0.9999999999999*N3_3
+    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
         tau_ind[:] = [NAN] * 1
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
+    invD3 = 1.0/N3_3
+    brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
+    N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y
+    rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
+    N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y
+    N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z
+    N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y
+    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
+    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
+    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
+    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
+    L4_3 = N3_4*invD3
+    L4_1 = N1_4*invD1
+    LD4_2 = -L4_1*N1_2 + N2_4
+    D4_p1 = -L4_3*N3_4 + N4_4
+    D4_p2 = D4_p1 - L4_1*N1_4
+    L4_2 = LD4_2*invD2
+    D4 = D4_p2 - L4_2*LD4_2
+    cse22 = D4 - 1e-13*N4_4
+    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD4 = 1.0/D4
+    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
+    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
+    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
+    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
+    N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z
+    N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
+    omega3_x = (0.992546151641322)*qd3
+    omega3_z = (0.12186934340514748)*qd3
+    omega1_x = (0.992546151641322)*qd1
+    oo4_xx = omega3_x*omega3_x
+    oo4_zz = omega3_z*omega3_z
+    L5_3 = N3_5*invD3
+    LD5_4 = -L5_3*N3_4 + N4_5
+    D5_p1 = -L5_3*N3_5 + N5_5
     omega1_z = (0.12186934340514748)*qd1
     omega2_x = omega1_x + qd2*theta_J2_20
     oo4_W_11 = -oo4_xx - oo4_zz
     w5_y = oo4_W_11*r_rel0_5_y
     omega5_x = omega3_x + (0.992546151641322)*qd5
     brace_lower_f2_abias_y_p1 = -brace_lower_f2_d_y*omega5_x*omega5_x + w5_y
-    N2_2_p1 = rod_end_f1_T2_x*rod_end_f1_T2_x + rod_end_f1_T2_y*rod_end_f1_T2_y
-    N2_2 = N2_2_p1 + rod_end_f1_T2_z*rod_end_f1_T2_z
-    N4_4_p1 = brace_lower_f1_T4_x*brace_lower_f1_T4_x + brace_lower_f1_T4_z*brace_lower_f1_T4_z
-    N4_4_p2 = rod_end_f2_T4_x*rod_end_f2_T4_x + rod_end_f2_T4_z*rod_end_f2_T4_z
-    N4_4_p3 = N4_4_p1 + N4_4_p2
     omega2_z = cse1 + omega1_z
     oo4_xz = omega3_x*omega3_z
     w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x
@@ -2922,18 +2967,87 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse14 = brace_lower_f2_d_x*omega5_z - brace_lower_f2_d_z*omega5_x
     brace_lower_f2_abias_x = brace_lower_f2_abias_x_p1 - cse14*omega5_z
     brace_lower_f2_abias_z = brace_lower_f2_abias_z_p1 + cse14*omega5_x
-    brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
-    N4_4_p4 = N4_4_p3 + brace_lower_f1_T4_y*brace_lower_f1_T4_y
     omega2_y = cse0
     oo5_xx = omega2_x*omega2_x
     oo5_zz = omega2_z*omega2_z
     cse5 = 2.0*qd6
-    rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
-    N4_4 = N4_4_p4 + rod_end_f2_T4_y*rod_end_f2_T4_y
-    N3_4_p1 = brace_lower_f1_T4_x*brace_lower_f2_T3_x + brace_lower_f1_T4_z*brace_lower_f2_T3_z
-    N3_4 = -N3_4_p1 - brace_lower_f1_T4_y*brace_lower_f2_T3_y
-    invD3 = 1.0/N3_3
-    cse21 = 0.9999999999999*N3_3
+    L5_4 = LD5_4*invD4
+    D5 = D5_p1 - L5_4*LD5_4
+    cse23 = D5 - 1e-13*N5_5
+    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 6
+        multipliers[:] = [NAN] * 7
+        reaction[:] = [NAN] * 12
+        return 1
+    invD5 = 1.0/D5
+    a1_x = -9.736877747601369*c1
+    a1_y = (9.736877747601369)*s1
+    a3_x = -9.736877747601369*c3
+    a3_y = (9.736877747601369)*s3
+    a4_x = -9.736877747601369*c4
+    a4_y = (9.736877747601369)*s4
+    N4_z_p1 = -14.4*a4_x + (476.42215278783453)*a4_y
     eps2_x = -cse0*omega1_z
     eps2_y_p1 = omega1_z*qd2
     eps2_y = -cse1*omega1_x + eps2_y_p1*theta_J2_20
@@ -2953,30 +3067,10 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     w6_z_p5 = w6_z_p3 + w6_z_p4
     w6_y_p4 = -eps2_x*r_rel0_6_z + oo5_yz*r_rel0_6_z
     w6_z_p7 = -eps2_y*r_rel0_6_x + w6_z_p5
-    N1_4_p1 = rod_end_f1_T1_x*rod_end_f2_T4_x + rod_end_f1_T1_z*rod_end_f2_T4_z
-    N1_4 = -N1_4_p1 - rod_end_f1_T1_y*rod_end_f2_T4_y
-    L2_1 = N1_2*invD1
     omega4_x = (0.992546151641322)*qd4
     omega4_z = (0.12186934340514748)*qd4
     cse8 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
     cse18 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x
-    N2_4_p1 = rod_end_f1_T2_x*rod_end_f2_T4_x + rod_end_f1_T2_y*rod_end_f2_T4_y
-    N2_4 = -N2_4_p1 - rod_end_f1_T2_z*rod_end_f2_T4_z
-    D2 = -L2_1*N1_2 + N2_2
-    cse20 = D2 - 1e-13*N2_2
-    invD2 = 1.0/D2
-    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
     oo5_yy = omega2_y*omega2_y
     oo5_W_00 = -oo5_yy - oo5_zz
     oo5_W_22 = -oo5_xx - oo5_yy
@@ -2996,7 +3090,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     w6_z_p6 = oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x
     w6_x = w6_x_p4 + w6_x_p5
     w6_z = w6_z_p6 + w6_z_p7
-    L4_3 = N3_4*invD3
     brace_lower_f1_abias_x = -cse8*omega4_z
     cse27 = brace_lower_f1_abias_x - brace_lower_f2_abias_x
     brace_lower_f1_abias_z = cse8*omega4_x
@@ -3006,10 +3099,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse15 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
     cse16 = -omega2_x*rod_end_f1_d_z + omega2_z*rod_end_f1_d_x
     cse17 = omega2_y*rod_end_f1_d_z - omega2_z*rod_end_f1_d_y
-    L4_1 = N1_4*invD1
-    LD4_2 = -L4_1*N1_2 + N2_4
-    D4_p1 = -L4_3*N3_4 + N4_4
-    D4_p2 = D4_p1 - L4_1*N1_4
     rod_end_f1_abias_x_p1 = eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y
     rod_end_f1_abias_y_p1 = -eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x
     rod_end_f1_abias_z_p1 = eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x
@@ -3028,33 +3117,14 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0_rhs4_p1 = brace_lower_f1_T4_x*cse27 + brace_lower_f1_T4_y*cse28
     qdd0_rhs4_p2 = brace_lower_f1_T4_z*cse29 + qdd0_rhs4_p1
     qdd0_rhs4_p3 = cse24*rod_end_f2_T4_x - qdd0_rhs4_p2
-    N3_5_p1 = brace_lower_f2_T3_x*brace_lower_f2_T5_x + brace_lower_f2_T3_z*brace_lower_f2_T5_z
-    N3_5 = N3_5_p1 + brace_lower_f2_T3_y*brace_lower_f2_T5_y
-    L4_2 = LD4_2*invD2
-    D4 = D4_p2 - L4_2*LD4_2
-    cse22 = D4 - 1e-13*N4_4
-    invD4 = 1.0/D4
-    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    N4_5_p1 = brace_lower_f1_T4_x*brace_lower_f2_T5_x + brace_lower_f1_T4_z*brace_lower_f2_T5_z
-    N4_5 = -N4_5_p1 - brace_lower_f1_T4_y*brace_lower_f2_T5_y
-    N5_5_p1 = brace_lower_f2_T5_x*brace_lower_f2_T5_x + brace_lower_f2_T5_z*brace_lower_f2_T5_z
-    N5_5 = N5_5_p1 + brace_lower_f2_T5_y*brace_lower_f2_T5_y
     qdd0_rhs3_p1 = brace_lower_f2_T3_x*cse27 + brace_lower_f2_T3_y*cse28
     qdd0_rhs5_p1 = brace_lower_f2_T5_x*cse27 + brace_lower_f2_T5_y*cse28
     qdd0_rhs3 = brace_lower_f2_T3_z*cse29 + qdd0_rhs3_p1
     qdd0_rhs5 = brace_lower_f2_T5_z*cse29 + qdd0_rhs5_p1
+    y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5
     qdd0_rhs4_p4 = cse25*rod_end_f2_T4_y + cse26*rod_end_f2_T4_z
     qdd0_rhs4 = qdd0_rhs4_p3 + qdd0_rhs4_p4
     y4_2_p1 = -L4_3*qdd0_rhs3 + qdd0_rhs4
-    L5_3 = N3_5*invD3
-    LD5_4 = -L5_3*N3_4 + N4_5
-    D5_p1 = -L5_3*N3_5 + N5_5
-    y5_2_p1 = -L5_3*qdd0_rhs3 + qdd0_rhs5
     qdd0_rhs1_p1 = cse24*rod_end_f1_T1_x + cse25*rod_end_f1_T1_y
     qdd0_rhs2_p1 = cse24*rod_end_f1_T2_x + cse25*rod_end_f1_T2_y
     qdd0_rhs1 = -cse26*rod_end_f1_T1_z - qdd0_rhs1_p1
@@ -3062,6 +3132,14 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2
     y4_2_p2 = -L4_1*qdd0_rhs1 + y4_2_p1
     y4_2 = -L4_2*y2_2 + y4_2_p2
+    y5_2 = -L5_4*y4_2 + y5_2_p1
+    qdd0_5 = invD5*y5_2
+    qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2
+    qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2
+    qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1
+    qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1
+    qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3
+    qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1
     X1_rhs1_p1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_z*theta_J6_22
     X1_rhs1 = X1_rhs1_p1 + rod_end_f1_T1_y*theta_J6_21
     X1_rhs2_p1 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21
@@ -3071,84 +3149,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     X1_rhs4 = -X1_rhs4_p1 - rod_end_f2_T4_z*theta_J6_22
     y4_p1 = -L4_1*X1_rhs1 + X1_rhs4
     y4 = -L4_2*y2 + y4_p1
-    L5_4 = LD5_4*invD4
-    D5 = D5_p1 - L5_4*LD5_4
-    y5_2 = -L5_4*y4_2 + y5_2_p1
-    cse23 = D5 - 1e-13*N5_5
-    invD5 = 1.0/D5
-    qdd0_5 = invD5*y5_2
-    qdd0_4 = -L5_4*qdd0_5 + invD4*y4_2
-    qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2
-    qdd0_1_p1 = -L4_1*qdd0_4 + invD1*qdd0_rhs1
-    qdd0_1 = -L2_1*qdd0_2 + qdd0_1_p1
-    qdd0_3_p1 = -L5_3*qdd0_5 + invD3*qdd0_rhs3
-    qdd0_3 = -L4_3*qdd0_4 + qdd0_3_p1
-    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse19 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse20 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse21 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse22 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse23 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 6
-        multipliers[:] = [NAN] * 7
-        reaction[:] = [NAN] * 12
-        return 1
     y5 = -L5_4*y4
     X1_5 = invD5*y5
     X1_4 = -L5_4*X1_5 + invD4*y4

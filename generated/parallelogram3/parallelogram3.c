@@ -671,12 +671,15 @@ int mechgen_parallelogram3_newton_step(const double *restrict q, double *restric
     const double invD2 = 1.0/N2_2;
     const double B2_f2_d_x = 2.0*tau4_00;
     const double B2_f2_d_y = 2.0*tau4_01;
-    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
     const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
     const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
     const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
     const double N3_3 = N3_3_p1 + N3_3_p2;
+    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+    const double L3_1 = N1_3*invD1;
+    const double D3_p1 = -L3_1*N1_3 + N3_3;
     const double B1_f1_o_x = B1_f1_d_x + 1.0;
     const double B1_f2_o_x = r_rel0_4_x + tau4_00;
     const double cse4 = B1_f1_o_x - B1_f2_o_x;
@@ -684,27 +687,24 @@ int mechgen_parallelogram3_newton_step(const double *restrict q, double *restric
     const double B1_f2_o_y = r_rel0_4_y + tau4_01;
     const double B2_f2_o_y = B2_f2_d_y + r_rel0_4_y;
     const double cse5 = B1_f1_d_y - B1_f2_o_y;
+    const double dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00;
+    const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
+    const double err_p1 = cse4*cse4 + cse5*cse5;
     const double cse7 = B2_f1_d_y - B2_f2_o_y;
     const double B2_f1_o_x = B2_f1_d_x + 2.0;
     const double cse6 = B2_f1_o_x - B2_f2_o_x;
     const double dqrhs3_p2 = B2_f2_d_x*cse7 - B2_f2_d_y*cse6;
     const double dqrhs1 = -B2_f1_d_x*cse7 + B2_f1_d_y*cse6;
     const double err_p2 = cse6*cse6 + cse7*cse7;
-    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-    const double dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00;
     const double dqrhs3 = dqrhs3_p1 + dqrhs3_p2;
-    const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
-    const double err_p1 = cse4*cse4 + cse5*cse5;
     const double err_p3 = err_p1 + err_p2;
     const double err = sqrt(err_p3);
     error[0] = err;
-    const double L3_1 = N1_3*invD1;
-    const double D3_p1 = -L3_1*N1_3 + N3_3;
-    const double y3_p1 = -L3_1*dqrhs1 + dqrhs3;
     const double L3_2 = N2_3*invD2;
     const double D3 = D3_p1 - L3_2*N2_3;
     if (!(D3 - 1e-13*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double invD3 = 1.0/D3;
+    const double y3_p1 = -L3_1*dqrhs1 + dqrhs3;
     const double y3 = -L3_2*dqrhs2 + y3_p1;
     const double dq3 = invD3*y3;
     q_next[3] = dq3 + q4;
@@ -789,12 +789,15 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             const double invD2 = 1.0/N2_2;
             const double B2_f2_d_x = 2.0*tau4_00;
             const double B2_f2_d_y = 2.0*tau4_01;
-            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
             const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
             const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
             const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
             const double N3_3 = N3_3_p1 + N3_3_p2;
+            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+            const double L3_1 = N1_3*invD1;
+            const double D3_p1 = -L3_1*N1_3 + N3_3;
             const double B1_f1_o_x = B1_f1_d_x + 1.0;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double cse4 = B1_f1_o_x - B1_f2_o_x;
@@ -802,23 +805,19 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             const double B1_f2_o_y = r_rel0_4_y + tau4_01;
             const double B2_f2_o_y = B2_f2_d_y + r_rel0_4_y;
             const double cse5 = B1_f1_d_y - B1_f2_o_y;
+            const double dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00;
+            const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
+            const double err_p1 = cse4*cse4 + cse5*cse5;
             const double cse7 = B2_f1_d_y - B2_f2_o_y;
             const double B2_f1_o_x = B2_f1_d_x + 2.0;
             const double cse6 = B2_f1_o_x - B2_f2_o_x;
             const double dqrhs3_p2 = B2_f2_d_x*cse7 - B2_f2_d_y*cse6;
             const double dqrhs1 = -B2_f1_d_x*cse7 + B2_f1_d_y*cse6;
             const double err_p2 = cse6*cse6 + cse7*cse7;
-            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-            const double dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00;
             const double dqrhs3 = dqrhs3_p1 + dqrhs3_p2;
-            const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
-            const double err_p1 = cse4*cse4 + cse5*cse5;
             const double err_p3 = err_p1 + err_p2;
             const double err = sqrt(err_p3);
             mg_o_error[0][mg_l] = err;
-            const double L3_1 = N1_3*invD1;
-            const double D3_p1 = -L3_1*N1_3 + N3_3;
-            const double y3_p1 = -L3_1*dqrhs1 + dqrhs3;
             const double L3_2 = N2_3*invD2;
             const double D3 = D3_p1 - L3_2*N2_3;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -826,6 +825,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD3 = 1.0/D3;
+            const double y3_p1 = -L3_1*dqrhs1 + dqrhs3;
             const double y3 = -L3_2*dqrhs2 + y3_p1;
             const double dq3 = invD3*y3;
             mg_o_q_next[3][mg_l] = dq3 + q4;
@@ -916,11 +916,15 @@ int mechgen_parallelogram3_velocity(const double *restrict q, const double *rest
     const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
     const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
     const double N3_3 = N3_3_p1 + N3_3_p2;
-    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
     const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
     const double L3_1 = N1_3*invD1;
     const double D3_p1 = -L3_1*N1_3 + N3_3;
+    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+    const double L3_2 = N2_3*invD2;
+    const double D3 = D3_p1 - L3_2*N2_3;
+    if (!(D3 - 1e-13*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/D3;
     const double B1_f2_o_x = r_rel0_4_x + tau4_00;
     const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
     const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
@@ -931,10 +935,6 @@ int mechgen_parallelogram3_velocity(const double *restrict q, const double *rest
     const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
     const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
     const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
-    const double L3_2 = N2_3*invD2;
-    const double D3 = D3_p1 - L3_2*N2_3;
-    if (!(D3 - 1e-13*N3_3 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    const double invD3 = 1.0/D3;
     const double y3 = -L3_2*X1_rhs2 + y3_p1;
     const double X1_3 = invD3*y3;
     H[3] = -X1_3;
@@ -1022,11 +1022,18 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
             const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
             const double N3_3 = N3_3_p1 + N3_3_p2;
-            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
             const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
             const double L3_1 = N1_3*invD1;
             const double D3_p1 = -L3_1*N1_3 + N3_3;
+            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double L3_2 = N2_3*invD2;
+            const double D3 = D3_p1 - L3_2*N2_3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/D3;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
             const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
@@ -1037,13 +1044,6 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
             const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
             const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
-            const double L3_2 = N2_3*invD2;
-            const double D3 = D3_p1 - L3_2*N2_3;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double invD3 = 1.0/D3;
             const double y3 = -L3_2*X1_rhs2 + y3_p1;
             const double X1_3 = invD3*y3;
             mg_o_H[3][mg_l] = -X1_3;
@@ -1923,34 +1923,45 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double N1_z = (0.4330127018922193)*a1_x + (0.25)*a1_y;
-    const double b1 = -N1_z + tau1;
     const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
     const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
     const double a2_x = (9.81)*s2;
     const double a2_y = (9.81)*c2;
     const double N2_z = (0.4330127018922193)*a2_x + (0.25)*a2_y;
-    const double b2 = -N2_z + tau2;
     const double N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y;
-    const double tau4_00 = c3*c4 - s3*s4;
-    const double tau4_01 = c3*s4 + c4*s3;
     const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
-    const double invD1 = 1.0/N1_1;
     const double cse11 = 0.9999999999999*N1_1;
     if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
-    const double a3_x = (9.81)*s3;
-    const double a3_y = (9.81)*c3;
+    const double invD1 = 1.0/N1_1;
+    const double tau4_00 = c3*c4 - s3*s4;
+    const double tau4_01 = c3*s4 + c4*s3;
+    const double cse12 = 0.9999999999999*N2_2;
+    if (!(cse12 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/N2_2;
     const double B2_f2_d_x = 2.0*tau4_00;
     const double B2_f2_d_y = 2.0*tau4_01;
-    const double oo3_zz = qd3*qd3;
     const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
     const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
     const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
     const double N3_3 = N3_3_p1 + N3_3_p2;
-    const double invD2 = 1.0/N2_2;
-    const double cse12 = 0.9999999999999*N2_2;
+    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+    const double L3_1 = N1_3*invD1;
+    const double D3_p1 = -L3_1*N1_3 + N3_3;
+    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+    const double a3_x = (9.81)*s3;
+    const double a3_y = (9.81)*c3;
+    const double L3_2 = N2_3*invD2;
+    const double D3 = D3_p1 - L3_2*N2_3;
+    const double cse13 = D3 - 1e-13*N3_3;
+    if (!(cse13 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/D3;
+    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     if (!(cse12 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse13 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double b1 = -N1_z + tau1;
+    const double b2 = -N2_z + tau2;
+    const double oo3_zz = qd3*qd3;
     const double omega4_z = qd3 + qd4;
     const double cse6 = omega4_z*omega4_z;
     const double w4_x = -oo3_zz*r_rel0_4_x;
@@ -1960,20 +1971,27 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double cse4 = a3_x - 0.5*oo3_zz;
     const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
     const double N3_z_p1 = (0.4330127018922193)*a3_x + (0.25)*a3_y;
-    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-    const double L3_1 = N1_3*invD1;
-    const double D3_p1 = -L3_1*N1_3 + N3_3;
-    const double cse7 = qd2*qd2;
     const double B1_f2_o_x = r_rel0_4_x + tau4_00;
     const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
     const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
     const double B2_f2_T3_x = -B2_f2_d_y - r_rel0_4_y;
+    const double cse7 = qd2*qd2;
     const double B1_f2_abias_x = -cse6*tau4_00 - cse8;
     const double B2_f2_abias_x = -B2_f2_d_x*cse6 - cse8;
     const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
     const double B2_f2_abias_y = -B2_f2_d_y*cse6 - cse9;
     const double oo4_zz = cse6;
     const double cse10 = qd1*qd1;
+    const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
+    const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
+    const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
+    const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
+    const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
+    const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
+    const double y3 = -L3_2*X1_rhs2 + y3_p1;
+    const double X1_3 = invD3*y3;
+    const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
+    const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
     const double a4_x = c4*cse4 + cse5*s4;
     const double a4_y = c4*cse5 - cse4*s4;
     const double F4_x = a4_x - oo4_zz;
@@ -1986,24 +2004,6 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double cse15 = B2_f1_abias_x - B2_f2_abias_x;
     const double B2_f1_abias_y = -B2_f1_d_y*cse10;
     const double cse14 = B2_f1_abias_y - B2_f2_abias_y;
-    const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
-    const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
-    const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
-    const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
-    const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
-    const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
-    const double L3_2 = N2_3*invD2;
-    const double D3 = D3_p1 - L3_2*N2_3;
-    const double y3 = -L3_2*X1_rhs2 + y3_p1;
-    const double cse13 = D3 - 1e-13*N3_3;
-    const double invD3 = 1.0/D3;
-    const double X1_3 = invD3*y3;
-    const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
-    const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
-    if (!(cse13 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse12 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse13 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double qdd0_rhs3_p1 = cse16*tau4_00 - cse17*tau4_01;
     const double qdd0_rhs2 = -B1_f1_d_x*cse16 + B1_f1_d_y*cse17;
     const double qdd0_rhs3_p2 = B2_f2_d_x*cse14 - B2_f2_d_y*cse15;
@@ -2028,8 +2028,6 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double c3_2 = -Nm4_3_z*qdd0_3 + b3;
     const double MH4_1 = Nm4_3_z - 1.3333333333333333*X1_3;
     const double Mr1_1_p1 = MH3_1 - MH4_1*X1_3;
-    const double c4_2 = b4 - 1.3333333333333333*qdd0_3;
-    const double br1_p1 = -X1_3*c4_2 + c3_2;
     const double MH1_1 = -0.3333333333333333*X1_1;
     const double MH2_1 = -0.3333333333333333*X1_2;
     const double Mr1_1_p2 = MH1_1*X1_1 + MH2_1*X1_2;
@@ -2039,6 +2037,8 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     if (!(cse12 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
     if (!(cse13 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double invD1_2 = 1.0/Mr1_1;
+    const double c4_2 = b4 - 1.3333333333333333*qdd0_3;
+    const double br1_p1 = -X1_3*c4_2 + c3_2;
     const double c1_2 = b1 - 0.3333333333333333*qdd0_1;
     const double br1_p2 = -X1_1*c1_2 + br1_p1;
     const double c2_2 = b2 - 0.3333333333333333*qdd0_2;
@@ -2135,8 +2135,6 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double N1_z = (0.4330127018922193)*a1_x + (0.25)*a1_y;
-            const double tau1 = mg_in_tau[0][mg_l];
-            const double b1 = -N1_z + tau1;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
@@ -2145,9 +2143,14 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
             const double N2_z = (0.4330127018922193)*a2_x + (0.25)*a2_y;
-            const double tau2 = mg_in_tau[1][mg_l];
-            const double b2 = -N2_z + tau2;
             const double N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y;
+            const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
+            const double cse11 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -2156,31 +2159,51 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
-            const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
-            const double invD1 = 1.0/N1_1;
-            const double cse11 = 0.9999999999999*N1_1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
-            const double a3_x = (9.81)*s3;
-            const double a3_y = (9.81)*c3;
-            const double B2_f2_d_x = 2.0*tau4_00;
-            const double B2_f2_d_y = 2.0*tau4_01;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double oo3_zz = qd3*qd3;
-            const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
-            const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
-            const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
-            const double N3_3 = N3_3_p1 + N3_3_p2;
-            const double invD2 = 1.0/N2_2;
             const double cse12 = 0.9999999999999*N2_2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double invD2 = 1.0/N2_2;
+            const double B2_f2_d_x = 2.0*tau4_00;
+            const double B2_f2_d_y = 2.0*tau4_01;
+            const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
+            const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
+            const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
+            const double N3_3 = N3_3_p1 + N3_3_p2;
+            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+            const double L3_1 = N1_3*invD1;
+            const double D3_p1 = -L3_1*N1_3 + N3_3;
+            const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+            const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double a3_x = (9.81)*s3;
+            const double a3_y = (9.81)*c3;
+            const double L3_2 = N2_3*invD2;
+            const double D3 = D3_p1 - L3_2*N2_3;
+            const double cse13 = D3 - 1e-13*N3_3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/D3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_z + tau1;
+            const double tau2 = mg_in_tau[1][mg_l];
+            const double b2 = -N2_z + tau2;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double oo3_zz = qd3*qd3;
             const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double cse6 = omega4_z*omega4_z;
@@ -2191,15 +2214,12 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double cse4 = a3_x - 0.5*oo3_zz;
             const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
             const double N3_z_p1 = (0.4330127018922193)*a3_x + (0.25)*a3_y;
-            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-            const double L3_1 = N1_3*invD1;
-            const double D3_p1 = -L3_1*N1_3 + N3_3;
-            const double qd2 = mg_in_qd[1][mg_l];
-            const double cse7 = qd2*qd2;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
             const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
             const double B2_f2_T3_x = -B2_f2_d_y - r_rel0_4_y;
+            const double qd2 = mg_in_qd[1][mg_l];
+            const double cse7 = qd2*qd2;
             const double B1_f2_abias_x = -cse6*tau4_00 - cse8;
             const double B2_f2_abias_x = -B2_f2_d_x*cse6 - cse8;
             const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
@@ -2207,6 +2227,16 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double oo4_zz = cse6;
             const double qd1 = mg_in_qd[0][mg_l];
             const double cse10 = qd1*qd1;
+            const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
+            const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
+            const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
+            const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
+            const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
+            const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
+            const double y3 = -L3_2*X1_rhs2 + y3_p1;
+            const double X1_3 = invD3*y3;
+            const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
+            const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
             const double a4_x = c4*cse4 + cse5*s4;
             const double a4_y = c4*cse5 - cse4*s4;
             const double F4_x = a4_x - oo4_zz;
@@ -2219,36 +2249,6 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double cse15 = B2_f1_abias_x - B2_f2_abias_x;
             const double B2_f1_abias_y = -B2_f1_d_y*cse10;
             const double cse14 = B2_f1_abias_y - B2_f2_abias_y;
-            const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
-            const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
-            const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
-            const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
-            const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
-            const double y3_p1 = -L3_1*X1_rhs1 + X1_rhs3;
-            const double L3_2 = N2_3*invD2;
-            const double D3 = D3_p1 - L3_2*N2_3;
-            const double y3 = -L3_2*X1_rhs2 + y3_p1;
-            const double cse13 = D3 - 1e-13*N3_3;
-            const double invD3 = 1.0/D3;
-            const double X1_3 = invD3*y3;
-            const double X1_2 = -L3_2*X1_3 + X1_rhs2*invD2;
-            const double X1_1 = -L3_1*X1_3 + X1_rhs1*invD1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qdd0_rhs3_p1 = cse16*tau4_00 - cse17*tau4_01;
             const double qdd0_rhs2 = -B1_f1_d_x*cse16 + B1_f1_d_y*cse17;
             const double qdd0_rhs3_p2 = B2_f2_d_x*cse14 - B2_f2_d_y*cse15;
@@ -2275,8 +2275,6 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double c3_2 = -Nm4_3_z*qdd0_3 + b3;
             const double MH4_1 = Nm4_3_z - 1.3333333333333333*X1_3;
             const double Mr1_1_p1 = MH3_1 - MH4_1*X1_3;
-            const double c4_2 = b4 - 1.3333333333333333*qdd0_3;
-            const double br1_p1 = -X1_3*c4_2 + c3_2;
             const double MH1_1 = -0.3333333333333333*X1_1;
             const double MH2_1 = -0.3333333333333333*X1_2;
             const double Mr1_1_p2 = MH1_1*X1_1 + MH2_1*X1_2;
@@ -2298,6 +2296,8 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD1_2 = 1.0/Mr1_1;
+            const double c4_2 = b4 - 1.3333333333333333*qdd0_3;
+            const double br1_p1 = -X1_3*c4_2 + c3_2;
             const double c1_2 = b1 - 0.3333333333333333*qdd0_1;
             const double br1_p2 = -X1_1*c1_2 + br1_p1;
             const double c2_2 = b2 - 0.3333333333333333*qdd0_2;
@@ -2400,41 +2400,55 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     const double c4 = sc_c[3];
     const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
     const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
-    const double a1_x = (9.81)*s1;
-    const double a1_y = (9.81)*c1;
-    const double N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y;
     const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
     const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
-    const double a2_x = (9.81)*s2;
-    const double a2_y = (9.81)*c2;
-    const double N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y;
     const double N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y;
-    const double tau4_00 = c3*c4 - s3*s4;
-    const double tau4_01 = c3*s4 + c4*s3;
-    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
-    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
-    const double a3_x = (9.81)*s3;
-    const double a3_y = (9.81)*c3;
-    const double oo3_zz = qd3*qd3;
     const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
-    const double invD1 = 1.0/N1_1;
     const double cse9 = 0.9999999999999*N1_1;
     if (!(cse9 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    const double omega4_z = qd3 + qd4;
-    const double cse6 = omega4_z*omega4_z;
-    const double w4_x = -oo3_zz*r_rel0_4_x;
-    const double cse5 = -w4_x;
-    const double w4_y = -oo3_zz*r_rel0_4_y;
-    const double cse7 = -w4_y;
+    const double invD1 = 1.0/N1_1;
+    const double tau4_00 = c3*c4 - s3*s4;
+    const double tau4_01 = c3*s4 + c4*s3;
+    const double cse10 = 0.9999999999999*N2_2;
+    if (!(cse10 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    const double invD2 = 1.0/N2_2;
     const double B2_f2_d_x = 2.0*tau4_00;
     const double B2_f2_d_y = 2.0*tau4_01;
     const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
     const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
     const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
     const double N3_3 = N3_3_p1 + N3_3_p2;
-    const double invD2 = 1.0/N2_2;
-    const double cse10 = 0.9999999999999*N2_2;
+    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+    const double L3_1 = N1_3*invD1;
+    const double D3_p1 = -L3_1*N1_3 + N3_3;
+    const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
+    const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+    const double L3_2 = N2_3*invD2;
+    const double D3 = D3_p1 - L3_2*N2_3;
+    const double cse11 = D3 - 1e-13*N3_3;
+    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    if (!(cse9 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
     if (!(cse10 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    if (!(cse9 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
+    if (!(cse10 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
+    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
+    const double invD3 = 1.0/D3;
+    const double a3_x = (9.81)*s3;
+    const double a3_y = (9.81)*c3;
+    const double a1_x = (9.81)*s1;
+    const double a1_y = (9.81)*c1;
+    const double N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y;
+    const double a2_x = (9.81)*s2;
+    const double a2_y = (9.81)*c2;
+    const double N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y;
+    const double oo3_zz = qd3*qd3;
+    const double omega4_z = qd3 + qd4;
+    const double cse6 = omega4_z*omega4_z;
+    const double w4_x = -oo3_zz*r_rel0_4_x;
+    const double cse5 = -w4_x;
+    const double w4_y = -oo3_zz*r_rel0_4_y;
+    const double cse7 = -w4_y;
     const double cse4 = qd2*qd2;
     const double B1_f2_abias_x = -cse5 - cse6*tau4_00;
     const double B2_f2_abias_x = -B2_f2_d_x*cse6 - cse5;
@@ -2450,9 +2464,6 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     const double cse13 = B2_f1_abias_x - B2_f2_abias_x;
     const double B2_f1_abias_y = -B2_f1_d_y*cse8;
     const double cse12 = B2_f1_abias_y - B2_f2_abias_y;
-    const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-    const double L3_1 = N1_3*invD1;
-    const double D3_p1 = -L3_1*N1_3 + N3_3;
     const double B1_f2_o_x = r_rel0_4_x + tau4_00;
     const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
     const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
@@ -2460,17 +2471,6 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
     const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
     const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
-    const double L3_2 = N2_3*invD2;
-    const double D3 = D3_p1 - L3_2*N2_3;
-    const double cse11 = D3 - 1e-13*N3_3;
-    const double invD3 = 1.0/D3;
-    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse9 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse10 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
-    if (!(cse9 > 0.0)) { status = 1; goto fail; } /* pivot D1 of the normal equations G_D^T G_D */
-    if (!(cse10 > 0.0)) { status = 1; goto fail; } /* pivot D2 of the normal equations G_D^T G_D */
-    if (!(cse11 > 0.0)) { status = 1; goto fail; } /* pivot D3 of the normal equations G_D^T G_D */
     const double qdd0_rhs3_p1 = cse14*tau4_00 - cse15*tau4_01;
     const double qdd0_rhs2 = -B1_f1_d_x*cse14 + B1_f1_d_y*cse15;
     const double qdd0_rhs3_p2 = B2_f2_d_x*cse12 - B2_f2_d_y*cse13;
@@ -2598,18 +2598,19 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
-            const double a1_x = (9.81)*s1;
-            const double a1_y = (9.81)*c1;
-            const double N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y;
             double s2, c2;
             mg_sincos_poly(cse1, &s2, &c2);
             mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
-            const double a2_x = (9.81)*s2;
-            const double a2_y = (9.81)*c2;
-            const double N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y;
             const double N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y;
+            const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
+            const double cse9 = 0.9999999999999*N1_1;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD1 = 1.0/N1_1;
             double s3, c3;
             mg_sincos_poly(cse2, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(cse2);
@@ -2618,19 +2619,65 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double cse10 = 0.9999999999999*N2_2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD2 = 1.0/N2_2;
+            const double B2_f2_d_x = 2.0*tau4_00;
+            const double B2_f2_d_y = 2.0*tau4_01;
+            const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
+            const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
+            const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
+            const double N3_3 = N3_3_p1 + N3_3_p2;
+            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
+            const double L3_1 = N1_3*invD1;
+            const double D3_p1 = -L3_1*N1_3 + N3_3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
-            const double a3_x = (9.81)*s3;
-            const double a3_y = (9.81)*c3;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double oo3_zz = qd3*qd3;
-            const double N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y;
-            const double invD1 = 1.0/N1_1;
-            const double cse9 = 0.9999999999999*N1_1;
+            const double L3_2 = N2_3*invD2;
+            const double D3 = D3_p1 - L3_2*N2_3;
+            const double cse11 = D3 - 1e-13*N3_3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double invD3 = 1.0/D3;
+            const double a3_x = (9.81)*s3;
+            const double a3_y = (9.81)*c3;
+            const double a1_x = (9.81)*s1;
+            const double a1_y = (9.81)*c1;
+            const double N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double oo3_zz = qd3*qd3;
             const double qd4 = mg_in_qd[3][mg_l];
             const double omega4_z = qd3 + qd4;
             const double cse6 = omega4_z*omega4_z;
@@ -2638,18 +2685,6 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double cse5 = -w4_x;
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double cse7 = -w4_y;
-            const double B2_f2_d_x = 2.0*tau4_00;
-            const double B2_f2_d_y = 2.0*tau4_01;
-            const double N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y;
-            const double N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01;
-            const double N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y;
-            const double N3_3 = N3_3_p1 + N3_3_p2;
-            const double invD2 = 1.0/N2_2;
-            const double cse10 = 0.9999999999999*N2_2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse4 = qd2*qd2;
             const double B1_f2_abias_x = -cse5 - cse6*tau4_00;
@@ -2667,9 +2702,6 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double cse13 = B2_f1_abias_x - B2_f2_abias_x;
             const double B2_f1_abias_y = -B2_f1_d_y*cse8;
             const double cse12 = B2_f1_abias_y - B2_f2_abias_y;
-            const double N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01;
-            const double L3_1 = N1_3*invD1;
-            const double D3_p1 = -L3_1*N1_3 + N3_3;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B2_f2_o_x = B2_f2_d_x + r_rel0_4_x;
             const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
@@ -2677,38 +2709,6 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00;
             const double X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
             const double X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2;
-            const double L3_2 = N2_3*invD2;
-            const double D3 = D3_p1 - L3_2*N2_3;
-            const double cse11 = D3 - 1e-13*N3_3;
-            const double invD3 = 1.0/D3;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double qdd0_rhs3_p1 = cse14*tau4_00 - cse15*tau4_01;
             const double qdd0_rhs2 = -B1_f1_d_x*cse14 + B1_f1_d_y*cse15;
             const double qdd0_rhs3_p2 = B2_f2_d_x*cse12 - B2_f2_d_y*cse13;

@@ -137,12 +137,15 @@ def newton_step(q, q_next, error, branch, orientation):
     invD2 = 1.0/N2_2
     B2_f2_d_x = 2.0*tau4_00
     B2_f2_d_y = 2.0*tau4_01
-    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
-    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
     N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y
     N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
     N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
     N3_3 = N3_3_p1 + N3_3_p2
+    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
+    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
+    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
+    L3_1 = N1_3*invD1
+    D3_p1 = -L3_1*N1_3 + N3_3
     B1_f1_o_x = B1_f1_d_x + 1.0
     B1_f2_o_x = r_rel0_4_x + tau4_00
     cse4 = B1_f1_o_x - B1_f2_o_x
@@ -150,22 +153,18 @@ def newton_step(q, q_next, error, branch, orientation):
     B1_f2_o_y = r_rel0_4_y + tau4_01
     B2_f2_o_y = B2_f2_d_y + r_rel0_4_y
     cse5 = B1_f1_d_y - B1_f2_o_y
+    dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00
+    dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4
+    err_p1 = cse4*cse4 + cse5*cse5
     cse7 = B2_f1_d_y - B2_f2_o_y
     B2_f1_o_x = B2_f1_d_x + 2.0
     cse6 = B2_f1_o_x - B2_f2_o_x
     dqrhs3_p2 = B2_f2_d_x*cse7 - B2_f2_d_y*cse6
     dqrhs1 = -B2_f1_d_x*cse7 + B2_f1_d_y*cse6
     err_p2 = cse6*cse6 + cse7*cse7
-    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
-    dqrhs3_p1 = -cse4*tau4_01 + cse5*tau4_00
     dqrhs3 = dqrhs3_p1 + dqrhs3_p2
-    dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4
-    err_p1 = cse4*cse4 + cse5*cse5
     err_p3 = err_p1 + err_p2
     err = math.sqrt(err_p3)
-    L3_1 = N1_3*invD1
-    D3_p1 = -L3_1*N1_3 + N3_3
-    y3_p1 = -L3_1*dqrhs1 + dqrhs3
     L3_2 = N2_3*invD2
     D3 = D3_p1 - L3_2*N2_3
     if not (D3 - 1e-13*N3_3 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
@@ -175,6 +174,7 @@ def newton_step(q, q_next, error, branch, orientation):
         orientation[:] = [NAN] * 2
         return 1
     invD3 = 1.0/D3
+    y3_p1 = -L3_1*dqrhs1 + dqrhs3
     y3 = -L3_2*dqrhs2 + y3_p1
     dq3 = invD3*y3
     dq2 = -L3_2*dq3 + dqrhs2*invD2
@@ -240,11 +240,18 @@ def velocity(q, qd_ind, qd, H):
     N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
     N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
     N3_3 = N3_3_p1 + N3_3_p2
-    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
-    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
     N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
     L3_1 = N1_3*invD1
     D3_p1 = -L3_1*N1_3 + N3_3
+    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
+    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
+    L3_2 = N2_3*invD2
+    D3 = D3_p1 - L3_2*N2_3
+    if not (D3 - 1e-13*N3_3 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        qd[:] = [NAN] * 4
+        H[:] = [NAN] * 4
+        return 1
+    invD3 = 1.0/D3
     B1_f2_o_x = r_rel0_4_x + tau4_00
     B2_f2_o_x = B2_f2_d_x + r_rel0_4_x
     B1_f2_T3_x = -r_rel0_4_y - tau4_01
@@ -255,13 +262,6 @@ def velocity(q, qd_ind, qd, H):
     X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x
     X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2
     y3_p1 = -L3_1*X1_rhs1 + X1_rhs3
-    L3_2 = N2_3*invD2
-    D3 = D3_p1 - L3_2*N2_3
-    if not (D3 - 1e-13*N3_3 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qd[:] = [NAN] * 4
-        H[:] = [NAN] * 4
-        return 1
-    invD3 = 1.0/D3
     y3 = -L3_2*X1_rhs2 + y3_p1
     X1_3 = invD3*y3
     X1_2 = -L3_2*X1_3 + X1_rhs2*invD2
@@ -651,42 +651,69 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     a1_x = (9.81)*s1
     a1_y = (9.81)*c1
     N1_z = (0.4330127018922193)*a1_x + (0.25)*a1_y
-    b1 = -N1_z + tau1
     B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2
     B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2
     a2_x = (9.81)*s2
     a2_y = (9.81)*c2
     N2_z = (0.4330127018922193)*a2_x + (0.25)*a2_y
-    b2 = -N2_z + tau2
     N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y
-    tau4_00 = c3*c4 - s3*s4
-    tau4_01 = c3*s4 + c4*s3
     N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y
-    invD1 = 1.0/N1_1
     cse11 = 0.9999999999999*N1_1
     if not (cse11 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 4
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
-    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
-    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
-    a3_x = (9.81)*s3
-    a3_y = (9.81)*c3
-    B2_f2_d_x = 2.0*tau4_00
-    B2_f2_d_y = 2.0*tau4_01
-    oo3_zz = qd3*qd3
-    N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y
-    N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
-    N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
-    N3_3 = N3_3_p1 + N3_3_p2
-    invD2 = 1.0/N2_2
+    invD1 = 1.0/N1_1
+    tau4_00 = c3*c4 - s3*s4
+    tau4_01 = c3*s4 + c4*s3
     cse12 = 0.9999999999999*N2_2
     if not (cse12 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 4
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
+    invD2 = 1.0/N2_2
+    B2_f2_d_x = 2.0*tau4_00
+    B2_f2_d_y = 2.0*tau4_01
+    N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y
+    N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
+    N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
+    N3_3 = N3_3_p1 + N3_3_p2
+    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
+    L3_1 = N1_3*invD1
+    D3_p1 = -L3_1*N1_3 + N3_3
+    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
+    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
+    a3_x = (9.81)*s3
+    a3_y = (9.81)*c3
+    L3_2 = N2_3*invD2
+    D3 = D3_p1 - L3_2*N2_3
+    cse13 = D3 - 1e-13*N3_3
+    if not (cse13 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    invD3 = 1.0/D3
+    if not (cse11 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse12 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse13 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    b1 = -N1_z + tau1
+    b2 = -N2_z + tau2
+    oo3_zz = qd3*qd3
     omega4_z = qd3 + qd4
     cse6 = omega4_z*omega4_z
     w4_x = -oo3_zz*r_rel0_4_x
@@ -696,20 +723,27 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse4 = a3_x - 0.5*oo3_zz
     cse5 = a3_y + (0.8660254037844386)*oo3_zz
     N3_z_p1 = (0.4330127018922193)*a3_x + (0.25)*a3_y
-    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
-    L3_1 = N1_3*invD1
-    D3_p1 = -L3_1*N1_3 + N3_3
-    cse7 = qd2*qd2
     B1_f2_o_x = r_rel0_4_x + tau4_00
     B2_f2_o_x = B2_f2_d_x + r_rel0_4_x
     B1_f2_T3_x = -r_rel0_4_y - tau4_01
     B2_f2_T3_x = -B2_f2_d_y - r_rel0_4_y
+    cse7 = qd2*qd2
     B1_f2_abias_x = -cse6*tau4_00 - cse8
     B2_f2_abias_x = -B2_f2_d_x*cse6 - cse8
     B1_f2_abias_y = -cse6*tau4_01 - cse9
     B2_f2_abias_y = -B2_f2_d_y*cse6 - cse9
     oo4_zz = cse6
     cse10 = qd1*qd1
+    X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00
+    X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x
+    X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x
+    X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x
+    X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2
+    y3_p1 = -L3_1*X1_rhs1 + X1_rhs3
+    y3 = -L3_2*X1_rhs2 + y3_p1
+    X1_3 = invD3*y3
+    X1_2 = -L3_2*X1_3 + X1_rhs2*invD2
+    X1_1 = -L3_1*X1_3 + X1_rhs1*invD1
     a4_x = c4*cse4 + cse5*s4
     a4_y = c4*cse5 - cse4*s4
     F4_x = a4_x - oo4_zz
@@ -722,40 +756,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse15 = B2_f1_abias_x - B2_f2_abias_x
     B2_f1_abias_y = -B2_f1_d_y*cse10
     cse14 = B2_f1_abias_y - B2_f2_abias_y
-    X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00
-    X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x
-    X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x
-    X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x
-    X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2
-    y3_p1 = -L3_1*X1_rhs1 + X1_rhs3
-    L3_2 = N2_3*invD2
-    D3 = D3_p1 - L3_2*N2_3
-    y3 = -L3_2*X1_rhs2 + y3_p1
-    cse13 = D3 - 1e-13*N3_3
-    invD3 = 1.0/D3
-    X1_3 = invD3*y3
-    X1_2 = -L3_2*X1_3 + X1_rhs2*invD2
-    X1_1 = -L3_1*X1_3 + X1_rhs1*invD1
-    if not (cse13 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse11 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse12 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse13 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
     qdd0_rhs3_p1 = cse16*tau4_00 - cse17*tau4_01
     qdd0_rhs2 = -B1_f1_d_x*cse16 + B1_f1_d_y*cse17
     qdd0_rhs3_p2 = B2_f2_d_x*cse14 - B2_f2_d_y*cse15
@@ -780,8 +780,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     c3_2 = -Nm4_3_z*qdd0_3 + b3
     MH4_1 = Nm4_3_z - 1.3333333333333333*X1_3
     Mr1_1_p1 = MH3_1 - MH4_1*X1_3
-    c4_2 = b4 - 1.3333333333333333*qdd0_3
-    br1_p1 = -X1_3*c4_2 + c3_2
     MH1_1 = -0.3333333333333333*X1_1
     MH2_1 = -0.3333333333333333*X1_2
     Mr1_1_p2 = MH1_1*X1_1 + MH2_1*X1_2
@@ -807,6 +805,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         reaction[:] = [NAN] * 12
         return 1
     invD1_2 = 1.0/Mr1_1
+    c4_2 = b4 - 1.3333333333333333*qdd0_3
+    br1_p1 = -X1_3*c4_2 + c3_2
     c1_2 = b1 - 0.3333333333333333*qdd0_1
     br1_p2 = -X1_1*c1_2 + br1_p1
     c2_2 = b2 - 0.3333333333333333*qdd0_2
@@ -887,24 +887,10 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     s4 = math.sin(cse3)
     B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1
     B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1
-    a1_x = (9.81)*s1
-    a1_y = (9.81)*c1
-    N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y
     B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2
     B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2
-    a2_x = (9.81)*s2
-    a2_y = (9.81)*c2
-    N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y
     N1_1 = B2_f1_d_x*B2_f1_d_x + B2_f1_d_y*B2_f1_d_y
-    tau4_00 = c3*c4 - s3*s4
-    tau4_01 = c3*s4 + c4*s3
-    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
-    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
-    a3_x = (9.81)*s3
-    a3_y = (9.81)*c3
-    oo3_zz = qd3*qd3
     N2_2 = B1_f1_d_x*B1_f1_d_x + B1_f1_d_y*B1_f1_d_y
-    invD1 = 1.0/N1_1
     cse9 = 0.9999999999999*N1_1
     if not (cse9 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         tau_ind[:] = [NAN] * 1
@@ -912,19 +898,9 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
-    omega4_z = qd3 + qd4
-    cse6 = omega4_z*omega4_z
-    w4_x = -oo3_zz*r_rel0_4_x
-    cse5 = -w4_x
-    w4_y = -oo3_zz*r_rel0_4_y
-    cse7 = -w4_y
-    B2_f2_d_x = 2.0*tau4_00
-    B2_f2_d_y = 2.0*tau4_01
-    N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y
-    N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
-    N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
-    N3_3 = N3_3_p1 + N3_3_p2
-    invD2 = 1.0/N2_2
+    invD1 = 1.0/N1_1
+    tau4_00 = c3*c4 - s3*s4
+    tau4_01 = c3*s4 + c4*s3
     cse10 = 0.9999999999999*N2_2
     if not (cse10 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         tau_ind[:] = [NAN] * 1
@@ -932,6 +908,79 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         multipliers[:] = [NAN] * 4
         reaction[:] = [NAN] * 12
         return 1
+    invD2 = 1.0/N2_2
+    B2_f2_d_x = 2.0*tau4_00
+    B2_f2_d_y = 2.0*tau4_01
+    N1_3 = -B2_f1_d_x*B2_f2_d_x - B2_f1_d_y*B2_f2_d_y
+    N3_3_p1 = tau4_00*tau4_00 + tau4_01*tau4_01
+    N3_3_p2 = B2_f2_d_x*B2_f2_d_x + B2_f2_d_y*B2_f2_d_y
+    N3_3 = N3_3_p1 + N3_3_p2
+    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
+    L3_1 = N1_3*invD1
+    D3_p1 = -L3_1*N1_3 + N3_3
+    r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3
+    r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3
+    L3_2 = N2_3*invD2
+    D3 = D3_p1 - L3_2*N2_3
+    cse11 = D3 - 1e-13*N3_3
+    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse9 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse10 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse9 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse10 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 4
+        multipliers[:] = [NAN] * 4
+        reaction[:] = [NAN] * 12
+        return 1
+    invD3 = 1.0/D3
+    a3_x = (9.81)*s3
+    a3_y = (9.81)*c3
+    a1_x = (9.81)*s1
+    a1_y = (9.81)*c1
+    N1_z_p1 = (0.4330127018922193)*a1_x + (0.25)*a1_y
+    a2_x = (9.81)*s2
+    a2_y = (9.81)*c2
+    N2_z_p1 = (0.4330127018922193)*a2_x + (0.25)*a2_y
+    oo3_zz = qd3*qd3
+    omega4_z = qd3 + qd4
+    cse6 = omega4_z*omega4_z
+    w4_x = -oo3_zz*r_rel0_4_x
+    cse5 = -w4_x
+    w4_y = -oo3_zz*r_rel0_4_y
+    cse7 = -w4_y
     cse4 = qd2*qd2
     B1_f2_abias_x = -cse5 - cse6*tau4_00
     B2_f2_abias_x = -B2_f2_d_x*cse6 - cse5
@@ -947,9 +996,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse13 = B2_f1_abias_x - B2_f2_abias_x
     B2_f1_abias_y = -B2_f1_d_y*cse8
     cse12 = B2_f1_abias_y - B2_f2_abias_y
-    N2_3 = -B1_f1_d_x*tau4_00 - B1_f1_d_y*tau4_01
-    L3_1 = N1_3*invD1
-    D3_p1 = -L3_1*N1_3 + N3_3
     B1_f2_o_x = r_rel0_4_x + tau4_00
     B2_f2_o_x = B2_f2_d_x + r_rel0_4_x
     B1_f2_T3_x = -r_rel0_4_y - tau4_01
@@ -957,52 +1003,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     X1_rhs3_p1 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00
     X1_rhs3_p2 = -B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x
     X1_rhs3 = X1_rhs3_p1 + X1_rhs3_p2
-    L3_2 = N2_3*invD2
-    D3 = D3_p1 - L3_2*N2_3
-    cse11 = D3 - 1e-13*N3_3
-    invD3 = 1.0/D3
-    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse9 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse10 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse9 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse10 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
-    if not (cse11 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 4
-        multipliers[:] = [NAN] * 4
-        reaction[:] = [NAN] * 12
-        return 1
     qdd0_rhs3_p1 = cse14*tau4_00 - cse15*tau4_01
     qdd0_rhs2 = -B1_f1_d_x*cse14 + B1_f1_d_y*cse15
     qdd0_rhs3_p2 = B2_f2_d_x*cse12 - B2_f2_d_y*cse13

@@ -473,192 +473,192 @@ int mechgen_stewart_rrp_002_inverse_kinematics(const double *restrict x, const d
     const double s_psi_z = sc_s[2];
     const double c_psi_z = sc_c[2];
     const double cse0 = c_psi_x*c_psi_y;
+    const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
+    const double cse4 = 0.1*alpha_C_10;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
     const double alpha_C_11 = c_psi_x*c_psi_z;
     const double cse8 = 0.1*alpha_C_11;
-    const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-    const double cse4 = 0.1*alpha_C_10;
     const double alpha_C_12 = cse1 + cse2*s_psi_z;
     const double alpha_C_20 = cse1*s_psi_z + cse2;
     const double cse11 = 0.1*alpha_C_12;
-    const double alpha_C_02 = -c_psi_z*s_psi_y;
+    const double cse5 = -cse4 + x_C;
     const double alpha_C_22_p1 = s_psi_x*s_psi_y;
     const double alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0;
+    const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
-    const double cse5 = -cse4 + x_C;
-    const double cse12 = -cse11 + z_C;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
-    const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse3 = 0.445887*alpha_C_20;
-    const double cse10 = 0.445887*alpha_C_22;
-    const double cse15 = 0.570634*alpha_C_20;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse18 = 0.570634*alpha_C_22;
-    const double cse24 = 0.124747*alpha_C_22;
+    const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
-    const double leg2_s0_z = cse10 + cse13;
-    const double leg1_s0_z = -cse10 + cse13;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_s0_z = cse18 + cse19;
+    const double cse13 = 0.401478*alpha_C_02 + cse12;
+    const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
+    const double leg1_s0_z = -cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
     const double cse7 = 0.445887*alpha_C_21;
-    const double cse9 = cse8 - y_C;
-    const double cse14 = -cse8 + y_C;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double cse22 = 0.124747*alpha_C_21;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    q[2] = leg1_stroke;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
+    q[1] = leg1_q2;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
     q[0] = leg1_q1;
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
-    q[1] = leg1_q2;
-    const double leg1_stroke = leg1_u_L - 1.095070951822301;
-    q[2] = leg1_stroke;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
     if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    q[5] = leg2_stroke;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
+    const double leg2_u_inv_L = 1.0/leg2_u_L;
+    const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
+    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+    const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
+    q[4] = leg2_q2;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
     q[3] = leg2_q1;
-    const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
-    q[4] = leg2_q2;
-    const double leg2_stroke = leg2_u_L - 1.095070951822301;
-    q[5] = leg2_stroke;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
     if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double leg3_stroke = leg3_u_L - 1.0950706448709142;
+    q[8] = leg3_stroke;
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg3_u_inv_L = 1.0/leg3_u_L;
+    const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
+    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+    const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
+    q[7] = leg3_q2;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
     const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
     q[6] = leg3_q1;
-    const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-    const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
-    const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
-    q[7] = leg3_q2;
-    const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    q[8] = leg3_stroke;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
     if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    q[11] = leg4_stroke;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
+    const double leg4_u_inv_L = 1.0/leg4_u_L;
+    const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
+    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+    const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
+    q[10] = leg4_q2;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
     q[9] = leg4_q1;
-    const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
-    q[10] = leg4_q2;
-    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-    q[11] = leg4_stroke;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
     if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-    q[12] = leg5_q1;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-    q[13] = leg5_q2;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
-    q[15] = leg6_q1;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-    const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
-    q[16] = leg6_q2;
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
     q[14] = leg5_stroke;
     if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+    q[13] = leg5_q2;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+    q[12] = leg5_q1;
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+    const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
+    q[15] = leg6_q1;
+    const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
+    q[16] = leg6_q2;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
     q[17] = leg6_stroke;
     if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
@@ -695,127 +695,50 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
             mg_range[mg_l] |= mg_trig_out_of_range(psi_y);
             const double cse0 = c_psi_x*c_psi_y;
-            const double cse1 = c_psi_y*s_psi_x;
             const double psi_z = mg_in_x[4][mg_l];
             double s_psi_z, c_psi_z;
             mg_sincos_poly(psi_z, &s_psi_z, &c_psi_z);
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
+            const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
+            const double cse4 = 0.1*alpha_C_10;
+            const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
             const double alpha_C_11 = c_psi_x*c_psi_z;
             const double cse8 = 0.1*alpha_C_11;
-            const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-            const double cse4 = 0.1*alpha_C_10;
             const double alpha_C_12 = cse1 + cse2*s_psi_z;
             const double alpha_C_20 = cse1*s_psi_z + cse2;
             const double cse11 = 0.1*alpha_C_12;
-            const double alpha_C_02 = -c_psi_z*s_psi_y;
-            const double alpha_C_22_p1 = s_psi_x*s_psi_y;
-            const double alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0;
-            const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double x_C = mg_in_x[0][mg_l];
             const double cse5 = -cse4 + x_C;
+            const double alpha_C_22_p1 = s_psi_x*s_psi_y;
+            const double alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0;
+            const double alpha_C_02 = -c_psi_z*s_psi_y;
+            const double alpha_C_21 = -c_psi_z*s_psi_x;
+            const double cse6 = 0.401478*alpha_C_00 + cse5;
+            const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
-            const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
-            const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
-            const double cse3 = 0.445887*alpha_C_20;
-            const double cse10 = 0.445887*alpha_C_22;
-            const double cse15 = 0.570634*alpha_C_20;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse18 = 0.570634*alpha_C_22;
-            const double cse24 = 0.124747*alpha_C_22;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
-            const double leg2_s0_z = cse10 + cse13;
-            const double leg1_s0_z = -cse10 + cse13;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_s0_z = cse18 + cse19;
+            const double cse13 = 0.401478*alpha_C_02 + cse12;
+            const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
+            const double leg1_s0_z = -cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
             const double cse7 = 0.445887*alpha_C_21;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double cse14 = -cse8 + y_C;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double cse22 = 0.124747*alpha_C_21;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
-            mg_o_q[0][mg_l] = leg1_q1;
-            const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-            const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-            const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
-            mg_o_q[1][mg_l] = leg1_q2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_o_q[2][mg_l] = leg1_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -826,20 +749,32 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
+            const double leg1_u_inv_L = 1.0/leg1_u_L;
+            const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+            const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
+            mg_o_q[1][mg_l] = leg1_q2;
+            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
+            const double leg1_q1 = mg_atan2(leg1_u_s1, leg1_u_c1);
+            mg_o_q[0][mg_l] = leg1_q1;
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
-            mg_o_q[3][mg_l] = leg2_q1;
-            const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-            const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-            const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
-            mg_o_q[4][mg_l] = leg2_q2;
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -850,20 +785,36 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
+            const double leg2_u_inv_L = 1.0/leg2_u_L;
+            const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
+            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+            const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
+            mg_o_q[4][mg_l] = leg2_q2;
+            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+            const double leg2_q1 = mg_atan2(leg2_u_s1, leg2_u_c1);
+            mg_o_q[3][mg_l] = leg2_q1;
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
-            mg_o_q[6][mg_l] = leg3_q1;
-            const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-            const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
-            const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
-            mg_o_q[7][mg_l] = leg3_q2;
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -874,20 +825,38 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg3_u_inv_L = 1.0/leg3_u_L;
+            const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
+            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+            const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
+            mg_o_q[7][mg_l] = leg3_q2;
+            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double leg3_q1 = mg_atan2(leg3_u_s1, leg3_u_c1);
+            mg_o_q[6][mg_l] = leg3_q1;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
-            mg_o_q[9][mg_l] = leg4_q1;
-            const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-            const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-            const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
-            mg_o_q[10][mg_l] = leg4_q2;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_o_q[11][mg_l] = leg4_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -898,30 +867,30 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
+            const double leg4_u_inv_L = 1.0/leg4_u_L;
+            const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
+            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+            const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
+            mg_o_q[10][mg_l] = leg4_q2;
+            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg4_q1 = mg_atan2(leg4_u_s1, leg4_u_c1);
+            mg_o_q[9][mg_l] = leg4_q1;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-            mg_o_q[12][mg_l] = leg5_q1;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-            mg_o_q[13][mg_l] = leg5_q2;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
-            mg_o_q[15][mg_l] = leg6_q1;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-            const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
-            mg_o_q[16][mg_l] = leg6_q2;
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_o_q[14][mg_l] = leg5_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -932,10 +901,41 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+            mg_o_q[13][mg_l] = leg5_q2;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+            mg_o_q[12][mg_l] = leg5_q1;
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+            const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
+            mg_o_q[15][mg_l] = leg6_q1;
+            const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
+            mg_o_q[16][mg_l] = leg6_q2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_o_q[17][mg_l] = leg6_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -1006,17 +1006,17 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     sc_x[0] = leg1_u2;
     sc_x[1] = leg2_u2;
     sc_x[2] = leg3_u2;
-    sc_x[3] = leg1_u1;
-    sc_x[4] = leg2_u1;
-    sc_x[5] = leg3_u1;
-    sc_x[6] = leg4_u1;
-    sc_x[7] = leg5_u1;
-    sc_x[8] = leg6_u1;
-    sc_x[9] = psi_y;
-    sc_x[10] = psi_x;
-    sc_x[11] = psi_z;
-    sc_x[12] = leg4_u2;
-    sc_x[13] = leg5_u2;
+    sc_x[3] = leg4_u2;
+    sc_x[4] = leg5_u2;
+    sc_x[5] = leg1_u1;
+    sc_x[6] = leg2_u1;
+    sc_x[7] = leg3_u1;
+    sc_x[8] = leg4_u1;
+    sc_x[9] = leg5_u1;
+    sc_x[10] = leg6_u1;
+    sc_x[11] = psi_y;
+    sc_x[12] = psi_x;
+    sc_x[13] = psi_z;
     sc_x[14] = leg6_u2;
     sc_x[15] = 0.0;
     #pragma omp simd
@@ -1030,28 +1030,28 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg2_c2 = sc_c[1];
     const double leg3_s2 = sc_s[2];
     const double leg3_c2 = sc_c[2];
-    const double leg1_s1 = sc_s[3];
-    const double leg1_c1 = sc_c[3];
-    const double leg2_s1 = sc_s[4];
-    const double leg2_c1 = sc_c[4];
-    const double leg3_s1 = sc_s[5];
-    const double leg3_c1 = sc_c[5];
-    const double leg4_s1 = sc_s[6];
-    const double leg4_c1 = sc_c[6];
-    const double leg5_s1 = sc_s[7];
-    const double leg5_c1 = sc_c[7];
-    const double leg6_s1 = sc_s[8];
-    const double leg6_c1 = sc_c[8];
-    const double s_psi_y = sc_s[9];
-    const double c_psi_y = sc_c[9];
-    const double s_psi_x = sc_s[10];
-    const double c_psi_x = sc_c[10];
-    const double s_psi_z = sc_s[11];
-    const double c_psi_z = sc_c[11];
-    const double leg4_s2 = sc_s[12];
-    const double leg4_c2 = sc_c[12];
-    const double leg5_s2 = sc_s[13];
-    const double leg5_c2 = sc_c[13];
+    const double leg4_s2 = sc_s[3];
+    const double leg4_c2 = sc_c[3];
+    const double leg5_s2 = sc_s[4];
+    const double leg5_c2 = sc_c[4];
+    const double leg1_s1 = sc_s[5];
+    const double leg1_c1 = sc_c[5];
+    const double leg2_s1 = sc_s[6];
+    const double leg2_c1 = sc_c[6];
+    const double leg3_s1 = sc_s[7];
+    const double leg3_c1 = sc_c[7];
+    const double leg4_s1 = sc_s[8];
+    const double leg4_c1 = sc_c[8];
+    const double leg5_s1 = sc_s[9];
+    const double leg5_c1 = sc_c[9];
+    const double leg6_s1 = sc_s[10];
+    const double leg6_c1 = sc_c[10];
+    const double s_psi_y = sc_s[11];
+    const double c_psi_y = sc_c[11];
+    const double s_psi_x = sc_s[12];
+    const double c_psi_x = sc_c[12];
+    const double s_psi_z = sc_s[13];
+    const double c_psi_z = sc_c[13];
     const double leg6_s2 = sc_s[14];
     const double leg6_c2 = sc_c[14];
     const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
@@ -1069,6 +1069,16 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg3_TL1_z = -leg3_c2*leg3_rho2_x;
     if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.9238795325112867*leg1_c1 - 0.3826834323650898*leg1_s1;
     const double cse0 = 0.3826834323650898*leg1_c1 - 0.9238795325112867*leg1_s1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_c1 + 0.3826834323650898*leg2_s1;
@@ -1086,11 +1096,11 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse8 = c_psi_x*s_psi_y;
     const double alpha_C_11 = c_psi_x*c_psi_z;
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double alpha_C_10 = -cse6*s_psi_z + s_psi_x*s_psi_y;
     const double alpha_C_20 = cse7*s_psi_z + cse8;
     const double alpha_C_12 = cse7 + cse8*s_psi_z;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_beta1_02 = -cse0;
     const double leg1_beta1_20 = cse0;
     const double leg2_beta1_02 = cse1;
@@ -1113,6 +1123,9 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg4_B0_00 = leg4_beta1_00*leg4_c2;
     const double leg5_B0_00 = leg5_beta1_00*leg5_c2;
     const double leg6_B0_00 = leg6_beta1_00*leg6_c2;
+    const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_s2;
     const double leg1_B0_02 = leg1_beta1_02*leg1_c2;
@@ -1176,13 +1189,10 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg4_B0_10 = -leg4_beta1_00*leg4_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_s2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_c2;
-    const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_f2_p1 = leg4_B0_10*x_C + leg4_c2*y_C;
     const double leg4_rho0_y = -0.669131*leg4_B0_10 + 0.743145*leg4_B0_12;
     const double leg4_f2_p2 = -leg4_B0_12*z_C + leg4_rho0_y;
     const double leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2;
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_s2*s_psi_z;
     const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_s2;
@@ -1199,6 +1209,10 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg5_B0_10 = -leg5_beta1_00*leg5_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_s2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_c2;
+    const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C;
+    const double leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12;
+    const double leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y;
+    const double leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_s2*s_psi_z;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_s2*s_psi_z;
     const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
@@ -1210,6 +1224,11 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
     const double leg5_f1_p1 = leg5_B0_00*x_C + leg5_s2*y_C;
     const double leg5_f1_p2 = leg5_B0_02*z_C + leg5_f1_p1;
+    const double leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x;
+    const double leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1;
+    const double leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x;
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_s2;
     const double leg6_B0_12 = -leg6_beta1_02*leg6_s2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_c2;
@@ -1217,35 +1236,16 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1;
     const double leg6_R_Cn_0_z = alpha_C_22*leg6_B0_02 + leg6_R_Cn_0_z_p1;
     const double leg6_f1_p1 = leg6_B0_00*x_C + leg6_s2*y_C;
+    const double leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C;
+    const double leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12;
+    const double leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y;
+    const double leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2;
     const double leg6_f1_p2 = leg6_B0_02*z_C + leg6_f1_p1;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-    const double leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x;
-    const double leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1;
-    const double leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3;
-    const double leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12;
-    const double leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y;
-    const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C;
-    const double leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2;
-    const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg6_rho0_x_p1 = -0.951057*leg6_B0_02 + leg6_rho2_x;
     const double leg6_rho0_x = -0.309017*leg6_B0_00 + leg6_rho0_x_p1;
     const double leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3;
-    const double leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12;
-    const double leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y;
-    const double leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C;
-    const double leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2;
-    const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+    const double leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3;
     const double leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00;
     const double leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00;
     const double leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00;
@@ -1489,6 +1489,38 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_stroke = mg_in_q[11][mg_l];
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_u2 = mg_in_q[10][mg_l];
+            double leg4_s2, leg4_c2;
+            mg_sincos_poly(leg4_u2, &leg4_s2, &leg4_c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(leg4_u2);
+            const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_stroke = mg_in_q[14][mg_l];
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u2 = mg_in_q[13][mg_l];
+            double leg5_s2, leg5_c2;
+            mg_sincos_poly(leg5_u2, &leg5_s2, &leg5_c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(leg5_u2);
+            const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg1_u1 = mg_in_q[0][mg_l];
             double leg1_s1, leg1_c1;
             mg_sincos_poly(leg1_u1, &leg1_s1, &leg1_c1);
@@ -1542,15 +1574,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double cse8 = c_psi_x*s_psi_y;
             const double alpha_C_11 = c_psi_x*c_psi_z;
+            const double leg6_stroke = mg_in_q[17][mg_l];
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double alpha_C_10 = -cse6*s_psi_z + s_psi_x*s_psi_y;
             const double alpha_C_20 = cse7*s_psi_z + cse8;
             const double alpha_C_12 = cse7 + cse8*s_psi_z;
-            const double leg4_stroke = mg_in_q[11][mg_l];
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg1_beta1_02 = -cse0;
             const double leg1_beta1_20 = cse0;
             const double leg2_beta1_02 = cse1;
@@ -1570,21 +1602,19 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg1_B0_00 = leg1_beta1_00*leg1_c2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_c2;
             const double leg3_B0_00 = leg3_beta1_00*leg3_c2;
-            const double leg4_u2 = mg_in_q[10][mg_l];
-            double leg4_s2, leg4_c2;
-            mg_sincos_poly(leg4_u2, &leg4_s2, &leg4_c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(leg4_u2);
             const double leg4_B0_00 = leg4_beta1_00*leg4_c2;
-            const double leg5_u2 = mg_in_q[13][mg_l];
-            double leg5_s2, leg5_c2;
-            mg_sincos_poly(leg5_u2, &leg5_s2, &leg5_c2);
-            mg_range[mg_l] |= mg_trig_out_of_range(leg5_u2);
             const double leg5_B0_00 = leg5_beta1_00*leg5_c2;
             const double leg6_u2 = mg_in_q[16][mg_l];
             double leg6_s2, leg6_c2;
             mg_sincos_poly(leg6_u2, &leg6_s2, &leg6_c2);
             mg_range[mg_l] |= mg_trig_out_of_range(leg6_u2);
             const double leg6_B0_00 = leg6_beta1_00*leg6_c2;
+            const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_B0_10 = -leg1_beta1_00*leg1_s2;
             const double leg1_B0_12 = -leg1_beta1_02*leg1_s2;
             const double leg1_B0_02 = leg1_beta1_02*leg1_c2;
@@ -1651,16 +1681,10 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg4_B0_10 = -leg4_beta1_00*leg4_s2;
             const double leg4_B0_12 = -leg4_beta1_02*leg4_s2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_c2;
-            const double leg4_TL1_z = -leg4_c2*leg4_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg4_f2_p1 = leg4_B0_10*x_C + leg4_c2*y_C;
             const double leg4_rho0_y = -0.669131*leg4_B0_10 + 0.743145*leg4_B0_12;
             const double leg4_f2_p2 = -leg4_B0_12*z_C + leg4_rho0_y;
             const double leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2;
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_s2*s_psi_z;
             const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_s2;
@@ -1677,6 +1701,10 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg5_B0_10 = -leg5_beta1_00*leg5_s2;
             const double leg5_B0_12 = -leg5_beta1_02*leg5_s2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_c2;
+            const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C;
+            const double leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12;
+            const double leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y;
+            const double leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_s2*s_psi_z;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_s2*s_psi_z;
             const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
@@ -1688,6 +1716,11 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
             const double leg5_f1_p1 = leg5_B0_00*x_C + leg5_s2*y_C;
             const double leg5_f1_p2 = leg5_B0_02*z_C + leg5_f1_p1;
+            const double leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x;
+            const double leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1;
+            const double leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x;
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3;
             const double leg6_B0_10 = -leg6_beta1_00*leg6_s2;
             const double leg6_B0_12 = -leg6_beta1_02*leg6_s2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_c2;
@@ -1695,49 +1728,16 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1;
             const double leg6_R_Cn_0_z = alpha_C_22*leg6_B0_02 + leg6_R_Cn_0_z_p1;
             const double leg6_f1_p1 = leg6_B0_00*x_C + leg6_s2*y_C;
+            const double leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C;
+            const double leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12;
+            const double leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y;
+            const double leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2;
             const double leg6_f1_p2 = leg6_B0_02*z_C + leg6_f1_p1;
-            const double leg5_stroke = mg_in_q[14][mg_l];
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-            const double leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x;
-            const double leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1;
-            const double leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3;
-            const double leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12;
-            const double leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y;
-            const double leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C;
-            const double leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2;
-            const double leg5_TL1_z = -leg5_c2*leg5_rho2_x;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            const double leg6_stroke = mg_in_q[17][mg_l];
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double leg6_rho0_x_p1 = -0.951057*leg6_B0_02 + leg6_rho2_x;
             const double leg6_rho0_x = -0.309017*leg6_B0_00 + leg6_rho0_x_p1;
             const double leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3;
-            const double leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12;
-            const double leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y;
-            const double leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C;
-            const double leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2;
-            const double leg6_TL1_z = -leg6_c2*leg6_rho2_x;
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+            const double leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3;
             const double leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00;
             const double leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00;
             const double leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00;
@@ -1976,145 +1976,133 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
     const double cse11 = 0.1*alpha_C_12;
     const double cse3 = 0.445887*alpha_C_20;
     const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
     const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse10 + cse13;
-    const double leg2_s0_z = cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse7 = 0.445887*alpha_C_21;
     const double cse8 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double cse9 = cse8 - y_C;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double cse14 = -cse8 + y_C;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse15 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse18 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_z = cse18 + cse19;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse24 = 0.124747*alpha_C_22;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
-    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     H[13] = leg1_u_s2;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double cse22 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     H[31] = leg2_u_s2;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     H[49] = leg3_u_s2;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     H[67] = leg4_u_s2;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
     if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     H[85] = leg5_u_s2;
@@ -2122,10 +2110,18 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
     if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
@@ -2134,55 +2130,48 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-    const double leg1_H2_2 = leg1_lu_inv2*leg1_u_c2;
-    H[7] = leg1_H2_2;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-    const double leg2_H2_2 = leg2_lu_inv2*leg2_u_c2;
-    H[25] = leg2_H2_2;
     const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
     if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-    const double leg3_H2_2 = leg3_lu_inv2*leg3_u_c2;
-    H[43] = leg3_H2_2;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
-    const double leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3;
-    H[2] = leg1_H3_1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
     const double cse27 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
-    const double leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3;
-    H[20] = leg2_H3_1;
     const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
     const double cse28 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
-    const double leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3;
-    H[38] = leg3_H3_1;
     const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
     const double cse29 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
     const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
     const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
     const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    const double leg4_H2_2 = leg4_lu_inv2*leg4_u_c2;
-    H[61] = leg4_H2_2;
-    const double leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3;
-    H[56] = leg4_H3_1;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
     H[12] = leg1_B0_00;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
@@ -2197,110 +2186,86 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     H[102] = leg6_B0_00;
     const double leg1_beta1_02 = -cse26;
     const double leg1_beta1_20 = cse26;
-    const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
-    H[14] = leg1_B0_02;
-    const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv2;
-    H[8] = leg1_H3_2;
-    const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
-    H[0] = leg1_H1_1;
     const double leg2_beta1_02 = cse27;
     const double leg2_beta1_20 = -cse27;
-    const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
-    H[32] = leg2_B0_02;
-    const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv2;
-    H[26] = leg2_H3_2;
-    const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3;
-    H[18] = leg2_H1_1;
     const double leg3_beta1_02 = -cse28;
     const double leg3_beta1_20 = cse28;
-    const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
-    H[50] = leg3_B0_02;
-    const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
-    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv2;
-    H[44] = leg3_H3_2;
-    const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3;
-    H[36] = leg3_H1_1;
     const double leg4_beta1_02 = -cse29;
     const double leg4_beta1_20 = cse29;
-    const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
-    H[68] = leg4_B0_02;
-    const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv2;
-    H[62] = leg4_H3_2;
-    const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3;
-    H[54] = leg4_H1_1;
     const double leg5_beta1_02 = cse30;
     const double leg5_beta1_20 = -cse30;
     const double leg6_beta1_02 = cse31;
     const double leg6_beta1_20 = -cse31;
     const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z;
-    const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
     const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
-    const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
-    const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
-    const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
-    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
-    H[6] = leg1_H1_2;
-    const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
-    H[15] = leg1_Ci1_x;
-    const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
-    H[16] = leg1_Ci1_y;
-    const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
-    H[17] = leg1_Ci1_z;
     const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
-    const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
     const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
     const double leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2;
-    const double leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1;
-    const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
-    const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
-    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv2;
-    H[24] = leg2_H1_2;
-    const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
-    H[33] = leg2_Ci1_x;
-    const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
-    H[34] = leg2_Ci1_y;
-    const double leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y;
-    H[35] = leg2_Ci1_z;
     const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
-    const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
     const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
     const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
-    const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
-    const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
-    const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2;
-    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv2;
-    H[42] = leg3_H1_2;
-    const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
-    H[51] = leg3_Ci1_x;
-    const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
-    H[52] = leg3_Ci1_y;
-    const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
-    H[53] = leg3_Ci1_z;
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
-    const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
     const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
-    const double leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1;
-    const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
-    const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
-    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv2;
-    H[60] = leg4_H1_2;
-    const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
-    H[69] = leg4_Ci1_x;
-    const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
-    H[70] = leg4_Ci1_y;
-    const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
-    H[71] = leg4_Ci1_z;
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
     const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
     const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
     const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
+    const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
+    H[14] = leg1_B0_02;
+    const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
+    const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
+    const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
+    const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
+    const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
+    const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
+    H[15] = leg1_Ci1_x;
+    const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
+    H[16] = leg1_Ci1_y;
+    const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
+    H[17] = leg1_Ci1_z;
+    const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
+    H[32] = leg2_B0_02;
+    const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
+    const double leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1;
+    const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
+    const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
+    const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
+    const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
+    H[33] = leg2_Ci1_x;
+    const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
+    H[34] = leg2_Ci1_y;
+    const double leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y;
+    H[35] = leg2_Ci1_z;
+    const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
+    H[50] = leg3_B0_02;
+    const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
+    const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
+    const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
+    const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
+    const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2;
+    const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
+    H[51] = leg3_Ci1_x;
+    const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
+    H[52] = leg3_Ci1_y;
+    const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
+    H[53] = leg3_Ci1_z;
+    const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
+    H[68] = leg4_B0_02;
+    const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
+    const double leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1;
+    const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
+    const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
+    const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
+    const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
+    H[69] = leg4_Ci1_x;
+    const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
+    H[70] = leg4_Ci1_y;
+    const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
+    H[71] = leg4_Ci1_z;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     H[86] = leg5_B0_02;
     const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
@@ -2327,6 +2292,70 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     H[106] = leg6_Ci1_y;
     const double leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y;
     H[107] = leg6_Ci1_z;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
+    H[6] = leg1_H1_2;
+    const double leg1_H2_2 = leg1_lu_inv2*leg1_u_c2;
+    H[7] = leg1_H2_2;
+    const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv2;
+    H[8] = leg1_H3_2;
+    const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv2;
+    H[24] = leg2_H1_2;
+    const double leg2_H2_2 = leg2_lu_inv2*leg2_u_c2;
+    H[25] = leg2_H2_2;
+    const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv2;
+    H[26] = leg2_H3_2;
+    const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv2;
+    H[42] = leg3_H1_2;
+    const double leg3_H2_2 = leg3_lu_inv2*leg3_u_c2;
+    H[43] = leg3_H2_2;
+    const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv2;
+    H[44] = leg3_H3_2;
+    const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv2;
+    H[60] = leg4_H1_2;
+    const double leg4_H2_2 = leg4_lu_inv2*leg4_u_c2;
+    H[61] = leg4_H2_2;
+    const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv2;
+    H[62] = leg4_H3_2;
+    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv2;
+    H[78] = leg5_H1_2;
+    const double leg5_H2_2 = leg5_lu_inv2*leg5_u_c2;
+    H[79] = leg5_H2_2;
+    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv2;
+    H[80] = leg5_H3_2;
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv2;
+    H[96] = leg6_H1_2;
+    const double leg6_H2_2 = leg6_lu_inv2*leg6_u_c2;
+    H[97] = leg6_H2_2;
+    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv2;
+    H[98] = leg6_H3_2;
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+    const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
+    H[0] = leg1_H1_1;
+    const double leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3;
+    H[2] = leg1_H3_1;
+    const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3;
+    H[18] = leg2_H1_1;
+    const double leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3;
+    H[20] = leg2_H3_1;
+    const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3;
+    H[36] = leg3_H1_1;
+    const double leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3;
+    H[38] = leg3_H3_1;
+    const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3;
+    H[54] = leg4_H1_1;
+    const double leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3;
+    H[56] = leg4_H3_1;
+    const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3;
+    H[72] = leg5_H1_1;
+    const double leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3;
+    H[74] = leg5_H3_1;
+    const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3;
+    H[90] = leg6_H1_1;
+    const double leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3;
+    H[92] = leg6_H3_1;
     const double leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00;
     const double leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00;
     const double leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00;
@@ -2339,41 +2368,12 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double leg4_R_Cn_2_x = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_00;
     const double leg4_R_Cn_2_y = alpha_C_10*leg4_beta1_20 + alpha_C_12*leg4_beta1_00;
     const double leg4_R_Cn_2_z = alpha_C_20*leg4_beta1_20 + alpha_C_22*leg4_beta1_00;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv2;
-    H[78] = leg5_H1_2;
-    const double leg5_H2_2 = leg5_lu_inv2*leg5_u_c2;
-    H[79] = leg5_H2_2;
-    const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv2;
-    H[80] = leg5_H3_2;
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3;
-    H[72] = leg5_H1_1;
-    const double leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3;
-    H[74] = leg5_H3_1;
     const double leg5_R_Cn_2_x = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_00;
     const double leg6_R_Cn_2_x = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_00;
     const double leg5_R_Cn_2_y = alpha_C_10*leg5_beta1_20 + alpha_C_12*leg5_beta1_00;
     const double leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00;
     const double leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00;
     const double leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv2;
-    H[96] = leg6_H1_2;
-    const double leg6_H2_2 = leg6_lu_inv2*leg6_u_c2;
-    H[97] = leg6_H2_2;
-    const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv2;
-    H[98] = leg6_H3_2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
-    const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3;
-    H[90] = leg6_H1_1;
-    const double leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3;
-    H[92] = leg6_H3_1;
     const double leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y;
     const double leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x;
     const double leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x;
@@ -2563,80 +2563,31 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double cse11 = 0.1*alpha_C_12;
             const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
             const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse10 + cse13;
-            const double leg2_s0_z = cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse7 = 0.445887*alpha_C_21;
             const double cse8 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double cse14 = -cse8 + y_C;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse15 = 0.570634*alpha_C_20;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse18 = 0.570634*alpha_C_22;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_z = cse18 + cse19;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse24 = 0.124747*alpha_C_22;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
@@ -2646,28 +2597,29 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             mg_o_H[13][mg_l] = leg1_u_s2;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double cse22 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -2677,21 +2629,33 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             mg_o_H[31][mg_l] = leg2_u_s2;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -2701,21 +2665,35 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             mg_o_H[49][mg_l] = leg3_u_s2;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -2725,19 +2703,27 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             mg_o_H[67][mg_l] = leg4_u_s2;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
@@ -2747,11 +2733,10 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             mg_o_H[85][mg_l] = leg5_u_s2;
@@ -2759,7 +2744,17 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
@@ -2769,6 +2764,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
                 const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -2780,79 +2776,78 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-            const double leg1_H2_2 = leg1_lu_inv2*leg1_u_c2;
-            mg_o_H[7][mg_l] = leg1_H2_2;
             const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-            const double leg2_H2_2 = leg2_lu_inv2*leg2_u_c2;
-            mg_o_H[25][mg_l] = leg2_H2_2;
             const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-            const double leg3_H2_2 = leg3_lu_inv2*leg3_u_c2;
-            mg_o_H[43][mg_l] = leg3_H2_2;
-            const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
-            const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
-            const double leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3;
-            mg_o_H[2][mg_l] = leg1_H3_1;
-            const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
-            const double cse27 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
-            const double leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3;
-            mg_o_H[20][mg_l] = leg2_H3_1;
-            const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
-            const double cse28 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
-            const double leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3;
-            mg_o_H[38][mg_l] = leg3_H3_1;
-            const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
-            const double cse29 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
-            const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
-            const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
-            const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
-            const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
             const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            const double leg4_H2_2 = leg4_lu_inv2*leg4_u_c2;
-            mg_o_H[61][mg_l] = leg4_H2_2;
-            const double leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3;
-            mg_o_H[56][mg_l] = leg4_H3_1;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+            const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
+            const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
+            const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
+            const double cse27 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
+            const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
+            const double cse28 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
+            const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
+            const double cse29 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
+            const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
+            const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
+            const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
+            const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
             mg_o_H[12][mg_l] = leg1_B0_00;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
@@ -2867,110 +2862,86 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             mg_o_H[102][mg_l] = leg6_B0_00;
             const double leg1_beta1_02 = -cse26;
             const double leg1_beta1_20 = cse26;
-            const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
-            mg_o_H[14][mg_l] = leg1_B0_02;
-            const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv2;
-            mg_o_H[8][mg_l] = leg1_H3_2;
-            const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
-            mg_o_H[0][mg_l] = leg1_H1_1;
             const double leg2_beta1_02 = cse27;
             const double leg2_beta1_20 = -cse27;
-            const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
-            mg_o_H[32][mg_l] = leg2_B0_02;
-            const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv2;
-            mg_o_H[26][mg_l] = leg2_H3_2;
-            const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3;
-            mg_o_H[18][mg_l] = leg2_H1_1;
             const double leg3_beta1_02 = -cse28;
             const double leg3_beta1_20 = cse28;
-            const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
-            mg_o_H[50][mg_l] = leg3_B0_02;
-            const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
-            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv2;
-            mg_o_H[44][mg_l] = leg3_H3_2;
-            const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3;
-            mg_o_H[36][mg_l] = leg3_H1_1;
             const double leg4_beta1_02 = -cse29;
             const double leg4_beta1_20 = cse29;
-            const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
-            mg_o_H[68][mg_l] = leg4_B0_02;
-            const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv2;
-            mg_o_H[62][mg_l] = leg4_H3_2;
-            const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3;
-            mg_o_H[54][mg_l] = leg4_H1_1;
             const double leg5_beta1_02 = cse30;
             const double leg5_beta1_20 = -cse30;
             const double leg6_beta1_02 = cse31;
             const double leg6_beta1_20 = -cse31;
             const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z;
-            const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
             const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
             const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
-            const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
-            const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
-            const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
-            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
-            mg_o_H[6][mg_l] = leg1_H1_2;
-            const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
-            mg_o_H[15][mg_l] = leg1_Ci1_x;
-            const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
-            mg_o_H[16][mg_l] = leg1_Ci1_y;
-            const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
-            mg_o_H[17][mg_l] = leg1_Ci1_z;
             const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
-            const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
             const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
             const double leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2;
-            const double leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1;
-            const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
-            const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
-            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv2;
-            mg_o_H[24][mg_l] = leg2_H1_2;
-            const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
-            mg_o_H[33][mg_l] = leg2_Ci1_x;
-            const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
-            mg_o_H[34][mg_l] = leg2_Ci1_y;
-            const double leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y;
-            mg_o_H[35][mg_l] = leg2_Ci1_z;
             const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
-            const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
             const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
             const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
-            const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
-            const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
-            const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2;
-            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv2;
-            mg_o_H[42][mg_l] = leg3_H1_2;
-            const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
-            mg_o_H[51][mg_l] = leg3_Ci1_x;
-            const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
-            mg_o_H[52][mg_l] = leg3_Ci1_y;
-            const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
-            mg_o_H[53][mg_l] = leg3_Ci1_z;
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
-            const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
             const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
-            const double leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1;
-            const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
-            const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
-            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv2;
-            mg_o_H[60][mg_l] = leg4_H1_2;
-            const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
-            mg_o_H[69][mg_l] = leg4_Ci1_x;
-            const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
-            mg_o_H[70][mg_l] = leg4_Ci1_y;
-            const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
-            mg_o_H[71][mg_l] = leg4_Ci1_z;
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
             const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
             const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
             const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
+            const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
+            mg_o_H[14][mg_l] = leg1_B0_02;
+            const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
+            const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
+            const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
+            const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
+            const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
+            const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
+            mg_o_H[15][mg_l] = leg1_Ci1_x;
+            const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
+            mg_o_H[16][mg_l] = leg1_Ci1_y;
+            const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
+            mg_o_H[17][mg_l] = leg1_Ci1_z;
+            const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
+            mg_o_H[32][mg_l] = leg2_B0_02;
+            const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
+            const double leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1;
+            const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
+            const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
+            const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
+            const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
+            mg_o_H[33][mg_l] = leg2_Ci1_x;
+            const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
+            mg_o_H[34][mg_l] = leg2_Ci1_y;
+            const double leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y;
+            mg_o_H[35][mg_l] = leg2_Ci1_z;
+            const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
+            mg_o_H[50][mg_l] = leg3_B0_02;
+            const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
+            const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
+            const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
+            const double leg3_B0_12 = -leg3_beta1_02*leg3_u_s2;
+            const double leg3_B0_10 = -leg3_beta1_00*leg3_u_s2;
+            const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
+            mg_o_H[51][mg_l] = leg3_Ci1_x;
+            const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
+            mg_o_H[52][mg_l] = leg3_Ci1_y;
+            const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
+            mg_o_H[53][mg_l] = leg3_Ci1_z;
+            const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
+            mg_o_H[68][mg_l] = leg4_B0_02;
+            const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
+            const double leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1;
+            const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
+            const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
+            const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
+            const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
+            mg_o_H[69][mg_l] = leg4_Ci1_x;
+            const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
+            mg_o_H[70][mg_l] = leg4_Ci1_y;
+            const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
+            mg_o_H[71][mg_l] = leg4_Ci1_z;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
             mg_o_H[86][mg_l] = leg5_B0_02;
             const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
@@ -2997,6 +2968,73 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             mg_o_H[106][mg_l] = leg6_Ci1_y;
             const double leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y;
             mg_o_H[107][mg_l] = leg6_Ci1_z;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
+            mg_o_H[6][mg_l] = leg1_H1_2;
+            const double leg1_H2_2 = leg1_lu_inv2*leg1_u_c2;
+            mg_o_H[7][mg_l] = leg1_H2_2;
+            const double leg1_H3_2 = leg1_B0_12*leg1_lu_inv2;
+            mg_o_H[8][mg_l] = leg1_H3_2;
+            const double leg2_H1_2 = leg2_B0_10*leg2_lu_inv2;
+            mg_o_H[24][mg_l] = leg2_H1_2;
+            const double leg2_H2_2 = leg2_lu_inv2*leg2_u_c2;
+            mg_o_H[25][mg_l] = leg2_H2_2;
+            const double leg2_H3_2 = leg2_B0_12*leg2_lu_inv2;
+            mg_o_H[26][mg_l] = leg2_H3_2;
+            const double leg3_H1_2 = leg3_B0_10*leg3_lu_inv2;
+            mg_o_H[42][mg_l] = leg3_H1_2;
+            const double leg3_H2_2 = leg3_lu_inv2*leg3_u_c2;
+            mg_o_H[43][mg_l] = leg3_H2_2;
+            const double leg3_H3_2 = leg3_B0_12*leg3_lu_inv2;
+            mg_o_H[44][mg_l] = leg3_H3_2;
+            const double leg4_H1_2 = leg4_B0_10*leg4_lu_inv2;
+            mg_o_H[60][mg_l] = leg4_H1_2;
+            const double leg4_H2_2 = leg4_lu_inv2*leg4_u_c2;
+            mg_o_H[61][mg_l] = leg4_H2_2;
+            const double leg4_H3_2 = leg4_B0_12*leg4_lu_inv2;
+            mg_o_H[62][mg_l] = leg4_H3_2;
+            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv2;
+            mg_o_H[78][mg_l] = leg5_H1_2;
+            const double leg5_H2_2 = leg5_lu_inv2*leg5_u_c2;
+            mg_o_H[79][mg_l] = leg5_H2_2;
+            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv2;
+            mg_o_H[80][mg_l] = leg5_H3_2;
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv2;
+            mg_o_H[96][mg_l] = leg6_H1_2;
+            const double leg6_H2_2 = leg6_lu_inv2*leg6_u_c2;
+            mg_o_H[97][mg_l] = leg6_H2_2;
+            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv2;
+            mg_o_H[98][mg_l] = leg6_H3_2;
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+            const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
+            mg_o_H[0][mg_l] = leg1_H1_1;
+            const double leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3;
+            mg_o_H[2][mg_l] = leg1_H3_1;
+            const double leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3;
+            mg_o_H[18][mg_l] = leg2_H1_1;
+            const double leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3;
+            mg_o_H[20][mg_l] = leg2_H3_1;
+            const double leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3;
+            mg_o_H[36][mg_l] = leg3_H1_1;
+            const double leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3;
+            mg_o_H[38][mg_l] = leg3_H3_1;
+            const double leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3;
+            mg_o_H[54][mg_l] = leg4_H1_1;
+            const double leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3;
+            mg_o_H[56][mg_l] = leg4_H3_1;
+            const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3;
+            mg_o_H[72][mg_l] = leg5_H1_1;
+            const double leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3;
+            mg_o_H[74][mg_l] = leg5_H3_1;
+            const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3;
+            mg_o_H[90][mg_l] = leg6_H1_1;
+            const double leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3;
+            mg_o_H[92][mg_l] = leg6_H3_1;
             const double leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00;
             const double leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00;
             const double leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00;
@@ -3009,50 +3047,12 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_R_Cn_2_x = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_00;
             const double leg4_R_Cn_2_y = alpha_C_10*leg4_beta1_20 + alpha_C_12*leg4_beta1_00;
             const double leg4_R_Cn_2_z = alpha_C_20*leg4_beta1_20 + alpha_C_22*leg4_beta1_00;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            const double leg5_H1_2 = leg5_B0_10*leg5_lu_inv2;
-            mg_o_H[78][mg_l] = leg5_H1_2;
-            const double leg5_H2_2 = leg5_lu_inv2*leg5_u_c2;
-            mg_o_H[79][mg_l] = leg5_H2_2;
-            const double leg5_H3_2 = leg5_B0_12*leg5_lu_inv2;
-            mg_o_H[80][mg_l] = leg5_H3_2;
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3;
-            mg_o_H[72][mg_l] = leg5_H1_1;
-            const double leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3;
-            mg_o_H[74][mg_l] = leg5_H3_1;
             const double leg5_R_Cn_2_x = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_00;
             const double leg6_R_Cn_2_x = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_00;
             const double leg5_R_Cn_2_y = alpha_C_10*leg5_beta1_20 + alpha_C_12*leg5_beta1_00;
             const double leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00;
             const double leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00;
             const double leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv2;
-            mg_o_H[96][mg_l] = leg6_H1_2;
-            const double leg6_H2_2 = leg6_lu_inv2*leg6_u_c2;
-            mg_o_H[97][mg_l] = leg6_H2_2;
-            const double leg6_H3_2 = leg6_B0_12*leg6_lu_inv2;
-            mg_o_H[98][mg_l] = leg6_H3_2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
-            const double leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3;
-            mg_o_H[90][mg_l] = leg6_H1_1;
-            const double leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3;
-            mg_o_H[92][mg_l] = leg6_H3_1;
             const double leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y;
             const double leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x;
             const double leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x;
@@ -3253,85 +3253,35 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
     const double cse11 = 0.1*alpha_C_12;
     const double cse3 = 0.445887*alpha_C_20;
     const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
     const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse10 + cse13;
-    const double leg2_s0_z = cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse7 = 0.445887*alpha_C_21;
     const double cse8 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double cse9 = cse8 - y_C;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double cse14 = -cse8 + y_C;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse15 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse18 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_z = cse18 + cse19;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse24 = 0.124747*alpha_C_22;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     q[2] = leg1_stroke;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
-    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
@@ -3342,18 +3292,20 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     q[0] = leg1_q1;
     const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
     q[1] = leg1_q2;
-    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-    const double cse22 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     q[5] = leg2_stroke;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
@@ -3364,17 +3316,25 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     q[3] = leg2_q1;
     const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
     q[4] = leg2_q2;
-    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     q[8] = leg3_stroke;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
@@ -3385,14 +3345,32 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     q[6] = leg3_q1;
     const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
     q[7] = leg3_q2;
-    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     q[11] = leg4_stroke;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
@@ -3403,49 +3381,86 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     q[9] = leg4_q1;
     const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
     q[10] = leg4_q2;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    q[14] = leg5_stroke;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
     q[12] = leg5_q1;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-    q[14] = leg5_stroke;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
     q[13] = leg5_q2;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
+    q[17] = leg6_stroke;
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
     const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
     q[15] = leg6_q1;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    q[17] = leg6_stroke;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
     const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
     q[16] = leg6_q2;
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -3458,17 +3473,16 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
     const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_beta1_02 = -cse26;
     const double leg1_beta1_20 = cse26;
     const double leg2_beta1_02 = cse27;
@@ -3497,11 +3511,6 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
     const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
     const double leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y;
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
@@ -3510,15 +3519,6 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
     const double leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y;
     const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -3862,84 +3862,31 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double cse11 = 0.1*alpha_C_12;
             const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
             const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse10 + cse13;
-            const double leg2_s0_z = cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse7 = 0.445887*alpha_C_21;
             const double cse8 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double cse14 = -cse8 + y_C;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse15 = 0.570634*alpha_C_20;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse18 = 0.570634*alpha_C_22;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_z = cse18 + cse19;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse24 = 0.124747*alpha_C_22;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_o_q[2][mg_l] = leg1_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -3950,11 +3897,11 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
@@ -3965,12 +3912,17 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_o_q[0][mg_l] = leg1_q1;
             const double leg1_q2 = mg_atan2(leg1_u_s2, leg1_u_c2);
             mg_o_q[1][mg_l] = leg1_q2;
-            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-            const double cse22 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_o_q[5][mg_l] = leg2_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -3981,11 +3933,8 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
@@ -3996,11 +3945,24 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_o_q[3][mg_l] = leg2_q1;
             const double leg2_q2 = mg_atan2(leg2_u_s2, leg2_u_c2);
             mg_o_q[4][mg_l] = leg2_q2;
-            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_o_q[8][mg_l] = leg3_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4011,11 +3973,6 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
@@ -4026,9 +3983,28 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_o_q[6][mg_l] = leg3_q1;
             const double leg3_q2 = mg_atan2(leg3_u_s2, leg3_u_c2);
             mg_o_q[7][mg_l] = leg3_q2;
-            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_o_q[11][mg_l] = leg4_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4039,10 +4015,9 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
@@ -4053,13 +4028,17 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_o_q[9][mg_l] = leg4_q1;
             const double leg4_q2 = mg_atan2(leg4_u_s2, leg4_u_c2);
             mg_o_q[10][mg_l] = leg4_q2;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
-            mg_o_q[12][mg_l] = leg5_q1;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_o_q[14][mg_l] = leg5_stroke;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
@@ -4070,45 +4049,62 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg5_q1 = mg_atan2(leg5_u_s1, leg5_u_c1);
+            mg_o_q[12][mg_l] = leg5_q1;
+            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
+            mg_o_q[13][mg_l] = leg5_q2;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-            const double leg5_q2 = mg_atan2(leg5_u_s2, leg5_u_c2);
-            mg_o_q[13][mg_l] = leg5_q2;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_stroke = leg6_u_L - 1.0950706448709142;
+            mg_o_q[17][mg_l] = leg6_stroke;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
             const double leg6_q1 = mg_atan2(leg6_u_s1, leg6_u_c1);
             mg_o_q[15][mg_l] = leg6_q1;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_o_q[17][mg_l] = leg6_stroke;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg6_q2 = mg_atan2(leg6_u_s2, leg6_u_c2);
             mg_o_q[16][mg_l] = leg6_q2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -4120,12 +4116,49 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
                 const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -4138,23 +4171,19 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
             const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
             const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_beta1_02 = -cse26;
             const double leg1_beta1_20 = cse26;
             const double leg2_beta1_02 = cse27;
@@ -4185,17 +4214,6 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
             const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
             const double leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y;
-            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
@@ -4204,24 +4222,6 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
             const double leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y;
             const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
             const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -4590,154 +4590,184 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
     const double cse11 = 0.1*alpha_C_12;
     const double cse3 = 0.445887*alpha_C_20;
     const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
     const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse10 + cse13;
-    const double leg2_s0_z = cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse7 = 0.445887*alpha_C_21;
     const double cse8 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double cse9 = cse8 - y_C;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double cse14 = -cse8 + y_C;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse15 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse18 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_z = cse18 + cse19;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse24 = 0.124747*alpha_C_22;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
-    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double cse22 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
     if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -4750,22 +4780,16 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
     const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
-    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg1_beta1_02 = -cse26;
     const double leg1_beta1_20 = cse26;
     const double leg2_beta1_02 = cse27;
@@ -4782,38 +4806,18 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
     const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
     const double leg1_qd3_p1 = leg1_B0_00*v_x + leg1_u_s2*v_y;
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
     const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
     const double leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2;
     const double leg2_qd3_p1 = leg2_B0_00*v_x + leg2_u_s2*v_y;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
     const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
     const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
     const double leg3_qd3_p1 = leg3_B0_00*v_x + leg3_u_s2*v_y;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
     const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
     const double leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
@@ -4822,10 +4826,6 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
     const double leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y;
     const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -5398,80 +5398,31 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double cse11 = 0.1*alpha_C_12;
             const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
             const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse10 + cse13;
-            const double leg2_s0_z = cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse7 = 0.445887*alpha_C_21;
             const double cse8 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double cse14 = -cse8 + y_C;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse15 = 0.570634*alpha_C_20;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse18 = 0.570634*alpha_C_22;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_z = cse18 + cse19;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse24 = 0.124747*alpha_C_22;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
@@ -5481,26 +5432,28 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double cse22 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -5510,19 +5463,32 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -5532,19 +5498,34 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -5554,18 +5535,26 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
@@ -5575,21 +5564,28 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
@@ -5598,11 +5594,75 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
                 const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
             const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
@@ -5617,28 +5677,19 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
             const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
             const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
-            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double leg1_beta1_02 = -cse26;
             const double leg1_beta1_20 = cse26;
             const double leg2_beta1_02 = cse27;
@@ -5657,62 +5708,18 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double v_x = mg_in_u[0][mg_l];
             const double v_y = mg_in_u[1][mg_l];
             const double leg1_qd3_p1 = leg1_B0_00*v_x + leg1_u_s2*v_y;
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
             const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
             const double leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2;
             const double leg2_qd3_p1 = leg2_B0_00*v_x + leg2_u_s2*v_y;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
             const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
             const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
             const double leg3_qd3_p1 = leg3_B0_00*v_x + leg3_u_s2*v_y;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
             const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
             const double leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
@@ -5721,13 +5728,6 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
             const double leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y;
             const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
             const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
             const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
@@ -21218,13 +21218,6 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double c_psi_z = sc_c[2];
     const double cse0 = c_psi_x*c_psi_y;
     const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-    const double cse35 = (0.5)*p_m_s;
-    const double cse36 = 0.978148*p_m_n;
-    const double cse38 = -0.309017*p_m_n;
-    const double cse39 = -0.669131*p_m_n;
-    const double cse40 = 0.951057*p_m_n;
-    const double cse41 = 0.743145*p_m_n;
-    const double cse42 = 0.207912*p_m_n;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
@@ -21238,148 +21231,143 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
     const double cse11 = 0.1*alpha_C_12;
     const double cse3 = 0.445887*alpha_C_20;
     const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
     const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse10 + cse13;
-    const double leg2_s0_z = cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse7 = 0.445887*alpha_C_21;
     const double cse8 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double cse9 = cse8 - y_C;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double cse14 = -cse8 + y_C;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse15 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse18 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_z = cse18 + cse19;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse24 = 0.124747*alpha_C_22;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
-    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2;
-    const double cse22 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-    const double leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2;
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
     if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
     if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
@@ -21389,7 +21377,6 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
     const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2;
     const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
@@ -21404,6 +21391,41 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+    const double leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2;
+    const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
+    const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
+    const double leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2;
+    const double leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2;
+    const double leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2;
+    const double cse35 = (0.5)*p_m_s;
+    const double cse36 = 0.978148*p_m_n;
+    const double cse38 = -0.309017*p_m_n;
+    const double cse39 = -0.669131*p_m_n;
+    const double cse40 = 0.951057*p_m_n;
+    const double cse41 = 0.743145*p_m_n;
+    const double cse42 = 0.207912*p_m_n;
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -21416,20 +21438,12 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
     const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg1_Ic3_11 = p_Js_x + p_d_s*p_d_s*p_m_s;
     const double cse34_p1 = p_Jn_tr + p_a_n*p_a_n*p_m_n;
     const double cse34 = cse34_p1 + leg1_Ic3_11;
@@ -21457,26 +21471,12 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
     const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
     const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
     const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
     const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
     const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
     const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double cse32 = p_d_s*p_m_s;
     const double leg1_cc3_x = cse32;
     const double cse33 = 2.0*leg1_cc3_x;
@@ -21872,15 +21872,6 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             mg_sincos_poly(psi_z, &s_psi_z, &c_psi_z);
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
             const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-            const double p_m_s = mg_in_p[16][mg_l];
-            const double cse35 = (0.5)*p_m_s;
-            const double p_m_n = mg_in_p[13][mg_l];
-            const double cse36 = 0.978148*p_m_n;
-            const double cse38 = -0.309017*p_m_n;
-            const double cse39 = -0.669131*p_m_n;
-            const double cse40 = 0.951057*p_m_n;
-            const double cse41 = 0.743145*p_m_n;
-            const double cse42 = 0.207912*p_m_n;
             const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
@@ -21895,80 +21886,31 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double cse11 = 0.1*alpha_C_12;
             const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
             const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse10 + cse13;
-            const double leg2_s0_z = cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse7 = 0.445887*alpha_C_21;
             const double cse8 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double cse14 = -cse8 + y_C;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse15 = 0.570634*alpha_C_20;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse18 = 0.570634*alpha_C_22;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_z = cse18 + cse19;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse24 = 0.124747*alpha_C_22;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
@@ -21978,27 +21920,28 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2;
-            const double cse22 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -22008,20 +21951,32 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -22031,20 +21986,34 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -22054,18 +22023,26 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
@@ -22075,18 +22052,27 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
@@ -22102,7 +22088,6 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2;
             const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
@@ -22132,6 +22117,64 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
                 const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+            const double leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2;
+            const double leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2;
+            const double leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2;
+            const double leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2;
+            const double leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2;
+            const double leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2;
+            const double p_m_s = mg_in_p[16][mg_l];
+            const double cse35 = (0.5)*p_m_s;
+            const double p_m_n = mg_in_p[13][mg_l];
+            const double cse36 = 0.978148*p_m_n;
+            const double cse38 = -0.309017*p_m_n;
+            const double cse39 = -0.669131*p_m_n;
+            const double cse40 = 0.951057*p_m_n;
+            const double cse41 = 0.743145*p_m_n;
+            const double cse42 = 0.207912*p_m_n;
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -22144,26 +22187,12 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
             const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
             const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double p_Js_x = mg_in_p[9][mg_l];
             const double p_d_s = mg_in_p[12][mg_l];
             const double leg1_Ic3_11 = p_Js_x + p_d_s*p_d_s*p_m_s;
@@ -22195,41 +22224,12 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
             const double leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2;
-            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
             const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
             const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
             const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
             const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
             const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double cse32 = p_d_s*p_m_s;
             const double leg1_cc3_x = cse32;
             const double cse33 = 2.0*leg1_cc3_x;
@@ -22706,62 +22706,200 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse8 = 0.401478*alpha_C_00 + cse7;
-    const double cse18 = 0.18541*alpha_C_00 + cse7;
     const double cse13 = 0.1*alpha_C_12;
     const double cse5 = 0.445887*alpha_C_20;
     const double cse14 = -cse13 + z_C;
     const double leg1_s0_x = -cse5 + cse8;
-    const double leg2_s0_x = cse5 + cse8;
     const double cse15 = 0.401478*alpha_C_02 + cse14;
-    const double cse21 = 0.18541*alpha_C_02 + cse14;
     const double cse12 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse12 + cse15;
-    const double leg2_s0_z = cse12 + cse15;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse9 = 0.445887*alpha_C_21;
     const double cse10 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse9 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z;
-    const double cse11 = cse10 - y_C;
-    const double leg1_s0_y = -cse11 + leg1_s0_y_p1;
-    const double cse16 = -cse10 + y_C;
-    const double leg2_s0_y = cse16 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+    const double cse11 = cse10 - y_C;
+    const double leg1_s0_y = -cse11 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
-    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double leg1_u_inv_L = 1.0/leg1_u_L;
-    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+    const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
+    const double leg2_s0_z = cse12 + cse15;
+    const double leg2_s0_x = cse5 + cse8;
+    const double leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z;
+    const double cse16 = -cse10 + y_C;
+    const double leg2_s0_y = cse16 + leg2_s0_y_p1;
+    const double leg1_u_inv_L = 1.0/leg1_u_L;
+    const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+    const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+    const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+    const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+    const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
     const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
     const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
-    const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
     if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
+    const double cse18 = 0.18541*alpha_C_00 + cse7;
+    const double cse21 = 0.18541*alpha_C_02 + cse14;
+    const double leg2_u_inv_L = 1.0/leg2_u_L;
+    const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
+    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
+    const double cse17 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse17 + cse18;
+    const double cse20 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse20 + cse21;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse19 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse19 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse16 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double leg3_stroke = leg3_u_L - 1.0950706448709142;
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
+    const double leg3_u_inv_L = 1.0/leg3_u_L;
+    const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
+    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+    const double cse23_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse23 = cse23_p1 + cse6;
+    const double cse27_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse27 = cse13 + cse27_p1;
+    const double cse22 = 0.124747*alpha_C_20;
+    const double cse26 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse22 - cse23;
+    const double leg4_s0_z = cse26 - cse27;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse25 = cse11 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse24 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse24 - cse25;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
+    const double leg5_s0_x = -cse22 - cse23;
+    const double leg5_s0_z = -cse26 - cse27;
+    const double leg5_s0_y = -cse24 - cse25;
+    const double leg4_u_inv_L = 1.0/leg4_u_L;
+    const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
+    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
+    const double leg6_s0_z = -cse20 + cse21;
+    const double leg6_s0_x = -cse17 + cse18;
+    const double leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse11 + leg6_s0_y_p1;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+    const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
+    const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_beta1_02 = -cse28;
     const double leg1_beta1_20 = cse28;
     const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z;
     const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
     const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
     const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
     const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
+    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
     const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
     const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
@@ -22770,44 +22908,19 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double cse123 = leg1_B0_02*leg1_B0_02;
     const double F_rr1_p1 = cse111 + cse122;
     const double F_rr1_p2 = F_rr1_p1 + cse123;
-    const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-    const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-    const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double cse124 = leg1_Ci1_x*leg1_Ci1_x;
     const double F_rr1_p3 = F_rr1_p2 + cse124;
     const double cse125 = leg1_Ci1_y*leg1_Ci1_y;
     const double cse126 = leg1_Ci1_z*leg1_Ci1_z;
     const double F_rr1_p4 = cse125 + cse126;
     const double F_rr1 = F_rr1_p3 + F_rr1_p4;
-    const double leg2_u_inv_L = 1.0/leg2_u_L;
-    const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.095070951822301;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    const double cse17 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse17 + cse18;
-    const double leg6_s0_x = -cse17 + cse18;
+    if (!(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126 > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 1 dependent */
     const double F_R11 = sqrt(F_rr1);
     const double cse127 = 1.0/F_R11;
-    const double cse20 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg3_s0_z = cse20 + cse21;
-    const double leg6_s0_z = -cse20 + cse21;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double leg1_IJ2_ss = cse111;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
     const double cse29 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
-    const double cse19 = 0.570634*alpha_C_21;
-    const double leg3_s0_y_p1 = cse19 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse16 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse11 + leg6_s0_y_p1;
-    const double cse25 = cse11 + 0.586889*s_psi_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_beta1_02 = cse29;
     const double leg2_beta1_20 = -cse29;
     const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
@@ -22817,8 +22930,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
     const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
     const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
     const double F_inv1 = cse127;
     const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
@@ -22832,80 +22943,44 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_R12_p1 = F_q1_1*leg2_B0_00 + F_q1_2*leg2_u_s2;
     const double F_R12_p2 = F_q1_3*leg2_B0_02 + F_q1_4*leg2_Ci1_x;
     const double F_R12_p4 = F_R12_p1 + F_R12_p2;
-    const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-    const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-    const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-    const double cse23_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse23 = cse23_p1 + cse6;
-    const double cse27_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse27 = cse13 + cse27_p1;
     const double F_R12_p3 = F_q1_5*leg2_Ci1_y + F_q1_6*leg2_Ci1_z;
     const double F_R12 = F_R12_p3 + F_R12_p4;
-    const double leg3_u_inv_L = 1.0/leg3_u_L;
-    const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-    const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
-    const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    const double cse22 = 0.124747*alpha_C_20;
-    const double cse26 = 0.124747*alpha_C_22;
-    const double leg4_s0_x = cse22 - cse23;
-    const double leg5_s0_x = -cse22 - cse23;
-    const double leg4_s0_z = cse26 - cse27;
-    const double leg5_s0_z = -cse26 - cse27;
     const double F_v2_1 = -F_R12*F_q1_1 + leg2_B0_00;
     const double F_v2_2 = -F_R12*F_q1_2 + leg2_u_s2;
     const double F_v2_3 = -F_R12*F_q1_3 + leg2_B0_02;
     const double F_v2_4 = -F_R12*F_q1_4 + leg2_Ci1_x;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
     const double F_v2_5 = -F_R12*F_q1_5 + leg2_Ci1_y;
     const double F_v2_6 = -F_R12*F_q1_6 + leg2_Ci1_z;
-    const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
-    const double cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
     const double F_rr2_p1 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2;
     const double F_rr2_p2 = F_v2_3*F_v2_3 + F_v2_4*F_v2_4;
     const double F_rr2_p4 = F_rr2_p1 + F_rr2_p2;
     const double F_rr2_p3 = F_v2_5*F_v2_5 + F_v2_6*F_v2_6;
     const double F_rr2 = F_rr2_p3 + F_rr2_p4;
+    const double cse112 = leg2_u_s2*leg2_u_s2;
+    if (!(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 2 dependent */
+    const double F_R22 = sqrt(F_rr2);
+    const double cse128 = 1.0/F_R22;
+    const double leg2_IJ2_ss = cse112;
+    const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
+    const double cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-    const double cse24 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_beta1_02 = -cse30;
     const double leg3_beta1_20 = cse30;
     const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
     const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
-    const double leg4_s0_y = cse24 - cse25;
-    const double leg5_s0_y = -cse24 - cse25;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
     const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
     const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
     const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
     const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
-    const double F_R22 = sqrt(F_rr2);
-    const double cse128 = 1.0/F_R22;
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
     const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
     const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
     const double F_R13_p1 = F_q1_1*leg3_B0_00 + F_q1_2*leg3_u_s2;
     const double F_R13_p2 = F_q1_3*leg3_B0_02 + F_q1_4*leg3_Ci1_x;
     const double F_R13_p4 = F_R13_p1 + F_R13_p2;
-    const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-    const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-    const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double F_R13_p3 = F_q1_5*leg3_Ci1_y + F_q1_6*leg3_Ci1_z;
     const double F_R13 = F_R13_p3 + F_R13_p4;
-    const double leg4_u_inv_L = 1.0/leg4_u_L;
-    const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double F_inv2 = cse128;
     const double F_q2_1 = F_inv2*F_v2_1;
     const double F_q2_2 = F_inv2*F_v2_2;
@@ -22917,14 +22992,8 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v3_2 = -F_R13*F_q1_2 + leg3_u_s2;
     const double F_v3_3 = -F_R13*F_q1_3 + leg3_B0_02;
     const double F_v3_4 = -F_R13*F_q1_4 + leg3_Ci1_x;
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
     const double F_v3_5 = -F_R13*F_q1_5 + leg3_Ci1_y;
     const double F_v3_6 = -F_R13*F_q1_6 + leg3_Ci1_z;
-    const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
-    const double cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
     const double F_R23_p1 = F_q2_1*F_v3_1 + F_q2_2*F_v3_2;
     const double F_R23_p2 = F_q2_3*F_v3_3 + F_q2_4*F_v3_4;
     const double F_R23_p4 = F_R23_p1 + F_R23_p2;
@@ -22936,13 +23005,19 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v3_4_2 = -F_R23*F_q2_4 + F_v3_4;
     const double F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5;
     const double F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6;
+    const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
+    const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
+    const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
+    const double F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
+    const double F_rr3 = F_rr3_p3 + F_rr3_p4;
+    const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
+    const double cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
+    const double cse113 = leg3_u_s2*leg3_u_s2;
+    if (!(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 3 dependent */
+    const double F_R33 = sqrt(F_rr3);
+    const double cse129 = 1.0/F_R33;
+    const double leg3_IJ2_ss = cse113;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
     const double leg4_beta1_02 = -cse31;
     const double leg4_beta1_20 = cse31;
     const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
@@ -22952,56 +23027,23 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
     const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
     const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-    const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
-    const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
-    const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
     const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
-    const double F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
-    const double F_rr3 = F_rr3_p3 + F_rr3_p4;
     const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
     const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2;
     const double F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x;
     const double F_R14_p4 = F_R14_p1 + F_R14_p2;
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double F_R33 = sqrt(F_rr3);
-    const double cse129 = 1.0/F_R33;
     const double F_R14_p3 = F_q1_5*leg4_Ci1_y + F_q1_6*leg4_Ci1_z;
     const double F_R14 = F_R14_p3 + F_R14_p4;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double F_v4_1 = -F_R14*F_q1_1 + leg4_B0_00;
     const double F_v4_2 = -F_R14*F_q1_2 + leg4_u_s2;
     const double F_v4_3 = -F_R14*F_q1_3 + leg4_B0_02;
     const double F_v4_4 = -F_R14*F_q1_4 + leg4_Ci1_x;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
     const double F_v4_5 = -F_R14*F_q1_5 + leg4_Ci1_y;
     const double F_v4_6 = -F_R14*F_q1_6 + leg4_Ci1_z;
-    const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
-    const double cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double F_R24_p1 = F_q2_1*F_v4_1 + F_q2_2*F_v4_2;
     const double F_R24_p2 = F_q2_3*F_v4_3 + F_q2_4*F_v4_4;
     const double F_R24_p4 = F_R24_p1 + F_R24_p2;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-    const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double F_R24_p3 = F_q2_5*F_v4_5 + F_q2_6*F_v4_6;
     const double F_R24 = F_R24_p3 + F_R24_p4;
     const double F_v4_1_2 = -F_R24*F_q2_1 + F_v4_1;
@@ -23010,18 +23052,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v4_4_2 = -F_R24*F_q2_4 + F_v4_4;
     const double F_v4_5_2 = -F_R24*F_q2_5 + F_v4_5;
     const double F_v4_6_2 = -F_R24*F_q2_6 + F_v4_6;
-    const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-    const double leg5_beta1_02 = cse32;
-    const double leg5_beta1_20 = -cse32;
-    const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
-    const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
-    const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
-    const double cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
-    const double leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1;
-    const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
-    const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
-    const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
     const double F_inv3 = cse129;
     const double F_q3_1 = F_inv3*F_v3_1_2;
     const double F_q3_2 = F_inv3*F_v3_2_2;
@@ -23029,54 +23059,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_q3_4 = F_inv3*F_v3_4_2;
     const double F_q3_5 = F_inv3*F_v3_5_2;
     const double F_q3_6 = F_inv3*F_v3_6_2;
-    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-    const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-    const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
-    const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
-    const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double F_R34_p1 = F_q3_1*F_v4_1_2 + F_q3_2*F_v4_2_2;
     const double F_R34_p2 = F_q3_3*F_v4_3_2 + F_q3_4*F_v4_4_2;
     const double F_R34_p4 = F_R34_p1 + F_R34_p2;
-    const double leg6_beta1_02 = cse33;
-    const double leg6_beta1_20 = -cse33;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z;
-    const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    if (!(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126 > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 1 dependent */
-    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
-    const double leg1_IJ2_ss = cse111;
     const double F_R34_p3 = F_q3_5*F_v4_5_2 + F_q3_6*F_v4_6_2;
     const double F_R34 = F_R34_p3 + F_R34_p4;
     const double F_v4_1_3 = -F_R34*F_q3_1 + F_v4_1_2;
@@ -23085,8 +23070,95 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v4_4_3 = -F_R34*F_q3_4 + F_v4_4_2;
     const double F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2;
     const double F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2;
+    const double F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3;
+    const double F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3;
+    const double F_rr4_p4 = F_rr4_p1 + F_rr4_p2;
+    const double F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
+    const double F_rr4 = F_rr4_p3 + F_rr4_p4;
+    const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
+    const double cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
+    const double cse114 = leg4_u_s2*leg4_u_s2;
+    if (!(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 4 dependent */
+    const double F_R44 = sqrt(F_rr4);
+    const double cse130 = 1.0/F_R44;
+    const double leg4_IJ2_ss = cse114;
+    const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
+    const double leg5_beta1_02 = cse32;
+    const double leg5_beta1_20 = -cse32;
+    const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
+    const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
+    const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
+    const double leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1;
+    const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
+    const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
+    const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
+    const double leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z;
     const double leg5_Ci1_y = -0.124747*leg5_R_Cn_0_x + 0.586889*leg5_R_Cn_0_z;
     const double leg5_Ci1_z = 0.1*leg5_R_Cn_0_x - 0.586889*leg5_R_Cn_0_y;
+    const double F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2;
+    const double F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x;
+    const double F_R15_p4 = F_R15_p1 + F_R15_p2;
+    const double F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z;
+    const double F_R15 = F_R15_p3 + F_R15_p4;
+    const double F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00;
+    const double F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2;
+    const double F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02;
+    const double F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x;
+    const double F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y;
+    const double F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z;
+    const double F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2;
+    const double F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4;
+    const double F_R25_p4 = F_R25_p1 + F_R25_p2;
+    const double F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6;
+    const double F_R25 = F_R25_p3 + F_R25_p4;
+    const double F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1;
+    const double F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2;
+    const double F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3;
+    const double F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4;
+    const double F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5;
+    const double F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6;
+    const double F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2;
+    const double F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2;
+    const double F_R35_p4 = F_R35_p1 + F_R35_p2;
+    const double F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2;
+    const double F_R35 = F_R35_p3 + F_R35_p4;
+    const double F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2;
+    const double F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2;
+    const double F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2;
+    const double F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2;
+    const double F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2;
+    const double F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2;
+    const double F_inv4 = cse130;
+    const double F_q4_1 = F_inv4*F_v4_1_3;
+    const double F_q4_2 = F_inv4*F_v4_2_3;
+    const double F_q4_3 = F_inv4*F_v4_3_3;
+    const double F_q4_4 = F_inv4*F_v4_4_3;
+    const double F_q4_5 = F_inv4*F_v4_5_3;
+    const double F_q4_6 = F_inv4*F_v4_6_3;
+    const double F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3;
+    const double F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3;
+    const double F_R45_p4 = F_R45_p1 + F_R45_p2;
+    const double F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3;
+    const double F_R45 = F_R45_p3 + F_R45_p4;
+    const double F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3;
+    const double F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3;
+    const double F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3;
+    const double F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3;
+    const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
+    const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
+    const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
+    const double cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
+    const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
+    const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
+    const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
+    const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
+    const double F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4;
+    const double F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4;
+    const double F_rr5_p4 = F_rr5_p1 + F_rr5_p2;
+    const double leg6_beta1_02 = cse33;
+    const double leg6_beta1_20 = -cse33;
+    const double F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
+    const double F_rr5 = F_rr5_p3 + F_rr5_p4;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
     const double leg6_R_Cn_0_x = alpha_C_02*leg6_B0_02 + leg6_R_Cn_0_x_p1;
     const double leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1;
@@ -23109,9 +23181,11 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00;
     const double leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00;
     const double leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00;
-    const double F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2;
-    const double F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x;
-    const double F_R15_p4 = F_R15_p1 + F_R15_p2;
+    const double cse115 = leg5_u_s2*leg5_u_s2;
+    if (!(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 5 dependent */
+    const double leg5_IJ2_ss = cse115;
+    const double F_R55 = sqrt(F_rr5);
+    const double cse131 = 1.0/F_R55;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
@@ -23125,8 +23199,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_B0_10 = -leg6_beta1_00*leg6_u_s2;
     const double leg6_H1_2 = leg6_B0_10*leg6_lu_inv2;
     const double cse107 = p_Js_x + p_d_s*p_d_s*p_m_s;
-    const double F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z;
-    const double F_R15 = F_R15_p3 + F_R15_p4;
     const double leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y;
     const double leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x;
     const double leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x;
@@ -23254,9 +23326,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
     const double leg6_qd3_p2 = leg6_B0_02*v_z + leg6_qd3_p1;
     const double cse106 = p_d_s*p_m_s;
-    const double F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3;
-    const double F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3;
-    const double F_rr4_p4 = F_rr4_p1 + F_rr4_p2;
     const double leg1_Ci2_x = 0.445887*leg1_R_Cn_1_y - 0.1*leg1_R_Cn_1_z;
     const double leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv2;
     const double leg1_qd2_p3 = leg1_H4_2*omega_x + leg1_qd2_p2;
@@ -23315,20 +23384,12 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double cse108 = 2.0*leg1_cc3_x;
     const double leg1_Ic3_11 = cse107;
     const double cse110 = cse109 + leg1_Ic3_11;
-    const double F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
-    const double F_rr4 = F_rr4_p3 + F_rr4_p4;
-    const double F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00;
-    const double F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2;
-    const double F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02;
-    const double F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x;
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_zz = omega_z*omega_z;
     const double leg6_Ci1_x = 0.570634*leg6_R_Cn_0_y - 0.1*leg6_R_Cn_0_z;
     const double leg6_qd3_p3 = leg6_Ci1_x*omega_x + leg6_qd3_p2;
     const double leg6_Ci1_y = -0.570634*leg6_R_Cn_0_x - 0.18541*leg6_R_Cn_0_z;
     const double leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y;
-    const double F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y;
-    const double F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_xy = omega_x*omega_y;
     const double oo_C_W_11 = -oo_C_xx - oo_C_zz;
@@ -23347,9 +23408,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_qd1 = leg6_qd1_p2 + leg6_qd1_p3;
     const double leg4_Ic2_11_p1 = cse108*leg4_stroke + cse110;
     const double leg4_Ic2_11 = leg4_Ic2_11_p1 + leg4_stroke*leg4_stroke*p_m_s;
-    const double F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2;
-    const double F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4;
-    const double F_R25_p4 = F_R25_p1 + F_R25_p2;
     const double oo_C_W_00 = -oo_C_yy - oo_C_zz;
     const double cse1 = -oo_C_zz;
     const double leg1_qd2_p4 = leg1_H5_2*omega_y + leg1_H6_2*omega_z;
@@ -23389,16 +23447,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg2_Ic2_11 = leg2_Ic2_11_p1 + leg2_stroke*leg2_stroke*p_m_s;
     const double leg5_Ic2_11_p1 = cse108*leg5_stroke + cse110;
     const double leg5_Ic2_11 = leg5_Ic2_11_p1 + leg5_stroke*leg5_stroke*p_m_s;
-    const double F_R44 = sqrt(F_rr4);
-    const double cse130 = 1.0/F_R44;
-    const double F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6;
-    const double F_R25 = F_R25_p3 + F_R25_p4;
-    const double F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1;
-    const double F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2;
-    const double F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3;
-    const double F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4;
-    const double F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5;
-    const double F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6;
     const double oo_C_xz = omega_x*omega_z;
     const double oo_C_yz = omega_y*omega_z;
     const double cse92 = cse70 + 0.586889*oo_C_W_00;
@@ -23407,6 +23455,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_Ic2_11_p1 = cse108*leg6_stroke + cse110;
     const double leg3_Ic2_11 = leg3_Ic2_11_p1 + leg3_stroke*leg3_stroke*p_m_s;
     const double leg6_Ic2_11 = leg6_Ic2_11_p1 + leg6_stroke*leg6_stroke*p_m_s;
+    const double F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2;
+    const double F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x;
+    const double F_R16_p4 = F_R16_p1 + F_R16_p2;
     const double leg1_omega_p2_x = leg1_qd1*leg1_u_s2;
     const double leg1_omega_p2_y = leg1_qd1*leg1_u_c2;
     const double leg2_omega_p2_x = leg2_qd1*leg2_u_s2;
@@ -23427,6 +23478,8 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double cse87 = 0.570634*oo_C_yz;
     const double cse91 = 0.124747*oo_C_xz;
     const double cse94 = 0.124747*oo_C_yz;
+    const double F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z;
+    const double F_R16 = F_R16_p3 + F_R16_p4;
     const double oo_C_W_22 = -oo_C_xx - oo_C_yy;
     const double cse34 = leg1_omega_p2_x*leg1_qd2;
     const double leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y;
@@ -23481,7 +23534,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg5_cC_z_p1 = cse100*leg5_R_Cn_2_x + cse101*leg5_R_Cn_2_y;
     const double cse98 = cse76 + 0.586889*oo_C_xz;
     const double leg1_Ic2_00 = p_Jn_ax + p_Js_z;
-    const double cse114 = leg4_u_s2*leg4_u_s2;
     const double leg1_epsd2_y = -cse34;
     const double leg1_oo2_xz = cse34;
     const double cse39 = cse36*leg1_omega_p2_y;
@@ -23512,15 +23564,10 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double cse67 = cse66*leg6_qd2 + leg6_oo2_xy*leg6_stroke;
     const double cse83 = -cse76;
     const double cse97 = 0.124747*oo_C_W_22;
-    const double cse112 = leg2_u_s2*leg2_u_s2;
-    if (!(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 2 dependent */
-    const double leg2_IJ2_ss = cse112;
-    const double leg4_IJ2_ss = cse114;
     const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
     const double leg4_IJ2_X = leg4_IJ2_D*leg4_IJ2_ss;
     const double leg4_IJ2_11 = leg4_IJ2_X + leg4_Ic2_11;
     const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
-    const double cse115 = leg5_u_s2*leg5_u_s2;
     const double cse38 = leg1_epsd2_y*leg1_stroke;
     const double cse44 = leg2_epsd2_y*leg2_stroke;
     const double cse50 = leg3_epsd2_y*leg3_stroke;
@@ -23553,11 +23600,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg2_IJ2_X = leg2_IJ2_D*leg2_IJ2_ss;
     const double leg2_IJ2_11 = leg2_IJ2_X + leg2_Ic2_11;
     const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
-    const double cse113 = leg3_u_s2*leg3_u_s2;
-    if (!(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 3 dependent */
-    if (!(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 4 dependent */
-    const double leg3_IJ2_ss = cse113;
-    const double leg5_IJ2_ss = cse115;
     const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
     const double leg5_IJ2_X = leg5_IJ2_D*leg5_IJ2_ss;
     const double leg5_IJ2_11 = leg5_IJ2_X + leg5_Ic2_11;
@@ -23604,9 +23646,10 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_a3_z = -leg6_a3_z_p1 + leg6_oo2_xz*leg6_stroke;
     const double leg4_AH31 = leg4_B0_00*p_m_s;
     const double A_star11_p1 = leg4_AH31*leg4_B0_00 + p_m_p;
-    const double F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2;
-    const double F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2;
-    const double F_R35_p4 = F_R35_p1 + F_R35_p2;
+    const double F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00;
+    const double F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2;
+    const double F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02;
+    const double F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x;
     const double leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y;
     const double leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2;
     const double leg1_oo2_zz = leg1_qd2*leg1_qd2;
@@ -23703,14 +23746,8 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg2_AH33 = leg2_B0_02*p_m_s;
     const double leg4_AH33 = leg4_B0_02*p_m_s;
     const double leg5_AH33 = leg5_B0_02*p_m_s;
-    const double F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2;
-    const double F_R35 = F_R35_p3 + F_R35_p4;
-    const double F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2;
-    const double F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2;
-    const double F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2;
-    const double F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2;
-    const double F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2;
-    const double F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2;
+    const double F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y;
+    const double F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z;
     const double leg1_N3_y_p1 = cse107*leg1_epsd2_y + cse118*leg1_oo2_xz;
     const double leg1_F3_z_p1 = -cse106*leg1_epsd2_y + cse106*leg1_oo2_xz;
     const double leg1_N3_y = -cse106*leg1_a3_z_2 + leg1_N3_y_p1;
@@ -23766,6 +23803,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double A_star13_p1 = leg4_AH33*leg4_B0_00 + leg5_AH33*leg5_B0_00;
     const double A_star13_p2 = leg1_AH33*leg1_B0_00 + leg2_AH33*leg2_B0_00;
     const double A_star22_p1 = leg4_Fm3_1_y*leg4_u_s2 + p_m_p;
+    const double F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2;
+    const double F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4;
+    const double F_R26_p4 = F_R26_p1 + F_R26_p2;
     const double cse0 = -p_Ip_zz;
     const double s_C_m_x_p3 = mE_x + oo_C_xz*p_Ip_xy;
     const double cse35 = leg1_oo2_W_00*leg1_stroke;
@@ -23903,9 +23943,14 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double A_star33_p7 = leg3_AH23*leg3_H3_2 + leg6_AH23*leg6_H3_2;
     const double A_star33_p10 = A_star33_p6 + A_star33_p7;
     const double A_star33_p13 = A_star33_p10 + A_star33_p11;
-    const double F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2;
-    const double F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x;
-    const double F_R16_p4 = F_R16_p1 + F_R16_p2;
+    const double F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6;
+    const double F_R26 = F_R26_p3 + F_R26_p4;
+    const double F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1;
+    const double F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2;
+    const double F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3;
+    const double F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4;
+    const double F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5;
+    const double F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6;
     const double s_C_m_x_p1 = -cse0 - p_Ip_yy;
     const double s_C_m_x_p4 = oo_C_xy*p_Ip_xz + oo_C_yz*s_C_m_x_p1;
     const double s_C_m_y_p1 = cse0 + p_Ip_xx;
@@ -23961,15 +24006,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double A_star23_p9 = A_star23_p5 + A_star23_p6;
     const double A_star23 = A_star23_p10 + A_star23_p9;
     const double A_star44_p1 = leg4_AH14*leg4_H4_1 + p_Ip_xx;
-    const double F_inv4 = cse130;
-    const double F_q4_1 = F_inv4*F_v4_1_3;
-    const double F_q4_2 = F_inv4*F_v4_2_3;
-    const double F_q4_3 = F_inv4*F_v4_3_3;
-    const double F_q4_4 = F_inv4*F_v4_4_3;
-    const double F_q4_5 = F_inv4*F_v4_5_3;
-    const double F_q4_6 = F_inv4*F_v4_6_3;
-    const double F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z;
-    const double F_R16 = F_R16_p3 + F_R16_p4;
     const double s_C_m_z_p1 = -p_Ip_xx + p_Ip_yy;
     const double s_C_m_z_p4 = oo_C_xy*s_C_m_z_p1 + oo_C_xz*p_Ip_yz;
     const double s_C_m_z = -s_C_m_z_p4 + s_C_m_z_p5;
@@ -24070,6 +24106,10 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg5_AH35 = leg5_Ci1_y*p_m_s;
     const double leg5_AH36 = leg5_Ci1_z*p_m_s;
     const double A_star66_p4 = leg4_AH36*leg4_Ci1_z + leg5_AH36*leg5_Ci1_z;
+    const double b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3;
+    const double A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z;
+    const double b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3;
+    const double b_star6_p8 = b_star6_p2 + b_star6_p3;
     const double leg6_AH15 = leg6_H5_1*leg6_Ic1_11;
     const double leg6_AH16 = leg6_H6_1*leg6_Ic1_11;
     const double A_star45_p5 = A_star45_p1 + leg6_AH15*leg6_H4_1;
@@ -24152,9 +24192,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double A_star66_p11 = A_star66_p8 + A_star66_p9;
     const double b_star6_p15 = leg3_H6_1*leg3_r1 + leg6_H6_1*leg6_r1;
     const double b_star6_p17 = b_star6_p14 + b_star6_p15;
-    const double F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3;
-    const double F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3;
-    const double F_R45_p4 = F_R45_p1 + F_R45_p2;
     const double leg3_AH35 = leg3_Ci1_y*p_m_s;
     const double leg3_AH36 = leg3_Ci1_z*p_m_s;
     const double leg6_AH35 = leg6_Ci1_y*p_m_s;
@@ -24163,6 +24200,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double leg6_AH36 = leg6_Ci1_z*p_m_s;
     const double A_star16_p7 = A_star16_p2 + leg6_AH36*leg6_B0_00;
     const double A_star36_p7 = A_star36_p2 + leg6_AH36*leg6_B0_02;
+    const double A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z;
+    const double A_star66_p10 = A_star66_p6 + A_star66_p7;
+    const double A_star66_p13 = A_star66_p10 + A_star66_p11;
     const double A_star14_p6 = leg2_AH34*leg2_B0_00 + leg3_AH34*leg3_B0_00;
     const double A_star14_p9 = A_star14_p5 + A_star14_p6;
     const double A_star14_p12 = A_star14_p10 + A_star14_p9;
@@ -24176,10 +24216,10 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double b_star1_p17 = b_star1_p14 + b_star1_p15;
     const double b_star3_p17 = b_star3_p14 + b_star3_p15;
     const double A_star15_p4 = leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1;
-    const double A_star15_p8 = A_star15_p3 + A_star15_p4;
-    const double A_star15_p10 = A_star15_p7 + A_star15_p8;
     const double A_star16_p4 = leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1;
+    const double A_star15_p8 = A_star15_p3 + A_star15_p4;
     const double A_star16_p8 = A_star16_p3 + A_star16_p4;
+    const double A_star15_p10 = A_star15_p7 + A_star15_p8;
     const double A_star16_p10 = A_star16_p7 + A_star16_p8;
     const double A_star35_p4 = leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1;
     const double A_star36_p4 = leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1;
@@ -24230,18 +24270,8 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double A_star46_p11 = A_star46_p8 + A_star46_p9;
     const double A_star56_p9 = A_star56_p4 + A_star56_p5;
     const double A_star56_p11 = A_star56_p8 + A_star56_p9;
-    const double F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3;
-    const double F_R45 = F_R45_p3 + F_R45_p4;
-    const double F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3;
-    const double F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3;
-    const double F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3;
-    const double F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3;
-    const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
-    const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
-    const double F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00;
-    const double F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2;
-    const double F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02;
-    const double F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x;
+    const double b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3;
+    const double b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3;
     const double s_C_f_y = fE_y + g_y*p_m_p;
     const double b_star2_p1 = leg4_r3*leg4_u_s2 + s_C_f_y;
     const double b_star2_p5 = b_star2_p1 + leg6_r3*leg6_u_s2;
@@ -24274,21 +24304,27 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double b_star3_p8 = b_star3_p2 + b_star3_p3;
     const double A_star45_p6 = leg1_AH35*leg1_Ci1_x + leg2_AH35*leg2_Ci1_x;
     const double A_star55_p6 = leg1_AH35*leg1_Ci1_y + leg2_AH35*leg2_Ci1_y;
+    const double A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x;
+    const double A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y;
+    const double b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3;
+    const double b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3;
+    const double b_star4_p8 = b_star4_p2 + b_star4_p3;
+    const double b_star5_p8 = b_star5_p2 + b_star5_p3;
     const double A_star45_p7 = leg3_AH35*leg3_Ci1_x + leg6_AH35*leg6_Ci1_x;
     const double A_star55_p7 = leg3_AH35*leg3_Ci1_y + leg6_AH35*leg6_Ci1_y;
     const double A_star45_p10 = A_star45_p6 + A_star45_p7;
     const double A_star45_p13 = A_star45_p10 + A_star45_p11;
     const double A_star55_p10 = A_star55_p6 + A_star55_p7;
     const double A_star55_p13 = A_star55_p10 + A_star55_p11;
-    const double A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x;
-    const double b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3;
-    const double b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3;
-    const double b_star4_p8 = b_star4_p2 + b_star4_p3;
     const double A_star46_p7 = leg3_AH36*leg3_Ci1_x + leg6_AH36*leg6_Ci1_x;
+    const double A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y;
     const double A_star46_p10 = A_star46_p6 + A_star46_p7;
     const double A_star46_p13 = A_star46_p10 + A_star46_p11;
-    const double F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y;
-    const double F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z;
+    const double A_star56_p10 = A_star56_p6 + A_star56_p7;
+    const double A_star56_p13 = A_star56_p10 + A_star56_p11;
+    const double F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2;
+    const double F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2;
+    const double F_R36_p4 = F_R36_p1 + F_R36_p2;
     const double leg1_AH25 = leg1_H5_2*leg1_Ic2_11;
     const double leg1_AH26 = leg1_H6_2*leg1_Ic2_11;
     const double leg2_AH25 = leg2_H5_2*leg2_Ic2_11;
@@ -24338,23 +24374,14 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double G_rhs4_p2 = A_star34*vdot_z + A_star44*omegadot_x;
     const double G_rhs3_p3 = A_star34*omegadot_x + G_rhs3_p2;
     const double G_rhs4_p4 = G_rhs4_p1 + G_rhs4_p2;
-    const double A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y;
-    const double A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z;
-    const double b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3;
-    const double b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3;
-    const double b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3;
-    const double b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3;
-    const double b_star5_p8 = b_star5_p2 + b_star5_p3;
-    const double b_star6_p8 = b_star6_p2 + b_star6_p3;
-    const double A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y;
-    const double A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z;
-    const double A_star56_p10 = A_star56_p6 + A_star56_p7;
-    const double A_star66_p10 = A_star66_p6 + A_star66_p7;
-    const double A_star56_p13 = A_star56_p10 + A_star56_p11;
-    const double A_star66_p13 = A_star66_p10 + A_star66_p11;
-    const double F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2;
-    const double F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4;
-    const double F_R26_p4 = F_R26_p1 + F_R26_p2;
+    const double F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2;
+    const double F_R36 = F_R36_p3 + F_R36_p4;
+    const double F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2;
+    const double F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2;
+    const double F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2;
+    const double F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2;
+    const double F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2;
+    const double F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2;
     const double A_star15_p11 = leg4_AH25*leg4_H1_2 + leg5_AH25*leg5_H1_2;
     const double A_star15_p15 = A_star15_p11 + A_star15_p12;
     const double A_star15_p13 = leg1_AH25*leg1_H1_2 + leg2_AH25*leg2_H1_2;
@@ -24436,14 +24463,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double b_star4_p13 = b_star4_p10 + b_star4_p11;
     const double b_star4_p16 = b_star4_p12 + b_star4_p13;
     const double b_star4 = b_star4_p16 + b_star4_p17;
-    const double F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6;
-    const double F_R26 = F_R26_p3 + F_R26_p4;
-    const double F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1;
-    const double F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2;
-    const double F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3;
-    const double F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4;
-    const double F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5;
-    const double F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6;
     const double A_star56_p12 = leg4_AH26*leg4_H5_2 + leg5_AH26*leg5_H5_2;
     const double A_star66_p12 = leg4_AH26*leg4_H6_2 + leg5_AH26*leg5_H6_2;
     const double b_star5_p4 = leg4_H5_2*leg4_r2 + leg5_H5_2*leg5_r2;
@@ -24476,14 +24495,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double b_star6 = b_star6_p16 + b_star6_p17;
     const double G_rhs5_p3 = A_star55*omegadot_y + A_star56*omegadot_z;
     const double G_rhs6_p3 = A_star56*omegadot_y + A_star66*omegadot_z;
-    const double F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4;
-    const double F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4;
-    const double F_rr5_p4 = F_rr5_p1 + F_rr5_p2;
-    const double F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
-    const double F_rr5 = F_rr5_p3 + F_rr5_p4;
-    if (!(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 5 dependent */
-    const double F_R55 = sqrt(F_rr5);
-    const double cse131 = 1.0/F_R55;
     const double G_rhs1_p4 = A_star15*omegadot_y + A_star16*omegadot_z;
     const double G_rhs1_p5 = G_rhs1_p3 + G_rhs1_p4;
     const double G_rhs1 = G_rhs1_p5 - b_star1;
@@ -24506,28 +24517,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double G_rhs4 = G_rhs4_p5 - b_star4;
     const double G_rhs6_p5 = G_rhs6_p3 + G_rhs6_p4;
     const double G_rhs6 = G_rhs6_p5 - b_star6;
-    const double F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2;
-    const double F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2;
-    const double F_R36_p4 = F_R36_p1 + F_R36_p2;
-    const double F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2;
-    const double F_R36 = F_R36_p3 + F_R36_p4;
-    const double F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2;
-    const double F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2;
-    const double F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2;
-    const double F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2;
-    const double F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2;
-    const double F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2;
-    const double F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2;
-    const double F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4;
-    const double F_z1_p4 = F_z1_p1 + F_z1_p2;
-    const double F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6;
-    const double F_z1 = F_z1_p3 + F_z1_p4;
-    const double F_y1_1 = -F_q1_1*F_z1 + G_rhs1;
-    const double F_y1_2 = -F_q1_2*F_z1 + G_rhs2;
-    const double F_y1_3 = -F_q1_3*F_z1 + G_rhs3;
-    const double F_y1_4 = -F_q1_4*F_z1 + G_rhs4;
-    const double F_y1_5 = -F_q1_5*F_z1 + G_rhs5;
-    const double F_y1_6 = -F_q1_6*F_z1 + G_rhs6;
     const double F_R46_p1 = F_q4_1*F_v6_1_3 + F_q4_2*F_v6_2_3;
     const double F_R46_p2 = F_q4_3*F_v6_3_3 + F_q4_4*F_v6_4_3;
     const double F_R46_p4 = F_R46_p1 + F_R46_p2;
@@ -24539,17 +24528,9 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v6_4_4 = -F_R46*F_q4_4 + F_v6_4_3;
     const double F_v6_5_4 = -F_R46*F_q4_5 + F_v6_5_3;
     const double F_v6_6_4 = -F_R46*F_q4_6 + F_v6_6_3;
-    const double F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2;
-    const double F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4;
-    const double F_z2_p4 = F_z2_p1 + F_z2_p2;
-    const double F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6;
-    const double F_z2 = F_z2_p3 + F_z2_p4;
-    const double F_y2_1 = -F_q2_1*F_z2 + F_y1_1;
-    const double F_y2_2 = -F_q2_2*F_z2 + F_y1_2;
-    const double F_y2_3 = -F_q2_3*F_z2 + F_y1_3;
-    const double F_y2_4 = -F_q2_4*F_z2 + F_y1_4;
-    const double F_y2_5 = -F_q2_5*F_z2 + F_y1_5;
-    const double F_y2_6 = -F_q2_6*F_z2 + F_y1_6;
+    const double F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2;
+    const double F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4;
+    const double F_z1_p4 = F_z1_p1 + F_z1_p2;
     const double F_inv5 = cse131;
     const double F_q5_1 = F_inv5*F_v5_1_4;
     const double F_q5_2 = F_inv5*F_v5_2_4;
@@ -24557,6 +24538,14 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_q5_4 = F_inv5*F_v5_4_4;
     const double F_q5_5 = F_inv5*F_v5_5_4;
     const double F_q5_6 = F_inv5*F_v5_6_4;
+    const double F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6;
+    const double F_z1 = F_z1_p3 + F_z1_p4;
+    const double F_y1_1 = -F_q1_1*F_z1 + G_rhs1;
+    const double F_y1_2 = -F_q1_2*F_z1 + G_rhs2;
+    const double F_y1_3 = -F_q1_3*F_z1 + G_rhs3;
+    const double F_y1_4 = -F_q1_4*F_z1 + G_rhs4;
+    const double F_y1_5 = -F_q1_5*F_z1 + G_rhs5;
+    const double F_y1_6 = -F_q1_6*F_z1 + G_rhs6;
     const double F_R56_p1 = F_q5_1*F_v6_1_4 + F_q5_2*F_v6_2_4;
     const double F_R56_p2 = F_q5_3*F_v6_3_4 + F_q5_4*F_v6_4_4;
     const double F_R56_p4 = F_R56_p1 + F_R56_p2;
@@ -24568,6 +24557,25 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_v6_4_5 = -F_R56*F_q5_4 + F_v6_4_4;
     const double F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4;
     const double F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4;
+    const double F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2;
+    const double F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4;
+    const double F_z2_p4 = F_z2_p1 + F_z2_p2;
+    const double F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6;
+    const double F_z2 = F_z2_p3 + F_z2_p4;
+    const double F_y2_1 = -F_q2_1*F_z2 + F_y1_1;
+    const double F_y2_2 = -F_q2_2*F_z2 + F_y1_2;
+    const double F_y2_3 = -F_q2_3*F_z2 + F_y1_3;
+    const double F_y2_4 = -F_q2_4*F_z2 + F_y1_4;
+    const double F_y2_5 = -F_q2_5*F_z2 + F_y1_5;
+    const double F_y2_6 = -F_q2_6*F_z2 + F_y1_6;
+    const double F_rr6_p1 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5;
+    const double F_rr6_p2 = F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5;
+    const double F_rr6_p4 = F_rr6_p1 + F_rr6_p2;
+    const double F_rr6_p3 = F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5;
+    const double F_rr6 = F_rr6_p3 + F_rr6_p4;
+    if (!(F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 6 dependent */
+    const double F_R66 = sqrt(F_rr6);
+    const double cse132 = 1.0/F_R66;
     const double F_z3_p1 = F_q3_1*F_y2_1 + F_q3_2*F_y2_2;
     const double F_z3_p2 = F_q3_3*F_y2_3 + F_q3_4*F_y2_4;
     const double F_z3_p4 = F_z3_p1 + F_z3_p2;
@@ -24579,14 +24587,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double F_y3_4 = -F_q3_4*F_z3 + F_y2_4;
     const double F_y3_5 = -F_q3_5*F_z3 + F_y2_5;
     const double F_y3_6 = -F_q3_6*F_z3 + F_y2_6;
-    const double F_rr6_p1 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5;
-    const double F_rr6_p2 = F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5;
-    const double F_rr6_p4 = F_rr6_p1 + F_rr6_p2;
-    const double F_rr6_p3 = F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5;
-    const double F_rr6 = F_rr6_p3 + F_rr6_p4;
-    if (!(F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z > 0.0)) { status = 5; goto fail; } /* the drive Jacobian G: column 6 dependent */
-    const double F_R66 = sqrt(F_rr6);
-    const double cse132 = 1.0/F_R66;
     const double F_z4_p1 = F_q4_1*F_y3_1 + F_q4_2*F_y3_2;
     const double F_z4_p2 = F_q4_3*F_y3_3 + F_q4_4*F_y3_4;
     const double F_z4_p4 = F_z4_p1 + F_z4_p2;
@@ -24710,44 +24710,31 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse8 = 0.401478*alpha_C_00 + cse7;
-            const double cse18 = 0.18541*alpha_C_00 + cse7;
             const double cse13 = 0.1*alpha_C_12;
             const double cse5 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse14 = -cse13 + z_C;
             const double leg1_s0_x = -cse5 + cse8;
-            const double leg2_s0_x = cse5 + cse8;
             const double cse15 = 0.401478*alpha_C_02 + cse14;
-            const double cse21 = 0.18541*alpha_C_02 + cse14;
             const double cse12 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse12 + cse15;
-            const double leg2_s0_z = cse12 + cse15;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse9 = 0.445887*alpha_C_21;
             const double cse10 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse9 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse11 = cse10 - y_C;
-            const double leg1_s0_y = -cse11 + leg1_s0_y_p1;
-            const double cse16 = -cse10 + y_C;
-            const double leg2_s0_y = cse16 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse11 = cse10 - y_C;
+            const double leg1_s0_y = -cse11 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
-            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
-            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
-            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double leg1_u_inv_L = 1.0/leg1_u_L;
-            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-            const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+            const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
@@ -24757,49 +24744,28 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg2_s0_z = cse12 + cse15;
+            const double leg2_s0_x = cse5 + cse8;
+            const double leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z;
+            const double cse16 = -cse10 + y_C;
+            const double leg2_s0_y = cse16 + leg2_s0_y_p1;
+            const double leg1_u_inv_L = 1.0/leg1_u_L;
+            const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
+            const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
+            const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
+            const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
+            const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
             const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
             const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
             const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
-            const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
-            const double leg1_beta1_02 = -cse28;
-            const double leg1_beta1_20 = cse28;
-            const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z;
-            const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
-            const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
-            const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
-            const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
-            const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
-            const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
-            const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
-            const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
-            const double cse111 = leg1_u_s2*leg1_u_s2;
-            const double cse122 = leg1_B0_00*leg1_B0_00;
-            const double cse123 = leg1_B0_02*leg1_B0_02;
-            const double F_rr1_p1 = cse111 + cse122;
-            const double F_rr1_p2 = F_rr1_p1 + cse123;
-            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
-            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
-            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double cse124 = leg1_Ci1_x*leg1_Ci1_x;
-            const double F_rr1_p3 = F_rr1_p2 + cse124;
-            const double cse125 = leg1_Ci1_y*leg1_Ci1_y;
-            const double cse126 = leg1_Ci1_z*leg1_Ci1_z;
-            const double F_rr1_p4 = cse125 + cse126;
-            const double F_rr1 = F_rr1_p3 + F_rr1_p4;
-            const double leg2_u_inv_L = 1.0/leg2_u_L;
-            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-            const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -24809,32 +24775,251 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse18 = 0.18541*alpha_C_00 + cse7;
+            const double cse21 = 0.18541*alpha_C_02 + cse14;
+            const double leg2_u_inv_L = 1.0/leg2_u_L;
+            const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
+            const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
+            const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
+            const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
+            const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
             const double cse17 = 0.570634*alpha_C_20;
             const double leg3_s0_x = cse17 + cse18;
-            const double leg6_s0_x = -cse17 + cse18;
-            const double F_R11 = sqrt(F_rr1);
-            const double cse127 = 1.0/F_R11;
             const double cse20 = 0.570634*alpha_C_22;
             const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
             const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
             const double leg3_s0_z = cse20 + cse21;
-            const double leg6_s0_z = -cse20 + cse21;
             const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
             const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
-            const double cse29 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
             const double cse19 = 0.570634*alpha_C_21;
             const double leg3_s0_y_p1 = cse19 + 0.18541*s_psi_z;
             const double leg3_s0_y = cse16 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse11 + leg6_s0_y_p1;
-            const double cse25 = cse11 + 0.586889*s_psi_z;
-            const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+            const double leg3_stroke = leg3_u_L - 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_inv_L = 1.0/leg3_u_L;
+            const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
+            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
+            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
+            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
+            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double cse23_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse23 = cse23_p1 + cse6;
+            const double cse27_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse27 = cse13 + cse27_p1;
+            const double cse22 = 0.124747*alpha_C_20;
+            const double cse26 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse22 - cse23;
+            const double leg4_s0_z = cse26 - cse27;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse25 = cse11 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse24 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse24 - cse25;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
+            const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_s0_x = -cse22 - cse23;
+            const double leg5_s0_z = -cse26 - cse27;
+            const double leg5_s0_y = -cse24 - cse25;
+            const double leg4_u_inv_L = 1.0/leg4_u_L;
+            const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
+            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
+            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
+            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
+            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
+            const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_s0_z = -cse20 + cse21;
+            const double leg6_s0_x = -cse17 + cse18;
+            const double leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse11 + leg6_s0_y_p1;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
+            const double leg6_stroke = leg6_u_L - 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+            const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
+            const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
+            const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_beta1_02 = -cse28;
+            const double leg1_beta1_20 = cse28;
+            const double leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z;
+            const double leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2;
+            const double leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2;
+            const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
+            const double leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1;
+            const double leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1;
+            const double leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1;
+            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+            const double leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z;
+            const double leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z;
+            const double leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y;
+            const double cse111 = leg1_u_s2*leg1_u_s2;
+            const double cse122 = leg1_B0_00*leg1_B0_00;
+            const double cse123 = leg1_B0_02*leg1_B0_02;
+            const double F_rr1_p1 = cse111 + cse122;
+            const double F_rr1_p2 = F_rr1_p1 + cse123;
+            const double cse124 = leg1_Ci1_x*leg1_Ci1_x;
+            const double F_rr1_p3 = F_rr1_p2 + cse124;
+            const double cse125 = leg1_Ci1_y*leg1_Ci1_y;
+            const double cse126 = leg1_Ci1_z*leg1_Ci1_z;
+            const double F_rr1_p4 = cse125 + cse126;
+            const double F_rr1 = F_rr1_p3 + F_rr1_p4;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double F_R11 = sqrt(F_rr1);
+            const double cse127 = 1.0/F_R11;
+            const double leg1_IJ2_ss = cse111;
+            const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
+            const double cse29 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1;
+            const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_beta1_02 = cse29;
             const double leg2_beta1_20 = -cse29;
             const double leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2;
@@ -24844,8 +25029,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1;
             const double leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z;
             const double leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1;
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z;
             const double F_inv1 = cse127;
             const double leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z;
@@ -24859,95 +25042,47 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_R12_p1 = F_q1_1*leg2_B0_00 + F_q1_2*leg2_u_s2;
             const double F_R12_p2 = F_q1_3*leg2_B0_02 + F_q1_4*leg2_Ci1_x;
             const double F_R12_p4 = F_R12_p1 + F_R12_p2;
-            const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
-            const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
-            const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
-            const double cse23_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse23 = cse23_p1 + cse6;
-            const double cse27_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse27 = cse13 + cse27_p1;
             const double F_R12_p3 = F_q1_5*leg2_Ci1_y + F_q1_6*leg2_Ci1_z;
             const double F_R12 = F_R12_p3 + F_R12_p4;
-            const double leg3_u_inv_L = 1.0/leg3_u_L;
-            const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
-            const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
-            const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double cse22 = 0.124747*alpha_C_20;
-            const double cse26 = 0.124747*alpha_C_22;
-            const double leg4_s0_x = cse22 - cse23;
-            const double leg5_s0_x = -cse22 - cse23;
-            const double leg4_s0_z = cse26 - cse27;
-            const double leg5_s0_z = -cse26 - cse27;
             const double F_v2_1 = -F_R12*F_q1_1 + leg2_B0_00;
             const double F_v2_2 = -F_R12*F_q1_2 + leg2_u_s2;
             const double F_v2_3 = -F_R12*F_q1_3 + leg2_B0_02;
             const double F_v2_4 = -F_R12*F_q1_4 + leg2_Ci1_x;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
             const double F_v2_5 = -F_R12*F_q1_5 + leg2_Ci1_y;
             const double F_v2_6 = -F_R12*F_q1_6 + leg2_Ci1_z;
-            const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
-            const double cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
             const double F_rr2_p1 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2;
             const double F_rr2_p2 = F_v2_3*F_v2_3 + F_v2_4*F_v2_4;
             const double F_rr2_p4 = F_rr2_p1 + F_rr2_p2;
             const double F_rr2_p3 = F_v2_5*F_v2_5 + F_v2_6*F_v2_6;
             const double F_rr2 = F_rr2_p3 + F_rr2_p4;
-            const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-            const double cse24 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            const double cse112 = leg2_u_s2*leg2_u_s2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                const int64_t mg_f = isgreater(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0) ? 0 : 5;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double F_R22 = sqrt(F_rr2);
+            const double cse128 = 1.0/F_R22;
+            const double leg2_IJ2_ss = cse112;
+            const double leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1;
+            const double cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1;
+            const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_beta1_02 = -cse30;
             const double leg3_beta1_20 = cse30;
             const double leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2;
             const double leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2;
-            const double leg4_s0_y = cse24 - cse25;
-            const double leg5_s0_y = -cse24 - cse25;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
             const double leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1;
             const double leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1;
             const double leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z;
             const double leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1;
-            const double F_R22 = sqrt(F_rr2);
-            const double cse128 = 1.0/F_R22;
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z;
             const double leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z;
             const double leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y;
             const double F_R13_p1 = F_q1_1*leg3_B0_00 + F_q1_2*leg3_u_s2;
             const double F_R13_p2 = F_q1_3*leg3_B0_02 + F_q1_4*leg3_Ci1_x;
             const double F_R13_p4 = F_R13_p1 + F_R13_p2;
-            const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
-            const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
-            const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
             const double F_R13_p3 = F_q1_5*leg3_Ci1_y + F_q1_6*leg3_Ci1_z;
             const double F_R13 = F_R13_p3 + F_R13_p4;
-            const double leg4_u_inv_L = 1.0/leg4_u_L;
-            const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-            const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-            const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double F_inv2 = cse128;
             const double F_q2_1 = F_inv2*F_v2_1;
             const double F_q2_2 = F_inv2*F_v2_2;
@@ -24959,14 +25094,8 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v3_2 = -F_R13*F_q1_2 + leg3_u_s2;
             const double F_v3_3 = -F_R13*F_q1_3 + leg3_B0_02;
             const double F_v3_4 = -F_R13*F_q1_4 + leg3_Ci1_x;
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
             const double F_v3_5 = -F_R13*F_q1_5 + leg3_Ci1_y;
             const double F_v3_6 = -F_R13*F_q1_6 + leg3_Ci1_z;
-            const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
-            const double cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
             const double F_R23_p1 = F_q2_1*F_v3_1 + F_q2_2*F_v3_2;
             const double F_R23_p2 = F_q2_3*F_v3_3 + F_q2_4*F_v3_4;
             const double F_R23_p4 = F_R23_p1 + F_R23_p2;
@@ -24978,16 +25107,22 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v3_4_2 = -F_R23*F_q2_4 + F_v3_4;
             const double F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5;
             const double F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6;
-            const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
+            const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
+            const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
+            const double F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
+            const double F_rr3 = F_rr3_p3 + F_rr3_p4;
+            const double leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1;
+            const double cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1;
+            const double cse113 = leg3_u_s2*leg3_u_s2;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                const int64_t mg_f = isgreater(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0) ? 0 : 5;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double F_R33 = sqrt(F_rr3);
+            const double cse129 = 1.0/F_R33;
+            const double leg3_IJ2_ss = cse113;
+            const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_beta1_02 = -cse31;
             const double leg4_beta1_20 = cse31;
             const double leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2;
@@ -24997,71 +25132,23 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1;
             const double leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z;
             const double leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1;
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-            const double F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2;
-            const double F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2;
-            const double F_rr3_p4 = F_rr3_p1 + F_rr3_p2;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             const double leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z;
-            const double F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
-            const double F_rr3 = F_rr3_p3 + F_rr3_p4;
             const double leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z;
             const double leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y;
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2;
             const double F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x;
             const double F_R14_p4 = F_R14_p1 + F_R14_p2;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double F_R33 = sqrt(F_rr3);
-            const double cse129 = 1.0/F_R33;
             const double F_R14_p3 = F_q1_5*leg4_Ci1_y + F_q1_6*leg4_Ci1_z;
             const double F_R14 = F_R14_p3 + F_R14_p4;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-            const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double F_v4_1 = -F_R14*F_q1_1 + leg4_B0_00;
             const double F_v4_2 = -F_R14*F_q1_2 + leg4_u_s2;
             const double F_v4_3 = -F_R14*F_q1_3 + leg4_B0_02;
             const double F_v4_4 = -F_R14*F_q1_4 + leg4_Ci1_x;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
             const double F_v4_5 = -F_R14*F_q1_5 + leg4_Ci1_y;
             const double F_v4_6 = -F_R14*F_q1_6 + leg4_Ci1_z;
-            const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
-            const double cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
             const double F_R24_p1 = F_q2_1*F_v4_1 + F_q2_2*F_v4_2;
             const double F_R24_p2 = F_q2_3*F_v4_3 + F_q2_4*F_v4_4;
             const double F_R24_p4 = F_R24_p1 + F_R24_p2;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
-            const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double F_R24_p3 = F_q2_5*F_v4_5 + F_q2_6*F_v4_6;
             const double F_R24 = F_R24_p3 + F_R24_p4;
             const double F_v4_1_2 = -F_R24*F_q2_1 + F_v4_1;
@@ -25070,18 +25157,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v4_4_2 = -F_R24*F_q2_4 + F_v4_4;
             const double F_v4_5_2 = -F_R24*F_q2_5 + F_v4_5;
             const double F_v4_6_2 = -F_R24*F_q2_6 + F_v4_6;
-            const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-            const double leg5_beta1_02 = cse32;
-            const double leg5_beta1_20 = -cse32;
-            const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
-            const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
-            const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
-            const double cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-            const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
-            const double leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1;
-            const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
-            const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
-            const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
             const double F_inv3 = cse129;
             const double F_q3_1 = F_inv3*F_v3_1_2;
             const double F_q3_2 = F_inv3*F_v3_2_2;
@@ -25089,93 +25164,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_q3_4 = F_inv3*F_v3_4_2;
             const double F_q3_5 = F_inv3*F_v3_5_2;
             const double F_q3_6 = F_inv3*F_v3_6_2;
-            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-            const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
-            const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
-            const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
-            const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double F_R34_p1 = F_q3_1*F_v4_1_2 + F_q3_2*F_v4_2_2;
             const double F_R34_p2 = F_q3_3*F_v4_3_2 + F_q3_4*F_v4_4_2;
             const double F_R34_p4 = F_R34_p1 + F_R34_p2;
-            const double leg6_beta1_02 = cse33;
-            const double leg6_beta1_20 = -cse33;
-            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z;
-            const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126, 0.0) ? 0 : 5;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
-            const double leg1_IJ2_ss = cse111;
             const double F_R34_p3 = F_q3_5*F_v4_5_2 + F_q3_6*F_v4_6_2;
             const double F_R34 = F_R34_p3 + F_R34_p4;
             const double F_v4_1_3 = -F_R34*F_q3_1 + F_v4_1_2;
@@ -25184,8 +25175,98 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v4_4_3 = -F_R34*F_q3_4 + F_v4_4_2;
             const double F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2;
             const double F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2;
+            const double F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3;
+            const double F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3;
+            const double F_rr4_p4 = F_rr4_p1 + F_rr4_p2;
+            const double F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
+            const double F_rr4 = F_rr4_p3 + F_rr4_p4;
+            const double leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1;
+            const double cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
+            const double cse114 = leg4_u_s2*leg4_u_s2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double F_R44 = sqrt(F_rr4);
+            const double cse130 = 1.0/F_R44;
+            const double leg4_IJ2_ss = cse114;
+            const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
+            const double leg5_beta1_02 = cse32;
+            const double leg5_beta1_20 = -cse32;
+            const double leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2;
+            const double leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2;
+            const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
+            const double leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1;
+            const double leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1;
+            const double leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z;
+            const double leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1;
+            const double leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z;
             const double leg5_Ci1_y = -0.124747*leg5_R_Cn_0_x + 0.586889*leg5_R_Cn_0_z;
             const double leg5_Ci1_z = 0.1*leg5_R_Cn_0_x - 0.586889*leg5_R_Cn_0_y;
+            const double F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2;
+            const double F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x;
+            const double F_R15_p4 = F_R15_p1 + F_R15_p2;
+            const double F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z;
+            const double F_R15 = F_R15_p3 + F_R15_p4;
+            const double F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00;
+            const double F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2;
+            const double F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02;
+            const double F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x;
+            const double F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y;
+            const double F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z;
+            const double F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2;
+            const double F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4;
+            const double F_R25_p4 = F_R25_p1 + F_R25_p2;
+            const double F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6;
+            const double F_R25 = F_R25_p3 + F_R25_p4;
+            const double F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1;
+            const double F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2;
+            const double F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3;
+            const double F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4;
+            const double F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5;
+            const double F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6;
+            const double F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2;
+            const double F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2;
+            const double F_R35_p4 = F_R35_p1 + F_R35_p2;
+            const double F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2;
+            const double F_R35 = F_R35_p3 + F_R35_p4;
+            const double F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2;
+            const double F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2;
+            const double F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2;
+            const double F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2;
+            const double F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2;
+            const double F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2;
+            const double F_inv4 = cse130;
+            const double F_q4_1 = F_inv4*F_v4_1_3;
+            const double F_q4_2 = F_inv4*F_v4_2_3;
+            const double F_q4_3 = F_inv4*F_v4_3_3;
+            const double F_q4_4 = F_inv4*F_v4_4_3;
+            const double F_q4_5 = F_inv4*F_v4_5_3;
+            const double F_q4_6 = F_inv4*F_v4_6_3;
+            const double F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3;
+            const double F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3;
+            const double F_R45_p4 = F_R45_p1 + F_R45_p2;
+            const double F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3;
+            const double F_R45 = F_R45_p3 + F_R45_p4;
+            const double F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3;
+            const double F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3;
+            const double F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3;
+            const double F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3;
+            const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
+            const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
+            const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
+            const double cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
+            const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
+            const double leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z;
+            const double leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2;
+            const double leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2;
+            const double F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4;
+            const double F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4;
+            const double F_rr5_p4 = F_rr5_p1 + F_rr5_p2;
+            const double leg6_beta1_02 = cse33;
+            const double leg6_beta1_20 = -cse33;
+            const double F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
+            const double F_rr5 = F_rr5_p3 + F_rr5_p4;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
             const double leg6_R_Cn_0_x = alpha_C_02*leg6_B0_02 + leg6_R_Cn_0_x_p1;
             const double leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1;
@@ -25208,9 +25289,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00;
             const double leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00;
             const double leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00;
-            const double F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2;
-            const double F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x;
-            const double F_R15_p4 = F_R15_p1 + F_R15_p2;
+            const double cse115 = leg5_u_s2*leg5_u_s2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_IJ2_ss = cse115;
+            const double F_R55 = sqrt(F_rr5);
+            const double cse131 = 1.0/F_R55;
             const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
             const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
@@ -25227,8 +25313,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double p_d_s = mg_in_p[12][mg_l];
             const double p_m_s = mg_in_p[16][mg_l];
             const double cse107 = p_Js_x + p_d_s*p_d_s*p_m_s;
-            const double F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z;
-            const double F_R15 = F_R15_p3 + F_R15_p4;
             const double leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y;
             const double leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x;
             const double leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x;
@@ -25365,9 +25449,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y;
             const double leg6_qd3_p2 = leg6_B0_02*v_z + leg6_qd3_p1;
             const double cse106 = p_d_s*p_m_s;
-            const double F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3;
-            const double F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3;
-            const double F_rr4_p4 = F_rr4_p1 + F_rr4_p2;
             const double leg1_Ci2_x = 0.445887*leg1_R_Cn_1_y - 0.1*leg1_R_Cn_1_z;
             const double leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv2;
             const double leg1_qd2_p3 = leg1_H4_2*omega_x + leg1_qd2_p2;
@@ -25427,20 +25508,12 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double cse108 = 2.0*leg1_cc3_x;
             const double leg1_Ic3_11 = cse107;
             const double cse110 = cse109 + leg1_Ic3_11;
-            const double F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
-            const double F_rr4 = F_rr4_p3 + F_rr4_p4;
-            const double F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00;
-            const double F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2;
-            const double F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02;
-            const double F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x;
             const double oo_C_xx = omega_x*omega_x;
             const double oo_C_zz = omega_z*omega_z;
             const double leg6_Ci1_x = 0.570634*leg6_R_Cn_0_y - 0.1*leg6_R_Cn_0_z;
             const double leg6_qd3_p3 = leg6_Ci1_x*omega_x + leg6_qd3_p2;
             const double leg6_Ci1_y = -0.570634*leg6_R_Cn_0_x - 0.18541*leg6_R_Cn_0_z;
             const double leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y;
-            const double F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y;
-            const double F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z;
             const double omega_y = mg_in_u[4][mg_l];
             const double oo_C_yy = omega_y*omega_y;
             const double oo_C_xy = omega_x*omega_y;
@@ -25460,9 +25533,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_qd1 = leg6_qd1_p2 + leg6_qd1_p3;
             const double leg4_Ic2_11_p1 = cse108*leg4_stroke + cse110;
             const double leg4_Ic2_11 = leg4_Ic2_11_p1 + leg4_stroke*leg4_stroke*p_m_s;
-            const double F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2;
-            const double F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4;
-            const double F_R25_p4 = F_R25_p1 + F_R25_p2;
             const double oo_C_W_00 = -oo_C_yy - oo_C_zz;
             const double cse1 = -oo_C_zz;
             const double leg1_qd2_p4 = leg1_H5_2*omega_y + leg1_H6_2*omega_z;
@@ -25502,16 +25572,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_Ic2_11 = leg2_Ic2_11_p1 + leg2_stroke*leg2_stroke*p_m_s;
             const double leg5_Ic2_11_p1 = cse108*leg5_stroke + cse110;
             const double leg5_Ic2_11 = leg5_Ic2_11_p1 + leg5_stroke*leg5_stroke*p_m_s;
-            const double F_R44 = sqrt(F_rr4);
-            const double cse130 = 1.0/F_R44;
-            const double F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6;
-            const double F_R25 = F_R25_p3 + F_R25_p4;
-            const double F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1;
-            const double F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2;
-            const double F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3;
-            const double F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4;
-            const double F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5;
-            const double F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6;
             const double oo_C_xz = omega_x*omega_z;
             const double oo_C_yz = omega_y*omega_z;
             const double cse92 = cse70 + 0.586889*oo_C_W_00;
@@ -25520,6 +25580,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_Ic2_11_p1 = cse108*leg6_stroke + cse110;
             const double leg3_Ic2_11 = leg3_Ic2_11_p1 + leg3_stroke*leg3_stroke*p_m_s;
             const double leg6_Ic2_11 = leg6_Ic2_11_p1 + leg6_stroke*leg6_stroke*p_m_s;
+            const double F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2;
+            const double F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x;
+            const double F_R16_p4 = F_R16_p1 + F_R16_p2;
             const double leg1_omega_p2_x = leg1_qd1*leg1_u_s2;
             const double leg1_omega_p2_y = leg1_qd1*leg1_u_c2;
             const double leg2_omega_p2_x = leg2_qd1*leg2_u_s2;
@@ -25540,6 +25603,8 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double cse87 = 0.570634*oo_C_yz;
             const double cse91 = 0.124747*oo_C_xz;
             const double cse94 = 0.124747*oo_C_yz;
+            const double F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z;
+            const double F_R16 = F_R16_p3 + F_R16_p4;
             const double oo_C_W_22 = -oo_C_xx - oo_C_yy;
             const double cse34 = leg1_omega_p2_x*leg1_qd2;
             const double leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y;
@@ -25596,7 +25661,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double p_Jn_ax = mg_in_p[7][mg_l];
             const double p_Js_z = mg_in_p[10][mg_l];
             const double leg1_Ic2_00 = p_Jn_ax + p_Js_z;
-            const double cse114 = leg4_u_s2*leg4_u_s2;
             const double leg1_epsd2_y = -cse34;
             const double leg1_oo2_xz = cse34;
             const double cse39 = cse36*leg1_omega_p2_y;
@@ -25627,19 +25691,11 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double cse67 = cse66*leg6_qd2 + leg6_oo2_xy*leg6_stroke;
             const double cse83 = -cse76;
             const double cse97 = 0.124747*oo_C_W_22;
-            const double cse112 = leg2_u_s2*leg2_u_s2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0) ? 0 : 5;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_IJ2_ss = cse112;
-            const double leg4_IJ2_ss = cse114;
             const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
             const double leg4_IJ2_X = leg4_IJ2_D*leg4_IJ2_ss;
             const double leg4_IJ2_11 = leg4_IJ2_X + leg4_Ic2_11;
             const double p_J_o = mg_in_p[6][mg_l];
             const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
-            const double cse115 = leg5_u_s2*leg5_u_s2;
             const double cse38 = leg1_epsd2_y*leg1_stroke;
             const double cse44 = leg2_epsd2_y*leg2_stroke;
             const double cse50 = leg3_epsd2_y*leg3_stroke;
@@ -25672,17 +25728,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_IJ2_X = leg2_IJ2_D*leg2_IJ2_ss;
             const double leg2_IJ2_11 = leg2_IJ2_X + leg2_Ic2_11;
             const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
-            const double cse113 = leg3_u_s2*leg3_u_s2;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0) ? 0 : 5;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0) ? 0 : 5;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_IJ2_ss = cse113;
-            const double leg5_IJ2_ss = cse115;
             const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
             const double leg5_IJ2_X = leg5_IJ2_D*leg5_IJ2_ss;
             const double leg5_IJ2_11 = leg5_IJ2_X + leg5_Ic2_11;
@@ -25731,9 +25776,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_AH31 = leg4_B0_00*p_m_s;
             const double p_m_p = mg_in_p[15][mg_l];
             const double A_star11_p1 = leg4_AH31*leg4_B0_00 + p_m_p;
-            const double F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2;
-            const double F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2;
-            const double F_R35_p4 = F_R35_p1 + F_R35_p2;
+            const double F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00;
+            const double F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2;
+            const double F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02;
+            const double F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x;
             const double leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y;
             const double leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2;
             const double leg1_oo2_zz = leg1_qd2*leg1_qd2;
@@ -25830,14 +25876,8 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_AH33 = leg2_B0_02*p_m_s;
             const double leg4_AH33 = leg4_B0_02*p_m_s;
             const double leg5_AH33 = leg5_B0_02*p_m_s;
-            const double F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2;
-            const double F_R35 = F_R35_p3 + F_R35_p4;
-            const double F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2;
-            const double F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2;
-            const double F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2;
-            const double F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2;
-            const double F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2;
-            const double F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2;
+            const double F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y;
+            const double F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z;
             const double leg1_N3_y_p1 = cse107*leg1_epsd2_y + cse118*leg1_oo2_xz;
             const double leg1_F3_z_p1 = -cse106*leg1_epsd2_y + cse106*leg1_oo2_xz;
             const double leg1_N3_y = -cse106*leg1_a3_z_2 + leg1_N3_y_p1;
@@ -25893,6 +25933,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double A_star13_p1 = leg4_AH33*leg4_B0_00 + leg5_AH33*leg5_B0_00;
             const double A_star13_p2 = leg1_AH33*leg1_B0_00 + leg2_AH33*leg2_B0_00;
             const double A_star22_p1 = leg4_Fm3_1_y*leg4_u_s2 + p_m_p;
+            const double F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2;
+            const double F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4;
+            const double F_R26_p4 = F_R26_p1 + F_R26_p2;
             const double p_Ip_zz = mg_in_p[5][mg_l];
             const double cse0 = -p_Ip_zz;
             const double mE_x = mg_in_mE[0][mg_l];
@@ -26033,9 +26076,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double A_star33_p7 = leg3_AH23*leg3_H3_2 + leg6_AH23*leg6_H3_2;
             const double A_star33_p10 = A_star33_p6 + A_star33_p7;
             const double A_star33_p13 = A_star33_p10 + A_star33_p11;
-            const double F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2;
-            const double F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x;
-            const double F_R16_p4 = F_R16_p1 + F_R16_p2;
+            const double F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6;
+            const double F_R26 = F_R26_p3 + F_R26_p4;
+            const double F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1;
+            const double F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2;
+            const double F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3;
+            const double F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4;
+            const double F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5;
+            const double F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6;
             const double p_Ip_yy = mg_in_p[3][mg_l];
             const double s_C_m_x_p1 = -cse0 - p_Ip_yy;
             const double p_Ip_xz = mg_in_p[2][mg_l];
@@ -26097,15 +26145,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double A_star23_p9 = A_star23_p5 + A_star23_p6;
             const double A_star23 = A_star23_p10 + A_star23_p9;
             const double A_star44_p1 = leg4_AH14*leg4_H4_1 + p_Ip_xx;
-            const double F_inv4 = cse130;
-            const double F_q4_1 = F_inv4*F_v4_1_3;
-            const double F_q4_2 = F_inv4*F_v4_2_3;
-            const double F_q4_3 = F_inv4*F_v4_3_3;
-            const double F_q4_4 = F_inv4*F_v4_4_3;
-            const double F_q4_5 = F_inv4*F_v4_5_3;
-            const double F_q4_6 = F_inv4*F_v4_6_3;
-            const double F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z;
-            const double F_R16 = F_R16_p3 + F_R16_p4;
             const double s_C_m_z_p1 = -p_Ip_xx + p_Ip_yy;
             const double s_C_m_z_p4 = oo_C_xy*s_C_m_z_p1 + oo_C_xz*p_Ip_yz;
             const double s_C_m_z = -s_C_m_z_p4 + s_C_m_z_p5;
@@ -26208,6 +26247,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg5_AH35 = leg5_Ci1_y*p_m_s;
             const double leg5_AH36 = leg5_Ci1_z*p_m_s;
             const double A_star66_p4 = leg4_AH36*leg4_Ci1_z + leg5_AH36*leg5_Ci1_z;
+            const double b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3;
+            const double A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z;
+            const double b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3;
+            const double b_star6_p8 = b_star6_p2 + b_star6_p3;
             const double leg6_AH15 = leg6_H5_1*leg6_Ic1_11;
             const double leg6_AH16 = leg6_H6_1*leg6_Ic1_11;
             const double A_star45_p5 = A_star45_p1 + leg6_AH15*leg6_H4_1;
@@ -26293,9 +26336,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double A_star66_p11 = A_star66_p8 + A_star66_p9;
             const double b_star6_p15 = leg3_H6_1*leg3_r1 + leg6_H6_1*leg6_r1;
             const double b_star6_p17 = b_star6_p14 + b_star6_p15;
-            const double F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3;
-            const double F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3;
-            const double F_R45_p4 = F_R45_p1 + F_R45_p2;
             const double leg3_AH35 = leg3_Ci1_y*p_m_s;
             const double leg3_AH36 = leg3_Ci1_z*p_m_s;
             const double leg6_AH35 = leg6_Ci1_y*p_m_s;
@@ -26304,6 +26344,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_AH36 = leg6_Ci1_z*p_m_s;
             const double A_star16_p7 = A_star16_p2 + leg6_AH36*leg6_B0_00;
             const double A_star36_p7 = A_star36_p2 + leg6_AH36*leg6_B0_02;
+            const double A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z;
+            const double A_star66_p10 = A_star66_p6 + A_star66_p7;
+            const double A_star66_p13 = A_star66_p10 + A_star66_p11;
             const double A_star14_p6 = leg2_AH34*leg2_B0_00 + leg3_AH34*leg3_B0_00;
             const double A_star14_p9 = A_star14_p5 + A_star14_p6;
             const double A_star14_p12 = A_star14_p10 + A_star14_p9;
@@ -26317,10 +26360,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double b_star1_p17 = b_star1_p14 + b_star1_p15;
             const double b_star3_p17 = b_star3_p14 + b_star3_p15;
             const double A_star15_p4 = leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1;
-            const double A_star15_p8 = A_star15_p3 + A_star15_p4;
-            const double A_star15_p10 = A_star15_p7 + A_star15_p8;
             const double A_star16_p4 = leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1;
+            const double A_star15_p8 = A_star15_p3 + A_star15_p4;
             const double A_star16_p8 = A_star16_p3 + A_star16_p4;
+            const double A_star15_p10 = A_star15_p7 + A_star15_p8;
             const double A_star16_p10 = A_star16_p7 + A_star16_p8;
             const double A_star35_p4 = leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1;
             const double A_star36_p4 = leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1;
@@ -26371,18 +26414,8 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double A_star46_p11 = A_star46_p8 + A_star46_p9;
             const double A_star56_p9 = A_star56_p4 + A_star56_p5;
             const double A_star56_p11 = A_star56_p8 + A_star56_p9;
-            const double F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3;
-            const double F_R45 = F_R45_p3 + F_R45_p4;
-            const double F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3;
-            const double F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3;
-            const double F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3;
-            const double F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3;
-            const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
-            const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
-            const double F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00;
-            const double F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2;
-            const double F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02;
-            const double F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x;
+            const double b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3;
+            const double b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3;
             const double fE_y = mg_in_fE[1][mg_l];
             const double s_C_f_y = fE_y + g_y*p_m_p;
             const double b_star2_p1 = leg4_r3*leg4_u_s2 + s_C_f_y;
@@ -26416,21 +26449,27 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double b_star3_p8 = b_star3_p2 + b_star3_p3;
             const double A_star45_p6 = leg1_AH35*leg1_Ci1_x + leg2_AH35*leg2_Ci1_x;
             const double A_star55_p6 = leg1_AH35*leg1_Ci1_y + leg2_AH35*leg2_Ci1_y;
+            const double A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x;
+            const double A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y;
+            const double b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3;
+            const double b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3;
+            const double b_star4_p8 = b_star4_p2 + b_star4_p3;
+            const double b_star5_p8 = b_star5_p2 + b_star5_p3;
             const double A_star45_p7 = leg3_AH35*leg3_Ci1_x + leg6_AH35*leg6_Ci1_x;
             const double A_star55_p7 = leg3_AH35*leg3_Ci1_y + leg6_AH35*leg6_Ci1_y;
             const double A_star45_p10 = A_star45_p6 + A_star45_p7;
             const double A_star45_p13 = A_star45_p10 + A_star45_p11;
             const double A_star55_p10 = A_star55_p6 + A_star55_p7;
             const double A_star55_p13 = A_star55_p10 + A_star55_p11;
-            const double A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x;
-            const double b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3;
-            const double b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3;
-            const double b_star4_p8 = b_star4_p2 + b_star4_p3;
             const double A_star46_p7 = leg3_AH36*leg3_Ci1_x + leg6_AH36*leg6_Ci1_x;
+            const double A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y;
             const double A_star46_p10 = A_star46_p6 + A_star46_p7;
             const double A_star46_p13 = A_star46_p10 + A_star46_p11;
-            const double F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y;
-            const double F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z;
+            const double A_star56_p10 = A_star56_p6 + A_star56_p7;
+            const double A_star56_p13 = A_star56_p10 + A_star56_p11;
+            const double F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2;
+            const double F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2;
+            const double F_R36_p4 = F_R36_p1 + F_R36_p2;
             const double leg1_AH25 = leg1_H5_2*leg1_Ic2_11;
             const double leg1_AH26 = leg1_H6_2*leg1_Ic2_11;
             const double leg2_AH25 = leg2_H5_2*leg2_Ic2_11;
@@ -26481,23 +26520,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double G_rhs4_p2 = A_star34*vdot_z + A_star44*omegadot_x;
             const double G_rhs3_p3 = A_star34*omegadot_x + G_rhs3_p2;
             const double G_rhs4_p4 = G_rhs4_p1 + G_rhs4_p2;
-            const double A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y;
-            const double A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z;
-            const double b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3;
-            const double b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3;
-            const double b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3;
-            const double b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3;
-            const double b_star5_p8 = b_star5_p2 + b_star5_p3;
-            const double b_star6_p8 = b_star6_p2 + b_star6_p3;
-            const double A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y;
-            const double A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z;
-            const double A_star56_p10 = A_star56_p6 + A_star56_p7;
-            const double A_star66_p10 = A_star66_p6 + A_star66_p7;
-            const double A_star56_p13 = A_star56_p10 + A_star56_p11;
-            const double A_star66_p13 = A_star66_p10 + A_star66_p11;
-            const double F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2;
-            const double F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4;
-            const double F_R26_p4 = F_R26_p1 + F_R26_p2;
+            const double F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2;
+            const double F_R36 = F_R36_p3 + F_R36_p4;
+            const double F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2;
+            const double F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2;
+            const double F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2;
+            const double F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2;
+            const double F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2;
+            const double F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2;
             const double A_star15_p11 = leg4_AH25*leg4_H1_2 + leg5_AH25*leg5_H1_2;
             const double A_star15_p15 = A_star15_p11 + A_star15_p12;
             const double A_star15_p13 = leg1_AH25*leg1_H1_2 + leg2_AH25*leg2_H1_2;
@@ -26579,14 +26609,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double b_star4_p13 = b_star4_p10 + b_star4_p11;
             const double b_star4_p16 = b_star4_p12 + b_star4_p13;
             const double b_star4 = b_star4_p16 + b_star4_p17;
-            const double F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6;
-            const double F_R26 = F_R26_p3 + F_R26_p4;
-            const double F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1;
-            const double F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2;
-            const double F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3;
-            const double F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4;
-            const double F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5;
-            const double F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6;
             const double A_star56_p12 = leg4_AH26*leg4_H5_2 + leg5_AH26*leg5_H5_2;
             const double A_star66_p12 = leg4_AH26*leg4_H6_2 + leg5_AH26*leg5_H6_2;
             const double b_star5_p4 = leg4_H5_2*leg4_r2 + leg5_H5_2*leg5_r2;
@@ -26621,17 +26643,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double omegadot_z = mg_in_udot[5][mg_l];
             const double G_rhs5_p3 = A_star55*omegadot_y + A_star56*omegadot_z;
             const double G_rhs6_p3 = A_star56*omegadot_y + A_star66*omegadot_z;
-            const double F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4;
-            const double F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4;
-            const double F_rr5_p4 = F_rr5_p1 + F_rr5_p2;
-            const double F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
-            const double F_rr5 = F_rr5_p3 + F_rr5_p4;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0) ? 0 : 5;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double F_R55 = sqrt(F_rr5);
-            const double cse131 = 1.0/F_R55;
             const double G_rhs1_p4 = A_star15*omegadot_y + A_star16*omegadot_z;
             const double G_rhs1_p5 = G_rhs1_p3 + G_rhs1_p4;
             const double G_rhs1 = G_rhs1_p5 - b_star1;
@@ -26654,28 +26665,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double G_rhs4 = G_rhs4_p5 - b_star4;
             const double G_rhs6_p5 = G_rhs6_p3 + G_rhs6_p4;
             const double G_rhs6 = G_rhs6_p5 - b_star6;
-            const double F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2;
-            const double F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2;
-            const double F_R36_p4 = F_R36_p1 + F_R36_p2;
-            const double F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2;
-            const double F_R36 = F_R36_p3 + F_R36_p4;
-            const double F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2;
-            const double F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2;
-            const double F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2;
-            const double F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2;
-            const double F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2;
-            const double F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2;
-            const double F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2;
-            const double F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4;
-            const double F_z1_p4 = F_z1_p1 + F_z1_p2;
-            const double F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6;
-            const double F_z1 = F_z1_p3 + F_z1_p4;
-            const double F_y1_1 = -F_q1_1*F_z1 + G_rhs1;
-            const double F_y1_2 = -F_q1_2*F_z1 + G_rhs2;
-            const double F_y1_3 = -F_q1_3*F_z1 + G_rhs3;
-            const double F_y1_4 = -F_q1_4*F_z1 + G_rhs4;
-            const double F_y1_5 = -F_q1_5*F_z1 + G_rhs5;
-            const double F_y1_6 = -F_q1_6*F_z1 + G_rhs6;
             const double F_R46_p1 = F_q4_1*F_v6_1_3 + F_q4_2*F_v6_2_3;
             const double F_R46_p2 = F_q4_3*F_v6_3_3 + F_q4_4*F_v6_4_3;
             const double F_R46_p4 = F_R46_p1 + F_R46_p2;
@@ -26687,17 +26676,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v6_4_4 = -F_R46*F_q4_4 + F_v6_4_3;
             const double F_v6_5_4 = -F_R46*F_q4_5 + F_v6_5_3;
             const double F_v6_6_4 = -F_R46*F_q4_6 + F_v6_6_3;
-            const double F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2;
-            const double F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4;
-            const double F_z2_p4 = F_z2_p1 + F_z2_p2;
-            const double F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6;
-            const double F_z2 = F_z2_p3 + F_z2_p4;
-            const double F_y2_1 = -F_q2_1*F_z2 + F_y1_1;
-            const double F_y2_2 = -F_q2_2*F_z2 + F_y1_2;
-            const double F_y2_3 = -F_q2_3*F_z2 + F_y1_3;
-            const double F_y2_4 = -F_q2_4*F_z2 + F_y1_4;
-            const double F_y2_5 = -F_q2_5*F_z2 + F_y1_5;
-            const double F_y2_6 = -F_q2_6*F_z2 + F_y1_6;
+            const double F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2;
+            const double F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4;
+            const double F_z1_p4 = F_z1_p1 + F_z1_p2;
             const double F_inv5 = cse131;
             const double F_q5_1 = F_inv5*F_v5_1_4;
             const double F_q5_2 = F_inv5*F_v5_2_4;
@@ -26705,6 +26686,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_q5_4 = F_inv5*F_v5_4_4;
             const double F_q5_5 = F_inv5*F_v5_5_4;
             const double F_q5_6 = F_inv5*F_v5_6_4;
+            const double F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6;
+            const double F_z1 = F_z1_p3 + F_z1_p4;
+            const double F_y1_1 = -F_q1_1*F_z1 + G_rhs1;
+            const double F_y1_2 = -F_q1_2*F_z1 + G_rhs2;
+            const double F_y1_3 = -F_q1_3*F_z1 + G_rhs3;
+            const double F_y1_4 = -F_q1_4*F_z1 + G_rhs4;
+            const double F_y1_5 = -F_q1_5*F_z1 + G_rhs5;
+            const double F_y1_6 = -F_q1_6*F_z1 + G_rhs6;
             const double F_R56_p1 = F_q5_1*F_v6_1_4 + F_q5_2*F_v6_2_4;
             const double F_R56_p2 = F_q5_3*F_v6_3_4 + F_q5_4*F_v6_4_4;
             const double F_R56_p4 = F_R56_p1 + F_R56_p2;
@@ -26716,17 +26705,17 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v6_4_5 = -F_R56*F_q5_4 + F_v6_4_4;
             const double F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4;
             const double F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4;
-            const double F_z3_p1 = F_q3_1*F_y2_1 + F_q3_2*F_y2_2;
-            const double F_z3_p2 = F_q3_3*F_y2_3 + F_q3_4*F_y2_4;
-            const double F_z3_p4 = F_z3_p1 + F_z3_p2;
-            const double F_z3_p3 = F_q3_5*F_y2_5 + F_q3_6*F_y2_6;
-            const double F_z3 = F_z3_p3 + F_z3_p4;
-            const double F_y3_1 = -F_q3_1*F_z3 + F_y2_1;
-            const double F_y3_2 = -F_q3_2*F_z3 + F_y2_2;
-            const double F_y3_3 = -F_q3_3*F_z3 + F_y2_3;
-            const double F_y3_4 = -F_q3_4*F_z3 + F_y2_4;
-            const double F_y3_5 = -F_q3_5*F_z3 + F_y2_5;
-            const double F_y3_6 = -F_q3_6*F_z3 + F_y2_6;
+            const double F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2;
+            const double F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4;
+            const double F_z2_p4 = F_z2_p1 + F_z2_p2;
+            const double F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6;
+            const double F_z2 = F_z2_p3 + F_z2_p4;
+            const double F_y2_1 = -F_q2_1*F_z2 + F_y1_1;
+            const double F_y2_2 = -F_q2_2*F_z2 + F_y1_2;
+            const double F_y2_3 = -F_q2_3*F_z2 + F_y1_3;
+            const double F_y2_4 = -F_q2_4*F_z2 + F_y1_4;
+            const double F_y2_5 = -F_q2_5*F_z2 + F_y1_5;
+            const double F_y2_6 = -F_q2_6*F_z2 + F_y1_6;
             const double F_rr6_p1 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5;
             const double F_rr6_p2 = F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5;
             const double F_rr6_p4 = F_rr6_p1 + F_rr6_p2;
@@ -26738,6 +26727,17 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             }
             const double F_R66 = sqrt(F_rr6);
             const double cse132 = 1.0/F_R66;
+            const double F_z3_p1 = F_q3_1*F_y2_1 + F_q3_2*F_y2_2;
+            const double F_z3_p2 = F_q3_3*F_y2_3 + F_q3_4*F_y2_4;
+            const double F_z3_p4 = F_z3_p1 + F_z3_p2;
+            const double F_z3_p3 = F_q3_5*F_y2_5 + F_q3_6*F_y2_6;
+            const double F_z3 = F_z3_p3 + F_z3_p4;
+            const double F_y3_1 = -F_q3_1*F_z3 + F_y2_1;
+            const double F_y3_2 = -F_q3_2*F_z3 + F_y2_2;
+            const double F_y3_3 = -F_q3_3*F_z3 + F_y2_3;
+            const double F_y3_4 = -F_q3_4*F_z3 + F_y2_4;
+            const double F_y3_5 = -F_q3_5*F_z3 + F_y2_5;
+            const double F_y3_6 = -F_q3_6*F_z3 + F_y2_6;
             const double F_z4_p1 = F_q4_1*F_y3_1 + F_q4_2*F_y3_2;
             const double F_z4_p2 = F_q4_3*F_y3_3 + F_q4_4*F_y3_4;
             const double F_z4_p4 = F_z4_p1 + F_z4_p2;
@@ -46009,12 +46009,6 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double c_psi_z = sc_c[2];
     const double cse0 = c_psi_x*c_psi_y;
     const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-    const double cse134 = (0.5)*p_J_o;
-    const double cse136 = (0.5)*p_Jn_ax;
-    const double cse142 = (0.5)*p_Js_z;
-    const double cse144 = (0.5)*p_m_n;
-    const double cse150 = (0.5)*p_m_o;
-    const double cse151 = (0.5)*p_m_s;
     const double cse1 = c_psi_y*s_psi_x;
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double cse2 = c_psi_x*s_psi_y;
@@ -46028,152 +46022,184 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double alpha_C_21 = -c_psi_z*s_psi_x;
     const double cse6 = 0.401478*alpha_C_00 + cse5;
-    const double cse16 = 0.18541*alpha_C_00 + cse5;
     const double cse11 = 0.1*alpha_C_12;
     const double cse3 = 0.445887*alpha_C_20;
     const double cse12 = -cse11 + z_C;
     const double leg1_s0_x = -cse3 + cse6;
-    const double leg2_s0_x = cse3 + cse6;
     const double cse13 = 0.401478*alpha_C_02 + cse12;
-    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double cse10 = 0.445887*alpha_C_22;
     const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
     const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
     const double leg1_s0_z = -cse10 + cse13;
-    const double leg2_s0_z = cse10 + cse13;
     const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
     const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
     const double cse7 = 0.445887*alpha_C_21;
     const double cse8 = 0.1*alpha_C_11;
     const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-    const double cse9 = cse8 - y_C;
-    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-    const double cse14 = -cse8 + y_C;
-    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
     if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
-    const double cse15 = 0.570634*alpha_C_20;
-    const double leg3_s0_x = cse15 + cse16;
-    const double leg6_s0_x = -cse15 + cse16;
-    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-    const double cse21 = cse21_p1 + cse4;
-    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-    const double cse25 = cse11 + cse25_p1;
+    const double cse9 = cse8 - y_C;
+    const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-    const double cse18 = 0.570634*alpha_C_22;
-    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    const double leg3_s0_z = cse18 + cse19;
-    const double leg6_s0_z = -cse18 + cse19;
-    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-    const double cse20 = 0.124747*alpha_C_20;
-    const double cse24 = 0.124747*alpha_C_22;
-    const double cse17 = 0.570634*alpha_C_21;
-    const double leg4_s0_x = cse20 - cse21;
-    const double leg5_s0_x = -cse20 - cse21;
-    const double leg4_s0_z = cse24 - cse25;
-    const double leg5_s0_z = -cse24 - cse25;
-    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-    const double cse23 = cse9 + 0.586889*s_psi_z;
-    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
     const double leg1_stroke = leg1_u_L - 1.095070951822301;
     if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
-    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+    const double leg2_s0_z = cse10 + cse13;
+    const double leg2_s0_x = cse3 + cse6;
+    const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+    const double cse14 = -cse8 + y_C;
+    const double leg2_s0_y = cse14 + leg2_s0_y_p1;
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-    const double cse22 = 0.124747*alpha_C_21;
-    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    const double leg4_s0_y = cse22 - cse23;
-    const double leg5_s0_y = -cse22 - cse23;
-    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+    const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+    const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+    const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+    const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+    const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_stroke = leg2_u_L - 1.095070951822301;
     if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+    const double cse16 = 0.18541*alpha_C_00 + cse5;
+    const double cse19 = 0.18541*alpha_C_02 + cse12;
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double cse15 = 0.570634*alpha_C_20;
+    const double leg3_s0_x = cse15 + cse16;
+    const double cse18 = 0.570634*alpha_C_22;
+    const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+    const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+    const double leg3_s0_z = cse18 + cse19;
+    const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+    const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+    const double cse17 = 0.570634*alpha_C_21;
+    const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+    const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+    const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+    const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
     if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
-    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
     const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+    const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+    const double cse21 = cse21_p1 + cse4;
+    const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+    const double cse25 = cse11 + cse25_p1;
+    const double cse20 = 0.124747*alpha_C_20;
+    const double cse24 = 0.124747*alpha_C_22;
+    const double leg4_s0_x = cse20 - cse21;
+    const double leg4_s0_z = cse24 - cse25;
+    const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+    const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+    const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+    const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+    const double cse23 = cse9 + 0.586889*s_psi_z;
+    const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
+    const double cse22 = 0.124747*alpha_C_21;
+    const double leg4_s0_y = cse22 - cse23;
+    const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+    const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_stroke = leg4_u_L - 1.0950706977031208;
     if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
-    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_s0_x = -cse20 - cse21;
+    const double leg5_s0_z = -cse24 - cse25;
+    const double leg5_s0_y = -cse22 - cse23;
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-    const double leg5_u_inv_L = 1.0/leg5_u_L;
+    const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+    const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+    const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+    const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+    const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+    const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_stroke = leg5_u_L - 1.0950706977031208;
     if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
-    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg6_s0_z = -cse18 + cse19;
+    const double leg6_s0_x = -cse15 + cse16;
+    const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+    const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+    const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+    const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+    const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+    const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+    const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+    const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+    const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+    const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+    const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
+    const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+    const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
     if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg6_u_inv_L = 1.0/leg6_u_L;
+    const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+    const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+    const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+    const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+    const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1;
@@ -46186,48 +46212,22 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
     const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
     const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-    const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-    const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
-    const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
-    const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
-    const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-    const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-    const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-    const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
     if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+    const double cse134 = (0.5)*p_J_o;
+    const double cse136 = (0.5)*p_Jn_ax;
+    const double cse142 = (0.5)*p_Js_z;
+    const double cse144 = (0.5)*p_m_n;
+    const double cse150 = (0.5)*p_m_o;
+    const double cse151 = (0.5)*p_m_s;
+    const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
+    const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
+    const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
+    const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
+    const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
+    const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg1_beta1_02 = -cse26;
     const double leg1_beta1_20 = cse26;
     const double leg2_beta1_02 = cse27;
@@ -46993,18 +46993,6 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             mg_sincos_poly(psi_z, &s_psi_z, &c_psi_z);
             mg_range[mg_l] |= mg_trig_out_of_range(psi_z);
             const double alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y;
-            const double p_J_o = mg_in_p[6][mg_l];
-            const double cse134 = (0.5)*p_J_o;
-            const double p_Jn_ax = mg_in_p[7][mg_l];
-            const double cse136 = (0.5)*p_Jn_ax;
-            const double p_Js_z = mg_in_p[10][mg_l];
-            const double cse142 = (0.5)*p_Js_z;
-            const double p_m_n = mg_in_p[13][mg_l];
-            const double cse144 = (0.5)*p_m_n;
-            const double p_m_o = mg_in_p[14][mg_l];
-            const double cse150 = (0.5)*p_m_o;
-            const double p_m_s = mg_in_p[16][mg_l];
-            const double cse151 = (0.5)*p_m_s;
             const double cse1 = c_psi_y*s_psi_x;
             const double alpha_C_00 = c_psi_y*c_psi_z;
             const double cse2 = c_psi_x*s_psi_y;
@@ -47019,84 +47007,31 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double alpha_C_02 = -c_psi_z*s_psi_y;
             const double alpha_C_21 = -c_psi_z*s_psi_x;
             const double cse6 = 0.401478*alpha_C_00 + cse5;
-            const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double cse11 = 0.1*alpha_C_12;
             const double cse3 = 0.445887*alpha_C_20;
             const double z_C = mg_in_x[2][mg_l];
             const double cse12 = -cse11 + z_C;
             const double leg1_s0_x = -cse3 + cse6;
-            const double leg2_s0_x = cse3 + cse6;
             const double cse13 = 0.401478*alpha_C_02 + cse12;
-            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double cse10 = 0.445887*alpha_C_22;
             const double leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x;
             const double leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345;
             const double leg1_s0_z = -cse10 + cse13;
-            const double leg2_s0_z = cse10 + cse13;
             const double leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z;
             const double leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z;
             const double cse7 = 0.445887*alpha_C_21;
             const double cse8 = 0.1*alpha_C_11;
             const double leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z;
-            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
-            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
-            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
-            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
-            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
-            const double y_C = mg_in_x[1][mg_l];
-            const double cse9 = cse8 - y_C;
-            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
-            const double cse14 = -cse8 + y_C;
-            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double cse15 = 0.570634*alpha_C_20;
-            const double leg3_s0_x = cse15 + cse16;
-            const double leg6_s0_x = -cse15 + cse16;
-            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
-            const double cse21 = cse21_p1 + cse4;
-            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
-            const double cse25 = cse11 + cse25_p1;
+            const double y_C = mg_in_x[1][mg_l];
+            const double cse9 = cse8 - y_C;
+            const double leg1_s0_y = -cse9 + leg1_s0_y_p1;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
-            const double cse18 = 0.570634*alpha_C_22;
-            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
-            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
-            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            const double leg3_s0_z = cse18 + cse19;
-            const double leg6_s0_z = -cse18 + cse19;
-            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
-            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
-            const double cse20 = 0.124747*alpha_C_20;
-            const double cse24 = 0.124747*alpha_C_22;
-            const double cse17 = 0.570634*alpha_C_21;
-            const double leg4_s0_x = cse20 - cse21;
-            const double leg5_s0_x = -cse20 - cse21;
-            const double leg4_s0_z = cse24 - cse25;
-            const double leg5_s0_z = -cse24 - cse25;
-            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
-            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
-            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
-            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
-            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
-            const double cse23 = cse9 + 0.586889*s_psi_z;
-            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
-            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
-            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
-            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
-            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
-            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
-            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
-            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
-            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
-            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
-            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
-            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
-            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
@@ -47106,22 +47041,28 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
                 const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
+            const double leg2_s0_z = cse10 + cse13;
+            const double leg2_s0_x = cse3 + cse6;
+            const double leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z;
+            const double cse14 = -cse8 + y_C;
+            const double leg2_s0_y = cse14 + leg2_s0_y_p1;
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
-            const double cse22 = 0.124747*alpha_C_21;
-            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            const double leg4_s0_y = cse22 - cse23;
-            const double leg5_s0_y = -cse22 - cse23;
-            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
+            const double leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z;
+            const double leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x;
+            const double leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x;
+            const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
+            const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
@@ -47131,24 +47072,32 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
                 const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
+            const double cse16 = 0.18541*alpha_C_00 + cse5;
+            const double cse19 = 0.18541*alpha_C_02 + cse12;
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
-            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
-            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
-            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
-            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
-            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double cse15 = 0.570634*alpha_C_20;
+            const double leg3_s0_x = cse15 + cse16;
+            const double cse18 = 0.570634*alpha_C_22;
+            const double leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234;
+            const double leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735;
+            const double leg3_s0_z = cse18 + cse19;
+            const double leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z;
+            const double leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z;
+            const double cse17 = 0.570634*alpha_C_21;
+            const double leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z;
+            const double leg3_s0_y = cse14 + leg3_s0_y_p1;
+            const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
+            const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
@@ -47158,16 +47107,34 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
                 const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz;
+            const double cse21_p1 = 0.586889*alpha_C_00 - x_C;
+            const double cse21 = cse21_p1 + cse4;
+            const double cse25_p1 = 0.586889*alpha_C_02 - z_C;
+            const double cse25 = cse11 + cse25_p1;
+            const double cse20 = 0.124747*alpha_C_20;
+            const double cse24 = 0.124747*alpha_C_22;
+            const double leg4_s0_x = cse20 - cse21;
+            const double leg4_s0_z = cse24 - cse25;
+            const double leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356;
+            const double leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z;
+            const double leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549;
+            const double leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x;
+            const double cse23 = cse9 + 0.586889*s_psi_z;
+            const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse22 = 0.124747*alpha_C_21;
+            const double leg4_s0_y = cse22 - cse23;
+            const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
+            const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
@@ -47177,23 +47144,26 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
                 const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
+            const double leg5_s0_x = -cse20 - cse21;
+            const double leg5_s0_z = -cse24 - cse25;
+            const double leg5_s0_y = -cse22 - cse23;
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
-            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
-            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
-            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
-            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
-            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
-            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
-            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356;
+            const double leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z;
+            const double leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549;
+            const double leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x;
+            const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
+            const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
@@ -47203,22 +47173,105 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
                 const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_s0_z = -cse18 + cse19;
+            const double leg6_s0_x = -cse15 + cse16;
+            const double leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z;
+            const double leg6_s0_y = -cse9 + leg6_s0_y_p1;
+            const double leg5_u_inv_L = 1.0/leg5_u_L;
+            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
+            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
+            const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
+            const double leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz;
+            const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
+            const double leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
+            const double leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
+            const double leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x;
+            const double leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x;
+            const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
-            const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-            const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
+            const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
-            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg6_u_inv_L = 1.0/leg6_u_L;
+            const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
+            const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
+            const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
+            const double leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz;
+            const double leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz;
+            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
+            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
+            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
+            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
+            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
+            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
@@ -47233,84 +47286,31 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1;
             const double leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1;
             const double cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1;
-            const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
-            const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
-            const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
-            const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
-            const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
-            const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
-            const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-            const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
-            const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
-            const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
-            const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
-            const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
+            const double p_J_o = mg_in_p[6][mg_l];
+            const double cse134 = (0.5)*p_J_o;
+            const double p_Jn_ax = mg_in_p[7][mg_l];
+            const double cse136 = (0.5)*p_Jn_ax;
+            const double p_Js_z = mg_in_p[10][mg_l];
+            const double cse142 = (0.5)*p_Js_z;
+            const double p_m_n = mg_in_p[13][mg_l];
+            const double cse144 = (0.5)*p_m_n;
+            const double p_m_o = mg_in_p[14][mg_l];
+            const double cse150 = (0.5)*p_m_o;
+            const double p_m_s = mg_in_p[16][mg_l];
+            const double cse151 = (0.5)*p_m_s;
+            const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
+            const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
+            const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
+            const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
+            const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
+            const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg1_beta1_02 = -cse26;
             const double leg1_beta1_20 = cse26;
             const double leg2_beta1_02 = cse27;

@@ -52,123 +52,48 @@ def inverse_kinematics(x, p, q):
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_Ip_xx, p_Ip_xy, p_Ip_xz, p_Ip_yy, p_Ip_yz, p_Ip_zz, p_J_o, p_Jn_ax, p_Jn_tr, p_Js_x, p_Js_z, p_a_n, p_d_s, p_m_n, p_m_o, p_m_p, p_m_s = p
     c_psi_y = math.cos(psi_y)
-    s_psi_y = math.sin(psi_y)
     c_psi_x = math.cos(psi_x)
-    s_psi_x = math.sin(psi_x)
+    s_psi_y = math.sin(psi_y)
     s_psi_z = math.sin(psi_z)
+    s_psi_x = math.sin(psi_x)
     c_psi_z = math.cos(psi_z)
     cse0 = c_psi_x*c_psi_y
+    alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
+    cse4 = 0.1*alpha_C_10
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse2 = c_psi_x*s_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
     cse8 = 0.1*alpha_C_11
-    alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
-    cse4 = 0.1*alpha_C_10
     alpha_C_12 = cse1 + cse2*s_psi_z
     alpha_C_20 = cse1*s_psi_z + cse2
     cse11 = 0.1*alpha_C_12
-    alpha_C_02 = -c_psi_z*s_psi_y
+    cse5 = -cse4 + x_C
     alpha_C_22_p1 = s_psi_x*s_psi_y
     alpha_C_22 = -alpha_C_22_p1*s_psi_z + cse0
+    alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
-    cse5 = -cse4 + x_C
-    cse12 = -cse11 + z_C
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
-    cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse3 = 0.445887*alpha_C_20
-    cse10 = 0.445887*alpha_C_22
-    cse15 = 0.570634*alpha_C_20
-    cse20 = 0.124747*alpha_C_20
-    cse18 = 0.570634*alpha_C_22
-    cse24 = 0.124747*alpha_C_22
+    cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
-    leg2_s0_z = cse10 + cse13
-    leg1_s0_z = -cse10 + cse13
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg6_s0_z = -cse18 + cse19
-    leg3_s0_z = cse18 + cse19
+    cse13 = 0.401478*alpha_C_02 + cse12
+    cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
+    leg1_s0_z = -cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
     cse7 = 0.445887*alpha_C_21
-    cse9 = cse8 - y_C
-    cse14 = -cse8 + y_C
-    cse17 = 0.570634*alpha_C_21
-    cse22 = 0.124747*alpha_C_21
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    leg2_s0_y = cse14 + leg2_s0_y_p1
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 112
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -176,17 +101,29 @@ def inverse_kinematics(x, p, q):
     if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         return 124
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
+    leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
     if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 212
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
-    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -194,17 +131,33 @@ def inverse_kinematics(x, p, q):
     if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         return 224
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
     if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 312
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
-    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
-    leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -212,17 +165,35 @@ def inverse_kinematics(x, p, q):
     if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         return 324
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    cse22 = 0.124747*alpha_C_21
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
     if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 412
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
-    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -230,25 +201,27 @@ def inverse_kinematics(x, p, q):
     if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         return 424
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
     if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 512
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
-    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -256,9 +229,36 @@ def inverse_kinematics(x, p, q):
     if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         return 524
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         return 612
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
+    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -319,6 +319,8 @@ def newton_step(x, q, p, q_next, residual):
     leg1_c2 = math.cos(leg1_u2)
     leg2_c2 = math.cos(leg2_u2)
     leg3_c2 = math.cos(leg3_u2)
+    leg4_c2 = math.cos(leg4_u2)
+    leg5_c2 = math.cos(leg5_u2)
     leg1_c1 = math.cos(leg1_u1)
     leg1_s1 = math.sin(leg1_u1)
     leg2_c1 = math.cos(leg2_u1)
@@ -335,28 +337,26 @@ def newton_step(x, q, p, q_next, residual):
     s_psi_y = math.sin(psi_y)
     c_psi_x = math.cos(psi_x)
     s_psi_x = math.sin(psi_x)
-    s_psi_z = math.sin(psi_z)
-    leg4_c2 = math.cos(leg4_u2)
-    leg5_c2 = math.cos(leg5_u2)
-    leg6_c2 = math.cos(leg6_u2)
-    c_psi_z = math.cos(psi_z)
-    leg1_s2 = math.sin(leg1_u2)
-    leg2_s2 = math.sin(leg2_u2)
-    leg3_s2 = math.sin(leg3_u2)
-    leg4_s2 = math.sin(leg4_u2)
-    leg5_s2 = math.sin(leg5_u2)
-    leg6_s2 = math.sin(leg6_u2)
     leg1_rho2_x = leg1_stroke + 1.095070951822301
     if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
         return 192
+    s_psi_z = math.sin(psi_z)
+    leg6_c2 = math.cos(leg6_u2)
+    c_psi_z = math.cos(psi_z)
     leg1_TL1_z = -leg1_c2*leg1_rho2_x
     if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
         return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
+    leg1_s2 = math.sin(leg1_u2)
+    leg2_s2 = math.sin(leg2_u2)
+    leg3_s2 = math.sin(leg3_u2)
+    leg4_s2 = math.sin(leg4_u2)
+    leg5_s2 = math.sin(leg5_u2)
+    leg6_s2 = math.sin(leg6_u2)
     leg2_rho2_x = leg2_stroke + 1.095070951822301
     if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
@@ -379,6 +379,28 @@ def newton_step(x, q, p, q_next, residual):
         residual[:] = [NAN] * 18
         return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 492
+    leg4_TL1_z = -leg4_c2*leg4_rho2_x
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 592
+    leg5_TL1_z = -leg5_c2*leg5_rho2_x
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.9238795325112867*leg1_c1 - 0.3826834323650898*leg1_s1
     cse0 = 0.3826834323650898*leg1_c1 - 0.9238795325112867*leg1_s1
     leg2_beta1_00 = -0.9238795325112867*leg2_c1 + 0.3826834323650898*leg2_s1
@@ -396,14 +418,14 @@ def newton_step(x, q, p, q_next, residual):
     alpha_C_00 = c_psi_y*c_psi_z
     cse8 = c_psi_x*s_psi_y
     alpha_C_11 = c_psi_x*c_psi_z
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 692
     alpha_C_10 = -cse6*s_psi_z + s_psi_x*s_psi_y
     alpha_C_20 = cse7*s_psi_z + cse8
     alpha_C_12 = cse7 + cse8*s_psi_z
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 492
     leg1_beta1_02 = -cse0
     leg1_beta1_20 = cse0
     leg2_beta1_02 = cse1
@@ -426,6 +448,12 @@ def newton_step(x, q, p, q_next, residual):
     leg4_B0_00 = leg4_beta1_00*leg4_c2
     leg5_B0_00 = leg5_beta1_00*leg5_c2
     leg6_B0_00 = leg6_beta1_00*leg6_c2
+    leg6_TL1_z = -leg6_c2*leg6_rho2_x
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        q_next[:] = [NAN] * 18
+        residual[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_B0_10 = -leg1_beta1_00*leg1_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_s2
     leg1_B0_02 = leg1_beta1_02*leg1_c2
@@ -489,16 +517,10 @@ def newton_step(x, q, p, q_next, residual):
     leg4_B0_10 = -leg4_beta1_00*leg4_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_s2
     leg4_B0_02 = leg4_beta1_02*leg4_c2
-    leg4_TL1_z = -leg4_c2*leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 492
     leg4_f2_p1 = leg4_B0_10*x_C + leg4_c2*y_C
     leg4_rho0_y = -0.669131*leg4_B0_10 + 0.743145*leg4_B0_12
     leg4_f2_p2 = -leg4_B0_12*z_C + leg4_rho0_y
     leg4_f2_p3 = -leg4_f2_p1 + leg4_f2_p2
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_s2*s_psi_z
     leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_s2
@@ -515,6 +537,10 @@ def newton_step(x, q, p, q_next, residual):
     leg5_B0_10 = -leg5_beta1_00*leg5_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_s2
     leg5_B0_02 = leg5_beta1_02*leg5_c2
+    leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C
+    leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12
+    leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y
+    leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_s2*s_psi_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_s2*s_psi_z
     leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1
@@ -526,6 +552,11 @@ def newton_step(x, q, p, q_next, residual):
     leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1
     leg5_f1_p1 = leg5_B0_00*x_C + leg5_s2*y_C
     leg5_f1_p2 = leg5_B0_02*z_C + leg5_f1_p1
+    leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x
+    leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1
+    leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3
     leg6_B0_10 = -leg6_beta1_00*leg6_s2
     leg6_B0_12 = -leg6_beta1_02*leg6_s2
     leg6_B0_02 = leg6_beta1_02*leg6_c2
@@ -533,47 +564,16 @@ def newton_step(x, q, p, q_next, residual):
     leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1
     leg6_R_Cn_0_z = alpha_C_22*leg6_B0_02 + leg6_R_Cn_0_z_p1
     leg6_f1_p1 = leg6_B0_00*x_C + leg6_s2*y_C
+    leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C
+    leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12
+    leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y
+    leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2
     leg6_f1_p2 = leg6_B0_02*z_C + leg6_f1_p1
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
-    leg5_rho0_x_p1 = -0.743145*leg5_B0_02 + leg5_rho2_x
-    leg5_rho0_x = -0.669131*leg5_B0_00 + leg5_rho0_x_p1
-    leg5_f1_p3 = -leg5_f1_p2 + leg5_rho0_x
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 592
-    leg5_f1_p5 = 0.1*leg5_R_Cn_0_y + leg5_f1_p3
-    leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12
-    leg5_f2_p2 = -leg5_B0_12*z_C + leg5_rho0_y
-    leg5_f2_p1 = leg5_B0_10*x_C + leg5_c2*y_C
-    leg5_f2_p3 = -leg5_f2_p1 + leg5_f2_p2
-    leg5_TL1_z = -leg5_c2*leg5_rho2_x
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
     leg6_rho0_x_p1 = -0.951057*leg6_B0_02 + leg6_rho2_x
     leg6_rho0_x = -0.309017*leg6_B0_00 + leg6_rho0_x_p1
     leg6_f1_p3 = -leg6_f1_p2 + leg6_rho0_x
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 692
-    leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3
-    leg6_rho0_y = -0.309017*leg6_B0_10 - 0.951057*leg6_B0_12
-    leg6_f2_p2 = -leg6_B0_12*z_C + leg6_rho0_y
-    leg6_f2_p1 = leg6_B0_10*x_C + leg6_c2*y_C
-    leg6_f2_p3 = -leg6_f2_p1 + leg6_f2_p2
-    leg6_TL1_z = -leg6_c2*leg6_rho2_x
     leg6_lu_inv2 = 1.0/leg6_rho2_x
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        q_next[:] = [NAN] * 18
-        residual[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
+    leg6_f1_p5 = -0.18541*leg6_R_Cn_0_x + leg6_f1_p3
     leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00
     leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00
     leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00
@@ -805,77 +805,28 @@ def velocity_constraints(x, p, H):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
     cse11 = 0.1*alpha_C_12
     cse3 = 0.445887*alpha_C_20
     cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
     cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse10 + cse13
-    leg2_s0_z = cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse7 = 0.445887*alpha_C_21
     cse8 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    cse9 = cse8 - y_C
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    cse14 = -cse8 + y_C
-    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
         return 112
-    cse15 = 0.570634*alpha_C_20
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse18 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_z = cse18 + cse19
-    leg6_s0_z = -cse18 + cse19
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    cse20 = 0.124747*alpha_C_20
-    cse24 = 0.124747*alpha_C_22
-    cse17 = 0.570634*alpha_C_21
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -883,26 +834,27 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 124
-    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 212
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_inv_L = 1.0/leg1_u_L
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    cse22 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -910,19 +862,31 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 224
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 312
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
     leg2_u_inv_L = 1.0/leg2_u_L
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -930,19 +894,33 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 324
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_rho2_x = leg3_stroke + 1.0950706448709142
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 412
+    cse22 = 0.124747*alpha_C_21
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -950,17 +928,25 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 424
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 512
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -968,17 +954,26 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 524
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        H[:] = [NAN] * 108
-        return 612
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        H[:] = [NAN] * 108
+        return 612
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
@@ -986,6 +981,7 @@ def velocity_constraints(x, p, H):
     if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
         return 624
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 192
@@ -995,63 +991,68 @@ def velocity_constraints(x, p, H):
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 192
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 292
     leg1_lu_inv2 = 1.0/leg1_rho2_x
     leg1_lu_inv3 = 1.0/leg1_TL1_z
-    leg1_H2_2 = leg1_lu_inv2*leg1_u_c2
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 292
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 392
     leg2_lu_inv2 = 1.0/leg2_rho2_x
     leg2_lu_inv3 = 1.0/leg2_TL1_z
-    leg2_H2_2 = leg2_lu_inv2*leg2_u_c2
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
         return 392
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
         return 492
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     leg3_lu_inv3 = 1.0/leg3_TL1_z
-    leg3_H2_2 = leg3_lu_inv2*leg3_u_c2
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 492
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 592
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
-    leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
     cse27 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1
-    leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3
     leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1
     cse28 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1
-    leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3
     leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1
     cse29 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1
     leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1
     cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
     cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 492
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    leg4_H2_2 = leg4_lu_inv2*leg4_u_c2
-    leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
@@ -1060,82 +1061,70 @@ def velocity_constraints(x, p, H):
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg1_beta1_02 = -cse26
     leg1_beta1_20 = cse26
-    leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_H3_2 = leg1_B0_12*leg1_lu_inv2
-    leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg2_beta1_02 = cse27
     leg2_beta1_20 = -cse27
-    leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_H3_2 = leg2_B0_12*leg2_lu_inv2
-    leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3
     leg3_beta1_02 = -cse28
     leg3_beta1_20 = cse28
-    leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_H3_2 = leg3_B0_12*leg3_lu_inv2
-    leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3
     leg4_beta1_02 = -cse29
     leg4_beta1_20 = cse29
-    leg4_B0_02 = leg4_beta1_02*leg4_u_c2
-    leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_H3_2 = leg4_B0_12*leg4_lu_inv2
-    leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3
     leg5_beta1_02 = cse30
     leg5_beta1_20 = -cse30
     leg6_beta1_02 = cse31
     leg6_beta1_20 = -cse31
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z
-    leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2
     leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2
-    leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
-    leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
-    leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
-    leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z
-    leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z
-    leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z
-    leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1
     leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2
     leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2
-    leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1
-    leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
-    leg2_H1_2 = leg2_B0_10*leg2_lu_inv2
-    leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z
-    leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z
-    leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y
     leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z
-    leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1
     leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2
     leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2
-    leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1
-    leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2
-    leg3_H1_2 = leg3_B0_10*leg3_lu_inv2
-    leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z
-    leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z
-    leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z
-    leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2
     leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2
-    leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1
-    leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1
-    leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
-    leg4_H1_2 = leg4_B0_10*leg4_lu_inv2
-    leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z
-    leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z
-    leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
     leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2
     leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2
     leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
+    leg1_B0_02 = leg1_beta1_02*leg1_u_c2
+    leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
+    leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
+    leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1
+    leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
+    leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z
+    leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z
+    leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y
+    leg2_B0_02 = leg2_beta1_02*leg2_u_c2
+    leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1
+    leg2_R_Cn_0_y = alpha_C_12*leg2_B0_02 + leg2_R_Cn_0_y_p1
+    leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1
+    leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
+    leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z
+    leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z
+    leg2_Ci1_z = 0.1*leg2_R_Cn_0_x + 0.401478*leg2_R_Cn_0_y
+    leg3_B0_02 = leg3_beta1_02*leg3_u_c2
+    leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1
+    leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1
+    leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1
+    leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2
+    leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z
+    leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z
+    leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y
+    leg4_B0_02 = leg4_beta1_02*leg4_u_c2
+    leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1
+    leg4_R_Cn_0_y = alpha_C_12*leg4_B0_02 + leg4_R_Cn_0_y_p1
+    leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1
+    leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
+    leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
+    leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z
+    leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z
+    leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1
     leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1
@@ -1154,6 +1143,42 @@ def velocity_constraints(x, p, H):
     leg6_Ci1_x = 0.570634*leg6_R_Cn_0_y - 0.1*leg6_R_Cn_0_z
     leg6_Ci1_y = -0.570634*leg6_R_Cn_0_x - 0.18541*leg6_R_Cn_0_z
     leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        H[:] = [NAN] * 108
+        return 692
+    leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
+    leg1_H2_2 = leg1_lu_inv2*leg1_u_c2
+    leg1_H3_2 = leg1_B0_12*leg1_lu_inv2
+    leg2_H1_2 = leg2_B0_10*leg2_lu_inv2
+    leg2_H2_2 = leg2_lu_inv2*leg2_u_c2
+    leg2_H3_2 = leg2_B0_12*leg2_lu_inv2
+    leg3_H1_2 = leg3_B0_10*leg3_lu_inv2
+    leg3_H2_2 = leg3_lu_inv2*leg3_u_c2
+    leg3_H3_2 = leg3_B0_12*leg3_lu_inv2
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv2
+    leg4_H2_2 = leg4_lu_inv2*leg4_u_c2
+    leg4_H3_2 = leg4_B0_12*leg4_lu_inv2
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv2
+    leg5_H2_2 = leg5_lu_inv2*leg5_u_c2
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv2
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv2
+    leg6_H2_2 = leg6_lu_inv2*leg6_u_c2
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv2
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
+    leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
+    leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3
+    leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3
+    leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3
+    leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3
+    leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3
+    leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3
+    leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3
+    leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3
+    leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3
+    leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3
+    leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3
     leg1_R_Cn_2_x = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00
     leg1_R_Cn_2_y = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00
     leg1_R_Cn_2_z = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00
@@ -1166,37 +1191,12 @@ def velocity_constraints(x, p, H):
     leg4_R_Cn_2_x = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_00
     leg4_R_Cn_2_y = alpha_C_10*leg4_beta1_20 + alpha_C_12*leg4_beta1_00
     leg4_R_Cn_2_z = alpha_C_20*leg4_beta1_20 + alpha_C_22*leg4_beta1_00
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 592
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    leg5_H1_2 = leg5_B0_10*leg5_lu_inv2
-    leg5_H2_2 = leg5_lu_inv2*leg5_u_c2
-    leg5_H3_2 = leg5_B0_12*leg5_lu_inv2
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3
-    leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3
     leg5_R_Cn_2_x = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_00
     leg6_R_Cn_2_x = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_00
     leg5_R_Cn_2_y = alpha_C_10*leg5_beta1_20 + alpha_C_12*leg5_beta1_00
     leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00
     leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00
     leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
-    leg6_H1_2 = leg6_B0_10*leg6_lu_inv2
-    leg6_H2_2 = leg6_lu_inv2*leg6_u_c2
-    leg6_H3_2 = leg6_B0_12*leg6_lu_inv2
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        H[:] = [NAN] * 108
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
-    leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3
-    leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3
     leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y
     leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x
     leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x
@@ -1462,82 +1462,29 @@ def leg_rates(x, u, p, q, qd):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
     cse11 = 0.1*alpha_C_12
     cse3 = 0.445887*alpha_C_20
     cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
     cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse10 + cse13
-    leg2_s0_z = cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse7 = 0.445887*alpha_C_21
     cse8 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    cse9 = cse8 - y_C
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    cse14 = -cse8 + y_C
-    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 112
-    cse15 = 0.570634*alpha_C_20
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse18 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_z = cse18 + cse19
-    leg6_s0_z = -cse18 + cse19
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    cse20 = 0.124747*alpha_C_20
-    cse24 = 0.124747*alpha_C_22
-    cse17 = 0.570634*alpha_C_21
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1547,11 +1494,11 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 124
-    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 212
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
@@ -1560,12 +1507,17 @@ def leg_rates(x, u, p, q, qd):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
-    leg1_rho2_x = leg1_stroke + 1.095070951822301
-    cse22 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1575,11 +1527,8 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 224
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
@@ -1588,11 +1537,24 @@ def leg_rates(x, u, p, q, qd):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg2_rho2_x = leg2_stroke + 1.095070951822301
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1602,11 +1564,6 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 324
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
@@ -1615,9 +1572,28 @@ def leg_rates(x, u, p, q, qd):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_rho2_x = leg3_stroke + 1.0950706448709142
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 412
+    cse22 = 0.124747*alpha_C_21
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1627,10 +1603,9 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 424
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 512
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
@@ -1639,12 +1614,17 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
-    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
@@ -1654,41 +1634,57 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 524
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
+    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 612
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
-    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 623
-    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 624
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 192
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
+    leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 192
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -1700,12 +1696,49 @@ def leg_rates(x, u, p, q, qd):
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 292
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
         return 392
     leg2_lu_inv2 = 1.0/leg2_rho2_x
     leg2_lu_inv3 = 1.0/leg2_TL1_z
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 392
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 492
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 592
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 692
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
@@ -1718,23 +1751,19 @@ def leg_rates(x, u, p, q, qd):
     cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
     cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_rho2_x
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        q[:] = [NAN] * 18
+        qd[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_beta1_02 = -cse26
     leg1_beta1_20 = cse26
     leg2_beta1_02 = cse27
@@ -1763,17 +1792,6 @@ def leg_rates(x, u, p, q, qd):
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2
     leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2
     leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
@@ -1782,24 +1800,6 @@ def leg_rates(x, u, p, q, qd):
     leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
     leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y
     leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        q[:] = [NAN] * 18
-        qd[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
@@ -2172,77 +2172,28 @@ def acceleration_terms(x, u, p, h):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
     cse11 = 0.1*alpha_C_12
     cse3 = 0.445887*alpha_C_20
     cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
     cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse10 + cse13
-    leg2_s0_z = cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse7 = 0.445887*alpha_C_21
     cse8 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    cse9 = cse8 - y_C
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    cse14 = -cse8 + y_C
-    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
         return 112
-    cse15 = 0.570634*alpha_C_20
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse18 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_z = cse18 + cse19
-    leg6_s0_z = -cse18 + cse19
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    cse20 = 0.124747*alpha_C_20
-    cse24 = 0.124747*alpha_C_22
-    cse17 = 0.570634*alpha_C_21
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2250,25 +2201,27 @@ def acceleration_terms(x, u, p, h):
     if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 124
-    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        h[:] = [NAN] * 18
-        return 212
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    cse22 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2276,18 +2229,31 @@ def acceleration_terms(x, u, p, h):
     if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 224
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        h[:] = [NAN] * 18
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2295,18 +2261,33 @@ def acceleration_terms(x, u, p, h):
     if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 324
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        h[:] = [NAN] * 18
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 412
+    cse22 = 0.124747*alpha_C_21
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2314,17 +2295,25 @@ def acceleration_terms(x, u, p, h):
     if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 424
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        h[:] = [NAN] * 18
-        return 512
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
@@ -2332,32 +2321,93 @@ def acceleration_terms(x, u, p, h):
     if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 524
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        h[:] = [NAN] * 18
-        return 612
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 612
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    leg6_u_inv_L = 1.0/leg6_u_L
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
         return 623
     if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
         return 624
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg1_rho2_x = leg1_stroke + 1.095070951822301
     if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
         return 192
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_rho2_x
+    leg1_lu_inv3 = 1.0/leg1_TL1_z
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 292
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_rho2_x
+    leg2_lu_inv3 = 1.0/leg2_TL1_z
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
+    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 392
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 492
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 592
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 692
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
@@ -2370,26 +2420,18 @@ def acceleration_terms(x, u, p, h):
     cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
     cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 192
-    leg1_lu_inv2 = 1.0/leg1_rho2_x
-    leg1_lu_inv3 = 1.0/leg1_TL1_z
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
-    leg2_rho2_x = leg2_stroke + 1.095070951822301
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 292
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
-    leg3_rho2_x = leg3_stroke + 1.0950706448709142
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
     leg1_beta1_02 = -cse26
     leg1_beta1_20 = cse26
     leg2_beta1_02 = cse27
@@ -2406,54 +2448,18 @@ def acceleration_terms(x, u, p, h):
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2
     leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2
     leg1_qd3_p1 = leg1_B0_00*v_x + leg1_u_s2*v_y
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 292
-    leg2_lu_inv3 = 1.0/leg2_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 392
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z
     leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2
     leg2_R_Cn_0_z_p1 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2
     leg2_qd3_p1 = leg2_B0_00*v_x + leg2_u_s2*v_y
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    leg3_lu_inv2 = 1.0/leg3_rho2_x
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 492
     leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z
     leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2
     leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2
     leg3_qd3_p1 = leg3_B0_00*v_x + leg3_u_s2*v_y
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 592
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2
     leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2
     leg4_qd3_p1 = leg4_B0_00*v_x + leg4_u_s2*v_y
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 692
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
@@ -2462,12 +2468,6 @@ def acceleration_terms(x, u, p, h):
     leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
     leg5_qd3_p1 = leg5_B0_00*v_x + leg5_u_s2*v_y
     leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
@@ -8660,13 +8660,6 @@ def energy(x, u, g, p, T, V):
     c_psi_z = math.cos(psi_z)
     cse0 = c_psi_x*c_psi_y
     alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
-    cse35 = (0.5)*p_m_s
-    cse36 = 0.978148*p_m_n
-    cse38 = -0.309017*p_m_n
-    cse39 = -0.669131*p_m_n
-    cse40 = 0.951057*p_m_n
-    cse41 = 0.743145*p_m_n
-    cse42 = 0.207912*p_m_n
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse2 = c_psi_x*s_psi_y
@@ -8680,78 +8673,29 @@ def energy(x, u, g, p, T, V):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
     cse11 = 0.1*alpha_C_12
     cse3 = 0.445887*alpha_C_20
     cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
     cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse10 + cse13
-    leg2_s0_z = cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse7 = 0.445887*alpha_C_21
     cse8 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    cse9 = cse8 - y_C
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    cse14 = -cse8 + y_C
-    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 112
-    cse15 = 0.570634*alpha_C_20
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse18 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_z = cse18 + cse19
-    leg6_s0_z = -cse18 + cse19
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    cse20 = 0.124747*alpha_C_20
-    cse24 = 0.124747*alpha_C_22
-    cse17 = 0.570634*alpha_C_21
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8761,27 +8705,28 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 124
-    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 212
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_inv_L = 1.0/leg1_u_L
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2
-    cse22 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8791,20 +8736,32 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 224
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8814,20 +8771,34 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 324
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 412
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 412
+    cse22 = 0.124747*alpha_C_21
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8837,18 +8808,26 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 424
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 512
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8858,18 +8837,27 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 524
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 612
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 612
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
@@ -8885,7 +8873,6 @@ def energy(x, u, g, p, T, V):
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2
     leg1_rho2_x = leg1_stroke + 1.095070951822301
     if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
@@ -8915,6 +8902,62 @@ def energy(x, u, g, p, T, V):
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
         return 392
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 692
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        T[:] = [NAN] * 1
+        V[:] = [NAN] * 1
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
+    leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2
+    leg2_r_rel0_3_y = leg2_stroke*leg2_u_s2
+    leg3_r_rel0_3_y = leg3_stroke*leg3_u_s2
+    leg4_r_rel0_3_y = leg4_stroke*leg4_u_s2
+    leg5_r_rel0_3_y = leg5_stroke*leg5_u_s2
+    leg6_r_rel0_3_y = leg6_stroke*leg6_u_s2
+    cse35 = (0.5)*p_m_s
+    cse36 = 0.978148*p_m_n
+    cse38 = -0.309017*p_m_n
+    cse39 = -0.669131*p_m_n
+    cse40 = 0.951057*p_m_n
+    cse41 = 0.743145*p_m_n
+    cse42 = 0.207912*p_m_n
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
@@ -8927,26 +8970,12 @@ def energy(x, u, g, p, T, V):
     cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
     cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv2 = 1.0/leg3_rho2_x
-    leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
     leg1_Ic3_11 = p_Js_x + p_d_s*p_d_s*p_m_s
     cse34_p1 = p_Jn_tr + p_a_n*p_a_n*p_m_n
     cse34 = cse34_p1 + leg1_Ic3_11
@@ -8974,41 +9003,12 @@ def energy(x, u, g, p, T, V):
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2
     leg4_R_Cn_0_z_p1 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
     leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
     leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
     leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
     leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2
     leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2
     leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        T[:] = [NAN] * 1
-        V[:] = [NAN] * 1
-        return 692
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
     cse32 = p_d_s*p_m_s
     leg1_cc3_x = cse32
     cse33 = 2.0*leg1_cc3_x
@@ -9434,41 +9434,28 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse8 = 0.401478*alpha_C_00 + cse7
-    cse18 = 0.18541*alpha_C_00 + cse7
     cse13 = 0.1*alpha_C_12
     cse5 = 0.445887*alpha_C_20
     cse14 = -cse13 + z_C
     leg1_s0_x = -cse5 + cse8
-    leg2_s0_x = cse5 + cse8
     cse15 = 0.401478*alpha_C_02 + cse14
-    cse21 = 0.18541*alpha_C_02 + cse14
     cse12 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse12 + cse15
-    leg2_s0_z = cse12 + cse15
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse9 = 0.445887*alpha_C_21
     cse10 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse9 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z
-    cse11 = cse10 - y_C
-    leg1_s0_y = -cse11 + leg1_s0_y_p1
-    cse16 = -cse10 + y_C
-    leg2_s0_y = cse16 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
         return 112
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    cse11 = cse10 - y_C
+    leg1_s0_y = -cse11 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
-    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
@@ -9476,28 +9463,231 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
         return 124
+    leg2_s0_z = cse12 + cse15
+    leg2_s0_x = cse5 + cse8
+    leg2_s0_y_p1 = cse9 + 0.401478*s_psi_z
+    cse16 = -cse10 + y_C
+    leg2_s0_y = cse16 + leg2_s0_y_p1
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
     leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
     leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
-    cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
     if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
         return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
+        F[:] = [NAN] * 6
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
+        F[:] = [NAN] * 6
+        return 224
+    cse18 = 0.18541*alpha_C_00 + cse7
+    cse21 = 0.18541*alpha_C_02 + cse14
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    cse17 = 0.570634*alpha_C_20
+    leg3_s0_x = cse17 + cse18
+    cse20 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse20 + cse21
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse19 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse19 + 0.18541*s_psi_z
+    leg3_s0_y = cse16 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_stroke = leg3_u_L - 1.0950706448709142
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
+        F[:] = [NAN] * 6
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
+        F[:] = [NAN] * 6
+        return 324
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    cse23_p1 = 0.586889*alpha_C_00 - x_C
+    cse23 = cse23_p1 + cse6
+    cse27_p1 = 0.586889*alpha_C_02 - z_C
+    cse27 = cse13 + cse27_p1
+    cse22 = 0.124747*alpha_C_20
+    cse26 = 0.124747*alpha_C_22
+    leg4_s0_x = cse22 - cse23
+    leg4_s0_z = cse26 - cse27
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse25 = cse11 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 412
+    cse24 = 0.124747*alpha_C_21
+    leg4_s0_y = cse24 - cse25
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
+        F[:] = [NAN] * 6
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
+        F[:] = [NAN] * 6
+        return 424
+    leg5_s0_x = -cse22 - cse23
+    leg5_s0_z = -cse26 - cse27
+    leg5_s0_y = -cse24 - cse25
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
+        F[:] = [NAN] * 6
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
+        F[:] = [NAN] * 6
+        return 524
+    leg6_s0_z = -cse20 + cse21
+    leg6_s0_x = -cse17 + cse18
+    leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z
+    leg6_s0_y = -cse11 + leg6_s0_y_p1
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 612
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_stroke = leg6_u_L - 1.0950706448709142
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
+        F[:] = [NAN] * 6
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
+        F[:] = [NAN] * 6
+        return 624
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 192
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_rho2_x
+    leg1_lu_inv3 = 1.0/leg1_TL1_z
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 292
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_rho2_x
+    leg2_lu_inv3 = 1.0/leg2_TL1_z
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
+    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 392
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 492
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 592
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
+    leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
+    cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 692
     leg1_beta1_02 = -cse28
     leg1_beta1_20 = cse28
     leg1_R_Cn_0_x_p1 = alpha_C_00*leg1_B0_00 + leg1_u_s2*s_psi_z
     leg1_R_Cn_0_y_p1 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2
     leg1_R_Cn_0_z_p1 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_R_Cn_0_x = alpha_C_02*leg1_B0_02 + leg1_R_Cn_0_x_p1
     leg1_R_Cn_0_y = alpha_C_12*leg1_B0_02 + leg1_R_Cn_0_y_p1
     leg1_R_Cn_0_z = alpha_C_22*leg1_B0_02 + leg1_R_Cn_0_z_p1
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_Ci1_x = 0.445887*leg1_R_Cn_0_y - 0.1*leg1_R_Cn_0_z
     leg1_Ci1_y = -0.445887*leg1_R_Cn_0_x - 0.401478*leg1_R_Cn_0_z
     leg1_Ci1_z = 0.1*leg1_R_Cn_0_x + 0.401478*leg1_R_Cn_0_y
@@ -9506,50 +9696,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse123 = leg1_B0_02*leg1_B0_02
     F_rr1_p1 = cse111 + cse122
     F_rr1_p2 = F_rr1_p1 + cse123
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
-    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     cse124 = leg1_Ci1_x*leg1_Ci1_x
     F_rr1_p3 = F_rr1_p2 + cse124
     cse125 = leg1_Ci1_y*leg1_Ci1_y
     cse126 = leg1_Ci1_z*leg1_Ci1_z
     F_rr1_p4 = cse125 + cse126
     F_rr1 = F_rr1_p3 + F_rr1_p4
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.095070951822301
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
+    if not (F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126 > 0.0):  # the drive Jacobian G: column 1 dependent
         F[:] = [NAN] * 6
-        return 223
-    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
-        F[:] = [NAN] * 6
-        return 224
-    cse17 = 0.570634*alpha_C_20
-    leg3_s0_x = cse17 + cse18
-    leg6_s0_x = -cse17 + cse18
+        return 5
     F_R11 = math.sqrt(F_rr1)
     cse127 = 1.0/F_R11
-    cse20 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg3_s0_z = cse20 + cse21
-    leg6_s0_z = -cse20 + cse21
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    leg1_IJ2_ss = cse111
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
     cse29 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1
-    cse19 = 0.570634*alpha_C_21
-    leg3_s0_y_p1 = cse19 + 0.18541*s_psi_z
-    leg3_s0_y = cse16 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse19 + 0.18541*s_psi_z
-    leg6_s0_y = -cse11 + leg6_s0_y_p1
-    cse25 = cse11 + 0.586889*s_psi_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        F[:] = [NAN] * 6
-        return 312
     leg2_beta1_02 = cse29
     leg2_beta1_20 = -cse29
     leg2_R_Cn_0_y_p1 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2
@@ -9559,8 +9720,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_R_Cn_0_z = alpha_C_22*leg2_B0_02 + leg2_R_Cn_0_z_p1
     leg2_R_Cn_0_x_p1 = alpha_C_00*leg2_B0_00 + leg2_u_s2*s_psi_z
     leg2_R_Cn_0_x = alpha_C_02*leg2_B0_02 + leg2_R_Cn_0_x_p1
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg2_Ci1_x = -0.445887*leg2_R_Cn_0_y - 0.1*leg2_R_Cn_0_z
     F_inv1 = cse127
     leg2_Ci1_y = 0.445887*leg2_R_Cn_0_x - 0.401478*leg2_R_Cn_0_z
@@ -9574,90 +9733,46 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_R12_p1 = F_q1_1*leg2_B0_00 + F_q1_2*leg2_u_s2
     F_R12_p2 = F_q1_3*leg2_B0_02 + F_q1_4*leg2_Ci1_x
     F_R12_p4 = F_R12_p1 + F_R12_p2
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
-    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
-    cse23_p1 = 0.586889*alpha_C_00 - x_C
-    cse23 = cse23_p1 + cse6
-    cse27_p1 = 0.586889*alpha_C_02 - z_C
-    cse27 = cse13 + cse27_p1
     F_R12_p3 = F_q1_5*leg2_Ci1_y + F_q1_6*leg2_Ci1_z
     F_R12 = F_R12_p3 + F_R12_p4
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
-        F[:] = [NAN] * 6
-        return 323
-    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
-        F[:] = [NAN] * 6
-        return 324
-    cse22 = 0.124747*alpha_C_20
-    cse26 = 0.124747*alpha_C_22
-    leg4_s0_x = cse22 - cse23
-    leg5_s0_x = -cse22 - cse23
-    leg4_s0_z = cse26 - cse27
-    leg5_s0_z = -cse26 - cse27
     F_v2_1 = -F_R12*F_q1_1 + leg2_B0_00
     F_v2_2 = -F_R12*F_q1_2 + leg2_u_s2
     F_v2_3 = -F_R12*F_q1_3 + leg2_B0_02
     F_v2_4 = -F_R12*F_q1_4 + leg2_Ci1_x
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
     F_v2_5 = -F_R12*F_q1_5 + leg2_Ci1_y
     F_v2_6 = -F_R12*F_q1_6 + leg2_Ci1_z
-    leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1
-    cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1
     F_rr2_p1 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2
     F_rr2_p2 = F_v2_3*F_v2_3 + F_v2_4*F_v2_4
     F_rr2_p4 = F_rr2_p1 + F_rr2_p2
     F_rr2_p3 = F_v2_5*F_v2_5 + F_v2_6*F_v2_6
     F_rr2 = F_rr2_p3 + F_rr2_p4
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2
-    cse24 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+    cse112 = leg2_u_s2*leg2_u_s2
+    if not (F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z > 0.0):  # the drive Jacobian G: column 2 dependent
         F[:] = [NAN] * 6
-        return 412
+        return 5
+    F_R22 = math.sqrt(F_rr2)
+    cse128 = 1.0/F_R22
+    leg2_IJ2_ss = cse112
+    leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1
+    cse30 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_beta1_02 = -cse30
     leg3_beta1_20 = cse30
     leg3_R_Cn_0_y_p1 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2
     leg3_R_Cn_0_z_p1 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2
-    leg4_s0_y = cse24 - cse25
-    leg5_s0_y = -cse24 - cse25
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
     leg3_R_Cn_0_y = alpha_C_12*leg3_B0_02 + leg3_R_Cn_0_y_p1
     leg3_R_Cn_0_z = alpha_C_22*leg3_B0_02 + leg3_R_Cn_0_z_p1
     leg3_R_Cn_0_x_p1 = alpha_C_00*leg3_B0_00 + leg3_u_s2*s_psi_z
     leg3_R_Cn_0_x = alpha_C_02*leg3_B0_02 + leg3_R_Cn_0_x_p1
-    F_R22 = math.sqrt(F_rr2)
-    cse128 = 1.0/F_R22
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg3_Ci1_x = -0.570634*leg3_R_Cn_0_y - 0.1*leg3_R_Cn_0_z
     leg3_Ci1_y = 0.570634*leg3_R_Cn_0_x - 0.18541*leg3_R_Cn_0_z
     leg3_Ci1_z = 0.1*leg3_R_Cn_0_x + 0.18541*leg3_R_Cn_0_y
     F_R13_p1 = F_q1_1*leg3_B0_00 + F_q1_2*leg3_u_s2
     F_R13_p2 = F_q1_3*leg3_B0_02 + F_q1_4*leg3_Ci1_x
     F_R13_p4 = F_R13_p1 + F_R13_p2
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
-    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     F_R13_p3 = F_q1_5*leg3_Ci1_y + F_q1_6*leg3_Ci1_z
     F_R13 = F_R13_p3 + F_R13_p4
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.0950706977031208
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
-        F[:] = [NAN] * 6
-        return 423
-    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
-        F[:] = [NAN] * 6
-        return 424
     F_inv2 = cse128
     F_q2_1 = F_inv2*F_v2_1
     F_q2_2 = F_inv2*F_v2_2
@@ -9669,14 +9784,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v3_2 = -F_R13*F_q1_2 + leg3_u_s2
     F_v3_3 = -F_R13*F_q1_3 + leg3_B0_02
     F_v3_4 = -F_R13*F_q1_4 + leg3_Ci1_x
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
     F_v3_5 = -F_R13*F_q1_5 + leg3_Ci1_y
     F_v3_6 = -F_R13*F_q1_6 + leg3_Ci1_z
-    leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1
-    cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1
     F_R23_p1 = F_q2_1*F_v3_1 + F_q2_2*F_v3_2
     F_R23_p2 = F_q2_3*F_v3_3 + F_q2_4*F_v3_4
     F_R23_p4 = F_R23_p1 + F_R23_p2
@@ -9688,15 +9797,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v3_4_2 = -F_R23*F_q2_4 + F_v3_4
     F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5
     F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6
-    leg4_B0_00 = leg4_beta1_00*leg4_u_c2
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+    F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2
+    F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2
+    F_rr3_p4 = F_rr3_p1 + F_rr3_p2
+    F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2
+    F_rr3 = F_rr3_p3 + F_rr3_p4
+    leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1
+    cse31 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1
+    cse113 = leg3_u_s2*leg3_u_s2
+    if not (F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z > 0.0):  # the drive Jacobian G: column 3 dependent
         F[:] = [NAN] * 6
-        return 512
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+        return 5
+    F_R33 = math.sqrt(F_rr3)
+    cse129 = 1.0/F_R33
+    leg3_IJ2_ss = cse113
+    leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_beta1_02 = -cse31
     leg4_beta1_20 = cse31
     leg4_R_Cn_0_y_p1 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2
@@ -9706,66 +9821,23 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_R_Cn_0_z = alpha_C_22*leg4_B0_02 + leg4_R_Cn_0_z_p1
     leg4_R_Cn_0_x_p1 = alpha_C_00*leg4_B0_00 + leg4_u_s2*s_psi_z
     leg4_R_Cn_0_x = alpha_C_02*leg4_B0_02 + leg4_R_Cn_0_x_p1
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
-    F_rr3_p1 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2
-    F_rr3_p2 = F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2
-    F_rr3_p4 = F_rr3_p1 + F_rr3_p2
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     leg4_Ci1_x = -0.124747*leg4_R_Cn_0_y - 0.1*leg4_R_Cn_0_z
-    F_rr3_p3 = F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2
-    F_rr3 = F_rr3_p3 + F_rr3_p4
     leg4_Ci1_y = 0.124747*leg4_R_Cn_0_x + 0.586889*leg4_R_Cn_0_z
     leg4_Ci1_z = 0.1*leg4_R_Cn_0_x - 0.586889*leg4_R_Cn_0_y
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     F_R14_p1 = F_q1_1*leg4_B0_00 + F_q1_2*leg4_u_s2
     F_R14_p2 = F_q1_3*leg4_B0_02 + F_q1_4*leg4_Ci1_x
     F_R14_p4 = F_R14_p1 + F_R14_p2
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    F_R33 = math.sqrt(F_rr3)
-    cse129 = 1.0/F_R33
     F_R14_p3 = F_q1_5*leg4_Ci1_y + F_q1_6*leg4_Ci1_z
     F_R14 = F_R14_p3 + F_R14_p4
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.0950706977031208
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
-        F[:] = [NAN] * 6
-        return 523
-    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
-        F[:] = [NAN] * 6
-        return 524
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
-        F[:] = [NAN] * 6
-        return 612
     F_v4_1 = -F_R14*F_q1_1 + leg4_B0_00
     F_v4_2 = -F_R14*F_q1_2 + leg4_u_s2
     F_v4_3 = -F_R14*F_q1_3 + leg4_B0_02
     F_v4_4 = -F_R14*F_q1_4 + leg4_Ci1_x
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     F_v4_5 = -F_R14*F_q1_5 + leg4_Ci1_y
     F_v4_6 = -F_R14*F_q1_6 + leg4_Ci1_z
-    leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1
-    cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     F_R24_p1 = F_q2_1*F_v4_1 + F_q2_2*F_v4_2
     F_R24_p2 = F_q2_3*F_v4_3 + F_q2_4*F_v4_4
     F_R24_p4 = F_R24_p1 + F_R24_p2
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
-        F[:] = [NAN] * 6
-        return 623
-    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
-        F[:] = [NAN] * 6
-        return 624
     F_R24_p3 = F_q2_5*F_v4_5 + F_q2_6*F_v4_6
     F_R24 = F_R24_p3 + F_R24_p4
     F_v4_1_2 = -F_R24*F_q2_1 + F_v4_1
@@ -9774,18 +9846,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v4_4_2 = -F_R24*F_q2_4 + F_v4_4
     F_v4_5_2 = -F_R24*F_q2_5 + F_v4_5
     F_v4_6_2 = -F_R24*F_q2_6 + F_v4_6
-    leg5_B0_00 = leg5_beta1_00*leg5_u_c2
-    leg5_beta1_02 = cse32
-    leg5_beta1_20 = -cse32
-    leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
-    leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2
-    leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
-    cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg5_B0_02 = leg5_beta1_02*leg5_u_c2
-    leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1
-    leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1
-    leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
-    leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1
     F_inv3 = cse129
     F_q3_1 = F_inv3*F_v3_1_2
     F_q3_2 = F_inv3*F_v3_2_2
@@ -9793,80 +9853,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_q3_4 = F_inv3*F_v3_4_2
     F_q3_5 = F_inv3*F_v3_5_2
     F_q3_6 = F_inv3*F_v3_6_2
-    leg1_rho2_x = leg1_stroke + 1.095070951822301
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 192
-    leg2_rho2_x = leg2_stroke + 1.095070951822301
-    leg3_rho2_x = leg3_stroke + 1.0950706448709142
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2
-    leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
-    leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2
-    leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
     F_R34_p1 = F_q3_1*F_v4_1_2 + F_q3_2*F_v4_2_2
     F_R34_p2 = F_q3_3*F_v4_3_2 + F_q3_4*F_v4_4_2
     F_R34_p4 = F_R34_p1 + F_R34_p2
-    leg6_beta1_02 = cse33
-    leg6_beta1_20 = -cse33
-    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 192
-    leg1_lu_inv3 = 1.0/leg1_TL1_z
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 292
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 292
-    leg2_lu_inv3 = 1.0/leg2_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 392
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    leg3_lu_inv2 = 1.0/leg3_rho2_x
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 492
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 592
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 692
-    leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z
-    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 692
-    if not (F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126 > 0.0):  # the drive Jacobian G: column 1 dependent
-        F[:] = [NAN] * 6
-        return 5
-    leg6_lu_inv3 = 1.0/leg6_TL1_z
-    leg1_IJ2_ss = cse111
     F_R34_p3 = F_q3_5*F_v4_5_2 + F_q3_6*F_v4_6_2
     F_R34 = F_R34_p3 + F_R34_p4
     F_v4_1_3 = -F_R34*F_q3_1 + F_v4_1_2
@@ -9875,8 +9864,97 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v4_4_3 = -F_R34*F_q3_4 + F_v4_4_2
     F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2
     F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2
+    F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3
+    F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3
+    F_rr4_p4 = F_rr4_p1 + F_rr4_p2
+    F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3
+    F_rr4 = F_rr4_p3 + F_rr4_p4
+    leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1
+    cse32 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
+    cse114 = leg4_u_s2*leg4_u_s2
+    if not (F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z > 0.0):  # the drive Jacobian G: column 4 dependent
+        F[:] = [NAN] * 6
+        return 5
+    F_R44 = math.sqrt(F_rr4)
+    cse130 = 1.0/F_R44
+    leg4_IJ2_ss = cse114
+    leg5_B0_00 = leg5_beta1_00*leg5_u_c2
+    leg5_beta1_02 = cse32
+    leg5_beta1_20 = -cse32
+    leg5_R_Cn_0_y_p1 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2
+    leg5_R_Cn_0_z_p1 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2
+    leg5_B0_02 = leg5_beta1_02*leg5_u_c2
+    leg5_R_Cn_0_y = alpha_C_12*leg5_B0_02 + leg5_R_Cn_0_y_p1
+    leg5_R_Cn_0_z = alpha_C_22*leg5_B0_02 + leg5_R_Cn_0_z_p1
+    leg5_R_Cn_0_x_p1 = alpha_C_00*leg5_B0_00 + leg5_u_s2*s_psi_z
+    leg5_R_Cn_0_x = alpha_C_02*leg5_B0_02 + leg5_R_Cn_0_x_p1
+    leg5_Ci1_x = 0.124747*leg5_R_Cn_0_y - 0.1*leg5_R_Cn_0_z
     leg5_Ci1_y = -0.124747*leg5_R_Cn_0_x + 0.586889*leg5_R_Cn_0_z
     leg5_Ci1_z = 0.1*leg5_R_Cn_0_x - 0.586889*leg5_R_Cn_0_y
+    F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2
+    F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x
+    F_R15_p4 = F_R15_p1 + F_R15_p2
+    F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z
+    F_R15 = F_R15_p3 + F_R15_p4
+    F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00
+    F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2
+    F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02
+    F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x
+    F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y
+    F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z
+    F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2
+    F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4
+    F_R25_p4 = F_R25_p1 + F_R25_p2
+    F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6
+    F_R25 = F_R25_p3 + F_R25_p4
+    F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1
+    F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2
+    F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3
+    F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4
+    F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5
+    F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6
+    F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2
+    F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2
+    F_R35_p4 = F_R35_p1 + F_R35_p2
+    F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2
+    F_R35 = F_R35_p3 + F_R35_p4
+    F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2
+    F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2
+    F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2
+    F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2
+    F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2
+    F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2
+    F_inv4 = cse130
+    F_q4_1 = F_inv4*F_v4_1_3
+    F_q4_2 = F_inv4*F_v4_2_3
+    F_q4_3 = F_inv4*F_v4_3_3
+    F_q4_4 = F_inv4*F_v4_4_3
+    F_q4_5 = F_inv4*F_v4_5_3
+    F_q4_6 = F_inv4*F_v4_6_3
+    F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3
+    F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3
+    F_R45_p4 = F_R45_p1 + F_R45_p2
+    F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3
+    F_R45 = F_R45_p3 + F_R45_p4
+    F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3
+    F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3
+    F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3
+    F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3
+    F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3
+    F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3
+    leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
+    cse33 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2
+    leg6_R_Cn_0_x_p1 = alpha_C_00*leg6_B0_00 + leg6_u_s2*s_psi_z
+    leg6_R_Cn_0_y_p1 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2
+    leg6_R_Cn_0_z_p1 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2
+    F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4
+    F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4
+    F_rr5_p4 = F_rr5_p1 + F_rr5_p2
+    leg6_beta1_02 = cse33
+    leg6_beta1_20 = -cse33
+    F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4
+    F_rr5 = F_rr5_p3 + F_rr5_p4
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
     leg6_R_Cn_0_x = alpha_C_02*leg6_B0_02 + leg6_R_Cn_0_x_p1
     leg6_R_Cn_0_y = alpha_C_12*leg6_B0_02 + leg6_R_Cn_0_y_p1
@@ -9899,9 +9977,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_R_Cn_2_y = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00
     leg5_R_Cn_2_z = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00
     leg6_R_Cn_2_z = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00
-    F_R15_p1 = F_q1_1*leg5_B0_00 + F_q1_2*leg5_u_s2
-    F_R15_p2 = F_q1_3*leg5_B0_02 + F_q1_4*leg5_Ci1_x
-    F_R15_p4 = F_R15_p1 + F_R15_p2
+    cse115 = leg5_u_s2*leg5_u_s2
+    if not (F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z > 0.0):  # the drive Jacobian G: column 5 dependent
+        F[:] = [NAN] * 6
+        return 5
+    leg5_IJ2_ss = cse115
+    F_R55 = math.sqrt(F_rr5)
+    cse131 = 1.0/F_R55
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
@@ -9915,8 +9997,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_B0_10 = -leg6_beta1_00*leg6_u_s2
     leg6_H1_2 = leg6_B0_10*leg6_lu_inv2
     cse107 = p_Js_x + p_d_s*p_d_s*p_m_s
-    F_R15_p3 = F_q1_5*leg5_Ci1_y + F_q1_6*leg5_Ci1_z
-    F_R15 = F_R15_p3 + F_R15_p4
     leg1_R_Cn_1_x = -leg1_R_Cn_0_y*leg1_R_Cn_2_z + leg1_R_Cn_0_z*leg1_R_Cn_2_y
     leg1_R_Cn_1_y = leg1_R_Cn_0_x*leg1_R_Cn_2_z - leg1_R_Cn_0_z*leg1_R_Cn_2_x
     leg1_R_Cn_1_z = -leg1_R_Cn_0_x*leg1_R_Cn_2_y + leg1_R_Cn_0_y*leg1_R_Cn_2_x
@@ -10044,9 +10124,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_qd3_p1 = leg6_B0_00*v_x + leg6_u_s2*v_y
     leg6_qd3_p2 = leg6_B0_02*v_z + leg6_qd3_p1
     cse106 = p_d_s*p_m_s
-    F_rr4_p1 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3
-    F_rr4_p2 = F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3
-    F_rr4_p4 = F_rr4_p1 + F_rr4_p2
     leg1_Ci2_x = 0.445887*leg1_R_Cn_1_y - 0.1*leg1_R_Cn_1_z
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv2
     leg1_qd2_p3 = leg1_H4_2*omega_x + leg1_qd2_p2
@@ -10105,20 +10182,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse108 = 2.0*leg1_cc3_x
     leg1_Ic3_11 = cse107
     cse110 = cse109 + leg1_Ic3_11
-    F_rr4_p3 = F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3
-    F_rr4 = F_rr4_p3 + F_rr4_p4
-    F_v5_1 = -F_R15*F_q1_1 + leg5_B0_00
-    F_v5_2 = -F_R15*F_q1_2 + leg5_u_s2
-    F_v5_3 = -F_R15*F_q1_3 + leg5_B0_02
-    F_v5_4 = -F_R15*F_q1_4 + leg5_Ci1_x
     oo_C_xx = omega_x*omega_x
     oo_C_zz = omega_z*omega_z
     leg6_Ci1_x = 0.570634*leg6_R_Cn_0_y - 0.1*leg6_R_Cn_0_z
     leg6_qd3_p3 = leg6_Ci1_x*omega_x + leg6_qd3_p2
     leg6_Ci1_y = -0.570634*leg6_R_Cn_0_x - 0.18541*leg6_R_Cn_0_z
     leg6_Ci1_z = 0.1*leg6_R_Cn_0_x + 0.18541*leg6_R_Cn_0_y
-    F_v5_5 = -F_R15*F_q1_5 + leg5_Ci1_y
-    F_v5_6 = -F_R15*F_q1_6 + leg5_Ci1_z
     oo_C_yy = omega_y*omega_y
     oo_C_xy = omega_x*omega_y
     oo_C_W_11 = -oo_C_xx - oo_C_zz
@@ -10137,9 +10206,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_qd1 = leg6_qd1_p2 + leg6_qd1_p3
     leg4_Ic2_11_p1 = cse108*leg4_stroke + cse110
     leg4_Ic2_11 = leg4_Ic2_11_p1 + leg4_stroke*leg4_stroke*p_m_s
-    F_R25_p1 = F_q2_1*F_v5_1 + F_q2_2*F_v5_2
-    F_R25_p2 = F_q2_3*F_v5_3 + F_q2_4*F_v5_4
-    F_R25_p4 = F_R25_p1 + F_R25_p2
     oo_C_W_00 = -oo_C_yy - oo_C_zz
     cse1 = -oo_C_zz
     leg1_qd2_p4 = leg1_H5_2*omega_y + leg1_H6_2*omega_z
@@ -10179,16 +10245,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_Ic2_11 = leg2_Ic2_11_p1 + leg2_stroke*leg2_stroke*p_m_s
     leg5_Ic2_11_p1 = cse108*leg5_stroke + cse110
     leg5_Ic2_11 = leg5_Ic2_11_p1 + leg5_stroke*leg5_stroke*p_m_s
-    F_R44 = math.sqrt(F_rr4)
-    cse130 = 1.0/F_R44
-    F_R25_p3 = F_q2_5*F_v5_5 + F_q2_6*F_v5_6
-    F_R25 = F_R25_p3 + F_R25_p4
-    F_v5_1_2 = -F_R25*F_q2_1 + F_v5_1
-    F_v5_2_2 = -F_R25*F_q2_2 + F_v5_2
-    F_v5_3_2 = -F_R25*F_q2_3 + F_v5_3
-    F_v5_4_2 = -F_R25*F_q2_4 + F_v5_4
-    F_v5_5_2 = -F_R25*F_q2_5 + F_v5_5
-    F_v5_6_2 = -F_R25*F_q2_6 + F_v5_6
     oo_C_xz = omega_x*omega_z
     oo_C_yz = omega_y*omega_z
     cse92 = cse70 + 0.586889*oo_C_W_00
@@ -10197,6 +10253,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_Ic2_11_p1 = cse108*leg6_stroke + cse110
     leg3_Ic2_11 = leg3_Ic2_11_p1 + leg3_stroke*leg3_stroke*p_m_s
     leg6_Ic2_11 = leg6_Ic2_11_p1 + leg6_stroke*leg6_stroke*p_m_s
+    F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2
+    F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x
+    F_R16_p4 = F_R16_p1 + F_R16_p2
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
@@ -10217,6 +10276,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse87 = 0.570634*oo_C_yz
     cse91 = 0.124747*oo_C_xz
     cse94 = 0.124747*oo_C_yz
+    F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z
+    F_R16 = F_R16_p3 + F_R16_p4
     oo_C_W_22 = -oo_C_xx - oo_C_yy
     cse34 = leg1_omega_p2_x*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
@@ -10271,7 +10332,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_cC_z_p1 = cse100*leg5_R_Cn_2_x + cse101*leg5_R_Cn_2_y
     cse98 = cse76 + 0.586889*oo_C_xz
     leg1_Ic2_00 = p_Jn_ax + p_Js_z
-    cse114 = leg4_u_s2*leg4_u_s2
     leg1_epsd2_y = -cse34
     leg1_oo2_xz = cse34
     cse39 = cse36*leg1_omega_p2_y
@@ -10302,17 +10362,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse67 = cse66*leg6_qd2 + leg6_oo2_xy*leg6_stroke
     cse83 = -cse76
     cse97 = 0.124747*oo_C_W_22
-    cse112 = leg2_u_s2*leg2_u_s2
-    if not (F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z > 0.0):  # the drive Jacobian G: column 2 dependent
-        F[:] = [NAN] * 6
-        return 5
-    leg2_IJ2_ss = cse112
-    leg4_IJ2_ss = cse114
     leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
     leg4_IJ2_X = leg4_IJ2_D*leg4_IJ2_ss
     leg4_IJ2_11 = leg4_IJ2_X + leg4_Ic2_11
     leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
-    cse115 = leg5_u_s2*leg5_u_s2
     cse38 = leg1_epsd2_y*leg1_stroke
     cse44 = leg2_epsd2_y*leg2_stroke
     cse50 = leg3_epsd2_y*leg3_stroke
@@ -10345,15 +10398,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_IJ2_X = leg2_IJ2_D*leg2_IJ2_ss
     leg2_IJ2_11 = leg2_IJ2_X + leg2_Ic2_11
     leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
-    cse113 = leg3_u_s2*leg3_u_s2
-    if not (F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z > 0.0):  # the drive Jacobian G: column 3 dependent
-        F[:] = [NAN] * 6
-        return 5
-    if not (F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z > 0.0):  # the drive Jacobian G: column 4 dependent
-        F[:] = [NAN] * 6
-        return 5
-    leg3_IJ2_ss = cse113
-    leg5_IJ2_ss = cse115
     leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
     leg5_IJ2_X = leg5_IJ2_D*leg5_IJ2_ss
     leg5_IJ2_11 = leg5_IJ2_X + leg5_Ic2_11
@@ -10400,9 +10444,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_a3_z = -leg6_a3_z_p1 + leg6_oo2_xz*leg6_stroke
     leg4_AH31 = leg4_B0_00*p_m_s
     A_star11_p1 = leg4_AH31*leg4_B0_00 + p_m_p
-    F_R35_p1 = F_q3_1*F_v5_1_2 + F_q3_2*F_v5_2_2
-    F_R35_p2 = F_q3_3*F_v5_3_2 + F_q3_4*F_v5_4_2
-    F_R35_p4 = F_R35_p1 + F_R35_p2
+    F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00
+    F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2
+    F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02
+    F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
     leg1_oo2_zz = leg1_qd2*leg1_qd2
@@ -10499,14 +10544,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_AH33 = leg2_B0_02*p_m_s
     leg4_AH33 = leg4_B0_02*p_m_s
     leg5_AH33 = leg5_B0_02*p_m_s
-    F_R35_p3 = F_q3_5*F_v5_5_2 + F_q3_6*F_v5_6_2
-    F_R35 = F_R35_p3 + F_R35_p4
-    F_v5_1_3 = -F_R35*F_q3_1 + F_v5_1_2
-    F_v5_2_3 = -F_R35*F_q3_2 + F_v5_2_2
-    F_v5_3_3 = -F_R35*F_q3_3 + F_v5_3_2
-    F_v5_4_3 = -F_R35*F_q3_4 + F_v5_4_2
-    F_v5_5_3 = -F_R35*F_q3_5 + F_v5_5_2
-    F_v5_6_3 = -F_R35*F_q3_6 + F_v5_6_2
+    F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y
+    F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z
     leg1_N3_y_p1 = cse107*leg1_epsd2_y + cse118*leg1_oo2_xz
     leg1_F3_z_p1 = -cse106*leg1_epsd2_y + cse106*leg1_oo2_xz
     leg1_N3_y = -cse106*leg1_a3_z_2 + leg1_N3_y_p1
@@ -10562,6 +10601,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star13_p1 = leg4_AH33*leg4_B0_00 + leg5_AH33*leg5_B0_00
     A_star13_p2 = leg1_AH33*leg1_B0_00 + leg2_AH33*leg2_B0_00
     A_star22_p1 = leg4_Fm3_1_y*leg4_u_s2 + p_m_p
+    F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2
+    F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4
+    F_R26_p4 = F_R26_p1 + F_R26_p2
     cse0 = -p_Ip_zz
     s_C_m_x_p3 = mE_x + oo_C_xz*p_Ip_xy
     cse35 = leg1_oo2_W_00*leg1_stroke
@@ -10699,9 +10741,14 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star33_p7 = leg3_AH23*leg3_H3_2 + leg6_AH23*leg6_H3_2
     A_star33_p10 = A_star33_p6 + A_star33_p7
     A_star33_p13 = A_star33_p10 + A_star33_p11
-    F_R16_p1 = F_q1_1*leg6_B0_00 + F_q1_2*leg6_u_s2
-    F_R16_p2 = F_q1_3*leg6_B0_02 + F_q1_4*leg6_Ci1_x
-    F_R16_p4 = F_R16_p1 + F_R16_p2
+    F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6
+    F_R26 = F_R26_p3 + F_R26_p4
+    F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1
+    F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2
+    F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3
+    F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4
+    F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5
+    F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6
     s_C_m_x_p1 = -cse0 - p_Ip_yy
     s_C_m_x_p4 = oo_C_xy*p_Ip_xz + oo_C_yz*s_C_m_x_p1
     s_C_m_y_p1 = cse0 + p_Ip_xx
@@ -10757,15 +10804,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star23_p9 = A_star23_p5 + A_star23_p6
     A_star23 = A_star23_p10 + A_star23_p9
     A_star44_p1 = leg4_AH14*leg4_H4_1 + p_Ip_xx
-    F_inv4 = cse130
-    F_q4_1 = F_inv4*F_v4_1_3
-    F_q4_2 = F_inv4*F_v4_2_3
-    F_q4_3 = F_inv4*F_v4_3_3
-    F_q4_4 = F_inv4*F_v4_4_3
-    F_q4_5 = F_inv4*F_v4_5_3
-    F_q4_6 = F_inv4*F_v4_6_3
-    F_R16_p3 = F_q1_5*leg6_Ci1_y + F_q1_6*leg6_Ci1_z
-    F_R16 = F_R16_p3 + F_R16_p4
     s_C_m_z_p1 = -p_Ip_xx + p_Ip_yy
     s_C_m_z_p4 = oo_C_xy*s_C_m_z_p1 + oo_C_xz*p_Ip_yz
     s_C_m_z = -s_C_m_z_p4 + s_C_m_z_p5
@@ -10866,6 +10904,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_AH35 = leg5_Ci1_y*p_m_s
     leg5_AH36 = leg5_Ci1_z*p_m_s
     A_star66_p4 = leg4_AH36*leg4_Ci1_z + leg5_AH36*leg5_Ci1_z
+    b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3
+    A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z
+    b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3
+    b_star6_p8 = b_star6_p2 + b_star6_p3
     leg6_AH15 = leg6_H5_1*leg6_Ic1_11
     leg6_AH16 = leg6_H6_1*leg6_Ic1_11
     A_star45_p5 = A_star45_p1 + leg6_AH15*leg6_H4_1
@@ -10948,9 +10990,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star66_p11 = A_star66_p8 + A_star66_p9
     b_star6_p15 = leg3_H6_1*leg3_r1 + leg6_H6_1*leg6_r1
     b_star6_p17 = b_star6_p14 + b_star6_p15
-    F_R45_p1 = F_q4_1*F_v5_1_3 + F_q4_2*F_v5_2_3
-    F_R45_p2 = F_q4_3*F_v5_3_3 + F_q4_4*F_v5_4_3
-    F_R45_p4 = F_R45_p1 + F_R45_p2
     leg3_AH35 = leg3_Ci1_y*p_m_s
     leg3_AH36 = leg3_Ci1_z*p_m_s
     leg6_AH35 = leg6_Ci1_y*p_m_s
@@ -10959,6 +10998,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_AH36 = leg6_Ci1_z*p_m_s
     A_star16_p7 = A_star16_p2 + leg6_AH36*leg6_B0_00
     A_star36_p7 = A_star36_p2 + leg6_AH36*leg6_B0_02
+    A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z
+    A_star66_p10 = A_star66_p6 + A_star66_p7
+    A_star66_p13 = A_star66_p10 + A_star66_p11
     A_star14_p6 = leg2_AH34*leg2_B0_00 + leg3_AH34*leg3_B0_00
     A_star14_p9 = A_star14_p5 + A_star14_p6
     A_star14_p12 = A_star14_p10 + A_star14_p9
@@ -10972,10 +11014,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     b_star1_p17 = b_star1_p14 + b_star1_p15
     b_star3_p17 = b_star3_p14 + b_star3_p15
     A_star15_p4 = leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1
-    A_star15_p8 = A_star15_p3 + A_star15_p4
-    A_star15_p10 = A_star15_p7 + A_star15_p8
     A_star16_p4 = leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1
+    A_star15_p8 = A_star15_p3 + A_star15_p4
     A_star16_p8 = A_star16_p3 + A_star16_p4
+    A_star15_p10 = A_star15_p7 + A_star15_p8
     A_star16_p10 = A_star16_p7 + A_star16_p8
     A_star35_p4 = leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1
     A_star36_p4 = leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1
@@ -11026,18 +11068,8 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star46_p11 = A_star46_p8 + A_star46_p9
     A_star56_p9 = A_star56_p4 + A_star56_p5
     A_star56_p11 = A_star56_p8 + A_star56_p9
-    F_R45_p3 = F_q4_5*F_v5_5_3 + F_q4_6*F_v5_6_3
-    F_R45 = F_R45_p3 + F_R45_p4
-    F_v5_1_4 = -F_R45*F_q4_1 + F_v5_1_3
-    F_v5_2_4 = -F_R45*F_q4_2 + F_v5_2_3
-    F_v5_3_4 = -F_R45*F_q4_3 + F_v5_3_3
-    F_v5_4_4 = -F_R45*F_q4_4 + F_v5_4_3
-    F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3
-    F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3
-    F_v6_1 = -F_R16*F_q1_1 + leg6_B0_00
-    F_v6_2 = -F_R16*F_q1_2 + leg6_u_s2
-    F_v6_3 = -F_R16*F_q1_3 + leg6_B0_02
-    F_v6_4 = -F_R16*F_q1_4 + leg6_Ci1_x
+    b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3
+    b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3
     s_C_f_y = fE_y + g_y*p_m_p
     b_star2_p1 = leg4_r3*leg4_u_s2 + s_C_f_y
     b_star2_p5 = b_star2_p1 + leg6_r3*leg6_u_s2
@@ -11070,21 +11102,27 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     b_star3_p8 = b_star3_p2 + b_star3_p3
     A_star45_p6 = leg1_AH35*leg1_Ci1_x + leg2_AH35*leg2_Ci1_x
     A_star55_p6 = leg1_AH35*leg1_Ci1_y + leg2_AH35*leg2_Ci1_y
+    A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x
+    A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y
+    b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3
+    b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3
+    b_star4_p8 = b_star4_p2 + b_star4_p3
+    b_star5_p8 = b_star5_p2 + b_star5_p3
     A_star45_p7 = leg3_AH35*leg3_Ci1_x + leg6_AH35*leg6_Ci1_x
     A_star55_p7 = leg3_AH35*leg3_Ci1_y + leg6_AH35*leg6_Ci1_y
     A_star45_p10 = A_star45_p6 + A_star45_p7
     A_star45_p13 = A_star45_p10 + A_star45_p11
     A_star55_p10 = A_star55_p6 + A_star55_p7
     A_star55_p13 = A_star55_p10 + A_star55_p11
-    A_star46_p6 = leg1_AH36*leg1_Ci1_x + leg2_AH36*leg2_Ci1_x
-    b_star4_p2 = leg1_Ci1_x*leg1_r3 + leg5_Ci1_x*leg5_r3
-    b_star4_p3 = leg2_Ci1_x*leg2_r3 + leg3_Ci1_x*leg3_r3
-    b_star4_p8 = b_star4_p2 + b_star4_p3
     A_star46_p7 = leg3_AH36*leg3_Ci1_x + leg6_AH36*leg6_Ci1_x
+    A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y
     A_star46_p10 = A_star46_p6 + A_star46_p7
     A_star46_p13 = A_star46_p10 + A_star46_p11
-    F_v6_5 = -F_R16*F_q1_5 + leg6_Ci1_y
-    F_v6_6 = -F_R16*F_q1_6 + leg6_Ci1_z
+    A_star56_p10 = A_star56_p6 + A_star56_p7
+    A_star56_p13 = A_star56_p10 + A_star56_p11
+    F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2
+    F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2
+    F_R36_p4 = F_R36_p1 + F_R36_p2
     leg1_AH25 = leg1_H5_2*leg1_Ic2_11
     leg1_AH26 = leg1_H6_2*leg1_Ic2_11
     leg2_AH25 = leg2_H5_2*leg2_Ic2_11
@@ -11134,23 +11172,14 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     G_rhs4_p2 = A_star34*vdot_z + A_star44*omegadot_x
     G_rhs3_p3 = A_star34*omegadot_x + G_rhs3_p2
     G_rhs4_p4 = G_rhs4_p1 + G_rhs4_p2
-    A_star56_p6 = leg1_AH36*leg1_Ci1_y + leg2_AH36*leg2_Ci1_y
-    A_star66_p6 = leg1_AH36*leg1_Ci1_z + leg2_AH36*leg2_Ci1_z
-    b_star5_p2 = leg1_Ci1_y*leg1_r3 + leg5_Ci1_y*leg5_r3
-    b_star6_p2 = leg1_Ci1_z*leg1_r3 + leg5_Ci1_z*leg5_r3
-    b_star5_p3 = leg2_Ci1_y*leg2_r3 + leg3_Ci1_y*leg3_r3
-    b_star6_p3 = leg2_Ci1_z*leg2_r3 + leg3_Ci1_z*leg3_r3
-    b_star5_p8 = b_star5_p2 + b_star5_p3
-    b_star6_p8 = b_star6_p2 + b_star6_p3
-    A_star56_p7 = leg3_AH36*leg3_Ci1_y + leg6_AH36*leg6_Ci1_y
-    A_star66_p7 = leg3_AH36*leg3_Ci1_z + leg6_AH36*leg6_Ci1_z
-    A_star56_p10 = A_star56_p6 + A_star56_p7
-    A_star66_p10 = A_star66_p6 + A_star66_p7
-    A_star56_p13 = A_star56_p10 + A_star56_p11
-    A_star66_p13 = A_star66_p10 + A_star66_p11
-    F_R26_p1 = F_q2_1*F_v6_1 + F_q2_2*F_v6_2
-    F_R26_p2 = F_q2_3*F_v6_3 + F_q2_4*F_v6_4
-    F_R26_p4 = F_R26_p1 + F_R26_p2
+    F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2
+    F_R36 = F_R36_p3 + F_R36_p4
+    F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2
+    F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2
+    F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2
+    F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2
+    F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2
+    F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2
     A_star15_p11 = leg4_AH25*leg4_H1_2 + leg5_AH25*leg5_H1_2
     A_star15_p15 = A_star15_p11 + A_star15_p12
     A_star15_p13 = leg1_AH25*leg1_H1_2 + leg2_AH25*leg2_H1_2
@@ -11232,14 +11261,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     b_star4_p13 = b_star4_p10 + b_star4_p11
     b_star4_p16 = b_star4_p12 + b_star4_p13
     b_star4 = b_star4_p16 + b_star4_p17
-    F_R26_p3 = F_q2_5*F_v6_5 + F_q2_6*F_v6_6
-    F_R26 = F_R26_p3 + F_R26_p4
-    F_v6_1_2 = -F_R26*F_q2_1 + F_v6_1
-    F_v6_2_2 = -F_R26*F_q2_2 + F_v6_2
-    F_v6_3_2 = -F_R26*F_q2_3 + F_v6_3
-    F_v6_4_2 = -F_R26*F_q2_4 + F_v6_4
-    F_v6_5_2 = -F_R26*F_q2_5 + F_v6_5
-    F_v6_6_2 = -F_R26*F_q2_6 + F_v6_6
     A_star56_p12 = leg4_AH26*leg4_H5_2 + leg5_AH26*leg5_H5_2
     A_star66_p12 = leg4_AH26*leg4_H6_2 + leg5_AH26*leg5_H6_2
     b_star5_p4 = leg4_H5_2*leg4_r2 + leg5_H5_2*leg5_r2
@@ -11272,16 +11293,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     b_star6 = b_star6_p16 + b_star6_p17
     G_rhs5_p3 = A_star55*omegadot_y + A_star56*omegadot_z
     G_rhs6_p3 = A_star56*omegadot_y + A_star66*omegadot_z
-    F_rr5_p1 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4
-    F_rr5_p2 = F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4
-    F_rr5_p4 = F_rr5_p1 + F_rr5_p2
-    F_rr5_p3 = F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4
-    F_rr5 = F_rr5_p3 + F_rr5_p4
-    if not (F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z > 0.0):  # the drive Jacobian G: column 5 dependent
-        F[:] = [NAN] * 6
-        return 5
-    F_R55 = math.sqrt(F_rr5)
-    cse131 = 1.0/F_R55
     G_rhs1_p4 = A_star15*omegadot_y + A_star16*omegadot_z
     G_rhs1_p5 = G_rhs1_p3 + G_rhs1_p4
     G_rhs1 = G_rhs1_p5 - b_star1
@@ -11304,28 +11315,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     G_rhs4 = G_rhs4_p5 - b_star4
     G_rhs6_p5 = G_rhs6_p3 + G_rhs6_p4
     G_rhs6 = G_rhs6_p5 - b_star6
-    F_R36_p1 = F_q3_1*F_v6_1_2 + F_q3_2*F_v6_2_2
-    F_R36_p2 = F_q3_3*F_v6_3_2 + F_q3_4*F_v6_4_2
-    F_R36_p4 = F_R36_p1 + F_R36_p2
-    F_R36_p3 = F_q3_5*F_v6_5_2 + F_q3_6*F_v6_6_2
-    F_R36 = F_R36_p3 + F_R36_p4
-    F_v6_1_3 = -F_R36*F_q3_1 + F_v6_1_2
-    F_v6_2_3 = -F_R36*F_q3_2 + F_v6_2_2
-    F_v6_3_3 = -F_R36*F_q3_3 + F_v6_3_2
-    F_v6_4_3 = -F_R36*F_q3_4 + F_v6_4_2
-    F_v6_5_3 = -F_R36*F_q3_5 + F_v6_5_2
-    F_v6_6_3 = -F_R36*F_q3_6 + F_v6_6_2
-    F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2
-    F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4
-    F_z1_p4 = F_z1_p1 + F_z1_p2
-    F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6
-    F_z1 = F_z1_p3 + F_z1_p4
-    F_y1_1 = -F_q1_1*F_z1 + G_rhs1
-    F_y1_2 = -F_q1_2*F_z1 + G_rhs2
-    F_y1_3 = -F_q1_3*F_z1 + G_rhs3
-    F_y1_4 = -F_q1_4*F_z1 + G_rhs4
-    F_y1_5 = -F_q1_5*F_z1 + G_rhs5
-    F_y1_6 = -F_q1_6*F_z1 + G_rhs6
     F_R46_p1 = F_q4_1*F_v6_1_3 + F_q4_2*F_v6_2_3
     F_R46_p2 = F_q4_3*F_v6_3_3 + F_q4_4*F_v6_4_3
     F_R46_p4 = F_R46_p1 + F_R46_p2
@@ -11337,17 +11326,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v6_4_4 = -F_R46*F_q4_4 + F_v6_4_3
     F_v6_5_4 = -F_R46*F_q4_5 + F_v6_5_3
     F_v6_6_4 = -F_R46*F_q4_6 + F_v6_6_3
-    F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2
-    F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4
-    F_z2_p4 = F_z2_p1 + F_z2_p2
-    F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6
-    F_z2 = F_z2_p3 + F_z2_p4
-    F_y2_1 = -F_q2_1*F_z2 + F_y1_1
-    F_y2_2 = -F_q2_2*F_z2 + F_y1_2
-    F_y2_3 = -F_q2_3*F_z2 + F_y1_3
-    F_y2_4 = -F_q2_4*F_z2 + F_y1_4
-    F_y2_5 = -F_q2_5*F_z2 + F_y1_5
-    F_y2_6 = -F_q2_6*F_z2 + F_y1_6
+    F_z1_p1 = F_q1_1*G_rhs1 + F_q1_2*G_rhs2
+    F_z1_p2 = F_q1_3*G_rhs3 + F_q1_4*G_rhs4
+    F_z1_p4 = F_z1_p1 + F_z1_p2
     F_inv5 = cse131
     F_q5_1 = F_inv5*F_v5_1_4
     F_q5_2 = F_inv5*F_v5_2_4
@@ -11355,6 +11336,14 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_q5_4 = F_inv5*F_v5_4_4
     F_q5_5 = F_inv5*F_v5_5_4
     F_q5_6 = F_inv5*F_v5_6_4
+    F_z1_p3 = F_q1_5*G_rhs5 + F_q1_6*G_rhs6
+    F_z1 = F_z1_p3 + F_z1_p4
+    F_y1_1 = -F_q1_1*F_z1 + G_rhs1
+    F_y1_2 = -F_q1_2*F_z1 + G_rhs2
+    F_y1_3 = -F_q1_3*F_z1 + G_rhs3
+    F_y1_4 = -F_q1_4*F_z1 + G_rhs4
+    F_y1_5 = -F_q1_5*F_z1 + G_rhs5
+    F_y1_6 = -F_q1_6*F_z1 + G_rhs6
     F_R56_p1 = F_q5_1*F_v6_1_4 + F_q5_2*F_v6_2_4
     F_R56_p2 = F_q5_3*F_v6_3_4 + F_q5_4*F_v6_4_4
     F_R56_p4 = F_R56_p1 + F_R56_p2
@@ -11366,6 +11355,27 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_v6_4_5 = -F_R56*F_q5_4 + F_v6_4_4
     F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4
     F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4
+    F_z2_p1 = F_q2_1*F_y1_1 + F_q2_2*F_y1_2
+    F_z2_p2 = F_q2_3*F_y1_3 + F_q2_4*F_y1_4
+    F_z2_p4 = F_z2_p1 + F_z2_p2
+    F_z2_p3 = F_q2_5*F_y1_5 + F_q2_6*F_y1_6
+    F_z2 = F_z2_p3 + F_z2_p4
+    F_y2_1 = -F_q2_1*F_z2 + F_y1_1
+    F_y2_2 = -F_q2_2*F_z2 + F_y1_2
+    F_y2_3 = -F_q2_3*F_z2 + F_y1_3
+    F_y2_4 = -F_q2_4*F_z2 + F_y1_4
+    F_y2_5 = -F_q2_5*F_z2 + F_y1_5
+    F_y2_6 = -F_q2_6*F_z2 + F_y1_6
+    F_rr6_p1 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5
+    F_rr6_p2 = F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5
+    F_rr6_p4 = F_rr6_p1 + F_rr6_p2
+    F_rr6_p3 = F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5
+    F_rr6 = F_rr6_p3 + F_rr6_p4
+    if not (F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z > 0.0):  # the drive Jacobian G: column 6 dependent
+        F[:] = [NAN] * 6
+        return 5
+    F_R66 = math.sqrt(F_rr6)
+    cse132 = 1.0/F_R66
     F_z3_p1 = F_q3_1*F_y2_1 + F_q3_2*F_y2_2
     F_z3_p2 = F_q3_3*F_y2_3 + F_q3_4*F_y2_4
     F_z3_p4 = F_z3_p1 + F_z3_p2
@@ -11377,16 +11387,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     F_y3_4 = -F_q3_4*F_z3 + F_y2_4
     F_y3_5 = -F_q3_5*F_z3 + F_y2_5
     F_y3_6 = -F_q3_6*F_z3 + F_y2_6
-    F_rr6_p1 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5
-    F_rr6_p2 = F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5
-    F_rr6_p4 = F_rr6_p1 + F_rr6_p2
-    F_rr6_p3 = F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5
-    F_rr6 = F_rr6_p3 + F_rr6_p4
-    if not (F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z > 0.0):  # the drive Jacobian G: column 6 dependent
-        F[:] = [NAN] * 6
-        return 5
-    F_R66 = math.sqrt(F_rr6)
-    cse132 = 1.0/F_R66
     F_z4_p1 = F_q4_1*F_y3_1 + F_q4_2*F_y3_2
     F_z4_p2 = F_q4_3*F_y3_3 + F_q4_4*F_y3_4
     F_z4_p4 = F_z4_p1 + F_z4_p2
@@ -15975,12 +15975,6 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     c_psi_z = math.cos(psi_z)
     cse0 = c_psi_x*c_psi_y
     alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
-    cse134 = (0.5)*p_J_o
-    cse136 = (0.5)*p_Jn_ax
-    cse142 = (0.5)*p_Js_z
-    cse144 = (0.5)*p_m_n
-    cse150 = (0.5)*p_m_o
-    cse151 = (0.5)*p_m_s
     cse1 = c_psi_y*s_psi_x
     alpha_C_00 = c_psi_y*c_psi_z
     cse2 = c_psi_x*s_psi_y
@@ -15994,83 +15988,30 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     alpha_C_02 = -c_psi_z*s_psi_y
     alpha_C_21 = -c_psi_z*s_psi_x
     cse6 = 0.401478*alpha_C_00 + cse5
-    cse16 = 0.18541*alpha_C_00 + cse5
     cse11 = 0.1*alpha_C_12
     cse3 = 0.445887*alpha_C_20
     cse12 = -cse11 + z_C
     leg1_s0_x = -cse3 + cse6
-    leg2_s0_x = cse3 + cse6
     cse13 = 0.401478*alpha_C_02 + cse12
-    cse19 = 0.18541*alpha_C_02 + cse12
     cse10 = 0.445887*alpha_C_22
     leg1_d_x_p1 = 0.8241264391769596 - 0.9238795325112867*leg1_s0_x
     leg1_d_z_p1 = 0.3826834323650898*leg1_s0_x - 0.5664066753645345
     leg1_s0_z = -cse10 + cse13
-    leg2_s0_z = cse10 + cse13
     leg1_d_x = leg1_d_x_p1 - 0.3826834323650898*leg1_s0_z
     leg1_d_z = leg1_d_z_p1 - 0.9238795325112867*leg1_s0_z
     cse7 = 0.445887*alpha_C_21
     cse8 = 0.1*alpha_C_11
     leg1_s0_y_p1 = -cse7 + 0.401478*s_psi_z
-    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
-    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
-    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
-    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
-    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
-    cse9 = cse8 - y_C
-    leg1_s0_y = -cse9 + leg1_s0_y_p1
-    cse14 = -cse8 + y_C
-    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
     if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 112
-    cse15 = 0.570634*alpha_C_20
-    leg3_s0_x = cse15 + cse16
-    leg6_s0_x = -cse15 + cse16
-    cse21_p1 = 0.586889*alpha_C_00 - x_C
-    cse21 = cse21_p1 + cse4
-    cse25_p1 = 0.586889*alpha_C_02 - z_C
-    cse25 = cse11 + cse25_p1
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse9 + leg1_s0_y_p1
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    cse18 = 0.570634*alpha_C_22
-    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
-    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
-    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    leg3_s0_z = cse18 + cse19
-    leg6_s0_z = -cse18 + cse19
-    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
-    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
-    cse20 = 0.124747*alpha_C_20
-    cse24 = 0.124747*alpha_C_22
-    cse17 = 0.570634*alpha_C_21
-    leg4_s0_x = cse20 - cse21
-    leg5_s0_x = -cse20 - cse21
-    leg4_s0_z = cse24 - cse25
-    leg5_s0_z = -cse24 - cse25
-    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
-    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
-    leg3_s0_y = cse14 + leg3_s0_y_p1
-    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
-    leg6_s0_y = -cse9 + leg6_s0_y_p1
-    cse23 = cse9 + 0.586889*s_psi_z
-    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
-    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
-    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
-    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
-    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
-    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
-    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
-    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
-    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
-    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
-    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
-    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
-    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
     leg1_stroke = leg1_u_L - 1.095070951822301
     if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16082,23 +16023,29 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 124
-    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 212
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_s0_z = cse10 + cse13
+    leg2_s0_x = cse3 + cse6
+    leg2_s0_y_p1 = cse7 + 0.401478*s_psi_z
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + leg2_s0_y_p1
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
-    cse22 = 0.124747*alpha_C_21
-    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    leg4_s0_y = cse22 - cse23
-    leg5_s0_y = -cse22 - cse23
-    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg2_d_x_p1 = 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z_p1 = 0.5664066753645345 - 0.9238795325112867*leg2_s0_z
+    leg2_d_x = leg2_d_x_p1 - 0.9238795325112867*leg2_s0_x
+    leg2_d_z = leg2_d_z_p1 - 0.3826834323650898*leg2_s0_x
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 212
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_stroke = leg2_u_L - 1.095070951822301
     if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16110,25 +16057,33 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 224
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 312
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    cse16 = 0.18541*alpha_C_00 + cse5
+    cse19 = 0.18541*alpha_C_02 + cse12
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
-    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    cse15 = 0.570634*alpha_C_20
+    leg3_s0_x = cse15 + cse16
+    cse18 = 0.570634*alpha_C_22
+    leg3_d_x_p1 = 0.7933533402912352*leg3_s0_x + 0.8241264875455234
+    leg3_d_z_p1 = 0.6087614290087207*leg3_s0_x - 0.5664066172493735
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = leg3_d_x_p1 - 0.6087614290087207*leg3_s0_z
+    leg3_d_z = leg3_d_z_p1 + 0.7933533402912352*leg3_s0_z
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y_p1 = cse17 + 0.18541*s_psi_z
+    leg3_s0_y = cse14 + leg3_s0_y_p1
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 312
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
     if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16140,17 +16095,35 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 324
-    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 412
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    cse21_p1 = 0.586889*alpha_C_00 - x_C
+    cse21 = cse21_p1 + cse4
+    cse25_p1 = 0.586889*alpha_C_02 - z_C
+    cse25 = cse11 + cse25_p1
+    cse20 = 0.124747*alpha_C_20
+    cse24 = 0.124747*alpha_C_22
+    leg4_s0_x = cse20 - cse21
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x_p1 = 0.1305261922200516*leg4_s0_x + 0.8241264130320356
+    leg4_d_x = leg4_d_x_p1 - 0.9914448613738104*leg4_s0_z
+    leg4_d_z_p1 = 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_d_z = leg4_d_z_p1 + 0.9914448613738104*leg4_s0_x
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 412
+    cse22 = 0.124747*alpha_C_21
+    leg4_s0_y = cse22 - cse23
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_stroke = leg4_u_L - 1.0950706977031208
     if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16162,24 +16135,27 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 424
-    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 512
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_z = -cse24 - cse25
+    leg5_s0_y = -cse22 - cse23
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
-    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
-    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
-    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_d_x_p1 = 0.1305261922200516*leg5_s0_x + 0.8241264130320356
+    leg5_d_x = leg5_d_x_p1 + 0.9914448613738104*leg5_s0_z
+    leg5_d_z_p1 = 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_d_z = leg5_d_z_p1 - 0.9914448613738104*leg5_s0_x
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 512
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_stroke = leg5_u_L - 1.0950706977031208
     if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
@@ -16191,17 +16167,29 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 524
+    leg6_s0_z = -cse18 + cse19
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y_p1 = -cse17 + 0.18541*s_psi_z
+    leg6_s0_y = -cse9 + leg6_s0_y_p1
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg6_d_x_p1 = 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z_p1 = 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_d_x = leg6_d_x_p1 + 0.7933533402912352*leg6_s0_x
+    leg6_d_z = leg6_d_z_p1 - 0.6087614290087207*leg6_s0_x
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
     if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 612
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
@@ -16212,6 +16200,88 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 624
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_rho2_x
+    leg1_lu_inv3 = 1.0/leg1_TL1_z
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_rho2_x
+    leg2_lu_inv3 = 1.0/leg2_TL1_z
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
+    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        momentum[:] = [NAN] * 3
+        angular_momentum[:] = [NAN] * 3
+        T[:] = [NAN] * 1
+        return 692
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
@@ -16224,96 +16294,26 @@ def momentum(x, u, w0, V0, p, momentum, angular_momentum, T):
     cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
     leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
     cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
-    leg1_rho2_x = leg1_stroke + 1.095070951822301
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    leg2_rho2_x = leg2_stroke + 1.095070951822301
-    leg3_rho2_x = leg3_stroke + 1.0950706448709142
-    leg4_rho2_x = leg4_stroke + 1.0950706977031208
-    leg5_rho2_x = leg5_stroke + 1.0950706977031208
-    leg6_rho2_x = leg6_stroke + 1.0950706448709142
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2
-    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 192
-    leg1_lu_inv3 = 1.0/leg1_TL1_z
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2
-    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 292
-    leg2_lu_inv3 = 1.0/leg2_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2
-    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
-    leg3_lu_inv2 = 1.0/leg3_rho2_x
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 392
-    leg3_lu_inv3 = 1.0/leg3_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    leg4_B0_00 = leg4_beta1_00*leg4_u_c2
-    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 492
-    leg4_lu_inv3 = 1.0/leg4_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_B0_00 = leg5_beta1_00*leg5_u_c2
-    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 592
-    leg5_lu_inv3 = 1.0/leg5_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        momentum[:] = [NAN] * 3
-        angular_momentum[:] = [NAN] * 3
-        T[:] = [NAN] * 1
-        return 692
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
-    leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         momentum[:] = [NAN] * 3
         angular_momentum[:] = [NAN] * 3
         T[:] = [NAN] * 1
         return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
     leg6_lu_inv3 = 1.0/leg6_TL1_z
+    cse134 = (0.5)*p_J_o
+    cse136 = (0.5)*p_Jn_ax
+    cse142 = (0.5)*p_Js_z
+    cse144 = (0.5)*p_m_n
+    cse150 = (0.5)*p_m_o
+    cse151 = (0.5)*p_m_s
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2
+    leg4_B0_00 = leg4_beta1_00*leg4_u_c2
+    leg5_B0_00 = leg5_beta1_00*leg5_u_c2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg1_beta1_02 = -cse26
     leg1_beta1_20 = cse26
     leg2_beta1_02 = cse27

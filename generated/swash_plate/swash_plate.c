@@ -612,17 +612,16 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double tau3_12 = (0.25881904510252074)*s3;
     orientation[0] = c1*tau3_11 + s1*tau3_12;
     const double tau3_02 = -0.25881904510252074*c3;
-    const double theta_J3_00 = (0.9659258262890683)*c2;
-    const double tau3_00 = c3*theta_J3_00 - s2*s3;
     const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
-    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
-    const double cse2 = s1*theta_J3_21;
     const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
     const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+    const double theta_J3_00 = (0.9659258262890683)*c2;
+    const double tau3_00 = c3*theta_J3_00 - s2*s3;
+    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-    const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
     if (!(cse0*cse0 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double cse2 = s1*theta_J3_21;
     const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
     const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
     const double lu_inv1 = 1.0/cse0;
@@ -632,10 +631,12 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double lu_u12_p1 = (0.9659258262890683)*c1;
     const double lu_u12_p2 = -cse2*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
     const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-    const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
     const double lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2;
     const double lu_f11 = cse1*lu_inv1;
     const double lu_u12 = -cse3*lu_f11 + lu_u12_p3;
+    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
+    const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
     const double lu_inv2 = 1.0/lu_u12;
     const double det_GD = -cse0*lu_u12;
     branch[0] = det_GD;
@@ -646,7 +647,6 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     q_next[2] = dq2 + q3;
     const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
     q_next[0] = dq1 + q1;
-    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
     q_next[1] = q2;
     return 0;
 fail:
@@ -692,25 +692,24 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             const double theta_J3_21 = (0.25881904510252074)*s2;
             const double tau3_12 = (0.25881904510252074)*s3;
             const double tau3_02 = -0.25881904510252074*c3;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
-            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double theta_J3_20 = (0.25881904510252074)*c2;
-            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
             mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
-            const double cse2 = s1*theta_J3_21;
-            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
-            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double cse2 = s1*theta_J3_21;
             const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
             const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double lu_inv1 = 1.0/cse0;
@@ -720,10 +719,15 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             const double lu_u12_p1 = (0.9659258262890683)*c1;
             const double lu_u12_p2 = -cse2*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
             const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-            const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
             const double lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2;
             const double lu_f11 = cse1*lu_inv1;
             const double lu_u12 = -cse3*lu_f11 + lu_u12_p3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
+            const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
             const double lu_inv2 = 1.0/lu_u12;
             const double det_GD = -cse0*lu_u12;
             mg_o_branch[0][mg_l] = det_GD;
@@ -734,10 +738,6 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             mg_o_q_next[2][mg_l] = dq2 + q3;
             const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
             mg_o_q_next[0][mg_l] = dq1 + q1;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
             mg_st[mg_l] = mg_s;
         }
         mg_block_to_rows(&mg_o_q_next[0][0], 3, q_next + mg_i * 3);
@@ -800,20 +800,20 @@ int mechgen_swash_plate_velocity(const double *restrict q, const double *restric
     const double tau3_01 = c2*s3 + c3*theta_J3_01;
     const double theta_J3_21 = (0.25881904510252074)*s2;
     const double tau3_02 = -0.25881904510252074*c3;
-    const double theta_J3_00 = (0.9659258262890683)*c2;
-    const double tau3_00 = c3*theta_J3_00 - s2*s3;
     const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
-    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
-    const double cse2 = s1*theta_J3_21;
     const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
     const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+    if (!(cse0*cse0 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
     const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+    const double cse2 = s1*theta_J3_21;
+    const double theta_J3_00 = (0.9659258262890683)*c2;
+    const double tau3_00 = c3*theta_J3_00 - s2*s3;
+    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
     const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
     const double lu_inv1 = 1.0/cse0;
-    if (!(cse0*cse0 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double cse3_p1 = (0.9659258262890683)*c1;
     const double cse3_p2 = -cse2*trunnion_f1_y_x + cse3_p1*trunnion_f1_y_x;
     const double cse3 = -cse0*theta_J3_20 + cse3_p2;
@@ -822,8 +822,8 @@ int mechgen_swash_plate_velocity(const double *restrict q, const double *restric
     const double lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2;
     const double lu_f11 = cse1*lu_inv1;
     const double lu_u12 = -cse3*lu_f11 + lu_u12_p3;
-    const double lu_inv2 = 1.0/lu_u12;
     if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    const double lu_inv2 = 1.0/lu_u12;
     const double X1__e1_p1 = c1*trunnion_f1_y_x;
     const double X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x;
     const double X1_2 = X1__e1*lu_inv2;
@@ -876,27 +876,27 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double theta_J3_21 = (0.25881904510252074)*s2;
             const double tau3_02 = -0.25881904510252074*c3;
-            const double theta_J3_00 = (0.9659258262890683)*c2;
-            const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
-            const double theta_J3_20 = (0.25881904510252074)*c2;
             const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            const double cse2 = s1*theta_J3_21;
-            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
-            const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
-            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
-            const double lu_inv1 = 1.0/cse0;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double cse2 = s1*theta_J3_21;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double lu_inv1 = 1.0/cse0;
             const double cse3_p1 = (0.9659258262890683)*c1;
             const double cse3_p2 = -cse2*trunnion_f1_y_x + cse3_p1*trunnion_f1_y_x;
             const double cse3 = -cse0*theta_J3_20 + cse3_p2;
@@ -905,11 +905,11 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             const double lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2;
             const double lu_f11 = cse1*lu_inv1;
             const double lu_u12 = -cse3*lu_f11 + lu_u12_p3;
-            const double lu_inv2 = 1.0/lu_u12;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double lu_inv2 = 1.0/lu_u12;
             const double X1__e1_p1 = c1*trunnion_f1_y_x;
             const double X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x;
             const double X1_2 = X1__e1*lu_inv2;
@@ -1680,13 +1680,13 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double tau3_01 = c2*s3 + c3*theta_J3_01;
     const double beta3_02 = -0.25881904510252074*c3;
     const double theta_J3_21 = (0.25881904510252074)*s2;
-    const double theta_J3_00 = (0.9659258262890683)*c2;
-    const double tau3_00 = c3*theta_J3_00 - s2*s3;
-    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
     const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
     const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
     const double trunnion_f1_x_z = (0.9659258262890683)*beta3_02 + 0.24999999999999997;
+    const double theta_J3_00 = (0.9659258262890683)*c2;
+    const double tau3_00 = c3*theta_J3_00 - s2*s3;
+    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
     if (!(cse2*cse2 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
     const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
@@ -1699,9 +1699,13 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double cse5 = -cse2*theta_J3_20 + cse5_p2;
     const double lu_u12_p1 = (0.9659258262890683)*c1;
     const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
-    const double cse0 = qd3*theta_J3_20;
     const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
     const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
+    const double cse0 = qd3*theta_J3_20;
+    const double lu_f11 = cse3*lu_inv1;
+    const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
+    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    const double lu_inv2 = 1.0/lu_u12;
     const double omega3_x = cse0;
     const double eps3_y = cse0*qd2;
     const double cse13 = eps3_y*s1;
@@ -1726,10 +1730,6 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double omega_p3_J_x = -0.25881904510252074*qd2;
     const double omega_p3_J_z = (0.9659258262890683)*qd2;
     const double omega3_z = omega_p3_J_z + qd3;
-    const double lu_f11 = cse3*lu_inv1;
-    const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
-    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u12;
     const double omega_p3_y = -omega_p3_J_x*s3;
     const double omega_p3_x = c3*omega_p3_J_x;
     const double epsd3_x = omega_p3_y*qd3;
@@ -1772,11 +1772,6 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
     const double X1_2 = X1__e1*lu_inv2;
     const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
-    const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
-    const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
-    const double a1_y = (9.81)*s1;
-    const double N1_x = (0.036)*a1_y;
-    const double b1 = -N1_x + tau1;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
     const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
     const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
@@ -1787,6 +1782,11 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double Mr1_1 = -MH1_1*X1_1 + Mr1_1_p1;
     if (!(0.9999999999999*Mr1_1 > 0.0)) { status = 2; goto fail; } /* pivot D1 of the reduced mass matrix */
     const double invD1 = 1.0/Mr1_1;
+    const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
+    const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
+    const double a1_y = (9.81)*s1;
+    const double N1_x = (0.036)*a1_y;
+    const double b1 = -N1_x + tau1;
     const double c3_2 = b3 - 0.018*qdd0_2;
     const double br1_p1 = -X1_2*c3_2 + c2_2;
     const double c1_2 = b1 - 0.004573333333333333*qdd0_1;
@@ -1860,13 +1860,13 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double beta3_02 = -0.25881904510252074*c3;
             const double theta_J3_21 = (0.25881904510252074)*s2;
-            const double theta_J3_00 = (0.9659258262890683)*c2;
-            const double tau3_00 = c3*theta_J3_00 - s2*s3;
-            const double theta_J3_20 = (0.25881904510252074)*c2;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
             const double trunnion_f1_x_z = (0.9659258262890683)*beta3_02 + 0.24999999999999997;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1887,9 +1887,16 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double cse5 = -cse2*theta_J3_20 + cse5_p2;
             const double lu_u12_p1 = (0.9659258262890683)*c1;
             const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
-            const double cse0 = qd3*theta_J3_20;
             const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
+            const double cse0 = qd3*theta_J3_20;
+            const double lu_f11 = cse3*lu_inv1;
+            const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double lu_inv2 = 1.0/lu_u12;
             const double omega3_x = cse0;
             const double qd2 = mg_in_qd[1][mg_l];
             const double eps3_y = cse0*qd2;
@@ -1916,13 +1923,6 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double omega_p3_J_x = -0.25881904510252074*qd2;
             const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega3_z = omega_p3_J_z + qd3;
-            const double lu_f11 = cse3*lu_inv1;
-            const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double lu_inv2 = 1.0/lu_u12;
             const double omega_p3_y = -omega_p3_J_x*s3;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double epsd3_x = omega_p3_y*qd3;
@@ -1967,12 +1967,6 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
             const double X1_2 = X1__e1*lu_inv2;
             const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
-            const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
-            const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
-            const double a1_y = (9.81)*s1;
-            const double N1_x = (0.036)*a1_y;
-            const double tau1 = mg_in_tau[0][mg_l];
-            const double b1 = -N1_x + tau1;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
             const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
             const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
@@ -1986,6 +1980,12 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
             const double invD1 = 1.0/Mr1_1;
+            const double trunnion_reaction_my_p1 = s1*trunnion_f1_y_x;
+            const double trunnion_reaction_my_p2 = s1*trunnion_f1_x_x;
+            const double a1_y = (9.81)*s1;
+            const double N1_x = (0.036)*a1_y;
+            const double tau1 = mg_in_tau[0][mg_l];
+            const double b1 = -N1_x + tau1;
             const double c3_2 = b3 - 0.018*qdd0_2;
             const double br1_p1 = -X1_2*c3_2 + c2_2;
             const double c1_2 = b1 - 0.004573333333333333*qdd0_1;
@@ -2071,22 +2071,34 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double c1 = sc_c[2];
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double tau3_01 = c2*s3 + c3*theta_J3_01;
-    const double theta_J3_00 = (0.9659258262890683)*c2;
-    const double tau3_00 = c3*theta_J3_00 - s2*s3;
     const double theta_J3_21 = (0.25881904510252074)*s2;
-    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double tau3_02 = -0.25881904510252074*c3;
     const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
     const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
     const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
     const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
-    const double cse0 = qd3*theta_J3_20;
-    const double cse1 = qd3*theta_J3_21;
-    const double cse4 = s1*theta_J3_21;
-    const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
-    const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+    const double theta_J3_00 = (0.9659258262890683)*c2;
+    const double tau3_00 = c3*theta_J3_00 - s2*s3;
+    const double theta_J3_20 = (0.25881904510252074)*c2;
     const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
     if (!(cse2*cse2 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 1 vanishes */
+    const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+    const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+    const double lu_inv1 = 1.0/cse2;
+    const double cse4 = s1*theta_J3_21;
+    const double cse1 = qd3*theta_J3_21;
+    const double cse5_p1 = (0.9659258262890683)*c1;
+    const double cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x;
+    const double cse5 = -cse2*theta_J3_20 + cse5_p2;
+    const double lu_u12_p1 = (0.9659258262890683)*c1;
+    const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
+    const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+    const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
+    const double cse0 = qd3*theta_J3_20;
+    const double lu_f11 = cse3*lu_inv1;
+    const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
+    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
+    const double lu_inv2 = 1.0/lu_u12;
     const double omega3_x = cse0;
     const double eps3_y = cse0*qd2;
     const double cse13 = eps3_y*s1;
@@ -2095,12 +2107,6 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double cse11 = c1*qd1;
     const double cse12 = qd1*s1;
     const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-    const double lu_inv1 = 1.0/cse2;
-    const double cse5_p1 = (0.9659258262890683)*c1;
-    const double cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x;
-    const double cse5 = -cse2*theta_J3_20 + cse5_p2;
-    const double lu_u12_p1 = (0.9659258262890683)*c1;
-    const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
     const double cse14_p4 = omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x;
     const double cse14_p6 = cse11*trunnion_f1_y_y + cse12*trunnion_f1_y_z;
     const double qdd0__e1_p6 = cse11*trunnion_f1_x_y + cse12*trunnion_f1_x_z;
@@ -2110,8 +2116,6 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double cse14_p8 = -cse14_p5*s1 + cse14_p7;
     const double qdd0__e1_p4 = omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x;
     const double qdd0__e1_p7 = c1*qdd0__e1_p4 - qdd0__e1_p6;
-    const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-    const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
     const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z*trunnion_f1_x_y;
     const double qdd0__e1_p5 = -omega3_x*trunnion_f1_x_z + omega3_z*trunnion_f1_x_x;
     const double qdd0__e1_p8 = -qdd0__e1_p5*s1 + qdd0__e1_p7;
@@ -2126,10 +2130,6 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double qdd0__e1_p3 = -c1*cse7 + qdd0__e1_p2*trunnion_f1_x_x;
     const double qdd0__e1_p11 = -cse10*qdd0__e1_p8 + omega3_z*qdd0__e1_p3;
     const double qdd0__e1_p1 = cse7*s1 + cse8*qd1;
-    const double lu_f11 = cse3*lu_inv1;
-    const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
-    if (!(lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0)) { status = 1; goto fail; } /* constraint block G_D: pivot 2 vanishes */
-    const double lu_inv2 = 1.0/lu_u12;
     const double cse14_p9 = cse13*trunnion_f1_y_x + cse2*eps3_x;
     const double qdd0__e1_p9 = cse13*trunnion_f1_x_x + cse3*eps3_x;
     const double cse14_p10 = cse14_p1*omega3_y + cse14_p9;
@@ -2240,30 +2240,45 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             mg_sincos_poly(q3, &s3, &c3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
-            const double theta_J3_00 = (0.9659258262890683)*c2;
-            const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double theta_J3_21 = (0.25881904510252074)*s2;
-            const double theta_J3_20 = (0.25881904510252074)*c2;
             const double tau3_02 = -0.25881904510252074*c3;
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
             const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
-            const double qd3 = mg_in_qd[2][mg_l];
-            const double cse0 = qd3*theta_J3_20;
-            const double cse1 = qd3*theta_J3_21;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
-            const double cse4 = s1*theta_J3_21;
-            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
-            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
             {   /* the lane's first failing check: no branch, so no operation is conditional */
                 const int64_t mg_f = isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
                 mg_s += (int64_t)(mg_s == 0) * mg_f;
             }
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double lu_inv1 = 1.0/cse2;
+            const double cse4 = s1*theta_J3_21;
+            const double qd3 = mg_in_qd[2][mg_l];
+            const double cse1 = qd3*theta_J3_21;
+            const double cse5_p1 = (0.9659258262890683)*c1;
+            const double cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x;
+            const double cse5 = -cse2*theta_J3_20 + cse5_p2;
+            const double lu_u12_p1 = (0.9659258262890683)*c1;
+            const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
+            const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
+            const double cse0 = qd3*theta_J3_20;
+            const double lu_f11 = cse3*lu_inv1;
+            const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            const double lu_inv2 = 1.0/lu_u12;
             const double omega3_x = cse0;
             const double qd2 = mg_in_qd[1][mg_l];
             const double eps3_y = cse0*qd2;
@@ -2274,12 +2289,6 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double cse11 = c1*qd1;
             const double cse12 = qd1*s1;
             const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            const double lu_inv1 = 1.0/cse2;
-            const double cse5_p1 = (0.9659258262890683)*c1;
-            const double cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x;
-            const double cse5 = -cse2*theta_J3_20 + cse5_p2;
-            const double lu_u12_p1 = (0.9659258262890683)*c1;
-            const double lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x;
             const double cse14_p4 = omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x;
             const double cse14_p6 = cse11*trunnion_f1_y_y + cse12*trunnion_f1_y_z;
             const double qdd0__e1_p6 = cse11*trunnion_f1_x_y + cse12*trunnion_f1_x_z;
@@ -2289,8 +2298,6 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double cse14_p8 = -cse14_p5*s1 + cse14_p7;
             const double qdd0__e1_p4 = omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x;
             const double qdd0__e1_p7 = c1*qdd0__e1_p4 - qdd0__e1_p6;
-            const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
-            const double lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2;
             const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z*trunnion_f1_x_y;
             const double qdd0__e1_p5 = -omega3_x*trunnion_f1_x_z + omega3_z*trunnion_f1_x_x;
             const double qdd0__e1_p8 = -qdd0__e1_p5*s1 + qdd0__e1_p7;
@@ -2305,13 +2312,6 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double qdd0__e1_p3 = -c1*cse7 + qdd0__e1_p2*trunnion_f1_x_x;
             const double qdd0__e1_p11 = -cse10*qdd0__e1_p8 + omega3_z*qdd0__e1_p3;
             const double qdd0__e1_p1 = cse7*s1 + cse8*qd1;
-            const double lu_f11 = cse3*lu_inv1;
-            const double lu_u12 = -cse5*lu_f11 + lu_u12_p3;
-            {   /* the lane's first failing check: no branch, so no operation is conditional */
-                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
-                mg_s += (int64_t)(mg_s == 0) * mg_f;
-            }
-            const double lu_inv2 = 1.0/lu_u12;
             const double cse14_p9 = cse13*trunnion_f1_y_x + cse2*eps3_x;
             const double qdd0__e1_p9 = cse13*trunnion_f1_x_x + cse3*eps3_x;
             const double cse14_p10 = cse14_p1*omega3_y + cse14_p9;

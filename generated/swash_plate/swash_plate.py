@@ -92,22 +92,21 @@ def newton_step(q, q_next, error, branch, orientation):
     theta_J3_21 = (0.25881904510252074)*s2
     tau3_12 = (0.25881904510252074)*s3
     tau3_02 = -0.25881904510252074*c3
-    theta_J3_00 = (0.9659258262890683)*c2
-    tau3_00 = c3*theta_J3_00 - s2*s3
     trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21
-    theta_J3_20 = (0.25881904510252074)*c2
     trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21
-    cse2 = s1*theta_J3_21
     trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194
     trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997
+    theta_J3_00 = (0.9659258262890683)*c2
+    tau3_00 = c3*theta_J3_00 - s2*s3
+    theta_J3_20 = (0.25881904510252074)*c2
     cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y
-    cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z
     if not (cse0*cse0 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    cse2 = s1*theta_J3_21
     trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20
     trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20
     lu_inv1 = 1.0/cse0
@@ -117,22 +116,23 @@ def newton_step(q, q_next, error, branch, orientation):
     lu_u12_p1 = (0.9659258262890683)*c1
     lu_u12_p2 = -cse2*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x
     cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
-    cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z
     lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2
     lu_f11 = cse1*lu_inv1
     lu_u12 = -cse3*lu_f11 + lu_u12_p3
-    lu_inv2 = 1.0/lu_u12
-    det_GD = -cse0*lu_u12
-    err = math.sqrt(cse4*cse4 + cse5*cse5)
-    dq_e1 = -cse4 + cse5*lu_f11
-    dq2 = dq_e1*lu_inv2
-    dq1 = lu_inv1*(-cse3*dq2 - cse5)
     if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         q_next[:] = [NAN] * 3
         error[:] = [NAN] * 1
         branch[:] = [NAN] * 1
         orientation[:] = [NAN] * 1
         return 1
+    cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z
+    cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z
+    lu_inv2 = 1.0/lu_u12
+    det_GD = -cse0*lu_u12
+    err = math.sqrt(cse4*cse4 + cse5*cse5)
+    dq_e1 = -cse4 + cse5*lu_f11
+    dq2 = dq_e1*lu_inv2
+    dq1 = lu_inv1*(-cse3*dq2 - cse5)
     q_next[0] = dq1 + q1
     q_next[1] = q2
     q_next[2] = dq2 + q3
@@ -166,23 +166,23 @@ def velocity(q, qd_ind, qd, H):
     tau3_01 = c2*s3 + c3*theta_J3_01
     theta_J3_21 = (0.25881904510252074)*s2
     tau3_02 = -0.25881904510252074*c3
-    theta_J3_00 = (0.9659258262890683)*c2
-    tau3_00 = c3*theta_J3_00 - s2*s3
     trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21
-    theta_J3_20 = (0.25881904510252074)*c2
     trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21
-    cse2 = s1*theta_J3_21
     trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194
     cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y
-    trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997
-    cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
-    trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20
-    trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20
-    lu_inv1 = 1.0/cse0
     if not (cse0*cse0 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
+    trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997
+    cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
+    cse2 = s1*theta_J3_21
+    theta_J3_00 = (0.9659258262890683)*c2
+    tau3_00 = c3*theta_J3_00 - s2*s3
+    theta_J3_20 = (0.25881904510252074)*c2
+    trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20
+    trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20
+    lu_inv1 = 1.0/cse0
     cse3_p1 = (0.9659258262890683)*c1
     cse3_p2 = -cse2*trunnion_f1_y_x + cse3_p1*trunnion_f1_y_x
     cse3 = -cse0*theta_J3_20 + cse3_p2
@@ -191,11 +191,11 @@ def velocity(q, qd_ind, qd, H):
     lu_u12_p3 = -cse1*theta_J3_20 + lu_u12_p2
     lu_f11 = cse1*lu_inv1
     lu_u12 = -cse3*lu_f11 + lu_u12_p3
-    lu_inv2 = 1.0/lu_u12
     if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
         qd[:] = [NAN] * 3
         H[:] = [NAN] * 3
         return 1
+    lu_inv2 = 1.0/lu_u12
     X1__e1_p1 = c1*trunnion_f1_y_x
     X1__e1 = -X1__e1_p1*lu_f11 + c1*trunnion_f1_x_x
     X1_2 = X1__e1*lu_inv2
@@ -532,13 +532,13 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     tau3_01 = c2*s3 + c3*theta_J3_01
     beta3_02 = -0.25881904510252074*c3
     theta_J3_21 = (0.25881904510252074)*s2
-    theta_J3_00 = (0.9659258262890683)*c2
-    tau3_00 = c3*theta_J3_00 - s2*s3
-    theta_J3_20 = (0.25881904510252074)*c2
     trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21
     trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21
     trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194
     trunnion_f1_x_z = (0.9659258262890683)*beta3_02 + 0.24999999999999997
+    theta_J3_00 = (0.9659258262890683)*c2
+    tau3_00 = c3*theta_J3_00 - s2*s3
+    theta_J3_20 = (0.25881904510252074)*c2
     cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y
     if not (cse2*cse2 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         qdd[:] = [NAN] * 3
@@ -555,9 +555,17 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     cse5 = -cse2*theta_J3_20 + cse5_p2
     lu_u12_p1 = (0.9659258262890683)*c1
     lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x
-    cse0 = qd3*theta_J3_20
     cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
     lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2
+    cse0 = qd3*theta_J3_20
+    lu_f11 = cse3*lu_inv1
+    lu_u12 = -cse5*lu_f11 + lu_u12_p3
+    if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 2
+        reaction[:] = [NAN] * 6
+        return 1
+    lu_inv2 = 1.0/lu_u12
     omega3_x = cse0
     eps3_y = cse0*qd2
     cse13 = eps3_y*s1
@@ -582,14 +590,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     omega_p3_J_x = -0.25881904510252074*qd2
     omega_p3_J_z = (0.9659258262890683)*qd2
     omega3_z = omega_p3_J_z + qd3
-    lu_f11 = cse3*lu_inv1
-    lu_u12 = -cse5*lu_f11 + lu_u12_p3
-    if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 2
-        reaction[:] = [NAN] * 6
-        return 1
-    lu_inv2 = 1.0/lu_u12
     omega_p3_y = -omega_p3_J_x*s3
     omega_p3_x = c3*omega_p3_J_x
     epsd3_x = omega_p3_y*qd3
@@ -632,11 +632,6 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11
     X1_2 = X1__e1*lu_inv2
     X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x)
-    trunnion_reaction_my_p1 = s1*trunnion_f1_y_x
-    trunnion_reaction_my_p2 = s1*trunnion_f1_x_x
-    a1_y = (9.81)*s1
-    N1_x = (0.036)*a1_y
-    b1 = -N1_x + tau1
     Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02
     Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02
     MH2_1 = Ic2_22 - Nm3_2_z*X1_2
@@ -651,6 +646,11 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         reaction[:] = [NAN] * 6
         return 2
     invD1 = 1.0/Mr1_1
+    trunnion_reaction_my_p1 = s1*trunnion_f1_y_x
+    trunnion_reaction_my_p2 = s1*trunnion_f1_x_x
+    a1_y = (9.81)*s1
+    N1_x = (0.036)*a1_y
+    b1 = -N1_x + tau1
     c3_2 = b3 - 0.018*qdd0_2
     br1_p1 = -X1_2*c3_2 + c2_2
     c1_2 = b1 - 0.004573333333333333*qdd0_1
@@ -709,20 +709,15 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     s1 = math.sin(q1)
     theta_J3_01 = (0.9659258262890683)*s2
     tau3_01 = c2*s3 + c3*theta_J3_01
-    theta_J3_00 = (0.9659258262890683)*c2
-    tau3_00 = c3*theta_J3_00 - s2*s3
     theta_J3_21 = (0.25881904510252074)*s2
-    theta_J3_20 = (0.25881904510252074)*c2
     tau3_02 = -0.25881904510252074*c3
     trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21
     trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21
     trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194
     trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997
-    cse0 = qd3*theta_J3_20
-    cse1 = qd3*theta_J3_21
-    cse4 = s1*theta_J3_21
-    trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20
-    trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20
+    theta_J3_00 = (0.9659258262890683)*c2
+    tau3_00 = c3*theta_J3_00 - s2*s3
+    theta_J3_20 = (0.25881904510252074)*c2
     cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y
     if not (cse2*cse2 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 1 vanishes
         tau_ind[:] = [NAN] * 1
@@ -730,6 +725,28 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         multipliers[:] = [NAN] * 2
         reaction[:] = [NAN] * 6
         return 1
+    trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20
+    trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20
+    lu_inv1 = 1.0/cse2
+    cse4 = s1*theta_J3_21
+    cse1 = qd3*theta_J3_21
+    cse5_p1 = (0.9659258262890683)*c1
+    cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x
+    cse5 = -cse2*theta_J3_20 + cse5_p2
+    lu_u12_p1 = (0.9659258262890683)*c1
+    lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x
+    cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
+    lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2
+    cse0 = qd3*theta_J3_20
+    lu_f11 = cse3*lu_inv1
+    lu_u12 = -cse5*lu_f11 + lu_u12_p3
+    if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
+        tau_ind[:] = [NAN] * 1
+        qdd[:] = [NAN] * 3
+        multipliers[:] = [NAN] * 2
+        reaction[:] = [NAN] * 6
+        return 1
+    lu_inv2 = 1.0/lu_u12
     omega3_x = cse0
     eps3_y = cse0*qd2
     cse13 = eps3_y*s1
@@ -738,12 +755,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse11 = c1*qd1
     cse12 = qd1*s1
     omega3_z = qd2 + (0.9659258262890683)*qd3
-    lu_inv1 = 1.0/cse2
-    cse5_p1 = (0.9659258262890683)*c1
-    cse5_p2 = -cse4*trunnion_f1_y_x + cse5_p1*trunnion_f1_y_x
-    cse5 = -cse2*theta_J3_20 + cse5_p2
-    lu_u12_p1 = (0.9659258262890683)*c1
-    lu_u12_p2 = -cse4*trunnion_f1_x_x + lu_u12_p1*trunnion_f1_x_x
     cse14_p4 = omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x
     cse14_p6 = cse11*trunnion_f1_y_y + cse12*trunnion_f1_y_z
     qdd0__e1_p6 = cse11*trunnion_f1_x_y + cse12*trunnion_f1_x_z
@@ -753,8 +764,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     cse14_p8 = -cse14_p5*s1 + cse14_p7
     qdd0__e1_p4 = omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x
     qdd0__e1_p7 = c1*qdd0__e1_p4 - qdd0__e1_p6
-    cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y
-    lu_u12_p3 = -cse3*theta_J3_20 + lu_u12_p2
     cse7 = omega3_y*trunnion_f1_x_z - omega3_z*trunnion_f1_x_y
     qdd0__e1_p5 = -omega3_x*trunnion_f1_x_z + omega3_z*trunnion_f1_x_x
     qdd0__e1_p8 = -qdd0__e1_p5*s1 + qdd0__e1_p7
@@ -769,15 +778,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd0__e1_p3 = -c1*cse7 + qdd0__e1_p2*trunnion_f1_x_x
     qdd0__e1_p11 = -cse10*qdd0__e1_p8 + omega3_z*qdd0__e1_p3
     qdd0__e1_p1 = cse7*s1 + cse8*qd1
-    lu_f11 = cse3*lu_inv1
-    lu_u12 = -cse5*lu_f11 + lu_u12_p3
-    if not (lu_u12*lu_u12 - 1.0000000000000001e-20 > 0.0):  # constraint block G_D: pivot 2 vanishes
-        tau_ind[:] = [NAN] * 1
-        qdd[:] = [NAN] * 3
-        multipliers[:] = [NAN] * 2
-        reaction[:] = [NAN] * 6
-        return 1
-    lu_inv2 = 1.0/lu_u12
     cse14_p9 = cse13*trunnion_f1_y_x + cse2*eps3_x
     qdd0__e1_p9 = cse13*trunnion_f1_x_x + cse3*eps3_x
     cse14_p10 = cse14_p1*omega3_y + cse14_p9
