@@ -59,18 +59,10 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True,
     with counting_dense() as dense_ops:
         k = build(chain)
     dense = dense_ops.as_dict()
-    counted: dict = {}   # expression -> its op count, and its free symbols, kept across the
-    free: dict = {}      # passes (most statements come out of a pass unchanged)
-    check_invariants(k, free)
-    history = [("built", count_ops(k, counted))]
-    for name, p in PASSES:
-        if not cse and name.startswith(("cse", "dead_code_after")):
-            continue
-        if name in FINAL:
-            continue
-        k = p(k)
-        check_invariants(k, free)
-        history.append((name, count_ops(k, counted)))
+    history: list = []
+    k = _run(k, [("built", lambda built: built)]
+             + [(n, p) for n, p in PASSES if n not in FINAL
+                and (cse or not n.startswith(("cse", "dead_code_after")))], history)
     g = Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
     return _finish(g) if final else g
 
@@ -78,16 +70,22 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True,
 def _finish(g: Generated) -> Generated:
     """``g`` through the :data:`FINAL` passes."""
     t0 = time.perf_counter()
-    k, history = g.kernel, list(g.passes)
-    counted: dict = {}
-    free: dict = {}
-    for name, p in PASSES:
-        if name in FINAL:
-            k = p(k)
-            check_invariants(k, free)
-            history.append((name, count_ops(k, counted)))
+    history = list(g.passes)
+    k = _run(g.kernel, [(n, p) for n, p in PASSES if n in FINAL], history)
     return Generated(k, history[-1][1], history, g.dense,
                      g.seconds + time.perf_counter() - t0, g.extra)
+
+
+def _run(k: Kernel, passes: list, history: list) -> Kernel:
+    """``k`` through ``passes``, the invariants checked after each, its op count appended to
+    ``history``."""
+    counted: dict = {}   # expression -> its op count, and its free symbols, kept across the
+    free: dict = {}      # passes (most statements come out of a pass unchanged)
+    for name, p in passes:
+        k = p(k)
+        check_invariants(k, free)
+        history.append((name, count_ops(k, counted)))
+    return k
 
 
 def choice(*candidates: Callable[[Chain], Kernel]) -> Callable:

@@ -52,15 +52,13 @@ def shorten_chains(k: Kernel) -> Kernel:
             body.append(st)
         elif isinstance(st, Assign):
             tree = _Tree(ready, names, st.target)
-            expr, steps = tree.root(st.expr)
+            expr, steps = tree.node(st.expr)
             body.extend(tree.partials)
             body.append(Assign(st.target, expr))
             ready[st.target] = steps
         else:
             if isinstance(st, ColumnLoop):
-                start = max((ready.get(s, 0) for s in reads(st)), default=0)
-                steps = start + loop_depth(st)
-                ready.update({t: steps for t in defines(st)})
+                _loop_ready(st, ready)
             body.append(st)
     return k.with_body(body)
 
@@ -74,8 +72,7 @@ def longest_chain(k: Kernel) -> int:
         if isinstance(st, Assign):
             ready[st.target] = steps_as_printed(st.expr, ready)
         elif isinstance(st, ColumnLoop):
-            start = max((ready.get(s, 0) for s in reads(st)), default=0)
-            ready.update({t: start + loop_depth(st) for t in defines(st)})
+            _loop_ready(st, ready)
     return max((steps_as_printed(sp.sympify(e), ready) for p in k.outputs for e in p.elements),
                default=0)
 
@@ -106,6 +103,13 @@ def steps_as_printed(e: sp.Expr, ready: dict) -> int:
     if e.is_Pow:
         return _Tree.power_steps(e.exp, steps_as_printed(e.base, ready))
     return max(steps_as_printed(a, ready) for a in e.args) + CALL_STEPS
+
+
+def _loop_ready(loop: ColumnLoop, ready: dict) -> None:
+    """Enter the ready time of a column loop's targets: the latest of what it reads plus the
+    longest chain of its body."""
+    steps = max((ready.get(s, 0) for s in reads(loop)), default=0) + loop_depth(loop)
+    ready.update({t: steps for t in defines(loop)})
 
 
 def loop_depth(loop: ColumnLoop) -> int:
@@ -148,9 +152,6 @@ class _Tree:
         self.names = names
         self.target = target
         self.partials: list[Assign] = []
-
-    def root(self, e: sp.Expr) -> tuple[sp.Expr, int]:
-        return self.node(e)
 
     # --- any node -------------------------------------------------------------------------
 

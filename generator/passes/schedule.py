@@ -38,7 +38,7 @@ from collections import defaultdict
 
 import sympy as sp
 
-from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Statement, defines, reads
+from mechgen.generator.ir import Check, ColumnLoop, Kernel, Statement, defines, reads
 from mechgen.generator.passes.latency import longest_chain, loop_depth, steps_as_printed
 from mechgen.generator.passes.opcount import count_ops
 
