@@ -30,8 +30,12 @@ demo: $(STAMP)
 	$(PY) -m mechgen generate --if-stale --out generated $(DEMO_SPEC)
 	$(PY) -m mechgen dock --out results
 
+# The test files spread over one worker process per logical CPU (pytest-xdist; a file's tests stay
+# in one worker, so its module fixtures are built once); TEST_JOBS=0 runs them in this process.
+# The workers fill the cores already, so each generates its kernels serially (MECHGEN_JOBS=1).
+TEST_JOBS ?= logical
 test: $(STAMP)
-	$(PY) -m pytest
+	MECHGEN_JOBS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
 # Benchmarks (not tests); installs MuJoCo for the race on the parallel mechanisms.
 bench: $(STAMP)

@@ -1,4 +1,4 @@
-"""Command line: ``mechgen generate|report [SPEC ...] [--out DIR] [--if-stale]``.
+"""Command line: ``mechgen generate|report [SPEC ...] [--out DIR] [--if-stale] [--jobs N]``.
 
 With spec files, ``generate`` writes ``<out>/<name>/`` (default ``./generated/`` of the current
 directory). Without, it regenerates the bundled specs into the source tree's ``generated/``
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mechgen.generator.build import (GENERATED, ROOT, bundled_specs, files_for_spec, is_current,
                                      write_files)
+from mechgen.generator.jobs import default_jobs
 from mechgen.generator.model import ModelError
 from mechgen.generator.families import family_of
 
@@ -43,7 +44,17 @@ def main(argv: list[str] | None = None) -> int:
                          "version")
     ap.add_argument("--no-cse", action="store_true", help="skip common-subexpression elimination")
     ap.add_argument("--quiet", action="store_true", help="no per-kernel progress on stderr")
+    ap.add_argument("--jobs", type=int, default=None, metavar="N",
+                    help="worker processes for the kernels of a mechanism (default: "
+                         "$MECHGEN_JOBS, else one per core; 1: none)")
     args = ap.parse_intermixed_args(argv)
+    if args.jobs is not None and args.jobs < 1:
+        ap.error(f"--jobs: expected a positive integer, got {args.jobs}")
+    try:
+        default_jobs()                  # a bad MECHGEN_JOBS is named before any work
+    except ValueError as e:
+        _say(f"mechgen: {e}")
+        return 2
     specs = args.specs or bundled_specs()
     out = args.out or _default_out(bundled=not args.specs)
     if out is None and args.command == "generate":
@@ -59,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         if progress:
             _say(f"{spec.name}: generating ...")
         try:
-            chain, gen, files = files_for_spec(spec, cse=not args.no_cse, progress=progress)
+            chain, gen, files = files_for_spec(spec, cse=not args.no_cse, progress=progress,
+                                             jobs=args.jobs)
         except (ModelError, OSError, UnicodeDecodeError) as e:
             _say(f"mechgen: {e}")
             return 2

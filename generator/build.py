@@ -12,6 +12,7 @@ from mechgen.generator import __version__
 from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
+from mechgen.generator.jobs import map_items
 from mechgen.generator.pipeline import Generated, optimise
 from mechgen.generator.families.serial.spec import ChainBuilder
 
@@ -26,14 +27,16 @@ def bundled_specs() -> list[Path]:
     return sorted(MECHANISMS.glob("*.toml"))
 
 
-def generate_kernels(model: Any, cse: bool = True, progress: Progress = None) -> list[Generated]:
-    """Every kernel of the model's family, optimised (one line of progress per kernel)."""
+def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
+                     jobs: int | None = None) -> list[Generated]:
+    """Every kernel of the model's family, optimised (one line of progress per kernel), in up
+    to ``jobs`` worker processes (generator/jobs.py; default: one per core)."""
     family = family_of(model)
     coded = family.coded(model)
     out = []
     builders = family.builders_for(model)
-    for i, build in enumerate(builders):
-        g = optimise(build, coded, cse=cse)
+    kernels = map_items(lambda i: optimise(builders[i], coded, cse=cse), len(builders), jobs)
+    for i, g in enumerate(kernels):
         if progress:
             progress(f"  {model.name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "
                      f"({g.ops['total']} ops, {g.seconds:.1f} s)")
@@ -48,16 +51,19 @@ def manifest_fields(model: Any) -> dict:
 
 
 def files_for_model(model: Any, spec_name: str, spec_text: str, cse: bool = True,
-                    progress: Progress = None):
-    """(generated kernels, file name -> text) of one built model, of any family."""
-    gen = generate_kernels(model, cse=cse, progress=progress)
-    return gen, render(model.name, spec_name, sha256_text(spec_text), gen, manifest_fields(model))
+                    progress: Progress = None, jobs: int | None = None):
+    """(generated kernels, file name -> text) of one built model, of any family; ``jobs``
+    worker processes (generator/jobs.py; default: one per core)."""
+    gen = generate_kernels(model, cse=cse, progress=progress, jobs=jobs)
+    return gen, render(model.name, spec_name, sha256_text(spec_text), gen, manifest_fields(model),
+                       jobs=jobs)
 
 
-def files_for_spec(path: Path, cse: bool = True, progress: Progress = None):
+def files_for_spec(path: Path, cse: bool = True, progress: Progress = None,
+                   jobs: int | None = None):
     """(model, generated kernels, file name -> text) of one spec file."""
     model = load(path)
-    gen, files = files_for_model(model, Path(path).name, spec_inputs(path), cse, progress)
+    gen, files = files_for_model(model, Path(path).name, spec_inputs(path), cse, progress, jobs)
     return model, gen, files
 
 

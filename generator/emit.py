@@ -32,6 +32,7 @@ from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name, 
                                           header_guard, streamed_outputs)
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
 from mechgen.generator.ir import Assign, ColumnLoop, reads
+from mechgen.generator.jobs import map_items
 from mechgen.generator.passes.loops import unroll_loops
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
@@ -276,9 +277,10 @@ def _manifest_port(p) -> dict:
 
 
 def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
-           extra_manifest: dict) -> dict[str, str]:
+           extra_manifest: dict, jobs: int | None = None) -> dict[str, str]:
     """File name -> text for one mechanism: every backend's files (<mech>.h, <mech>.c,
-    <mech>.py), then manifest.json, which lists the backends and their files.
+    <mech>.py), then manifest.json, which lists the backends and their files. Each kernel's
+    text is made in up to ``jobs`` worker processes (generator/jobs.py; default: one per core).
 
     ``spec_name`` (a file name, any characters) appears only as :func:`spec_label`.
     """
@@ -289,11 +291,15 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
               "version": __version__}
     layout = layout_lines(extra_manifest)
     files = {}
-    for backend in BACKENDS.values():
+    backends = list(BACKENDS.values())
+    pairs = [(b, g) for b in backends for g in generated]   # each kernel's text per backend
+    contexts = list(map_items(lambda i: _kernel_context(mech, pairs[i][1], pairs[i][0], spec),
+                              len(pairs), jobs))
+    for j, backend in enumerate(backends):
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,
                    "simd_max_width": MAX_WIDTH,
-                   "kernels": [_kernel_context(mech, g, backend, spec) for g in generated]}
+                   "kernels": contexts[j * len(generated):(j + 1) * len(generated)]}
         for role, template in backend.templates.items():
             files[names[role]] = env.get_template(template).render(**context)
     manifest = {

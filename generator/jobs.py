@@ -1,0 +1,73 @@
+"""Independent generation work (the kernels of one mechanism, their rendered text) spread over
+the CPU's cores, in forked worker processes.
+
+Every kernel of a mechanism is built by its own recursion from the model alone, and rendered
+from its own IR alone, so the work items share nothing but read-only input. A forked worker
+inherits that input (the model, the builders, SymPy's cache as it stands), computes one item,
+and sends back the result pickled (SymPy expressions rebuild to the same trees: the files are
+byte-identical whatever the number of workers, tests/test_generated_current.py and
+tests/test_parallel_generation.py).
+
+The number of workers: ``jobs`` given by the caller (``mechgen generate --jobs N``), else the
+environment's ``MECHGEN_JOBS``, else the cores this process may run on. One worker, a single
+item, a platform without ``fork``, or a parent that runs other threads (forking a process with
+threads can copy a lock another thread holds) all give the plain serial loop.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+_TASK: Callable[[int], object] | None = None    # the work of the current map, seen by forks
+
+
+def default_jobs() -> int:
+    """``$MECHGEN_JOBS`` if set (a positive integer), else the cores this process may use."""
+    text = os.environ.get("MECHGEN_JOBS", "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"MECHGEN_JOBS={text!r}: expected a positive integer")
+        return int(text)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not on Linux
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Forked workers are safe here: ``fork`` exists and no other thread is running."""
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1)
+
+
+def _run(i: int):
+    return _TASK(i)
+
+
+def map_items(task: Callable[[int], T], n: int, jobs: int | None = None) -> Iterator[T]:
+    """``task(0), ..., task(n - 1)``, yielded in that order as each is ready; computed in up
+    to ``jobs`` forked workers (module docstring), or in this process."""
+    global _TASK
+    jobs = min(default_jobs() if jobs is None else jobs, n)
+    if jobs <= 1 or _TASK is not None or not can_fork():    # (a map inside a map: serial)
+        for i in range(n):
+            yield task(i)
+        return
+    _TASK = task
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_run, i) for i in range(n)]
+            try:
+                for f in futures:
+                    yield f.result()
+            except BaseException:       # the first failing item, as the serial loop: the
+                pool.shutdown(cancel_futures=True)      # items not started are dropped
+                raise
+    finally:
+        _TASK = None
