@@ -5,19 +5,22 @@ Every kernel of a mechanism is built by its own recursion from the model alone, 
 from its own IR alone, so the work items share nothing but read-only input. A forked worker
 inherits that input (the model, the builders, SymPy's cache as it stands), computes one item,
 and sends back the result pickled (SymPy expressions rebuild to the same trees: the files are
-byte-identical whatever the number of workers, tests/test_generated_current.py and
-tests/test_parallel_generation.py).
+byte-identical whatever the number of workers, tests/test_parallel_generation.py). What a
+worker does not share is the SymPy cache that the kernels before it would have filled in one
+process, so two workers gain less than two cores (README, "Generation time").
 
 The number of workers: ``jobs`` given by the caller (``mechgen generate --jobs N``), else the
 environment's ``MECHGEN_JOBS``, else the cores this process may run on. One worker, a single
-item, a platform without ``fork``, or a parent that runs other threads (forking a process with
-threads can copy a lock another thread holds) all give the plain serial loop.
+item, a system other than Linux (macOS's system libraries are not fork-safe), or a parent
+that runs other threads (forking a process with threads can copy a lock another thread
+holds) all give the plain serial loop.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, TypeVar
@@ -41,9 +44,8 @@ def default_jobs() -> int:
 
 
 def can_fork() -> bool:
-    """Forked workers are safe here: ``fork`` exists and no other thread is running."""
-    return ("fork" in multiprocessing.get_all_start_methods()
-            and threading.active_count() == 1)
+    """Forked workers are safe here: Linux, and no other thread running."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 def _run(i: int):

@@ -10,7 +10,10 @@ Each cache entry is a folder ``<cache>/<module>/`` holding the library and ``<li
 written at build time and verified before every load. A library that fails the check or fails
 to load is deleted and rebuilt once. Builds happen in a private ``.build_*`` folder and are
 renamed into place, so concurrent processes never see half-written files (the first to finish
-wins; the others use its build). Leftover ``.build_*`` folders of crashed builds are removed
+wins; the others use its build). Where the system has ``flock`` (POSIX), a process about to
+build a module first takes the lock file ``<cache>/.lock_<module>`` and looks again: one that
+waited for another's build of the same module (two test workers, two campaign processes) loads
+that build instead of compiling it a second time. Leftover ``.build_*`` folders of crashed builds are removed
 once they are older than :data:`STALE_SECONDS`.
 
 The kernels are compiled as separate translation units, one per kernel, in parallel (one gcc
@@ -21,6 +24,7 @@ cannot shadow it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.machinery
@@ -38,6 +42,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
+from typing import Iterator
 
 import cffi
 
@@ -265,8 +270,7 @@ def build_driver(kind: str, cdef: str, include: str, sources: dict[str, str],
     assembly loop): ``sources`` {file name: text} (.c files compiled, .h files beside them),
     ``include`` the header the module includes, cached under ``<cache>/<kind>/<hash>`` keyed
     by the cdef, the sources, the flags and the compiler, Python and cffi versions.
-    Another process building the same module at the same time is harmless (the first rename
-    wins)."""
+    Another process building the same module at the same time waits for it (build_lock)."""
     tag = _digest([cdef, *[f"{k}\n{v}" for k, v in sorted(sources.items())],
                    " ".join(flags), compiler_version(compiler_command()), sys.version,
                    cffi.__version__])
@@ -275,29 +279,38 @@ def build_driver(kind: str, cdef: str, include: str, sources: dict[str, str],
     so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
     if so is None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            src = Path(tmp) / "src"
-            src.mkdir()
-            for name, text in sources.items():
-                (src / name).write_text(text)
-            ffi = cffi.FFI()
-            ffi.cdef(cdef)
-            c_files = [str(src / n) for n in sorted(sources) if n.endswith(".c")]
-            ffi.set_source(modname, f'#include "{include}"', sources=c_files,
-                           include_dirs=[str(src)], extra_compile_args=flags)
-            built = Path(ffi.compile(tmpdir=tmp, verbose=False))
-            stage = Path(tmp) / "stage"
-            stage.mkdir()
-            built.rename(stage / built.name)
-            try:
-                stage.rename(target)
-            except OSError:             # another process put it there first
-                pass
+        with build_lock(target):
+            so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
+            if so is None:
+                _build_driver_into(target, modname, cdef, include, sources, flags)
         so = next(target.glob(f"{modname}*.so"))
     spec = importlib.util.spec_from_file_location(modname, so)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _build_driver_into(target: Path, modname: str, cdef: str, include: str,
+                       sources: dict[str, str], flags: list[str]) -> None:
+    """Compile a driver module in a private folder and rename it to ``target``."""
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        for name, text in sources.items():
+            (src / name).write_text(text)
+        ffi = cffi.FFI()
+        ffi.cdef(cdef)
+        c_files = [str(src / n) for n in sorted(sources) if n.endswith(".c")]
+        ffi.set_source(modname, f'#include "{include}"', sources=c_files,
+                       include_dirs=[str(src)], extra_compile_args=flags)
+        built = Path(ffi.compile(tmpdir=tmp, verbose=False))
+        stage = Path(tmp) / "stage"
+        stage.mkdir()
+        built.rename(stage / built.name)
+        try:
+            stage.rename(target)
+        except OSError:             # another process put it there first (no flock here)
+            pass
 
 
 # --- loading with verification --------------------------------------------------------------
@@ -321,9 +334,11 @@ def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:
     failure: Exception | None = None
     for attempt in range(2):
         if not verified(so):
-            discard(target)
-            _compile(modname, c_text, h_text, mech, cdef, target, so, manifest,
-                     files["header"])
+            with build_lock(target):
+                if not verified(so):        # not built meanwhile by the lock's holder
+                    discard(target)
+                    _compile(modname, c_text, h_text, mech, cdef, target, so, manifest,
+                             files["header"])
         try:
             return _import(modname, so)
         except (ImportError, OSError) as e:
@@ -334,6 +349,24 @@ def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:
                       f"even after a rebuild ({type(failure).__name__}: {failure}); check the "
                       f"compiler and the flags in CC, CFLAGS, LDFLAGS, LDSHARED, or set "
                       f"MECHGEN_CACHE to another folder") from failure
+
+
+@contextlib.contextmanager
+def build_lock(target: Path) -> Iterator[None]:
+    """Hold ``<cache>/.lock_<module>`` exclusively (module docstring) while building
+    ``target``; no lock where ``flock`` is missing or the lock file cannot be opened (the
+    atomic rename still keeps concurrent builds safe, only not single)."""
+    try:
+        import fcntl
+        fd = os.open(target.parent / f".lock_{target.name}", os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                    # releases the lock
 
 
 def _ensure_root(root: Path) -> Path:

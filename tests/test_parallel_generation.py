@@ -1,73 +1,115 @@
 """Generation in forked workers (generator/jobs.py) gives the serial loop's files, errors and
-order, and falls back to the serial loop where forking is not safe."""
+order, and falls back to the serial loop where forking is not safe.
+
+The forking checks run in a fresh Python process: a test process may already run threads of
+its own (a runtime thread pool, a Dask cluster of an earlier test), and there map_items
+rightly stays serial, which would leave the workers untested."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 
 from mechgen.generator import jobs
-from mechgen.generator.build import files_for_model, generate_kernels
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHAIN = """
 from mechgen.generator.families.serial.spec import ChainBuilder
-from mechgen.generator.model import ModelError
-
 BODY = {"mass": 1.5, "com": [0.1, 0.02, 0], "inertia": [0.01, 0.02, 0.03, 0.001, 0, 0]}
-
-
-def three_link(name: str = "par3"):
-    return (ChainBuilder(name, gravity=(0, 0, -9.81))
+def three_link(derivatives=False):
+    return (ChainBuilder("par3", gravity=(0, 0, -9.81), derivatives=derivatives)
             .joint("j1", "Rz", body={"name": "l1", **BODY})
             .joint("j2", "Ry", l=(0.3, 0.1, 0), body={"name": "l2", **BODY})
             .joint("j3", "Px", l=(0.2, 0, 0.05), body={"name": "l3", **BODY})
             .point("tip", "l3", offset=(0.1, 0, 0)).build())
+"""
 
 
-@pytest.fixture
-def two_workers(monkeypatch):
-    """Two workers, and a check that this process may fork them (a pytest run that started
-    threads of its own falls back to the serial loop: nothing parallel would be tested)."""
-    monkeypatch.setenv("MECHGEN_JOBS", "2")
-    if not jobs.can_fork():
-        pytest.skip("this process runs other threads or cannot fork")
+def run_fresh(code: str) -> dict:
+    """``code`` in a new Python process (no other thread, two workers allowed); the JSON of
+    its last line of output."""
+    env = {**os.environ, "MECHGEN_JOBS": "2"}
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_two_workers_give_the_files_of_the_serial_loop(two_workers, monkeypatch):
-    chain = three_link()
-    parallel = files_for_model(chain, "par3.toml", "spec text")[1]
-    monkeypatch.setenv("MECHGEN_JOBS", "1")
-    serial = files_for_model(chain, "par3.toml", "spec text")[1]
-    assert parallel == serial
-    assert len(parallel["par3.c"]) > 10_000
+@pytest.mark.parametrize("case", ["chain with derivatives", "fourbar linkage"])
+def test_two_workers_give_the_files_of_the_serial_loop(case):
+    """Byte-identical files: the kernels (the derivative kernels' column loops, a linkage's
+    Newton step) come back from the workers as the same trees."""
+    model = ("three_link(derivatives=True)" if case.startswith("chain")
+             else "load(MECHANISMS / 'fourbar.toml')")
+    out = run_fresh(CHAIN + f"""
+import json, os
+from mechgen.generator import jobs
+from mechgen.generator.build import MECHANISMS, files_for_model
+from mechgen.generator.frontend import load
+model = {model}
+forked = jobs.can_fork()
+parallel = files_for_model(model, "spec.toml", "spec text", jobs=2)[1]
+serial = files_for_model(model, "spec.toml", "spec text", jobs=1)[1]
+print(json.dumps({{"forked": forked, "same": parallel == serial,
+                   "c_size": len(parallel[model.name + ".c"])}}))
+""")
+    assert out == {"forked": True, "same": True, "c_size": out["c_size"]}
+    assert out["c_size"] > 10_000
 
 
-def test_workers_return_the_kernels_in_the_builders_order(two_workers):
-    names = [g.kernel.name for g in generate_kernels(three_link(), jobs=2)]
-    assert names == [g.kernel.name for g in generate_kernels(three_link(), jobs=1)]
-    assert names[0] == "forward_kinematics" and "mass_matrix" in names
+def test_workers_run_the_items_in_order_in_other_processes():
+    out = run_fresh(CHAIN + """
+import json, os
+from mechgen.generator import jobs
+from mechgen.generator.build import generate_kernels
+pids = list(jobs.map_items(lambda i: os.getpid(), 4))
+names = [g.kernel.name for g in generate_kernels(three_link(), jobs=2)]
+serial = [g.kernel.name for g in generate_kernels(three_link(), jobs=1)]
+print(json.dumps({"parent": os.getpid(), "pids": pids, "names": names, "serial": serial,
+                  "squares": list(jobs.map_items(lambda i: i * i, 5))}))
+""")
+    assert out["parent"] not in out["pids"] and 1 <= len(set(out["pids"])) <= 2
+    assert out["names"] == out["serial"] and out["names"][0] == "forward_kinematics"
+    assert out["squares"] == [0, 1, 4, 9, 16]
 
 
-def test_two_workers_run_the_items_in_other_processes(two_workers):
-    pids = set(jobs.map_items(lambda i: os.getpid(), 4))
-    assert os.getpid() not in pids and 1 <= len(pids) <= 2
-
-
-def _fail_on_odd(i: int) -> int:
+def test_the_first_failing_item_raises_its_own_error_in_the_parent():
+    out = run_fresh("""
+import json
+from mechgen.generator import jobs
+from mechgen.generator.model import ModelError
+def fail_on_odd(i):
     if i % 2:
         raise ModelError(f"spec.toml: item {i} refused")
     return i
+try:
+    list(jobs.map_items(fail_on_odd, 6))
+    print(json.dumps({"raised": None}))
+except ModelError as e:
+    print(json.dumps({"raised": str(e)}))
+""")
+    assert out == {"raised": "spec.toml: item 1 refused"}
 
 
-def test_the_first_failing_item_raises_its_own_error_in_the_parent(two_workers):
-    assert list(jobs.map_items(lambda i: i * i, 5)) == [0, 1, 4, 9, 16]
-    with pytest.raises(ModelError, match=r"^spec.toml: item 1 refused$"):
-        list(jobs.map_items(_fail_on_odd, 6))
-
-
-def test_a_map_inside_a_worker_runs_serially_there(two_workers):
-    inner = list(jobs.map_items(lambda i: list(jobs.map_items(lambda j: 10 * i + j, 3)), 2))
-    assert inner == [[0, 1, 2], [10, 11, 12]]
+def test_a_map_inside_a_worker_runs_serially_there():
+    out = run_fresh("""
+import json, os
+from mechgen.generator import jobs
+parent = os.getpid()
+inner = list(jobs.map_items(
+    lambda i: [(10 * i + j, os.getpid()) for j in jobs.map_items(lambda j: j, 3)], 2))
+print(json.dumps({"values": [[v for v, _ in row] for row in inner],
+                  "in_workers": all(p != parent for row in inner for _, p in row)}))
+""")
+    assert out == {"values": [[0, 1, 2], [10, 11, 12]], "in_workers": True}
 
 
 def test_a_parent_running_other_threads_does_not_fork(monkeypatch):
@@ -77,8 +119,7 @@ def test_a_parent_running_other_threads_does_not_fork(monkeypatch):
     other.start()
     try:
         assert not jobs.can_fork()
-        pids = set(jobs.map_items(lambda i: os.getpid(), 3))
-        assert pids == {os.getpid()}
+        assert set(jobs.map_items(lambda i: os.getpid(), 3)) == {os.getpid()}
     finally:
         stop.set()
         other.join()

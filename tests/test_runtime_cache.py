@@ -384,3 +384,34 @@ def test_unexpected_layout_falls_back_to_one_unit(gen_root, cache, tmp_path):
     # a file with a shared static helper still builds, as one unit
     c_file.write_text(variants["static helper"])
     check_pendulum(runtime.load("pend", "c", generated=tmp_path / "gen"))
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from mechgen import runtime
+from mechgen.runtime import cbuild
+compiled = []
+original = cbuild._compile
+def slow_compile(*args, **kwargs):      # a build long enough for the other process to wait
+    compiled.append(1)
+    time.sleep(2.0)
+    return original(*args, **kwargs)
+cbuild._compile = slow_compile
+mech = runtime.load("pend", "c", generated=Path(sys.argv[1]))
+assert abs(mech.mass_matrix([0.3])[0, 0] - 0.5) < 1e-14
+print(len(compiled))
+"""
+
+
+def test_two_processes_loading_one_fresh_mechanism_compile_it_once(gen_root, cache):
+    """The second waits on the build lock and loads the first one's build (build_lock)."""
+    env = {**os.environ, "MECHGEN_CACHE": str(cache)}
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(gen_root)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err[-3000:]
+    assert sorted(int(out.strip()) for out, _ in results) == [0, 1]
+    entry_of(cache)                         # one entry, one library
