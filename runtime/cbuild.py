@@ -12,9 +12,9 @@ to load is deleted and rebuilt once. Builds happen in a private ``.build_*`` fol
 renamed into place, so concurrent processes never see half-written files (the first to finish
 wins; the others use its build). Where the system has ``flock`` (POSIX), a process about to
 build a module first takes the lock file ``<cache>/.lock_<module>`` and looks again: one that
-waited for another's build of the same module (two test workers, two campaign processes) loads
-that build instead of compiling it a second time. Leftover ``.build_*`` folders of crashed builds are removed
-once they are older than :data:`STALE_SECONDS`.
+waited for another's build of the same module (two test workers, two campaign processes)
+loads that build instead of compiling it a second time. Leftover ``.build_*`` folders of
+crashed builds are removed once they are older than :data:`STALE_SECONDS`.
 
 The kernels are compiled as separate translation units, one per kernel, in parallel (one gcc
 per CPU), then linked with cffi's wrapper; the header's folder is given as ``-iquote DIR``
@@ -276,14 +276,14 @@ def build_driver(kind: str, cdef: str, include: str, sources: dict[str, str],
                    cffi.__version__])
     modname = f"_mechgen_{kind}_{tag}"
     target = cache_dir() / kind / tag
-    so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
-    if so is None:
+    def built() -> Path | None:
+        return next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
+    if built() is None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with build_lock(target):
-            so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
-            if so is None:
+            if built() is None:         # not built meanwhile by the lock's holder
                 _build_driver_into(target, modname, cdef, include, sources, flags)
-        so = next(target.glob(f"{modname}*.so"))
+    so = built()
     spec = importlib.util.spec_from_file_location(modname, so)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
