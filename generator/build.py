@@ -30,12 +30,16 @@ def bundled_specs() -> list[Path]:
 def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
                      jobs: int | None = None) -> list[Generated]:
     """Every kernel of the model's family, optimised (one line of progress per kernel), in up
-    to ``jobs`` worker processes (generator/jobs.py; default: one per core)."""
+    to ``jobs`` worker processes (generator/jobs.py; default: one per core). The workers take
+    the last kernels first: every family lists its kernels from the simplest to those that
+    compose the others (forward dynamics, the derivatives, a platform's step), which take the
+    longest to build."""
     family = family_of(model)
     coded = family.coded(model)
     out = []
     builders = family.builders_for(model)
-    kernels = map_items(lambda i: optimise(builders[i], coded, cse=cse), len(builders), jobs)
+    kernels = map_items(lambda i: optimise(builders[i], coded, cse=cse), len(builders), jobs,
+                        start=range(len(builders) - 1, -1, -1))
     for i, g in enumerate(kernels):
         if progress:
             progress(f"  {model.name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "

@@ -293,8 +293,9 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     files = {}
     backends = list(BACKENDS.values())
     pairs = [(b, g) for b in backends for g in generated]   # each kernel's text per backend
+    largest_first = sorted(range(len(pairs)), key=lambda i: -pairs[i][1].ops["total"])
     contexts = list(map_items(lambda i: _kernel_context(mech, pairs[i][1], pairs[i][0], spec),
-                              len(pairs), jobs))
+                              len(pairs), jobs, start=largest_first))
     for j, backend in enumerate(backends):
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -52,11 +52,16 @@ def _run(i: int):
     return _TASK(i)
 
 
-def map_items(task: Callable[[int], T], n: int, jobs: int | None = None) -> Iterator[T]:
+def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
+              start: Sequence[int] | None = None) -> Iterator[T]:
     """``task(0), ..., task(n - 1)``, yielded in that order as each is ready; computed in up
-    to ``jobs`` forked workers (module docstring), or in this process."""
+    to ``jobs`` forked workers (module docstring), or in this process. ``start``: the order
+    in which the workers take the items up (default: 0, 1, ...; the longest first keeps the
+    workers busy to the end); the serial loop and the results keep the index order."""
     global _TASK
     jobs = min(default_jobs() if jobs is None else jobs, n)
+    if start is not None and sorted(start) != list(range(n)):
+        raise ValueError(f"start={list(start)!r} is not an order of the {n} items")
     if jobs <= 1 or _TASK is not None or not can_fork():    # (a map inside a map: serial)
         for i in range(n):
             yield task(i)
@@ -64,7 +69,9 @@ def map_items(task: Callable[[int], T], n: int, jobs: int | None = None) -> Iter
     _TASK = task
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_run, i) for i in range(n)]
+            futures: list = [None] * n
+            for i in range(n) if start is None else start:
+                futures[i] = pool.submit(_run, i)
             try:
                 for f in futures:
                     yield f.result()

@@ -47,10 +47,9 @@ def mixed_spec(limits: bool = False) -> dict:
             "legs": legs}
 
 
-def write_platform(pf: Platform, root: Path) -> None:
+def platform_files(pf: Platform) -> dict[str, str]:
     gen = generate_kernels(pf)
-    files = render(pf.name, f"{pf.name}.toml", sha256_text(pf.name), gen, manifest_fields(pf))
-    write_files(root / pf.name, files)
+    return render(pf.name, f"{pf.name}.toml", sha256_text(pf.name), gen, manifest_fields(pf))
 
 
 def bundled(name: str) -> tuple[Platform, dict]:
@@ -58,9 +57,10 @@ def bundled(name: str) -> tuple[Platform, dict]:
     return pf, numeric_platform(pf)
 
 
-def mixed(root: Path) -> tuple[Platform, dict]:
+def mixed(root: Path, files=platform_files) -> tuple[Platform, dict]:
+    """The mixed platform, its files (``files(pf)``) written into ``root``."""
     pf = platform_from_dict(mixed_spec(), "mixed.toml")
-    write_platform(pf, root)
+    write_files(root / pf.name, files(pf))
     return pf, numeric_platform(pf)
 
 

@@ -81,6 +81,30 @@ print(json.dumps({"parent": os.getpid(), "pids": pids, "names": names, "serial":
     assert out["squares"] == [0, 1, 4, 9, 16]
 
 
+def test_workers_take_the_items_up_in_the_start_order_and_yield_them_in_index_order():
+    """The kernels are taken up last first (the longest to build); the results keep the
+    index order. Each item sleeps 0.3 s, so the two workers start items 3 and 2 together,
+    then 1 and 0."""
+    out = run_fresh("""
+import json, time
+from mechgen.generator import jobs
+def item(i):
+    t = time.monotonic()
+    time.sleep(0.3)
+    return [i, t]
+print(json.dumps(list(jobs.map_items(item, 4, start=[3, 2, 1, 0]))))
+""")
+    assert [i for i, _ in out] == [0, 1, 2, 3]
+    started = [t for _, t in out]
+    assert max(started[2], started[3]) + 0.2 < min(started[0], started[1])
+
+
+@pytest.mark.parametrize("start", [[0, 1, 1], [0, 1], [2, 1, 3]])
+def test_a_start_order_that_is_no_order_of_the_items_is_refused(start):
+    with pytest.raises(ValueError, match="not an order of the 3 items"):
+        list(jobs.map_items(lambda i: i, 3, jobs=2, start=start))
+
+
 def test_the_first_failing_item_raises_its_own_error_in_the_parent():
     out = run_fresh("""
 import json

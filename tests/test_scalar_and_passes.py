@@ -142,3 +142,43 @@ def test_closed_form_scalar_formulas_count_as_they_are_written_in_the_dense_refe
     with counting_dense() as dense:
         count_scalar_formulas([sp.sqrt(x * x + y * y), sp.atan2(y, x)])
     assert (dense.adds, dense.muls, dense.sqrt, dense.trig) == (1, 2, 1, 1)
+
+
+def _random_expression(rng, xs: list, depth: int) -> sp.Expr:
+    """A random tree of sums, products, powers, square roots, sines and cosines of the
+    symbols ``xs`` and float constants, as the kernels' statements are built."""
+    if depth == 0:
+        return xs[rng.integers(len(xs))] if rng.random() < 0.7 else sp.Float(rng.normal())
+    a, b = (_random_expression(rng, xs, depth - 1) for _ in range(2))
+    kind = rng.integers(7)
+    return [a + b, a * b, a - 2 * b, sp.sin(a) * b, sp.cos(a + b), sp.sqrt(a * a + 1) * b,
+            a / (b * b + 2)][kind]
+
+
+def test_the_forward_mode_derivative_is_sympys_diff_node_for_node():
+    """derivatives.derivative applies SymPy's own rules without its Derivative machinery:
+    the same expression tree (srepr) as ``sp.diff`` for every symbol, so the derivative
+    kernels do not change."""
+    from mechgen.generator.passes.derivatives import derivative
+    rng = np.random.default_rng(3)
+    xs = [symbol(f"x{i}") for i in range(4)]
+    for _ in range(150):
+        e = _random_expression(rng, xs, int(rng.integers(1, 5)))
+        for x in xs:
+            assert sp.srepr(derivative(e, x)) == sp.srepr(sp.diff(e, x)), (e, x)
+
+
+def test_cse_of_a_kernel_seen_again_is_the_first_result_and_of_another_kernel_its_own():
+    x, y = symbol("x"), symbol("y")
+    t, u = symbol("t"), symbol("u")
+    ins = (Port("x", (2,), (x, y)),)
+
+    def kernel(c: float) -> Kernel:
+        s = sp.sin(x + y)
+        return Kernel("k", "", ins, (Port("o", (2,), (t, u)),),
+                      (Assign(t, s * s + c), Assign(u, s * s * x)))
+    first = common_subexpressions(kernel(1.0))
+    assert common_subexpressions(kernel(1.0)) is first
+    other = common_subexpressions(kernel(2.0))
+    assert other != first and sp.Float(2.0) in other.body[-2].expr.atoms(sp.Float) | \
+        {a for st in other.body for a in st.expr.atoms(sp.Float)}

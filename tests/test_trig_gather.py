@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import mechgen.generator.emit as emit
-from mechgen.generator.build import files_for_spec
+from mechgen.generator.build import manifest_fields, spec_sha
 from mechgen.generator.passes.sincos import LANES, gather_sincos, pair_sincos
 from mechgen.runtime import cbuild
+from tests import shared
 from tests.kernel_calls import assert_bitwise, run_kernel
 from tests.kernel_inputs import nominal_input
 
@@ -78,13 +79,17 @@ def test_the_gathered_arrays_get_a_prefix_no_kernel_name_starts_with():
 
 @pytest.fixture(scope="module")
 def per_pair_folders(tmp_path_factory):
-    """mech -> a folder with its files generated with the gathering pass switched off."""
+    """mech -> a folder with its files rendered with the gathering pass switched off (from
+    the kernels generated once per test run, tests/shared.py)."""
     folders = {}
+    specs = {mech: ROOT / "generator" / "mechanisms" / SPECS[mech] for mech in dict(BUILDS)}
+    kernels = {mech: shared.spec_kernels(tmp_path_factory, spec) for mech, spec in specs.items()}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(emit, "gather_sincos",
                    lambda body, taken: [{**e, "gather": None} for e in body])
-        for mech in dict(BUILDS):
-            _, _, files = files_for_spec(ROOT / "generator" / "mechanisms" / SPECS[mech])
+        for mech, (model, gen) in kernels.items():
+            files = emit.render(model.name, specs[mech].name, spec_sha(specs[mech]), gen,
+                                manifest_fields(model))
             folders[mech] = tmp_path_factory.mktemp(mech)
             for name, text in files.items():
                 (folders[mech] / name).write_text(text)
