@@ -74,9 +74,15 @@ def _env() -> jinja2.Environment:
     return env
 
 
+def _text(name: object) -> str:
+    """``str(name)``; a plain Symbol's name directly (``str`` runs SymPy's printer, 10 % of the
+    printing time of a mechanism)."""
+    return name.name if type(name) is sp.Symbol else str(name)
+
+
 def _identifier(name: object, where: str) -> str:
     """A name printed as code (C and Python identifier); anything else is refused."""
-    text = str(name)
+    text = _text(name)
     if not _IDENTIFIER.match(text):
         raise ModelError(f"{where}: {text!r} is not an identifier")
     return text
@@ -187,13 +193,13 @@ def _check_distinct(k, backend: Backend, where: str) -> None:
         claim(p.name, f"the argument {p.name!r}")
     for p in k.inputs:
         for s in p.elements:
-            claim(str(s), f"an element of input {p.name!r}")
+            claim(_text(s), f"an element of input {p.name!r}")
     for st in k.body:
         if isinstance(st, Assign):
-            claim(str(st.target), "an intermediate")
+            claim(_text(st.target), "an intermediate")
         elif isinstance(st, ColumnLoop):
             for s in (*st.locals, *st.assigned):
-                claim(str(s), "an intermediate of a column loop")
+                claim(_text(s), "an intermediate of a column loop")
 
 
 def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spec>") -> dict:
@@ -209,14 +215,14 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
             used |= sp.sympify(e).free_symbols
     body = _body(k, printer, where)
     _loop_prefixes(body, {*backend.template_names, *(p.name for p in (*k.inputs, *k.outputs)),
-                          *(str(s) for p in k.inputs for s in p.elements)})
+                          *(_text(s) for p in k.inputs for s in p.elements)})
     context = {
         "name": _identifier(k.name, f"{where}: name"),
         **backend.kernel_fields(mech, k.name),
         "doc_lines": doc_lines(k.doc),
         "inputs": [{**_port(p, where),
                     "elements": [_identifier(s, f"{where}: input {p.name}") for s in p.elements],
-                    "used": [{"name": str(s), "index": i} for i, s in enumerate(p.elements)
+                    "used": [{"name": _text(s), "index": i} for i, s in enumerate(p.elements)
                              if s in used]} for p in k.inputs],
         "outputs": [{**_port(p, where),
                      "elements": [_code(printer, e, f"{where}: output {p.name}[{i}]")
