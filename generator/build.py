@@ -24,7 +24,8 @@ Progress = Callable[[str], None] | None
 
 
 def bundled_specs() -> list[Path]:
-    return sorted(MECHANISMS.glob("*.toml"))
+    """The spec files in generator/mechanisms (not hidden ones: an editor's or a tool's)."""
+    return sorted(p for p in MECHANISMS.glob("*.toml") if not p.name.startswith("."))
 
 
 def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,

@@ -11,6 +11,9 @@ linear and angular acceleration in frame 0.
 
 from __future__ import annotations
 
+import json
+import tomllib
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -48,13 +51,13 @@ def pair(request, tmp_path_factory):
     spec = MECHANISMS / CASES[name]
     text = spec.read_text().replace('base = "free"', 'base = "free"\nattitude = "quaternion"')
     text = text.replace(f'name = "{name}"', f'name = "{name}_quat"', 1)
+    urdf = tomllib.loads(text)["mechanism"].get("urdf")
+    if urdf is not None:            # the spec goes elsewhere: its URDF by its absolute path
+        text = text.replace(f'urdf = "{urdf}"', f"urdf = {json.dumps(str(spec.parent / urdf))}", 1)
     root = tmp_path_factory.mktemp(f"{name}_quat")
-    quat_spec = spec.parent / f".{name}_quat_test.toml"   # beside the original: same URDF path
-    quat_spec.write_text(text)
-    try:
-        folder = mechgen.generate(quat_spec, out=root)
-    finally:
-        quat_spec.unlink()
+    quat_spec = root / f".{name}_quat_test.toml"    # not in generator/mechanisms: another
+    quat_spec.write_text(text)                      # test worker lists the bundled specs there
+    folder = mechgen.generate(quat_spec, out=root)
     euler, quat = mechgen.load(name, "c"), mechgen.load(folder, "c")
     quat.gravity = np.array([float(g) for g in load(spec).gravity])
     return euler, quat
