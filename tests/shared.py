@@ -16,8 +16,7 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable
 
-from mechgen.generator.build import (files_for_model, generate_kernels, manifest_fields,
-                                     spec_sha)
+from mechgen.generator.build import generate_kernels, manifest_fields, spec_sha
 from mechgen.generator.emit import render
 from mechgen.generator.frontend import load
 from mechgen.runtime.cbuild import build_lock
@@ -64,9 +63,3 @@ def spec_files(tmp_path_factory, spec: Path) -> tuple[Any, dict[str, str]]:
     model, gen = spec_kernels(tmp_path_factory, spec)
     return model, render(model.name, spec.name, spec_sha(spec), gen, manifest_fields(model))
 
-
-def model_files(tmp_path_factory, key: str, model: Any, spec_name: str,
-                spec_text: str) -> dict[str, str]:
-    """``files_for_model(model, spec_name, spec_text)``'s files, made once per run."""
-    return once(tmp_path_factory, f"files_{key}",
-                lambda: files_for_model(model, spec_name, spec_text)[1])
