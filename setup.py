@@ -41,7 +41,7 @@ setup(
     package_data={
         "mechgen.generator.mechanisms": ["*.toml"],
         "mechgen.generator.mechanisms.urdf": ["*.urdf", "*.md"],
-        "mechgen.runtime": ["csrc/*.c", "csrc/*.h"],
+        "mechgen.runtime": ["csrc/*.c", "csrc/*.h", "csrc/extension/*.c"],
         "mechgen.runtime.docking": ["scenarios/*.toml"],
         **{f"mechgen.templates.{t}": ["*.j2"] for t in TEMPLATES},
         **{f"mechgen.generated.{name}": generated_files(name) for name in BUNDLED},

@@ -24,13 +24,12 @@ also be a dict of named values (the defaults fill in the others). A single ``p``
 from __future__ import annotations
 
 import numbers
-import threading
-from math import isfinite, prod
+from math import prod
 from typing import Any, Callable
 
 import numpy as np
 
-from mechgen.runtime import batch_threads
+from mechgen.runtime import batch_threads, fastcall
 
 
 class KernelStatusError(ValueError):
@@ -197,10 +196,9 @@ class Kernel:
     through ``ffi`` if given, else the Python function ``py_func``.
 
     Two paths lead to the same C code. A single state given as plain float64 arrays (the loop
-    of an integrator or a controller) takes the fast path, :meth:`_call_single`: the inputs are
-    copied into this thread's workspace (:class:`_Workspace`), whose cffi pointers were made
-    once, one finite check covers them all, and the outputs come from preallocated arrays.
-    Everything else (batches, lists, dicts of parameters, and every input the fast path does not
+    of an integrator or a controller) takes the fast path: the kernel's C entry
+    (runtime/fastcall.py, runtime/csrc/extension/fastcall.c) checks the inputs, copies them, checks that
+    they are finite, makes the outputs and calls the kernel, all in C. Everything else (batches, lists, dicts of parameters, and every input the fast path does not
     accept, so that errors are raised in one place, by :func:`as_input`) takes
     :meth:`_call_general`.
     """
@@ -217,15 +215,24 @@ class Kernel:
         self._lib, self._ffi, self._py = c_lib, ffi, py_func
         self.parameters = parameters if "p" in dict(self.inputs) else None
         self._index = {n: i for i, (n, _) in enumerate(self.inputs)}
-        self._in_shapes = tuple((size,) for _, size in self.inputs)
-        self._p_index = self._index.get("p")
-        self._p_default = (self.parameters.default_vector(self.name)
-                           if self.parameters is not None
-                           and not self.parameters.without_default() else None)
-        self._local = threading.local()         # each thread's _Workspace
+        self._fast = None
         if c_lib is not None:           # a C library (the "cffi" loader): its exported symbols
             self._single = getattr(c_lib, meta["c_function"])
             self._batch = getattr(c_lib, meta["c_function"] + "_batch")
+            self._fast = self._fast_entry(meta["c_function"])
+
+    def _fast_entry(self, c_function: str):
+        """The C entry of the single-state path (runtime/fastcall.py), or None without it."""
+        extension = fastcall.module()
+        if extension is None:
+            return None
+        address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(self._lib, c_function)))
+        p_index = self._index.get("p", -1)
+        p_default = (self.parameters.default_vector(self.name)
+                     if self.parameters is not None and not self.parameters.without_default()
+                     else None)
+        return extension.Entry(address, tuple(size for _, size in self.inputs),
+                               tuple(shape for _, shape in self.outputs), p_index, p_default)
 
     def __repr__(self) -> str:
         ins = ", ".join(n for n, _ in self.inputs)
@@ -238,90 +245,19 @@ class Kernel:
         (``(N, *shape)`` for a batch); they are returned. ``threads``: split a batch across
         this many threads (or ``"auto"``, see :func:`batch_threads.thread_count`); the results
         are bitwise those of one thread."""
-        if self._lib is not None and type(threads) is int and threads == 1:
-            values = self._positional(args, kwargs)
-            if values is not None:
-                try:
-                    ws = self._local.workspace
-                except AttributeError:
-                    ws = self._local.workspace = _Workspace(self._ffi, self._in_shapes,
-                                                            self.outputs)
-                if ws.load(values):
-                    return self._call_single(ws, errors, out)
+        fast = self._fast
+        if fast is not None:
+            result = fast(args, out, errors, threads, kwargs)
+            if result is not NotImplemented:
+                if type(result) is int:
+                    raise self._status_error(result)
+                return result
         return self._call_general(args, kwargs, errors, out, threads)
 
-    # --- the fast path: one state, plain float64 arrays, C backend -------------------------
-
-    def _positional(self, args: tuple, kwargs: dict) -> tuple | list | None:
-        """The inputs in order, with an omitted or None ``p`` replaced by the spec's defaults;
-        None where binding needs more than that (the general path then binds, or explains)."""
-        n, last = len(args), len(self.inputs) - 1
-        if kwargs:
-            if n == last and len(kwargs) == 1 and self._p_index == last and "p" in kwargs:
-                values = args + (kwargs["p"],)          # the common keyword: p=...
-            else:
-                values = self._by_name(args, kwargs)
-                if values is None:
-                    return None
-        elif n == last and self._p_index == last:       # p omitted
-            values = args + (None,)
-        elif n == last + 1:
-            values = args
-        else:
-            return None
-        if self._p_index is not None and values[self._p_index] is None:
-            if self._p_default is None:
-                return None
-            values = list(values)
-            values[self._p_index] = self._p_default
-        return values
-
-    def _by_name(self, args: tuple, kwargs: dict) -> list | None:
-        """Positional and keyword inputs in order (None where omitted); None if a keyword is
-        unknown, given twice or one too many."""
-        n = len(args)
-        if n + len(kwargs) > len(self.inputs):
-            return None
-        values = list(args) + [None] * (len(self.inputs) - n)
-        for k, v in kwargs.items():
-            i = self._index.get(k, -1)
-            if i < n:                                   # unknown, or given twice
-                return None
-            values[i] = v
-        return values
-
-    def _call_single(self, ws: "_Workspace", errors: str, out: Any):
-        """One state from the inputs loaded in ``ws``: into fresh copies of the workspace's
-        outputs, or into ``out``."""
-        if errors != "raise" and errors != "nan":
-            raise ValueError(f"errors must be 'raise' or 'nan', got {errors!r}")
-        if out is None:
-            status = self._single(*ws.arguments)
-            outputs = ws.outputs
-            result = outputs[0].copy() if len(outputs) == 1 else tuple(map(np.ndarray.copy,
-                                                                         outputs))
-        else:
-            arrays, pointers = self._out_pointers(ws, out)
-            status = self._single(*ws.input_pointers, *pointers)
-            result = arrays[0] if len(arrays) == 1 else arrays
-        if status and errors == "raise":
-            why = self.statuses.get(int(status), f"status {status}")
-            raise KernelStatusError(f"{self.name}: {why} at this state",
-                                    np.array([status], dtype=np.int32))
-        return result
-
-    def _out_pointers(self, ws: "_Workspace", out: Any) -> tuple[tuple, tuple]:
-        """(the ``out`` arrays, their cffi pointers). A tuple (or one array) given again is the
-        same arrays (they cannot be reallocated while referenced), so its pointers are reused;
-        a list may have changed and is checked each time."""
-        if out is ws.out_key:
-            return ws.out_arrays, ws.out_pointers
-        arrays = self._check_out(out, ())
-        pointers = tuple(self._ffi.from_buffer("double[]", o, require_writable=True)
-                         for o in arrays)
-        if not isinstance(out, list):
-            ws.out_key, ws.out_arrays, ws.out_pointers = out, arrays, pointers
-        return arrays, pointers
+    def _status_error(self, status: int) -> KernelStatusError:
+        why = self.statuses.get(status, f"status {status}")
+        return KernelStatusError(f"{self.name}: {why} at this state",
+                                 np.array([status], dtype=np.int32))
 
     # --- the general path: batches, conversions, errors --------------------------------------
 
@@ -480,50 +416,3 @@ class Kernel:
             status[i] = self._py(*[a[i].tolist() for a in arrays], *res)
             for o, r in zip(outs, res):
                 o[i] = r
-
-
-_F64 = np.dtype(np.float64)
-_NDARRAY = np.ndarray
-_SCALE = 2.0 ** -60     # |x| 2^-60 <= 2^964 for any finite x: a sum of 2^16 of them stays finite
-
-
-class _Workspace:
-    """One thread's buffers for single-state calls of one C kernel.
-
-    The inputs lie one after another in ``inputs``, so their cffi pointers are made once and one
-    finite check covers them all: s = sum of x_i 2^-60 (a dot product with exact powers of two)
-    cannot overflow, so it is finite exactly when every x_i is (a NaN gives NaN, an inf gives
-    inf, or NaN with an inf of the other sign; the order of the sum does not matter). The
-    kernel's output arrays and their pointers are made once too; a call returns copies of them
-    (or writes into ``out``).
-    """
-
-    def __init__(self, ffi, in_shapes: tuple, outputs: list[tuple[str, tuple]]) -> None:
-        sizes = [shape[0] for shape in in_shapes]
-        self.inputs = np.zeros(max(1, sum(sizes)))
-        self.scale = np.full_like(self.inputs, _SCALE)
-        base = ffi.from_buffer("double[]", self.inputs)
-        starts = np.cumsum([0] + sizes[:-1]).tolist()
-        self.input_pointers = tuple(base + s for s in starts)
-        self.memmove = ffi.memmove
-        self.plan = tuple((shape, base + s, 8 * shape[0]) for shape, s in zip(in_shapes, starts))
-        self.outputs = tuple(np.zeros(shape) for _, shape in outputs)
-        self.output_pointers = tuple(ffi.from_buffer("double[]", o) for o in self.outputs)
-        self.arguments = self.input_pointers + self.output_pointers
-        self.out_key: Any = None                # the last ``out`` given (see _out_pointers)
-        self.out_arrays: tuple = ()
-        self.out_pointers: tuple = ()
-
-    def load(self, values) -> bool:
-        """Copy ``values`` into ``inputs`` if every one is a plain float64 C-contiguous array
-        of its shape and all are finite; False otherwise (nothing else is said: the general
-        path then converts them or raises the error naming the argument)."""
-        memmove = self.memmove
-        for v, (shape, dst, nbytes) in zip(values, self.plan):
-            if type(v) is not _NDARRAY or v.dtype is not _F64 or v.shape != shape:
-                return False
-            try:
-                memmove(dst, v, nbytes)             # refuses a non-contiguous array
-            except (ValueError, TypeError, BufferError):
-                return False
-        return isfinite(self.inputs.dot(self.scale))

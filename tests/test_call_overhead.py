@@ -1,5 +1,5 @@
 """The runtime's fast single-state path, ``out=`` and ``threads=`` (runtime/kernel.py,
-runtime/batch_threads.py).
+runtime/fastcall.py with runtime/csrc/extension/fastcall.c, runtime/batch_threads.py).
 
 The fast path must give the bits of the general path and of the batch path; ``threads=`` the
 bits of one thread, with the statuses merged; bad input is rejected on every path with the
@@ -9,13 +9,15 @@ reference for the messages). Speed is measured in bench/overhead.py, not here.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
 
 from mechgen import runtime
-from mechgen.runtime import batch_threads
+from mechgen.runtime import batch_threads, fastcall
 from mechgen.runtime.kernel import KernelStatusError
 
 _loaded: dict[tuple[str, str], runtime.Mechanism] = {}
@@ -120,6 +122,80 @@ def test_finite_values_whose_sum_overflows_are_accepted():
     assert_bitwise_equal(mech.mass_matrix(q), mech.mass_matrix(q[None, :])[0])
 
 
+def _refuse_general_path(kernel, monkeypatch) -> None:
+    def general(*args, **kwargs):
+        raise AssertionError(f"{kernel.name}: the general path was taken")
+    monkeypatch.setattr(kernel, "_call_general", general)
+
+
+def test_single_state_calls_of_plain_arrays_stay_in_the_c_entry(monkeypatch):
+    hexa = get("gough_stewart_docking")
+    step = hexa.kernels["step"]
+    args = [a[0] for a in states(hexa, "step", 1, seed=12)][:6] + [hexa.params()]
+    expect = step._call_general(tuple(args), {}, "raise", None, 1)
+    _refuse_general_path(step, monkeypatch)
+    res = tuple(np.empty(shape) for _, shape in step.outputs)
+    for got in (step(*args), step(*args[:6]), step(*args[:6], p=args[6]),
+                step(*args[:6], p=None), step(*args[:6], None), step(*args, errors="nan"),
+                step(*args, out=res), step(*args, out=list(res))):
+        assert_bitwise_equal(got, expect)
+    mm = get("panda").kernels["mass_matrix"]
+    _refuse_general_path(mm, monkeypatch)
+    A = np.empty((7, 7))
+    assert mm(np.zeros(7), out=A) is A
+
+
+def test_out_may_be_an_input_of_the_same_single_state_call():
+    arm = get("ur5")
+    q, qd, qdd = (a[0] for a in states(arm, "inverse_dynamics", 1, seed=13))
+    expect = arm.inverse_dynamics(q, qd, qdd)
+    tau = qdd.copy()
+    assert arm.inverse_dynamics(q, qd, tau, out=tau) is tau
+    assert_bitwise_equal(tau, expect)
+
+
+def test_unaligned_inputs_give_the_bits_of_aligned_ones():
+    arm = get("panda")
+    q = states(arm, "mass_matrix", 1, seed=14)[0][0]
+    raw = np.zeros(8 * q.size + 1, dtype=np.uint8)
+    unaligned = raw[1:].view(np.float64)
+    unaligned[:] = q
+    assert not unaligned.flags.aligned
+    assert_bitwise_equal(arm.mass_matrix(unaligned), arm.mass_matrix(q))
+
+
+def test_without_the_c_entry_the_general_path_gives_the_same_bits(monkeypatch):
+    expect = get("panda").mass_matrix(np.full(7, 0.3))
+    monkeypatch.setattr(fastcall, "module", lambda: None)
+    arm = runtime.load("panda")
+    assert arm.kernels["mass_matrix"]._fast is None
+    assert_bitwise_equal(arm.mass_matrix(np.full(7, 0.3)), expect)
+
+
+def test_a_c_entry_that_cannot_be_built_warns_and_leaves_the_general_path(tmp_path):
+    code = ("import warnings; from mechgen.runtime import fastcall\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    assert fastcall.module() is None\n"
+            "print(w[0].message)\n")
+    env = {**__import__("os").environ, "MECHGEN_CACHE": str(tmp_path), "CC": "/no/such/cc"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "single-state C entry (runtime/csrc/extension/fastcall.c) could not be built" in run.stdout
+
+
+def test_the_c_entry_refuses_kernels_it_cannot_call():
+    entry = fastcall.module().Entry
+    with pytest.raises(ValueError, match="at most 24 in all"):
+        entry(1, (3,) * 20, ((3,),) * 5, -1, None)
+    with pytest.raises(ValueError, match="p_default must be a float64 array"):
+        entry(1, (3, 2), ((3,),), 1, np.zeros(3))
+    with pytest.raises(ValueError, match="shape must be a tuple of at most 3"):
+        entry(1, (3,), ((1, 2, 3, 4),), -1, None)
+    with pytest.raises(ValueError, match="address 0"):
+        entry(0, (3,), ((3,),), -1, None)
+
+
 # --- bad input: the same errors as the general path --------------------------------------
 
 def _bad_inputs(good: np.ndarray):
@@ -132,6 +208,7 @@ def _bad_inputs(good: np.ndarray):
     yield "too short", good[:-1].copy()
     yield "2-d row", good[None, :].copy()
     yield "masked", np.ma.MaskedArray(good.copy())
+    yield "big-endian", good.astype(">f8")
     for i in sorted({0, size - 1}):
         for v in (np.nan, np.inf, -np.inf):
             bad = good.copy()

@@ -54,9 +54,14 @@ def manifest_of(folder: Path) -> dict:
     return json.loads((folder / "manifest.json").read_text())
 
 
+def mechanism_entries(cache: Path) -> list[Path]:
+    return [p for p in cache.iterdir() if p.name.startswith("_mechgen_")]
+
+
 def entry_of(cache: Path) -> tuple[Path, Path]:
-    """The one cache entry (folder) and its library."""
-    entries = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    """The one mechanism's cache entry (folder) and its library (beside the folders of the
+    drivers and of the single-state entry, runtime/fastcall.py)."""
+    entries = mechanism_entries(cache)
     assert len(entries) == 1, entries
     so = [p for p in entries[0].iterdir() if not p.name.endswith(".sha256")]
     assert len(so) == 1, so
@@ -292,7 +297,7 @@ def test_build_under_other_cflags_is_not_reused(gen_root, cache, monkeypatch):
     _, tau_py = runtime.load("pend", "python", generated=gen_root).forward_kinematics(q)
     np.testing.assert_allclose(tau, tau_py, rtol=1e-14, atol=1e-15)
     assert np.abs(tau_bad - tau_py).max() > 0.1                    # the flags did reach gcc
-    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 2
+    assert len(mechanism_entries(cache)) == 2
 
 
 # --- compiling: header names, one unit per kernel ---------------------------------------------
