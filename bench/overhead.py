@@ -2,9 +2,9 @@
 
 Part 1, one state per call, as a Python loop (an integrator, a controller) calls the kernels:
 ns per call of the gough_stewart_docking ``step`` and of the ur5 and panda ``mass_matrix``
-through the fast path (plain float64 arrays; fresh outputs, or ``out=``), through the general
-path (the one every call took before: argument binding, per-argument conversion and checks,
-fresh outputs, cffi pointers made per call; batches and lists still take it), the bare cffi
+through the fast path (plain float64 arrays: the kernel's C entry, runtime/fastcall.py; fresh
+outputs, or ``out=``), through the general path (argument binding, per-argument conversion and
+checks, fresh outputs, cffi pointers made per call; batches and lists take it), the bare cffi
 call with pointers made beforehand (the floor: the kernel's own time plus cffi), and
 Pinocchio's Python binding ``pin.crba`` on the same URDF (reference). Every variant is timed in
 blocks of calls, the variants interleaved, best block of several.
@@ -59,7 +59,7 @@ def _bare(kernel, args: list[np.ndarray]) -> Callable[[], object]:
 
 def _general(kernel, args: list[np.ndarray]) -> Callable[[], object]:
     """The kernel through its general path (binding by name, as_input on every argument, fresh
-    outputs, cffi pointers made per call): the path every call took before the fast path."""
+    outputs, cffi pointers made per call): the path of batches, lists and bad input."""
     return lambda: kernel._call_general(tuple(args), {}, "raise", None, 1)
 
 
