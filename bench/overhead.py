@@ -94,7 +94,7 @@ def single_state(calls: int = 100, rounds: int = 300) -> dict:
         "fast": lambda: hexa.step(*args, p=p),
         "fast, p omitted": lambda: hexa.step(*args),
         "fast, out=": lambda: hexa.step(*args, p=p, out=res),
-        "general (before)": _general(step, [*args, p]),
+        "general path": _general(step, [*args, p]),
         "bare cffi call": _bare(step, [*args, p]),
     }, calls, rounds)
     for name, spec in (("ur5", "ur5_urdf.toml"), ("panda", "panda_arm.toml")):
@@ -104,7 +104,7 @@ def single_state(calls: int = 100, rounds: int = 300) -> dict:
         A = np.empty((mech.n, mech.n))
         variants = {"fast": lambda: mech.mass_matrix(q),
                     "fast, out=": lambda: mech.mass_matrix(q, out=A),
-                    "general (before)": _general(mm, [q]), "bare cffi call": _bare(mm, [q])}
+                    "general path": _general(mm, [q]), "bare cffi call": _bare(mm, [q])}
         crba = _pinocchio_crba(spec)
         if crba is not None:
             variants["pin.crba (Python)"] = crba
