@@ -10,7 +10,8 @@ back with their logical shape, ``(N, *shape)`` for a batch. A non-zero kernel st
 
 ``out=`` writes the outputs into given arrays (one per output, float64, C-contiguous,
 writeable, of the output's shape, ``(N, *shape)`` for a batch; not sharing memory with each
-other or with the inputs) and returns them. ``threads=`` splits a batch across a persistent
+other) and returns them. An ``out`` array may also be an input (an integrator's state updated
+in place): an input that an output overlaps is read from a copy. ``threads=`` splits a batch across a persistent
 pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are bitwise those of one
 thread. One state given as plain float64 arrays takes a fast path (see :class:`Kernel`) with
 the same results and the same errors.
@@ -99,6 +100,13 @@ def _from_objects(raw: np.ndarray, where: str) -> np.ndarray:
                              f"({str(x)[:20]}...)") from None
     return out
 
+
+
+def _copy_overlapped(arrays: list[np.ndarray], outs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """The inputs, with a copy of each one that an output overlaps: the kernels read their
+    inputs while they write their outputs (``restrict``), and the C entry copies every input
+    anyway (runtime/csrc/extension/fastcall.c), so both paths allow ``out`` to be an input."""
+    return [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
 
 def _describe(x: Any) -> str:
     return "None" if x is None else f"{type(x).__name__} {x!r:.40}"
@@ -222,11 +230,13 @@ class Kernel:
             self._fast = self._fast_entry(meta["c_function"])
 
     def _fast_entry(self, c_function: str):
-        """The C entry of the single-state path (runtime/fastcall.py), or None without it."""
+        """The C entry of the single-state path (runtime/fastcall.py) over the kernel's
+        ``_entry`` form; None without the extension or for C generated before ``_entry``."""
         extension = fastcall.module()
-        if extension is None:
+        if extension is None or not hasattr(self._lib, c_function + "_entry"):
             return None
-        address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(self._lib, c_function)))
+        function = self._ffi.addressof(self._lib, c_function + "_entry")
+        address = int(self._ffi.cast("uintptr_t", function))
         p_index = self._index.get("p", -1)
         p_default = (self.parameters.default_vector(self.name)
                      if self.parameters is not None and not self.parameters.without_default()
@@ -274,7 +284,7 @@ class Kernel:
                     for _, shape in self.outputs]
         else:
             given = self._check_out(out, (n,) if batch else ())
-            self._check_no_overlap(given, arrays)
+            arrays = _copy_overlapped(arrays, given)
             outs = [o.reshape((n, -1) if batch else -1) for o in given]   # views (C-contiguous)
         status = np.zeros(n, dtype=np.int32)
         if self._lib is not None:
@@ -377,14 +387,6 @@ class Kernel:
                     raise ValueError(f"{self.name}: outputs '{self.outputs[j][0]}' (out[{j}]) "
                                      f"and '{self.outputs[i][0]}' (out[{i}]) share memory")
         return tuple(arrays)
-
-    def _check_no_overlap(self, outs: tuple[np.ndarray, ...], arrays: list[np.ndarray]) -> None:
-        """The kernels read their inputs while they write their outputs (``restrict``)."""
-        for i, (o, (name, _)) in enumerate(zip(outs, self.outputs)):
-            for a, (input_name, _) in zip(arrays, self.inputs):
-                if np.may_share_memory(o, a):
-                    raise ValueError(f"{self.name}: output '{name}' (out[{i}]) shares memory "
-                                     f"with input '{input_name}'")
 
     def _call_c(self, arrays, outs, status, batch, n, workers: int = 1):
         f = self._ffi

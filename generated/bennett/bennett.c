@@ -715,6 +715,11 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
     return mg_failed;
 }
 
+int mechgen_bennett_closure_entry(double *const *a)
+{
+    return mechgen_bennett_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1102,6 +1107,11 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
     return mg_failed;
 }
 
+int mechgen_bennett_newton_step_entry(double *const *a)
+{
+    return mechgen_bennett_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 91 adds, 143 muls, 2 divs, 6 trig (242 total) */
@@ -1448,6 +1458,11 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bennett_velocity_entry(double *const *a)
+{
+    return mechgen_bennett_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -2092,6 +2107,11 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
     return mg_failed;
 }
 
+int mechgen_bennett_kinematics_entry(double *const *a)
+{
+    return mechgen_bennett_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 31 adds, 40 muls, 2 trig (73 total) */
 int mechgen_bennett_mass_matrix(const double *restrict q, double *restrict M)
@@ -2229,6 +2249,11 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bennett_mass_matrix_entry(double *const *a)
+{
+    return mechgen_bennett_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -2685,6 +2710,11 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bennett_bias_entry(double *const *a)
+{
+    return mechgen_bennett_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -3524,6 +3554,11 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_bennett_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_bennett_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 243 adds, 364 muls, 2 divs, 6 trig (615 total) */
@@ -4298,6 +4333,11 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_bennett_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_bennett_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 65 adds, 113 muls, 6 trig (184 total) */
@@ -4472,6 +4512,11 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
     return mg_failed;
 }
 
+int mechgen_bennett_energy_entry(double *const *a)
+{
+    return mechgen_bennett_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_bennett_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -4511,6 +4556,11 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bennett_springs_entry(double *const *a)
+{
+    return mechgen_bennett_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -4736,5 +4786,10 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bennett_violation_entry(double *const *a)
+{
+    return mechgen_bennett_violation(a[0], a[1], a[2], a[3]);
 }
 

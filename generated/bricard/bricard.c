@@ -761,6 +761,11 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
     return mg_failed;
 }
 
+int mechgen_bricard_closure_entry(double *const *a)
+{
+    return mechgen_bricard_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1252,6 +1257,11 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
     return mg_failed;
 }
 
+int mechgen_bricard_newton_step_entry(double *const *a)
+{
+    return mechgen_bricard_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 135 adds, 191 muls, 4 divs, 10 trig (340 total) */
@@ -1716,6 +1726,11 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bricard_velocity_entry(double *const *a)
+{
+    return mechgen_bricard_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -3078,6 +3093,11 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
     return mg_failed;
 }
 
+int mechgen_bricard_kinematics_entry(double *const *a)
+{
+    return mechgen_bricard_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 61 adds, 64 muls, 8 trig (133 total) */
 int mechgen_bricard_mass_matrix(const double *restrict q, double *restrict M)
@@ -3392,6 +3412,11 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bricard_mass_matrix_entry(double *const *a)
+{
+    return mechgen_bricard_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -4104,6 +4129,11 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bricard_bias_entry(double *const *a)
+{
+    return mechgen_bricard_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -5645,6 +5675,11 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_bricard_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_bricard_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 420 adds, 526 muls, 4 divs, 10 trig (960 total) */
@@ -6883,6 +6918,11 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_bricard_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_bricard_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 125 adds, 209 muls, 10 trig (344 total) */
@@ -7191,6 +7231,11 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
     return mg_failed;
 }
 
+int mechgen_bricard_energy_entry(double *const *a)
+{
+    return mechgen_bricard_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_bricard_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -7230,6 +7275,11 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bricard_springs_entry(double *const *a)
+{
+    return mechgen_bricard_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -7495,5 +7545,10 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_bricard_violation_entry(double *const *a)
+{
+    return mechgen_bricard_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -643,6 +643,11 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
     return mg_failed;
 }
 
+int mechgen_double_fourbar_closure_entry(double *const *a)
+{
+    return mechgen_double_fourbar_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -898,6 +903,11 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
     return mg_failed;
 }
 
+int mechgen_double_fourbar_newton_step_entry(double *const *a)
+{
+    return mechgen_double_fourbar_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 23 adds, 32 muls, 4 divs, 10 trig (69 total) */
@@ -1118,6 +1128,11 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_fourbar_velocity_entry(double *const *a)
+{
+    return mechgen_double_fourbar_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1752,6 +1767,11 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
     return mg_failed;
 }
 
+int mechgen_double_fourbar_kinematics_entry(double *const *a)
+{
+    return mechgen_double_fourbar_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 6 adds, 4 muls, 2 trig (12 total) */
 int mechgen_double_fourbar_mass_matrix(const double *restrict q, double *restrict M)
@@ -1884,6 +1904,11 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_fourbar_mass_matrix_entry(double *const *a)
+{
+    return mechgen_double_fourbar_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -2138,6 +2163,11 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_fourbar_bias_entry(double *const *a)
+{
+    return mechgen_double_fourbar_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -2633,6 +2663,11 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
     return mg_failed;
 }
 
+int mechgen_double_fourbar_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_double_fourbar_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 76 adds, 102 muls, 4 divs, 10 trig (192 total) */
@@ -3047,6 +3082,11 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
     return mg_failed;
 }
 
+int mechgen_double_fourbar_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_double_fourbar_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 29 adds, 47 muls, 9 trig (85 total) */
@@ -3201,6 +3241,11 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
     return mg_failed;
 }
 
+int mechgen_double_fourbar_energy_entry(double *const *a)
+{
+    return mechgen_double_fourbar_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_double_fourbar_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -3240,6 +3285,11 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_fourbar_springs_entry(double *const *a)
+{
+    return mechgen_double_fourbar_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -3391,5 +3441,10 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_fourbar_violation_entry(double *const *a)
+{
+    return mechgen_double_fourbar_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -925,6 +925,11 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
     return mg_failed;
 }
 
+int mechgen_double_wishbone_closure_entry(double *const *a)
+{
+    return mechgen_double_wishbone_closure(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1498,6 +1503,11 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_newton_step_entry(double *const *a)
+{
+    return mechgen_double_wishbone_newton_step(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
@@ -2078,6 +2088,11 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_velocity_entry(double *const *a)
+{
+    return mechgen_double_wishbone_velocity(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -3438,6 +3453,11 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
     return mg_failed;
 }
 
+int mechgen_double_wishbone_kinematics_entry(double *const *a)
+{
+    return mechgen_double_wishbone_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 69 adds, 115 muls, 10 trig (194 total) */
 int mechgen_double_wishbone_mass_matrix(const double *restrict q, const double *restrict p, double *restrict M)
@@ -3857,6 +3877,11 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_mass_matrix_entry(double *const *a)
+{
+    return mechgen_double_wishbone_mass_matrix(a[0], a[1], a[2]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -4743,6 +4768,11 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_bias_entry(double *const *a)
+{
+    return mechgen_double_wishbone_bias(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -6465,6 +6495,11 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
     return mg_failed;
 }
 
+int mechgen_double_wishbone_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_double_wishbone_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 443 adds, 645 muls, 7 divs, 1 sqrt, 14 trig (1110 total) */
@@ -7813,6 +7848,11 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
     return mg_failed;
 }
 
+int mechgen_double_wishbone_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_double_wishbone_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 146 adds, 241 muls, 1 sqrt, 14 trig (402 total) */
@@ -8177,6 +8217,11 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
     return mg_failed;
 }
 
+int mechgen_double_wishbone_energy_entry(double *const *a)
+{
+    return mechgen_double_wishbone_energy(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops: 18 adds, 26 muls, 1 divs, 1 sqrt, 2 trig (48 total) */
 int mechgen_double_wishbone_springs(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict state)
@@ -8298,6 +8343,11 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_springs_entry(double *const *a)
+{
+    return mechgen_double_wishbone_springs(a[0], a[1], a[2], a[3]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -8687,5 +8737,10 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_double_wishbone_violation_entry(double *const *a)
+{
+    return mechgen_double_wishbone_violation(a[0], a[1], a[2], a[3], a[4]);
 }
 

@@ -581,6 +581,11 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
     return mg_failed;
 }
 
+int mechgen_fourbar_closure_entry(double *const *a)
+{
+    return mechgen_fourbar_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -760,6 +765,11 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
     return mg_failed;
 }
 
+int mechgen_fourbar_newton_step_entry(double *const *a)
+{
+    return mechgen_fourbar_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 18 adds, 26 muls, 2 divs, 6 trig (52 total) */
@@ -922,6 +932,11 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_fourbar_velocity_entry(double *const *a)
+{
+    return mechgen_fourbar_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1384,6 +1399,11 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
     return mg_failed;
 }
 
+int mechgen_fourbar_kinematics_entry(double *const *a)
+{
+    return mechgen_fourbar_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 7 adds, 8 muls, 2 trig (17 total) */
 int mechgen_fourbar_mass_matrix(const double *restrict q, double *restrict M)
@@ -1469,6 +1489,11 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_fourbar_mass_matrix_entry(double *const *a)
+{
+    return mechgen_fourbar_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -1663,6 +1688,11 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_fourbar_bias_entry(double *const *a)
+{
+    return mechgen_fourbar_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -1990,6 +2020,11 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_fourbar_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_fourbar_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 54 adds, 78 muls, 2 divs, 6 trig (140 total) */
@@ -2280,6 +2315,11 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_fourbar_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_fourbar_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 22 adds, 35 muls, 6 trig (63 total) */
@@ -2398,6 +2438,11 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
     return mg_failed;
 }
 
+int mechgen_fourbar_energy_entry(double *const *a)
+{
+    return mechgen_fourbar_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_fourbar_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -2437,6 +2482,11 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_fourbar_springs_entry(double *const *a)
+{
+    return mechgen_fourbar_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -2562,5 +2612,10 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_fourbar_violation_entry(double *const *a)
+{
+    return mechgen_fourbar_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -998,6 +998,11 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
     return mg_failed;
 }
 
+int mechgen_gough_stewart_docking_inverse_kinematics_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_inverse_kinematics(a[0], a[1], a[2]);
+}
+
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  * last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
  * ops: 298 adds, 433 muls, 12 divs, 30 trig (773 total) */
@@ -2006,6 +2011,11 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_newton_step_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
@@ -3407,6 +3417,11 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_velocity_constraints_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_velocity_constraints(a[0], a[1], a[2]);
 }
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
@@ -4886,6 +4901,11 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_leg_rates_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_leg_rates(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
@@ -6739,6 +6759,11 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
     return mg_failed;
 }
 
+int mechgen_gough_stewart_docking_acceleration_terms_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_acceleration_terms(a[0], a[1], a[2], a[3]);
+}
+
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  * ops: 448 adds, 713 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1227 total) */
 int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
@@ -8320,6 +8345,11 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_leg_forces_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_leg_forces(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
@@ -10658,6 +10688,11 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_leg_dynamics_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_leg_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
@@ -14674,6 +14709,11 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_reduced_dynamics_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_reduced_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
@@ -20681,6 +20721,11 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
     return mg_failed;
 }
 
+int mechgen_gough_stewart_docking_step_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]);
+}
+
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  * else (step gives the loads).
  * ops: 1204 adds, 1631 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2908 total) */
@@ -24604,6 +24649,11 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
     return mg_failed;
 }
 
+int mechgen_gough_stewart_docking_step_accel_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_step_accel(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  * ops: 558 adds, 899 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1511 total) */
 int mechgen_gough_stewart_docking_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
@@ -26159,6 +26209,11 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_energy_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_energy(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
@@ -30646,6 +30701,11 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_drive_forces_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_drive_forces(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
@@ -37280,6 +37340,11 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_base_step_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_base_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
 }
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
@@ -51891,6 +51956,11 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
     return mg_failed;
 }
 
+int mechgen_gough_stewart_docking_coupled_step_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_coupled_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
+}
+
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  * ops: 915 adds, 1315 muls, 24 divs, 12 sqrt, 6 trig (2272 total) */
 int mechgen_gough_stewart_docking_momentum(const double *restrict x, const double *restrict u, const double *restrict w0, const double *restrict V0, const double *restrict p, double *restrict momentum, double *restrict angular_momentum, double *restrict T)
@@ -54054,5 +54124,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_gough_stewart_docking_momentum_entry(double *const *a)
+{
+    return mechgen_gough_stewart_docking_momentum(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 

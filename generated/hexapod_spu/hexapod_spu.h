@@ -3,6 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
+ * runtime's single-state entry calls every kernel through this one type).
  *
  * Coordinates, in the order of q: leg1_s1, leg1_s2, leg1_s3, leg1_stroke, leg2_s1, leg2_s2,
  * leg2_s3, leg2_stroke, leg3_s1, leg3_s2, leg3_s3, leg3_stroke, leg4_s1, leg4_s2, leg4_s3,
@@ -54,6 +56,7 @@
  */
 int mechgen_hexapod_spu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_spu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
+int mechgen_hexapod_spu_inverse_kinematics_entry(double *const *a);
 
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  *   last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
@@ -81,6 +84,7 @@ int64_t mechgen_hexapod_spu_inverse_kinematics_batch(int64_t n, const double *x,
  */
 int mechgen_hexapod_spu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_spu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
+int mechgen_hexapod_spu_newton_step_entry(double *const *a);
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -124,6 +128,7 @@ int64_t mechgen_hexapod_spu_newton_step_batch(int64_t n, const double *x, const 
  */
 int mechgen_hexapod_spu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_spu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
+int mechgen_hexapod_spu_velocity_constraints_entry(double *const *a);
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -170,6 +175,7 @@ int64_t mechgen_hexapod_spu_velocity_constraints_batch(int64_t n, const double *
  */
 int mechgen_hexapod_spu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_spu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
+int mechgen_hexapod_spu_leg_rates_entry(double *const *a);
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -215,6 +221,7 @@ int64_t mechgen_hexapod_spu_leg_rates_batch(int64_t n, const double *x, const do
  */
 int mechgen_hexapod_spu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_spu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
+int mechgen_hexapod_spu_acceleration_terms_entry(double *const *a);
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -262,6 +269,7 @@ int64_t mechgen_hexapod_spu_acceleration_terms_batch(int64_t n, const double *x,
  */
 int mechgen_hexapod_spu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_spu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
+int mechgen_hexapod_spu_leg_forces_entry(double *const *a);
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
  *   stacked.
@@ -324,6 +332,7 @@ int64_t mechgen_hexapod_spu_leg_forces_batch(int64_t n, const double *x, const d
  */
 int mechgen_hexapod_spu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_spu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
+int mechgen_hexapod_spu_leg_dynamics_entry(double *const *a);
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
  *   b*_C (unrolled L D L^T).
@@ -377,6 +386,7 @@ int64_t mechgen_hexapod_spu_leg_dynamics_batch(int64_t n, const double *x, const
  */
 int mechgen_hexapod_spu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
+int mechgen_hexapod_spu_reduced_dynamics_entry(double *const *a);
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
  *   rates and accelerations, the loads of each leg on C, the force and moment on the base (about
@@ -442,6 +452,7 @@ int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, c
  */
 int mechgen_hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+int mechgen_hexapod_spu_step_entry(double *const *a);
 
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  *   else (step gives the loads).
@@ -498,6 +509,7 @@ int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double 
  */
 int mechgen_hexapod_spu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
+int mechgen_hexapod_spu_step_accel_entry(double *const *a);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -544,6 +556,7 @@ int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const d
  */
 int mechgen_hexapod_spu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_spu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
+int mechgen_hexapod_spu_energy_entry(double *const *a);
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -594,6 +607,7 @@ int64_t mechgen_hexapod_spu_energy_batch(int64_t n, const double *x, const doubl
  */
 int mechgen_hexapod_spu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+int mechgen_hexapod_spu_drive_forces_entry(double *const *a);
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
  *   acceleration of O_0, frame 0); x, u, udot and the leg coordinates stay relative to frame 0;
@@ -663,6 +677,7 @@ int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const
  */
 int mechgen_hexapod_spu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+int mechgen_hexapod_spu_base_step_entry(double *const *a);
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -732,6 +747,7 @@ int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const do
  */
 int mechgen_hexapod_spu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
+int mechgen_hexapod_spu_coupled_step_entry(double *const *a);
 
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -779,5 +795,6 @@ int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const
  */
 int mechgen_hexapod_spu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_spu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);
+int mechgen_hexapod_spu_momentum_entry(double *const *a);
 
 #endif

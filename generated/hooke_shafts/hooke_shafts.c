@@ -588,6 +588,11 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_closure_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -773,6 +778,11 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_newton_step_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 21 adds, 41 muls, 1 divs, 4 trig (67 total) */
@@ -933,6 +943,11 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_hooke_shafts_velocity_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1310,6 +1325,11 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_kinematics_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops:  (0 total) */
 int mechgen_hooke_shafts_mass_matrix(const double *restrict q, double *restrict M)
@@ -1351,6 +1371,11 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_hooke_shafts_mass_matrix_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -1502,6 +1527,11 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_hooke_shafts_bias_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -1791,6 +1821,11 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 37 adds, 84 muls, 1 divs, 4 trig (126 total) */
@@ -2067,6 +2102,11 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 19 adds, 37 muls, 2 trig (58 total) */
@@ -2157,6 +2197,11 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
     return mg_failed;
 }
 
+int mechgen_hooke_shafts_energy_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_hooke_shafts_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -2196,6 +2241,11 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_hooke_shafts_springs_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -2322,5 +2372,10 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_hooke_shafts_violation_entry(double *const *a)
+{
+    return mechgen_hooke_shafts_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -933,6 +933,11 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
     return mg_failed;
 }
 
+int mechgen_landing_gear_closure_entry(double *const *a)
+{
+    return mechgen_landing_gear_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1551,6 +1556,11 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
     return mg_failed;
 }
 
+int mechgen_landing_gear_newton_step_entry(double *const *a)
+{
+    return mechgen_landing_gear_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 153 adds, 245 muls, 5 divs, 10 trig (413 total) */
@@ -2098,6 +2108,11 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_landing_gear_velocity_entry(double *const *a)
+{
+    return mechgen_landing_gear_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -3404,6 +3419,11 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
     return mg_failed;
 }
 
+int mechgen_landing_gear_kinematics_entry(double *const *a)
+{
+    return mechgen_landing_gear_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 53 adds, 65 muls, 4 trig (122 total) */
 int mechgen_landing_gear_mass_matrix(const double *restrict q, double *restrict M)
@@ -3664,6 +3684,11 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_landing_gear_mass_matrix_entry(double *const *a)
+{
+    return mechgen_landing_gear_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -4574,6 +4599,11 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_landing_gear_bias_entry(double *const *a)
+{
+    return mechgen_landing_gear_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -6120,6 +6150,11 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
     return mg_failed;
 }
 
+int mechgen_landing_gear_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_landing_gear_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 448 adds, 646 muls, 5 divs, 10 trig (1109 total) */
@@ -7483,6 +7518,11 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
     return mg_failed;
 }
 
+int mechgen_landing_gear_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_landing_gear_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 182 adds, 295 muls, 10 trig (487 total) */
@@ -7853,6 +7893,11 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
     return mg_failed;
 }
 
+int mechgen_landing_gear_energy_entry(double *const *a)
+{
+    return mechgen_landing_gear_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_landing_gear_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -7892,6 +7937,11 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_landing_gear_springs_entry(double *const *a)
+{
+    return mechgen_landing_gear_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -8295,5 +8345,10 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_landing_gear_violation_entry(double *const *a)
+{
+    return mechgen_landing_gear_violation(a[0], a[1], a[2], a[3]);
 }
 

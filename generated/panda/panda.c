@@ -836,6 +836,11 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
     return mg_failed;
 }
 
+int mechgen_panda_forward_kinematics_entry(double *const *a)
+{
+    return mechgen_panda_forward_kinematics(a[0], a[1], a[2]);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 74 adds, 123 muls, 12 trig (209 total) */
@@ -1747,6 +1752,11 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
     return mg_failed;
 }
 
+int mechgen_panda_jacobians_entry(double *const *a)
+{
+    return mechgen_panda_jacobians(a[0], a[1], a[2]);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 157 adds, 221 muls, 12 trig (390 total) */
@@ -2474,6 +2484,11 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
     return mg_failed;
 }
 
+int mechgen_panda_velocities_entry(double *const *a)
+{
+    return mechgen_panda_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 180 adds, 207 muls, 12 trig (399 total) */
 int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
@@ -3128,6 +3143,11 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_mass_matrix_entry(double *const *a)
+{
+    return mechgen_panda_mass_matrix(a[0], a[1]);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -4098,6 +4118,11 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_bias_entry(double *const *a)
+{
+    return mechgen_panda_bias(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -5086,6 +5111,11 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_panda_inverse_dynamics(a[0], a[1], a[2], a[3]);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -6808,6 +6838,11 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
     return mg_failed;
 }
 
+int mechgen_panda_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_panda_forward_dynamics(a[0], a[1], a[2], a[3]);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 249 adds, 396 muls, 14 trig (659 total) */
@@ -7242,6 +7277,11 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_energy_entry(double *const *a)
+{
+    return mechgen_panda_energy(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -11019,6 +11059,11 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
     return mg_failed;
 }
 
+int mechgen_panda_inverse_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_panda_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 2831 adds, 3332 muls, 7 divs, 12 trig (6182 total) */
@@ -13799,6 +13844,11 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_forward_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_panda_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
@@ -16583,6 +16633,11 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
     return mg_failed;
 }
 
+int mechgen_panda_regressor_entry(double *const *a)
+{
+    return mechgen_panda_regressor(a[0], a[1], a[2], a[3]);
+}
+
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  * beta (the manifest's regressor.base).
  * ops: 500 adds, 704 muls, 12 trig (1216 total) */
@@ -18639,6 +18694,11 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
     return mg_failed;
 }
 
+int mechgen_panda_base_regressor_entry(double *const *a)
+{
+    return mechgen_panda_base_regressor(a[0], a[1], a[2], a[3]);
+}
+
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  * ops: 288 adds, 365 muls, 12 trig (665 total) */
 int mechgen_panda_base_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, const double *restrict beta, double *restrict Q)
@@ -19495,6 +19555,11 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
     return mg_failed;
 }
 
+int mechgen_panda_base_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_panda_base_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  * ops: 63 adds, 37 muls (100 total) */
 int mechgen_panda_base_parameters(const double *restrict pi, double *restrict beta)
@@ -19758,5 +19823,10 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_panda_base_parameters_entry(double *const *a)
+{
+    return mechgen_panda_base_parameters(a[0], a[1]);
 }
 

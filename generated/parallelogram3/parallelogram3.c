@@ -624,6 +624,11 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
     return mg_failed;
 }
 
+int mechgen_parallelogram3_closure_entry(double *const *a)
+{
+    return mechgen_parallelogram3_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -865,6 +870,11 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
     return mg_failed;
 }
 
+int mechgen_parallelogram3_newton_step_entry(double *const *a)
+{
+    return mechgen_parallelogram3_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 35 adds, 55 muls, 3 divs, 8 trig (101 total) */
@@ -1085,6 +1095,11 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_parallelogram3_velocity_entry(double *const *a)
+{
+    return mechgen_parallelogram3_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1554,6 +1569,11 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
     return mg_failed;
 }
 
+int mechgen_parallelogram3_kinematics_entry(double *const *a)
+{
+    return mechgen_parallelogram3_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 5 adds, 3 muls, 2 trig (10 total) */
 int mechgen_parallelogram3_mass_matrix(const double *restrict q, double *restrict M)
@@ -1645,6 +1665,11 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_parallelogram3_mass_matrix_entry(double *const *a)
+{
+    return mechgen_parallelogram3_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -1876,6 +1901,11 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_parallelogram3_bias_entry(double *const *a)
+{
+    return mechgen_parallelogram3_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -2361,6 +2391,11 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
     return mg_failed;
 }
 
+int mechgen_parallelogram3_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_parallelogram3_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 89 adds, 133 muls, 3 divs, 8 trig (233 total) */
@@ -2807,6 +2842,11 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
     return mg_failed;
 }
 
+int mechgen_parallelogram3_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_parallelogram3_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 24 adds, 35 muls, 8 trig (67 total) */
@@ -2936,6 +2976,11 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
     return mg_failed;
 }
 
+int mechgen_parallelogram3_energy_entry(double *const *a)
+{
+    return mechgen_parallelogram3_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_parallelogram3_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -2975,6 +3020,11 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_parallelogram3_springs_entry(double *const *a)
+{
+    return mechgen_parallelogram3_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -3121,5 +3171,10 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_parallelogram3_violation_entry(double *const *a)
+{
+    return mechgen_parallelogram3_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -803,6 +803,11 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
     return mg_failed;
 }
 
+int mechgen_rx90_forward_kinematics_entry(double *const *a)
+{
+    return mechgen_rx90_forward_kinematics(a[0], a[1], a[2]);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 38 adds, 71 muls, 10 trig (119 total) */
@@ -1535,6 +1540,11 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
     return mg_failed;
 }
 
+int mechgen_rx90_jacobians_entry(double *const *a)
+{
+    return mechgen_rx90_jacobians(a[0], a[1], a[2]);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 85 adds, 126 muls, 10 trig (221 total) */
@@ -2043,6 +2053,11 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
     return mg_failed;
 }
 
+int mechgen_rx90_velocities_entry(double *const *a)
+{
+    return mechgen_rx90_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 116 adds, 130 muls, 10 trig (256 total) */
 int mechgen_rx90_mass_matrix(const double *restrict q, double *restrict A)
@@ -2508,6 +2523,11 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_rx90_mass_matrix_entry(double *const *a)
+{
+    return mechgen_rx90_mass_matrix(a[0], a[1]);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -3279,6 +3299,11 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_rx90_bias_entry(double *const *a)
+{
+    return mechgen_rx90_bias(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -4084,6 +4109,11 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_rx90_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_rx90_inverse_dynamics(a[0], a[1], a[2], a[3]);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -5366,6 +5396,11 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
     return mg_failed;
 }
 
+int mechgen_rx90_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_rx90_forward_dynamics(a[0], a[1], a[2], a[3]);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 182 adds, 299 muls, 12 trig (493 total) */
@@ -5697,6 +5732,11 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_rx90_energy_entry(double *const *a)
+{
+    return mechgen_rx90_energy(a[0], a[1], a[2], a[3]);
 }
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
@@ -7566,6 +7606,11 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
     return mg_failed;
 }
 
+int mechgen_rx90_regressor_entry(double *const *a)
+{
+    return mechgen_rx90_regressor(a[0], a[1], a[2], a[3]);
+}
+
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  * beta (the manifest's regressor.base).
  * ops: 272 adds, 378 muls, 10 trig (660 total) */
@@ -8933,6 +8978,11 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
     return mg_failed;
 }
 
+int mechgen_rx90_base_regressor_entry(double *const *a)
+{
+    return mechgen_rx90_base_regressor(a[0], a[1], a[2], a[3]);
+}
+
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  * ops: 226 adds, 290 muls, 10 trig (526 total) */
 int mechgen_rx90_base_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, const double *restrict beta, double *restrict Q)
@@ -9632,6 +9682,11 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
     return mg_failed;
 }
 
+int mechgen_rx90_base_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_rx90_base_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  * ops: 29 adds, 10 muls (39 total) */
 int mechgen_rx90_base_parameters(const double *restrict pi, double *restrict beta)
@@ -9853,5 +9908,10 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_rx90_base_parameters_entry(double *const *a)
+{
+    return mechgen_rx90_base_parameters(a[0], a[1]);
 }
 

@@ -1427,6 +1427,11 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
     return mg_failed;
 }
 
+int mechgen_solo12_forward_kinematics_entry(double *const *a)
+{
+    return mechgen_solo12_forward_kinematics(a[0], a[1], a[2]);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 330 adds, 424 muls, 30 trig (784 total) */
@@ -6089,6 +6094,11 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
     return mg_failed;
 }
 
+int mechgen_solo12_jacobians_entry(double *const *a)
+{
+    return mechgen_solo12_jacobians(a[0], a[1], a[2]);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 441 adds, 556 muls, 22 trig (1019 total) */
@@ -7737,6 +7747,11 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_solo12_velocities_entry(double *const *a)
+{
+    return mechgen_solo12_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
@@ -9787,6 +9802,11 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
     return mg_failed;
 }
 
+int mechgen_solo12_mass_matrix_entry(double *const *a)
+{
+    return mechgen_solo12_mass_matrix(a[0], a[1]);
+}
+
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 773 adds, 908 muls, 30 trig (1711 total) */
 int mechgen_solo12_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
@@ -11818,6 +11838,11 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
     return mg_failed;
 }
 
+int mechgen_solo12_bias_entry(double *const *a)
+{
+    return mechgen_solo12_bias(a[0], a[1], a[2], a[3]);
+}
+
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 777 adds, 931 muls, 30 trig (1738 total) */
 int mechgen_solo12_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
@@ -13823,6 +13848,11 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_solo12_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_solo12_inverse_dynamics(a[0], a[1], a[2], a[3]);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
@@ -18287,6 +18317,11 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
     return mg_failed;
 }
 
+int mechgen_solo12_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_solo12_forward_dynamics(a[0], a[1], a[2], a[3]);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 574 adds, 892 muls, 30 trig (1496 total) */
@@ -19325,6 +19360,11 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_solo12_energy_entry(double *const *a)
+{
+    return mechgen_solo12_energy(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -29047,6 +29087,11 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
     return mg_failed;
 }
 
+int mechgen_solo12_inverse_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_solo12_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 10707 adds, 12343 muls, 18 divs, 30 trig (23098 total) */
@@ -38494,5 +38539,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
     if (mg_stream)
         mg_stream_fence();
     return mg_failed;
+}
+
+int mechgen_solo12_forward_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_solo12_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 

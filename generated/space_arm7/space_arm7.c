@@ -1019,6 +1019,11 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
     return mg_failed;
 }
 
+int mechgen_space_arm7_forward_kinematics_entry(double *const *a)
+{
+    return mechgen_space_arm7_forward_kinematics(a[0], a[1], a[2], a[3]);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 276 adds, 341 muls, 18 trig (635 total) */
@@ -3175,6 +3180,11 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
     return mg_failed;
 }
 
+int mechgen_space_arm7_jacobians_entry(double *const *a)
+{
+    return mechgen_space_arm7_jacobians(a[0], a[1], a[2], a[3]);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 294 adds, 394 muls, 18 trig (706 total) */
@@ -4289,6 +4299,11 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_space_arm7_velocities_entry(double *const *a)
+{
+    return mechgen_space_arm7_velocities(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
@@ -5687,6 +5702,11 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
     return mg_failed;
 }
 
+int mechgen_space_arm7_mass_matrix_entry(double *const *a)
+{
+    return mechgen_space_arm7_mass_matrix(a[0], a[1], a[2]);
+}
+
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 376 adds, 484 muls, 20 trig (880 total) */
 int mechgen_space_arm7_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, const double *restrict p, double *restrict b)
@@ -6753,6 +6773,11 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_space_arm7_bias_entry(double *const *a)
+{
+    return mechgen_space_arm7_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -7847,6 +7872,11 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_space_arm7_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_space_arm7_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
@@ -10593,6 +10623,11 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
     return mg_failed;
 }
 
+int mechgen_space_arm7_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_space_arm7_forward_dynamics(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 307 adds, 508 muls, 20 trig (835 total) */
@@ -11258,5 +11293,10 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_space_arm7_energy_entry(double *const *a)
+{
+    return mechgen_space_arm7_energy(a[0], a[1], a[2], a[3], a[4]);
 }
 

@@ -972,6 +972,11 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
     return mg_failed;
 }
 
+int mechgen_stewart_rrp_002_inverse_kinematics_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_inverse_kinematics(a[0], a[1], a[2]);
+}
+
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  * last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
  * ops: 250 adds, 355 muls, 12 divs, 30 trig (647 total) */
@@ -1932,6 +1937,11 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_newton_step_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
@@ -3203,6 +3213,11 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_velocity_constraints_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_velocity_constraints(a[0], a[1], a[2]);
 }
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
@@ -4540,6 +4555,11 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_leg_rates_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_leg_rates(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
@@ -6277,6 +6297,11 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
     return mg_failed;
 }
 
+int mechgen_stewart_rrp_002_acceleration_terms_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_acceleration_terms(a[0], a[1], a[2], a[3]);
+}
+
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  * ops: 117 adds, 102 muls, 6 divs, 12 sqrt, 6 trig (243 total) */
 int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
@@ -6828,6 +6853,11 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_leg_forces_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_leg_forces(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
@@ -8854,6 +8884,11 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_leg_dynamics_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_leg_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
@@ -12578,6 +12613,11 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_reduced_dynamics_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_reduced_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
@@ -17788,6 +17828,11 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
     return mg_failed;
 }
 
+int mechgen_stewart_rrp_002_step_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]);
+}
+
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  * else (step gives the loads).
  * ops: 1149 adds, 1512 muls, 31 divs, 12 sqrt, 6 trig (2710 total) */
@@ -21164,6 +21209,11 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
     return mg_failed;
 }
 
+int mechgen_stewart_rrp_002_step_accel_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_step_accel(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  * ops: 482 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1313 total) */
 int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
@@ -22625,6 +22675,11 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_energy_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_energy(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
@@ -26822,6 +26877,11 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_drive_forces_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_drive_forces(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
@@ -32752,6 +32812,11 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_base_step_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_base_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
 }
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
@@ -45951,6 +46016,11 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
     return mg_failed;
 }
 
+int mechgen_stewart_rrp_002_coupled_step_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_coupled_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
+}
+
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  * ops: 864 adds, 1247 muls, 24 divs, 12 sqrt, 6 trig (2153 total) */
 int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *restrict u, const double *restrict w0, const double *restrict V0, const double *restrict p, double *restrict momentum, double *restrict angular_momentum, double *restrict T)
@@ -48078,5 +48148,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_stewart_rrp_002_momentum_entry(double *const *a)
+{
+    return mechgen_stewart_rrp_002_momentum(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 

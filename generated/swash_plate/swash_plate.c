@@ -579,6 +579,11 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
     return mg_failed;
 }
 
+int mechgen_swash_plate_closure_entry(double *const *a)
+{
+    return mechgen_swash_plate_closure(a[0], a[1], a[2], a[3]);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -770,6 +775,11 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
     return mg_failed;
 }
 
+int mechgen_swash_plate_newton_step_entry(double *const *a)
+{
+    return mechgen_swash_plate_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 19 adds, 45 muls, 2 divs, 6 trig (72 total) */
@@ -948,6 +958,11 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_swash_plate_velocity_entry(double *const *a)
+{
+    return mechgen_swash_plate_velocity(a[0], a[1], a[2], a[3]);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1366,6 +1381,11 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
     return mg_failed;
 }
 
+int mechgen_swash_plate_kinematics_entry(double *const *a)
+{
+    return mechgen_swash_plate_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 2 adds, 3 muls, 1 trig (6 total) */
 int mechgen_swash_plate_mass_matrix(const double *restrict q, double *restrict M)
@@ -1437,6 +1457,11 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_swash_plate_mass_matrix_entry(double *const *a)
+{
+    return mechgen_swash_plate_mass_matrix(a[0], a[1]);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -1643,6 +1668,11 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_swash_plate_bias_entry(double *const *a)
+{
+    return mechgen_swash_plate_bias(a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -2040,6 +2070,11 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
     return mg_failed;
 }
 
+int mechgen_swash_plate_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_swash_plate_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 71 adds, 144 muls, 2 divs, 6 trig (223 total) */
@@ -2406,6 +2441,11 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
     return mg_failed;
 }
 
+int mechgen_swash_plate_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_swash_plate_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 18 adds, 41 muls, 5 trig (64 total) */
@@ -2532,6 +2572,11 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
     return mg_failed;
 }
 
+int mechgen_swash_plate_energy_entry(double *const *a)
+{
+    return mechgen_swash_plate_energy(a[0], a[1], a[2], a[3]);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_swash_plate_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -2571,6 +2616,11 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_swash_plate_springs_entry(double *const *a)
+{
+    return mechgen_swash_plate_springs(a[0], a[1], a[2]);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -2692,5 +2742,10 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_swash_plate_violation_entry(double *const *a)
+{
+    return mechgen_swash_plate_violation(a[0], a[1], a[2], a[3]);
 }
 

@@ -825,6 +825,11 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
     return mg_failed;
 }
 
+int mechgen_ur5_arm_forward_kinematics_entry(double *const *a)
+{
+    return mechgen_ur5_arm_forward_kinematics(a[0], a[1], a[2]);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 60 adds, 83 muls, 10 trig (153 total) */
@@ -1619,6 +1624,11 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
     return mg_failed;
 }
 
+int mechgen_ur5_arm_jacobians_entry(double *const *a)
+{
+    return mechgen_ur5_arm_jacobians(a[0], a[1], a[2]);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 123 adds, 175 muls, 10 trig (308 total) */
@@ -2231,6 +2241,11 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
     return mg_failed;
 }
 
+int mechgen_ur5_arm_velocities_entry(double *const *a)
+{
+    return mechgen_ur5_arm_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 74 adds, 94 muls, 8 trig (176 total) */
 int mechgen_ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
@@ -2597,6 +2612,11 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_ur5_arm_mass_matrix_entry(double *const *a)
+{
+    return mechgen_ur5_arm_mass_matrix(a[0], a[1]);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -3180,6 +3200,11 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_ur5_arm_bias_entry(double *const *a)
+{
+    return mechgen_ur5_arm_bias(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -3793,6 +3818,11 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_ur5_arm_inverse_dynamics_entry(double *const *a)
+{
+    return mechgen_ur5_arm_inverse_dynamics(a[0], a[1], a[2], a[3]);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -4782,6 +4812,11 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
     return mg_failed;
 }
 
+int mechgen_ur5_arm_forward_dynamics_entry(double *const *a)
+{
+    return mechgen_ur5_arm_forward_dynamics(a[0], a[1], a[2], a[3]);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 159 adds, 275 muls, 12 trig (446 total) */
@@ -5145,6 +5180,11 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_ur5_arm_energy_entry(double *const *a)
+{
+    return mechgen_ur5_arm_energy(a[0], a[1], a[2], a[3]);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -7603,6 +7643,11 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
     return mg_failed;
 }
 
+int mechgen_ur5_arm_inverse_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_ur5_arm_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 1666 adds, 1959 muls, 6 divs, 10 trig (3641 total) */
@@ -9387,5 +9432,10 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
         mg_failed += (mg_s != 0);
     }
     return mg_failed;
+}
+
+int mechgen_ur5_arm_forward_dynamics_derivatives_entry(double *const *a)
+{
+    return mechgen_ur5_arm_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 

@@ -12,7 +12,9 @@
  * and aligned), copies the inputs into the entry's buffer while checking that every value is
  * finite, makes the outputs (or checks the ``out`` arrays: exact ndarrays, native float64, the
  * output's shape, C-contiguous, aligned, writeable, not overlapping each other), and calls the
- * kernel. It returns the output (one output) or a tuple of them, or the kernel's non-zero status
+ * kernel through its ``_entry`` form (one array of pointers; generated beside every kernel, so
+ * that one function type serves them all). It returns the output (one output) or a tuple of them
+ * (``out`` itself when that is a tuple), or the kernel's non-zero status
  * as an int when ``errors`` is "raise". Whenever anything is not exactly as above it returns
  * NotImplemented, and the caller (runtime/kernel.py) takes its general path, which converts the
  * input or raises the error naming the argument: this file never explains an error itself.
@@ -32,18 +34,22 @@
 #include <numpy/arrayobject.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_ARGS 24
 #define MAX_NDIM 3
+#define MAX_DOUBLES ((Py_ssize_t)(PY_SSIZE_T_MAX / sizeof(double)))   /* sizes in doubles */
 
 typedef double *P;
-typedef void (*kernel_fn)(void);     /* the generic function pointer type */
+/* a kernel's _entry form: its pointers in one array, inputs then outputs
+ * (templates/c/signature.j2) */
+typedef int (*entry_fn)(double *const *);
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    kernel_fn fn;
+    entry_fn fn;
     int n_in, n_out;
     Py_ssize_t in_size[MAX_ARGS], in_offset[MAX_ARGS];
     int out_ndim[MAX_ARGS];
@@ -53,69 +59,6 @@ typedef struct {
     PyObject *p_default;        /* a float64 array of the defaults, or NULL */
     double *buffer;             /* the inputs, one after another */
 } Entry;
-
-/* The kernel called with n pointers (every argument of a generated kernel is a double
- * pointer; it returns an int status). */
-static int call_kernel(kernel_fn f, int n, P *a)
-{
-#define F(...) ((int (*)(__VA_ARGS__))f)
-    switch (n) {
-    case 1: return F(P)(a[0]);
-    case 2: return F(P, P)(a[0], a[1]);
-    case 3: return F(P, P, P)(a[0], a[1], a[2]);
-    case 4: return F(P, P, P, P)(a[0], a[1], a[2], a[3]);
-    case 5: return F(P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4]);
-    case 6: return F(P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5]);
-    case 7: return F(P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-    case 8: return F(P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-    case 9: return F(P, P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                                               a[8]);
-    case 10: return F(P, P, P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-                                                    a[7], a[8], a[9]);
-    case 11: return F(P, P, P, P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-                                                       a[7], a[8], a[9], a[10]);
-    case 12: return F(P, P, P, P, P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                          a[6], a[7], a[8], a[9], a[10],
-                                                          a[11]);
-    case 13: return F(P, P, P, P, P, P, P, P, P, P, P, P, P)(a[0], a[1], a[2], a[3], a[4], a[5],
-                                                             a[6], a[7], a[8], a[9], a[10],
-                                                             a[11], a[12]);
-    case 14: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13]);
-    case 15: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14]);
-    case 16: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15]);
-    case 17: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16]);
-    case 18: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17]);
-    case 19: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18]);
-    case 20: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18], a[19]);
-    case 21: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18], a[19], a[20]);
-    case 22: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21]);
-    case 23: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22]);
-    case 24: return F(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P)(
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-        a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23]);
-    }
-#undef F
-    return -1;      /* not reached: the constructor refuses more than MAX_ARGS */
-}
 
 #define FLAGS_IN (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
 #define FLAGS_OUT (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
@@ -166,11 +109,18 @@ static int given_outputs(Entry *e, PyObject *out, P *ptr, PyObject **arrays)
         ptr[j] = (double *)PyArray_DATA(a);
         arrays[j] = items[j];
     }
-    for (int j = 0; j < e->n_out; j++)         /* outputs must not overlap each other */
-        for (int k = 0; k < j; k++)
-            if (e->out_size[j] && e->out_size[k] && ptr[j] < ptr[k] + e->out_size[k]
-                && ptr[k] < ptr[j] + e->out_size[j])
+    /* outputs must not overlap each other (addresses compared as integers: the arrays are
+     * different objects; an empty output overlaps nothing) */
+    for (int j = 0; j < e->n_out; j++) {
+        uintptr_t lo_j = (uintptr_t)ptr[j];
+        uintptr_t hi_j = lo_j + (uintptr_t)e->out_size[j] * sizeof(double);
+        for (int k = 0; k < j; k++) {
+            uintptr_t lo_k = (uintptr_t)ptr[k];
+            uintptr_t hi_k = lo_k + (uintptr_t)e->out_size[k] * sizeof(double);
+            if (lo_j < hi_j && lo_k < hi_k && lo_j < hi_k && lo_k < hi_j)
                 return 0;
+        }
+    }
     return 1;
 }
 
@@ -239,7 +189,10 @@ static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf
     PyObject *arrays[MAX_ARGS];
     PyObject *result;
     int fresh = out == Py_None;
-    if (fresh) {                    /* made before the copy: allocation may run Python code */
+    /* The outputs are made before the copy into the shared buffer, so that no Python API is
+     * called between that copy and the end of the kernel (the inputs' data pointers above are
+     * borrowed from arrays the caller's args hold; making an ndarray runs no Python code). */
+    if (fresh) {
         for (int j = 0; j < e->n_out; j++) {
             arrays[j] = PyArray_SimpleNew(e->out_ndim[j], e->out_dims[j], NPY_DOUBLE);
             if (arrays[j] == NULL) {
@@ -271,7 +224,7 @@ static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf
         return not_implemented();
     }
 
-    int status = call_kernel(e->fn, e->n_in + e->n_out, ptr);
+    int status = e->fn(ptr);
 
     if (status != 0 && raise) {
         if (fresh)
@@ -279,8 +232,8 @@ static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf
                 Py_DECREF(arrays[j]);
         return PyLong_FromLong(status);
     }
-    if (e->n_out == 1) {
-        result = arrays[0];
+    if (e->n_out == 1 || (!fresh && PyTuple_CheckExact(out))) {
+        result = e->n_out == 1 ? arrays[0] : out;      /* an out tuple comes back itself */
         if (!fresh)
             Py_INCREF(result);
         return result;
@@ -314,7 +267,8 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                           &shapes, &p_index, &p_default))
         return NULL;
     Py_ssize_t n_in = PyTuple_GET_SIZE(sizes), n_out = PyTuple_GET_SIZE(shapes);
-    if (address == 0 || n_in < 0 || n_out < 1 || n_in + n_out > MAX_ARGS
+    if (address == 0 || address > UINTPTR_MAX || n_in < 0 || n_out < 1
+        || n_in + n_out > MAX_ARGS
         || p_index < -1 || p_index >= n_in) {
         PyErr_Format(PyExc_ValueError, "Entry: a kernel with %zd inputs and %zd outputs (at "
                      "most %d in all), parameter index %d, address %llu is not supported",
@@ -325,7 +279,7 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (e == NULL)
         return NULL;
     e->vectorcall = entry_call;
-    e->fn = (kernel_fn)(uintptr_t)address;
+    e->fn = (entry_fn)(uintptr_t)address;
     e->n_in = (int)n_in;
     e->n_out = (int)n_out;
     e->p_index = p_index;
@@ -335,6 +289,11 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (s < 0) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "Entry: an input size is negative");
+            Py_DECREF(e);
+            return NULL;
+        }
+        if (s > MAX_DOUBLES - total) {
+            PyErr_SetString(PyExc_ValueError, "Entry: the inputs are too large");
             Py_DECREF(e);
             return NULL;
         }
@@ -357,6 +316,11 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             if (s < 0) {
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_ValueError, "Entry: an output size is negative");
+                Py_DECREF(e);
+                return NULL;
+            }
+            if (s > 0 && e->out_size[j] > MAX_DOUBLES / s) {
+                PyErr_Format(PyExc_ValueError, "Entry: output %zd is too large", j);
                 Py_DECREF(e);
                 return NULL;
             }
