@@ -346,12 +346,8 @@ def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:
     so = target / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     failure: Exception | None = None
     for attempt in range(2):
-        if not verified(so):
-            with build_lock(target):
-                if not verified(so):        # not built meanwhile by the lock's holder
-                    discard(target)
-                    _compile(modname, c_text, h_text, mech, cdef, target, so, manifest,
-                             files["header"])
+        ensure_built(target, so, lambda: _compile(modname, c_text, h_text, mech, cdef, target,
+                                                  so, manifest, files["header"]))
         try:
             return _import(modname, so)
         except (ImportError, OSError) as e:
@@ -362,6 +358,19 @@ def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:
                       f"even after a rebuild ({type(failure).__name__}: {failure}); check the "
                       f"compiler and the flags in CC, CFLAGS, LDFLAGS, LDSHARED, or set "
                       f"MECHGEN_CACHE to another folder") from failure
+
+
+def ensure_built(target: Path, so: Path, build: Callable[[], None]) -> None:
+    """Make ``so`` (a library in the cache folder ``target``) verified: if it is not, take
+    the build lock, and unless the lock's holder built it meanwhile, discard what is there and
+    ``build()`` (which writes ``so`` with its checksum and moves it into place)."""
+    if verified(so):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(target):
+        if not verified(so):        # not built meanwhile by the lock's holder
+            discard(target)
+            build()
 
 
 @contextlib.contextmanager

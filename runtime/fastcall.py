@@ -55,12 +55,7 @@ def _load() -> ModuleType:
                           *cbuild.build_environment()])
     target = cbuild.cache_dir() / "fastcall" / tag
     so = target / f"{NAME}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    if not cbuild.verified(so):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with cbuild.build_lock(target):
-            if not cbuild.verified(so):
-                cbuild.discard(target)
-                _build(text, include, target, so)
+    cbuild.ensure_built(target, so, lambda: _build(text, include, target, so))
     spec = importlib.util.spec_from_file_location(NAME, so)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
