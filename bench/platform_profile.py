@@ -66,8 +66,14 @@ ONLY = {"classic": {"cut_maps", "v_Cc", "reduced_c", "y_c", "omega_0"},
 
 def chosen_build(pf, kernel: str) -> str:
     """The build whose candidate the generator keeps for ``kernel`` (fewest operations)."""
-    ops = [optimise(c, pf).ops["total"] for c in KERNELS[kernel][0].candidates]
-    return list(BUILDS)[ops.index(min(ops))]
+    candidates = KERNELS[kernel][0].candidates
+    ops = [optimise(c, pf).ops["total"] for c in candidates]
+    return _build_of(candidates[ops.index(min(ops))])
+
+
+def _build_of(candidate) -> str:
+    """The BUILDS key of a candidate (``step_frame_c`` -> ``frame_c``)."""
+    return next(b for b in BUILDS if candidate.__name__.endswith("_" + b))
 
 
 def _outputs(kernel: str, pf, b, ins) -> list:
@@ -108,8 +114,9 @@ def report(name: str, kernels=("step", "base_step", "step_accel"), build: str = 
     pf = load_spec(SPECS / f"{name}.toml")
     builds = {k: chosen_build(pf, k) if build == "chosen" else build for k in kernels}
     res = {k: stage_ops(pf, k, builds[k]) for k in kernels}
-    final = {k: optimise(KERNELS[k][0].candidates[list(BUILDS).index(builds[k])], pf).ops
-             for k in kernels}
+    forms = {k: pk._reduction_forms({"step": pk._step, "step_accel": pk._step_accel,
+                                     "base_step": pk._base_step}[k]) for k in kernels}
+    final = {k: optimise(forms[k][list(BUILDS).index(builds[k])], pf).ops for k in kernels}
     print(f"\n{name} ({' '.join(sorted({leg.type for leg in pf.legs}))}): ops per stage before "
           "CSE, arith (+,*) / div / sqrt / trig; builds: "
           + ", ".join(f"{k} {v}" for k, v in builds.items()))

@@ -13,7 +13,7 @@ from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
 from mechgen.generator.jobs import map_items
-from mechgen.generator.pipeline import Generated, optimise
+from mechgen.generator.pipeline import Generated, fewest_operations, finish, optimise
 from mechgen.generator.families.serial.spec import ChainBuilder
 
 MECHANISMS = Path(__file__).resolve().parent / "mechanisms"
@@ -31,21 +31,37 @@ def bundled_specs() -> list[Path]:
 def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
                      jobs: int | None = None) -> list[Generated]:
     """Every kernel of the model's family, optimised (one line of progress per kernel), in up
-    to ``jobs`` worker processes (generator/jobs.py; default: one per core). The workers take
-    the last kernels first: every family lists its kernels from the simplest to those that
-    compose the others (forward dynamics, the derivatives, a platform's step), which take the
-    longest to build."""
+    to ``jobs`` worker processes (generator/jobs.py; default: one per core).
+
+    A kernel with alternative forms (``candidates``, pipeline.choice) is one work item per
+    candidate, so that its forms are built side by side; the one with the fewest operations
+    then goes through the final passes, in a second round (the same kernel as
+    ``optimise(builder)`` gives). The workers take the last kernels first: every family lists
+    its kernels from the simplest to those that compose the others (forward dynamics, the
+    derivatives, a platform's step), which take the longest to build."""
     family = family_of(model)
     coded = family.coded(model)
-    out = []
     builders = family.builders_for(model)
-    kernels = map_items(lambda i: optimise(builders[i], coded, cse=cse), len(builders), jobs,
-                        start=range(len(builders) - 1, -1, -1))
-    for i, g in enumerate(kernels):
+    items = [(i, c) for i, b in enumerate(builders)
+             for c in (getattr(b, "candidates", None) or [None])]
+
+    def build(j: int) -> Generated:
+        i, candidate = items[j]
+        if candidate is None:
+            return optimise(builders[i], coded, cse=cse)
+        return optimise(candidate, coded, cse=cse, final=False)
+
+    built = list(map_items(build, len(items), jobs, start=range(len(items) - 1, -1, -1)))
+    chosen = [fewest_operations(g for (i, c), g in zip(items, built) if i == k)
+              for k in range(len(builders))]
+    open_ = [k for k, b in enumerate(builders) if getattr(b, "candidates", None)]
+    finished = dict(zip(open_, map_items(lambda j: finish(chosen[open_[j]]), len(open_), jobs,
+                                         start=range(len(open_) - 1, -1, -1))))
+    out = [finished.get(k, g) for k, g in enumerate(chosen)]
+    for k, g in enumerate(out):
         if progress:
-            progress(f"  {model.name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "
+            progress(f"  {model.name}: kernel {k + 1}/{len(builders)} {g.kernel.name} "
                      f"({g.ops['total']} ops, {g.seconds:.1f} s)")
-        out.append(g)
     return out
 
 

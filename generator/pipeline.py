@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from mechgen.generator.ir import Kernel, check_invariants
 from mechgen.generator.model import Chain
@@ -52,9 +52,8 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True,
     alone (``final=False`` leaves them out)."""
     candidates = getattr(build, "candidates", None)
     if candidates:
-        best = min((optimise(c, chain, cse, final=False) for c in candidates),
-                   key=lambda g: g.ops["total"])
-        return _finish(best) if final else best
+        best = fewest_operations(optimise(c, chain, cse, final=False) for c in candidates)
+        return finish(best) if final else best
     t0 = time.perf_counter()
     with counting_dense() as dense_ops:
         k = build(chain)
@@ -64,10 +63,15 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True,
              + [(n, p) for n, p in PASSES if n not in FINAL
                 and (cse or not n.startswith(("cse", "dead_code_after")))], history)
     g = Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
-    return _finish(g) if final else g
+    return finish(g) if final else g
 
 
-def _finish(g: Generated) -> Generated:
+def fewest_operations(candidates: Iterable[Generated]) -> Generated:
+    """The candidate with the fewest operations (the first on a tie)."""
+    return min(candidates, key=lambda g: g.ops["total"])
+
+
+def finish(g: Generated) -> Generated:
     """``g`` through the :data:`FINAL` passes."""
     t0 = time.perf_counter()
     history = list(g.passes)

@@ -77,6 +77,10 @@ on the stack; a kernel that needs more keeps the plain loop over the single-stat
 a thread with a small stack is safe)."""
 
 _TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
+_OPEN = re.compile(r"\s*\(")
+"""What follows a called name: blanks, then its opening parenthesis (matched in place, so a
+long line is not copied once per name)."""
+_DEPTH = {"(": 1, ")": -1}
 
 
 class SimdPlanError(ValueError):
@@ -97,7 +101,7 @@ def names_in(text: str) -> list[str]:
     found = []
     for m in _TOKEN.finditer(text):
         name = m.group("name")
-        if name and not text[m.end():].lstrip().startswith("("):
+        if name and not _OPEN.match(text, m.end()):
             found.append(name)
     return found
 
@@ -107,13 +111,13 @@ def calls_in(text: str) -> list[tuple[str, int, int]]:
     out = []
     for m in _TOKEN.finditer(text):
         name = m.group("name")
-        rest = text[m.end():]
-        if not name or not rest.lstrip().startswith("("):
+        opening = _OPEN.match(text, m.end()) if name else None
+        if opening is None:
             continue
-        open_at = m.end() + (len(rest) - len(rest.lstrip()))
+        open_at = opening.end() - 1
         depth = 0
         for j in range(open_at, len(text)):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            depth += _DEPTH.get(text[j], 0)
             if depth == 0:
                 out.append((name, m.start(), j + 1))
                 break

@@ -137,3 +137,40 @@ def test_pivots_of_equal_size_up_to_rounding_are_chosen_by_position():
         rec.sample = {a: 0.7785, b: 0.7785 * (1 + noise), c: 0.5}
         lu = SparseLU(rec, [[0, a, 0], [b, 0, c], [0, 0, c]], "lu", [1.0] * 3, 1, "M")
         assert (lu.steps[0].row, lu.steps[0].col) == (1, 0)      # b: the first column
+
+
+def test_line_up_test_of_two_legs_agrees_with_renaming_both():
+    """_same_up_to_legs decides on the trees when they line up; it must agree with comparing
+    the renamed expressions on random expressions of leg and shared symbols, including sums
+    whose terms the renaming reorders."""
+    rng = random.Random(7)
+    shared = sp.symbols("a b z_leg9q", real=True)
+
+    def leg_symbols(g: int):
+        return [sp.Symbol(f"leg{g}_{n}", real=True) for n in ("x", "y", "u")] + \
+               [sp.Symbol(f"F_leg{g}", real=True)]
+
+    def expr(r: random.Random, syms, depth: int):
+        if depth == 0 or r.random() < 0.25:
+            return r.choice(syms + [sp.Integer(r.randint(-3, 3)), sp.Float(0.5)])
+        kind = r.choice(["add", "mul", "pow", "sin", "atan2"])
+        x, y = expr(r, syms, depth - 1), expr(r, syms, depth - 1)
+        return {"add": lambda: x + y, "mul": lambda: x * y, "pow": lambda: x ** 2,
+                "sin": lambda: sp.sin(x), "atan2": lambda: sp.atan2(x, y)}[kind]()
+
+    agree = lined_up = 0
+    for _ in range(400):
+        seed = rng.random()
+        e1 = expr(random.Random(seed), leg_symbols(1) + list(shared), 4)
+        kind = rng.choice(["same", "same", "same", "other leg", "other", "plus a"])
+        if kind == "other":
+            e2 = expr(random.Random(rng.random()), leg_symbols(2) + list(shared), 4)
+        else:
+            e2 = expr(random.Random(seed), leg_symbols(3 if kind == "other leg" else 2)
+                      + list(shared), 4)
+            e2 = e2 + shared[0] if kind == "plus a" else e2
+        expect = leg_loop._canonical_expr(e1) == leg_loop._canonical_expr(e2)
+        assert leg_loop._same_up_to_legs(e1, e2) == expect, (e1, e2)
+        agree += expect
+        lined_up += leg_loop._line_up(e1, e2)
+    assert agree > 200 and lined_up > 100          # both branches were exercised

@@ -154,3 +154,22 @@ def test_a_bad_mechgen_jobs_is_refused_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv("MECHGEN_JOBS", value)
     with pytest.raises(ValueError, match="MECHGEN_JOBS"):
         jobs.default_jobs()
+
+
+def test_a_kernel_with_candidates_is_the_one_optimise_keeps():
+    """generate_kernels builds each candidate of a choice as its own work item, then finishes
+    the cheapest: the same kernel, statement for statement, as optimise(builder)."""
+    from mechgen.generator.build import family_of, generate_kernels
+    from mechgen.generator.pipeline import optimise
+    namespace: dict = {}
+    exec(CHAIN, namespace)
+    model = namespace["three_link"]()
+    family = family_of(model)
+    builders = family.builders_for(model)
+    chosen = [i for i, b in enumerate(builders) if getattr(b, "candidates", None)]
+    assert chosen, "the chain has a kernel with candidates (forward dynamics)"
+    got = generate_kernels(model, jobs=1)
+    for i in chosen:
+        expect = optimise(builders[i], family.coded(model))
+        assert got[i].kernel == expect.kernel
+        assert got[i].ops == expect.ops and got[i].passes == expect.passes

@@ -97,9 +97,9 @@ def test_rotation_product_over_two_rows_is_the_product():
     np.testing.assert_allclose(got, np.array(matmul(P_, Q), dtype=float), rtol=0, atol=1e-14)
 
 
-@pytest.mark.parametrize("name, build", [("stewart_rrp_002", 2), ("hexapod_rsu", 1)])
+@pytest.mark.parametrize("name, build", [("stewart_rrp_002", 1), ("hexapod_rsu", 0)])
 def test_the_generator_keeps_the_build_with_the_fewest_operations(name, build):
-    """Candidates: the reduction of section 1.6, in C's frame (1.6.1), in frame 0 (1.6.2)."""
+    """Candidates: the reduction in C's frame (1.6.1), in frame 0 (1.6.2)."""
     pf, _ = P.bundled(name)
     ops = [optimise(c, pf).ops["total"] for c in pk.step_accel.candidates]
     assert ops.index(min(ops)) == build

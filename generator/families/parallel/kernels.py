@@ -742,20 +742,24 @@ def _step_accel(pf: Platform, build: type = PlatformBuild) -> Kernel:
                    [_xdot_port(b, ins), qdd], _STEP_STATUSES)
 
 
-def _reduction_forms(kernel: Callable[..., Kernel]) -> tuple[Callable[[Platform], Kernel], ...]:
-    """``kernel`` once per reduction: the classic one of section 1.6 (H_k formed, u in frames 0
-    and C), in C's frame (section 1.6.1, frame_c.py), in frame 0 (section 1.6.2, frame_0.py);
-    :func:`choice` keeps the one with the fewest operations."""
+def _reduction_forms(kernel: Callable[..., Kernel], then: Callable[[Kernel], Kernel] | None = None
+                     ) -> tuple[Callable[[Platform], Kernel], ...]:
+    """``kernel`` (then ``then``, if given) once per reduction: the classic one of section 1.6
+    (H_k formed, u in frames 0 and C), in C's frame (section 1.6.1, frame_c.py), in frame 0
+    (section 1.6.2, frame_0.py). :func:`choice` keeps the one of the last two with the fewest
+    operations: the classic reduction stays a reference build, not a candidate, as it cost
+    380-1,200 operations more than the frame-C one on every bundled platform and every step
+    kernel (docs/algorithms.md; tests/test_platform_frame_c.py checks it still does)."""
     from mechgen.generator.families.parallel.leg_loop import with_leg_loops
 
     def classic(pf: Platform) -> Kernel:
-        return with_leg_loops(kernel, pf, PlatformBuild)
+        return with_leg_loops(kernel, pf, PlatformBuild, then)
 
     def frame_c(pf: Platform) -> Kernel:
-        return with_leg_loops(kernel, pf, _frame_c_build())
+        return with_leg_loops(kernel, pf, _frame_c_build(), then)
 
     def frame_0(pf: Platform) -> Kernel:
-        return with_leg_loops(kernel, pf, _frame_0_build())
+        return with_leg_loops(kernel, pf, _frame_0_build(), then)
 
     for form in (classic, frame_c, frame_0):
         form.__name__ = form.__qualname__ = f"{kernel.__name__.lstrip('_')}_{form.__name__}"
@@ -766,12 +770,12 @@ step_classic, step_frame_c, step_frame_0 = _reduction_forms(_step)
 step_accel_classic, step_accel_frame_c, step_accel_frame_0 = _reduction_forms(_step_accel)
 
 
-@choice(step_classic, step_frame_c, step_frame_0)
+@choice(step_frame_c, step_frame_0)
 def step(pf: Platform) -> Kernel:
     """One integration step; the reduction with the fewest operations (sections 1.6-1.6.2)."""
 
 
-@choice(step_accel_classic, step_accel_frame_c, step_accel_frame_0)
+@choice(step_accel_frame_c, step_accel_frame_0)
 def step_accel(pf: Platform) -> Kernel:
     """The lean step; the reduction with the fewest operations (sections 1.6-1.6.2)."""
 
@@ -812,25 +816,34 @@ def _coupled_step(pf: Platform, build: type = PlatformBuild) -> Kernel:
             Port("stop_force", (len(pf.legs),), tuple(b.stop_forces), "end-stop force on "
                  f"each leg's drive joint (N or N m), shape ({len(pf.legs)},), one per leg: "
                  f"{_legs(pf)}")]
-    k = _kernel("coupled_step", _coupled_step.__doc__.splitlines()[0], b, ins, outs,
-                _STEP_STATUSES)
-    base_acc = list(b.inp["g"]) + list(b.inp["dw0"])
+    return _kernel("coupled_step", _coupled_step.__doc__.splitlines()[0], b, ins, outs,
+                   _STEP_STATUSES)
+
+
+def _base_derivatives(k: Kernel) -> Kernel:
+    """``k`` (coupled_step's values) with d udot / d[g, Omega_dot] and d wrench / d[g,
+    Omega_dot] appended, by forward differentiation of its body. Applied after the build, so
+    that with_leg_loops differentiates only the form it keeps."""
+    inputs = {port.name: port.elements for port in k.inputs}
+    base_acc = list(inputs["g"]) + list(inputs["dw0"])
+    dof = next(port for port in k.outputs if port.name == "udot").size
     cols = "g_x, g_y, g_z, Omega_dot_x, Omega_dot_y, Omega_dot_z"
     return forward_derivatives(k, ["udot", "wrench"], base_acc, [
-        ("dudot_dbase", f"d udot / d[g, Omega_dot], shape ({pf.dof}, 6); columns: {cols}"),
+        ("dudot_dbase", f"d udot / d[g, Omega_dot], shape ({dof}, 6); columns: {cols}"),
         ("dwrench_dbase", f"d wrench / d[g, Omega_dot], shape (6, 6); columns: {cols}")])
 
 
 base_step_classic, base_step_frame_c, base_step_frame_0 = _reduction_forms(_base_step)
-coupled_step_classic, coupled_step_frame_c, coupled_step_frame_0 = _reduction_forms(_coupled_step)
+coupled_step_classic, coupled_step_frame_c, coupled_step_frame_0 = _reduction_forms(
+    _coupled_step, then=_base_derivatives)
 
 
-@choice(base_step_classic, base_step_frame_c, base_step_frame_0)
+@choice(base_step_frame_c, base_step_frame_0)
 def base_step(pf: Platform) -> Kernel:
     """The step on a moving base; the reduction with the fewest operations."""
 
 
-@choice(coupled_step_classic, coupled_step_frame_c, coupled_step_frame_0)
+@choice(coupled_step_frame_c, coupled_step_frame_0)
 def coupled_step(pf: Platform) -> Kernel:
     """base_step and d[udot, wrench]/d[g, Omega_dot]; the reduction with the fewest
     operations."""

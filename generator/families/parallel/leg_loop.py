@@ -117,6 +117,23 @@ def _canonical_expr(e: sp.Expr) -> sp.Expr:
     return e.xreplace({s: _canonical(s) for s in e.free_symbols if _LEG.search(s.name)})
 
 
+def _same_up_to_legs(a: sp.Expr, b: sp.Expr) -> bool:
+    """``_canonical_expr(a) == _canonical_expr(b)``. Two trees whose nodes line up, symbols
+    with the same canonical name, are equal canonically (renaming rebuilds both alike), and
+    that is decided without building anything; otherwise (the renaming may reorder a sum's
+    terms) the canonical expressions are built and compared."""
+    return _line_up(a, b) or _canonical_expr(a) == _canonical_expr(b)
+
+
+def _line_up(a: sp.Basic, b: sp.Basic) -> bool:
+    if a.is_Symbol or b.is_Symbol:
+        return a.is_Symbol and b.is_Symbol and _canonical(a) == _canonical(b)
+    if a.is_Atom or b.is_Atom:
+        return a == b
+    return (a.func is b.func and len(a.args) == len(b.args)
+            and all(_line_up(x, y) for x, y in zip(a.args, b.args)))
+
+
 def _no_vector_form(node: sp.Basic) -> bool:
     """A call kept out of the large loop bodies: one the compiler cannot evaluate in vector
     lanes bit for bit (generator/simd.py), or one of the project's selects (mg_atan2,
@@ -270,7 +287,7 @@ def _same_computation(first: list, other: list, g: int) -> None:
     for l1, s1 in first:
         sg = other[i][1] if i < len(other) else None
         if sg is not None and type(s1) is type(sg) and other[i][0] == l1 and \
-                _canonical_expr(s1.expr) == _canonical_expr(sg.expr) and \
+                _same_up_to_legs(s1.expr, sg.expr) and \
                 (isinstance(s1, Check) or _canonical(s1.target) == _canonical(sg.target)):
             i += 1
             continue
@@ -389,19 +406,23 @@ def _assemble(k: Kernel, where, loops: dict, checks: dict, original: dict, value
     return k.with_body([st for b in blocks for st in b], outputs)
 
 
-def with_leg_loops(build: Callable[..., Kernel], pf: Platform, build_type: type) -> Kernel:
-    """The kernel of ``build(pf, build_type)`` with its legs in loops (module docstring), or
-    straight-line when the legs are not one computation."""
+def with_leg_loops(build: Callable[..., Kernel], pf: Platform, build_type: type,
+                   then: Callable[[Kernel], Kernel] | None = None) -> Kernel:
+    """The kernel of ``then(build(pf, build_type))`` with its legs in loops (module docstring),
+    or straight-line when the legs are not one computation. The straight build gives the
+    inputs and the dense count (the numeric legs prune differently); ``then`` (a pass that
+    counts no dense operations, such as forward derivatives) runs on the form returned only."""
+    then = then or (lambda k: k)
     straight = build(pf, build_type)
     if len(pf.legs) < 2:
-        return straight
+        return then(straight)
     try:
         symbolic, values = symbolic_legs(pf)
         symbolic_type = type("Symbolic" + build_type.__name__, (build_type,),
                              {"numeric": pf, "constants": values})
         with counting_dense():      # the dense count is the straight build's, counted once
-            k = build(symbolic, symbolic_type)
+            k = then(build(symbolic, symbolic_type))
         k = replace(k, inputs=straight.inputs)
         return leg_loops(k, values, len(pf.legs))
     except (LegLoopError, TypeError):
-        return straight
+        return then(straight)
