@@ -9,6 +9,11 @@ call with pointers made beforehand (the floor: the kernel's own time plus cffi),
 Pinocchio's Python binding ``pin.crba`` on the same URDF (reference). Every variant is timed in
 blocks of calls, the variants interleaved, best block of several.
 
+Part 1b, small batches (N = 10 and 100 states per call, a controller's horizon): ns per call
+through the C entry (up to 512 states: the kernel's batch function on the inputs in place),
+the general path (which larger batches and ``threads=`` take), and the bare cffi call of the
+batch function with pointers made beforehand.
+
 Part 2, batches of 10^5 states: states per second on 1 and 2 threads (``threads=``), interleaved,
 best of several, with the results checked bitwise equal.
 
@@ -112,6 +117,34 @@ def single_state(calls: int = 100, rounds: int = 300) -> dict:
     return out
 
 
+def _bare_batch(kernel, args: list[np.ndarray], n: int) -> Callable[[], object]:
+    """The batch function called with cffi pointers made once (a 1-D p repeated per state)."""
+    ffi = kernel._ffi
+    args = [np.ascontiguousarray(np.broadcast_to(a, (n, a.shape[-1]))) for a in args]
+    outs = [np.empty((n, *shape)) for _, shape in kernel.outputs]
+    status = np.empty(n, dtype=np.int32)
+    ptrs = [ffi.from_buffer("double[]", a) for a in [*args, *outs]]
+    ptrs.append(ffi.from_buffer("int32_t[]", status))
+    batch = kernel._batch
+    return lambda: batch(n, *ptrs)
+
+
+def small_batches(calls: int = 20, rounds: int = 200) -> dict:
+    """Part 1b: ns per call of N-state batches, per kernel, N and path."""
+    rng = np.random.default_rng(4)
+    out = {}
+    for mech_name, kernel in (("panda", "mass_matrix"), ("gough_stewart_docking", "step")):
+        mech = runtime.load(mech_name)
+        for n in (10, 100):
+            k, args = _batch_case(mech, kernel, n, rng)
+            out[f"{mech_name}.{kernel} N={n}"] = interleaved_best({
+                "C entry": lambda: k(*args),
+                "general path": _general(k, args),
+                "bare cffi batch call": _bare_batch(k, args, n),
+            }, calls, rounds)
+    return out
+
+
 def _batch_case(mech, kernel: str, n: int, rng) -> tuple:
     """(kernel, its batch inputs) for n random states: near the home pose for a parallel
     mechanism (as tests/platforms.random_states draws them), uniform in [-1, 1] otherwise."""
@@ -164,6 +197,12 @@ def run() -> dict:
         print(f"  {case}")
         for variant, ns in row.items():
             print(f"    {variant:22s} {ns:9.0f}")
+    print("\n== small batches (ns per call of N states; variants interleaved, best block)")
+    small = small_batches()
+    for case, row in small.items():
+        print(f"  {case}")
+        for variant, ns in row.items():
+            print(f"    {variant:22s} {ns:9.0f}")
     print("\n== batches of 10^5 states on 1 and 2 threads (threads=; best of 5, interleaved)")
     head = (f"  {'kernel':36s} {'ns/state 1T':>11s} {'ns/state 2T':>11s} {'speed-up':>8s} "
             f"{'bitwise':>7s}")
@@ -172,7 +211,7 @@ def run() -> dict:
     for case, r in multi.items():
         print(f"  {case:36s} {r['ns_per_state_1']:11.0f} {r['ns_per_state_2']:11.0f} "
               f"{r['speedup']:8.2f} {'equal' if r['bitwise_equal'] else 'DIFFER':>7s}")
-    return {"single_state_ns": single, "batch_threads": multi}
+    return {"single_state_ns": single, "small_batch_ns": small, "batch_threads": multi}
 
 
 if __name__ == "__main__":

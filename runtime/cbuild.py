@@ -124,7 +124,7 @@ def cdef_from_header(h_text: str) -> str:
     """The cffi declarations: the generated header's own, one per line.
 
     The header declares nothing but the kernels, their ``_batch`` twins and their ``_entry``
-    forms (one pointer array), each written once
+    and ``_batch_entry`` forms (one pointer array), each written once
     by ``templates/c/signature.j2``; its comments (whose text never holds ``*/``: the
     generator's ``c_comment`` filter) and preprocessor lines (guard, includes) are dropped.
     So the declarations cffi wraps are the very ones the kernels are compiled against.
@@ -586,8 +586,8 @@ def split_units(c_text: str, manifest: dict, cdef: str) -> list[str] | None:
 
     Each unit is the prelude (the includes, macros and ``static inline`` helpers such as
     ``mg_sincos`` before the first kernel) followed by the kernel's
-    comment, its function, its ``_batch`` function and its ``_entry`` (if the header declares
-    one: kernels generated before it have none). The split is accepted only if every
+    comment, its function, its ``_batch`` function and their ``_entry`` forms (if the header
+    declares them: kernels generated before them have none). The split is accepted only if every
     kernel's two definitions appear exactly once at column 0, in order, and nothing else is
     defined at file scope (no helper, static table or preprocessor line after the prelude);
     otherwise the caller compiles the file as one unit. A definition starts as the header
@@ -606,8 +606,8 @@ def split_units(c_text: str, manifest: dict, cdef: str) -> list[str] | None:
     if any(not line.startswith(("#", "static inline ")) for line in _TOP_LEVEL.findall(prelude)):
         return None     # only includes, macros and static inline helpers (mg_sincos) repeat
     allowed = {head for _, single, batch in kernels for head in (single, batch)}
-    allowed |= {heads[k["c_function"] + "_entry"] for k in manifest["kernels"]
-                if k["c_function"] + "_entry" in heads}
+    allowed |= {heads[k["c_function"] + form] for k in manifest["kernels"]
+                for form in ("_entry", "_batch_entry") if k["c_function"] + form in heads}
     for line in _TOP_LEVEL.findall(c_text[starts[0]:]):
         if not (_LABEL.match(line) or line[:line.find("(") + 1] in allowed):
             return None

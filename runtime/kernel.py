@@ -13,8 +13,8 @@ writeable, of the output's shape, ``(N, *shape)`` for a batch; not sharing memor
 other) and returns them. An ``out`` array may also be an input (an integrator's state updated
 in place): an input that an output overlaps is read from a copy. ``threads=`` splits a batch across a persistent
 pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are bitwise those of one
-thread. One state given as plain float64 arrays takes a fast path (see :class:`Kernel`) with
-the same results and the same errors.
+thread. One state, or a batch of up to 512 states, given as plain float64 arrays takes a fast
+path (see :class:`Kernel`) with the same results and the same errors.
 
 The parameter input ``p`` of a mechanism with named parameters may be omitted (or None): the
 spec's defaults are used, and a parameter without a default raises TypeError naming it. It may
@@ -205,9 +205,12 @@ class Kernel:
 
     Two paths lead to the same C code. A single state given as plain float64 arrays (the loop
     of an integrator or a controller) takes the fast path: the kernel's C entry
-    (runtime/fastcall.py, runtime/csrc/extension/fastcall.c) checks the inputs, copies them, checks that
-    they are finite, makes the outputs and calls the kernel, all in C. Everything else (batches, lists, dicts of parameters, and every input the fast path does not
-    accept, so that errors are raised in one place, by :func:`as_input`) takes
+    (runtime/fastcall.py, runtime/csrc/extension/fastcall.c) checks the inputs, copies them,
+    checks that they are finite, makes the outputs and calls the kernel, all in C. A batch of
+    up to 512 states (a controller's horizon) does the same through the kernel's batch
+    function, reading the inputs in place. Everything else (larger batches, ``threads``,
+    lists, dicts of parameters, a failed state to report, and every input the fast path does
+    not accept, so that errors are raised in one place, by :func:`as_input`) takes
     :meth:`_call_general`.
     """
 
@@ -230,18 +233,20 @@ class Kernel:
             self._fast = self._fast_entry(meta["c_function"])
 
     def _fast_entry(self, c_function: str):
-        """The C entry of the single-state path (runtime/fastcall.py) over the kernel's
-        ``_entry`` form; None without the extension or for C generated before ``_entry``."""
+        """The C entry (runtime/fastcall.py) over the kernel's ``_entry`` and ``_batch_entry``
+        forms; None without the extension or for C generated before ``_entry``."""
         extension = fastcall.module()
         if extension is None or not hasattr(self._lib, c_function + "_entry"):
             return None
-        function = self._ffi.addressof(self._lib, c_function + "_entry")
-        address = int(self._ffi.cast("uintptr_t", function))
+        address, batch_address = (
+            int(self._ffi.cast("uintptr_t", self._ffi.addressof(self._lib, c_function + form)))
+            if hasattr(self._lib, c_function + form) else 0
+            for form in ("_entry", "_batch_entry"))
         p_index = self._index.get("p", -1)
         p_default = (self.parameters.default_vector(self.name)
                      if self.parameters is not None and not self.parameters.without_default()
                      else None)
-        return extension.Entry(address, tuple(size for _, size in self.inputs),
+        return extension.Entry(address, batch_address, tuple(size for _, size in self.inputs),
                                tuple(shape for _, shape in self.outputs), p_index, p_default)
 
     def __repr__(self) -> str:

@@ -78,7 +78,7 @@ def test_header_prototypes_and_cffi_cdef_come_from_one_source(generated, cache, 
     kernels = [emit._kernel_context("pend", g, BACKENDS["c"]) for g in gen]
     expected = [line for k in kernels
                 for line in (f"{signature.kernel(k)};", f"{signature.batch(k)};",
-                             f"{signature.entry(k)};")]
+                             f"{signature.entry(k)};", f"{signature.batch_entry(k)};")]
 
     cdef = cbuild.cdef_from_header(header)
     assert cdef.splitlines() == expected

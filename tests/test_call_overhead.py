@@ -215,19 +215,19 @@ def test_a_c_entry_that_cannot_be_built_warns_and_leaves_the_general_path(tmp_pa
 def test_the_c_entry_refuses_kernels_it_cannot_call():
     entry = fastcall.module().Entry
     with pytest.raises(ValueError, match="at most 24 in all"):
-        entry(1, (3,) * 20, ((3,),) * 5, -1, None)
+        entry(1, 0, (3,) * 20, ((3,),) * 5, -1, None)
     with pytest.raises(ValueError, match="p_default must be a float64 array"):
-        entry(1, (3, 2), ((3,),), 1, np.zeros(3))
+        entry(1, 0, (3, 2), ((3,),), 1, np.zeros(3))
     with pytest.raises(ValueError, match="shape must be a tuple of at most 3"):
-        entry(1, (3,), ((1, 2, 3, 4),), -1, None)
+        entry(1, 0, (3,), ((1, 2, 3, 4),), -1, None)
     with pytest.raises(ValueError, match="address 0"):
-        entry(0, (3,), ((3,),), -1, None)
+        entry(0, 0, (3,), ((3,),), -1, None)
     with pytest.raises(ValueError, match="inputs are too large"):
-        entry(1, (2**62, 2**62), ((3,),), -1, None)
+        entry(1, 0, (2**62, 2**62), ((3,),), -1, None)
     with pytest.raises(ValueError, match="output 0 is too large"):
-        entry(1, (3,), ((2**31, 2**31, 4),), -1, None)
+        entry(1, 0, (3,), ((2**31, 2**31, 4),), -1, None)
     with pytest.raises(ValueError, match="negative"):
-        entry(1, (-3,), ((3,),), -1, None)
+        entry(1, 0, (-3,), ((3,),), -1, None)
 
 
 # --- bad input: the same errors as the general path --------------------------------------
@@ -420,3 +420,75 @@ def test_concurrent_single_state_calls_from_threads_each_get_their_own_results()
     for rows in got.values():
         for i, res in rows:
             assert_bitwise_equal(res, tuple(e[i] for e in expect))
+
+
+# --- small batches in the C entry ------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kernel", CASES)
+def test_small_batches_stay_in_the_c_entry_with_the_bits_of_the_general_path(name, kernel,
+                                                                              monkeypatch):
+    mech = get(name)
+    k = mech.kernels[kernel]
+    for n in (1, 7, 64, 65, 512):
+        batch = states(mech, kernel, n, seed=20 + n)
+        expect = k._call_general(tuple(batch), {}, "nan", None, 1)
+        with monkeypatch.context() as m:
+            _refuse_general_path(k, m)
+            assert_bitwise_equal(k(*batch, errors="nan"), expect)
+            res = tuple(np.full((n, *shape), 3.0) for _, shape in k.outputs)
+            got = k(*batch, errors="nan", out=res if len(res) > 1 else res[0])
+            assert_bitwise_equal(got, expect)
+            assert all(g is r for g, r in zip(as_tuple(got), res))
+
+
+def test_one_parameter_vector_is_repeated_for_every_state_of_a_small_batch(monkeypatch):
+    hexa = get("gough_stewart_docking")
+    step = hexa.kernels["step"]
+    states_ = states(hexa, "step", 9, seed=31)[:6]
+    p = hexa.params() * 1.01
+    expect = step._call_general(tuple(states_) + (np.tile(p, (9, 1)),), {}, "nan", None, 1)
+    defaults = step._call_general(tuple(states_), {}, "nan", None, 1)
+    _refuse_general_path(step, monkeypatch)
+    assert_bitwise_equal(step(*states_, p, errors="nan"), expect)
+    assert_bitwise_equal(step(*states_, p=p, errors="nan"), expect)
+    assert_bitwise_equal(step(*states_, errors="nan"), defaults)
+    assert_bitwise_equal(step(*states_, None, errors="nan"), defaults)
+
+
+def test_batches_the_c_entry_leaves_get_the_general_paths_bits_and_messages():
+    """Beyond 512 states, with threads, out overlapping an input, a failed state with
+    errors="raise", or bad input: the general path, as before (the Python backend gives the
+    reference messages)."""
+    arm, ref = get("ur5"), get("ur5", "python")
+    big = states(arm, "inverse_dynamics", 600, seed=32)
+    assert_bitwise_equal(arm.inverse_dynamics(*big),
+                         arm.inverse_dynamics._call_general(tuple(big), {}, "raise", None, 1))
+    assert_bitwise_equal(arm.inverse_dynamics(*big, threads=2), arm.inverse_dynamics(*big))
+    small = [a[:20] for a in big]
+    expect = arm.inverse_dynamics(*small)
+    qdd = small[2].copy()
+    assert arm.inverse_dynamics(small[0], small[1], qdd, out=qdd) is qdd
+    assert_bitwise_equal(qdd, expect)
+    for label, bad in (("nan", np.where(np.arange(20)[:, None] == 5, np.nan, small[0])),
+                       ("float32", small[0].astype(np.float32)),
+                       ("strided", np.repeat(small[0], 2, axis=0)[::2]),
+                       ("other length", small[0][:19].copy())):
+        messages = []
+        for mech in (arm, ref):
+            with pytest.raises(ValueError) as info:
+                mech.inverse_dynamics(bad, small[1], small[2])
+            messages.append(str(info.value))
+        assert messages[0] == messages[1], (label, messages)
+    space, space_ref = get("space_arm7"), get("space_arm7", "python")
+    q = np.zeros((5, space.n))
+    q[3, 4] = np.pi / 2                          # state 3 at the angle singularity
+    z = np.zeros((5, space.n))
+    messages = []
+    for mech in (space, space_ref):
+        with pytest.raises(KernelStatusError) as info:
+            mech.forward_dynamics(q, z, z)
+        messages.append(str(info.value))
+        assert np.flatnonzero(info.value.status).tolist() == [3]
+    assert messages[0] == messages[1] and "state(s) [3]" in messages[0]
+    nan_rows = space.forward_dynamics(q, z, z, errors="nan")
+    assert np.isnan(nan_rows[3]).all() and np.isfinite(np.delete(nan_rows, 3, axis=0)).all()

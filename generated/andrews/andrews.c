@@ -770,6 +770,11 @@ int mechgen_andrews_closure_entry(double *const *a)
     return mechgen_andrews_closure(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_andrews_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_closure_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1158,6 +1163,11 @@ int mechgen_andrews_newton_step_entry(double *const *a)
     return mechgen_andrews_newton_step(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_andrews_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 49 adds, 74 muls, 6 divs, 14 trig (143 total) */
@@ -1485,6 +1495,11 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
 int mechgen_andrews_velocity_entry(double *const *a)
 {
     return mechgen_andrews_velocity(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_andrews_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_velocity_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -2340,6 +2355,11 @@ int mechgen_andrews_kinematics_entry(double *const *a)
     return mechgen_andrews_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
+int64_t mechgen_andrews_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 20 adds, 24 muls, 6 trig (50 total) */
 int mechgen_andrews_mass_matrix(const double *restrict q, const double *restrict p, double *restrict M)
@@ -2568,6 +2588,11 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
 int mechgen_andrews_mass_matrix_entry(double *const *a)
 {
     return mechgen_andrews_mass_matrix(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_andrews_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_mass_matrix_batch(n, a[0], a[1], a[2], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -2973,6 +2998,11 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
 int mechgen_andrews_bias_entry(double *const *a)
 {
     return mechgen_andrews_bias(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_andrews_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_bias_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -3753,6 +3783,11 @@ int mechgen_andrews_forward_dynamics_entry(double *const *a)
     return mechgen_andrews_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_andrews_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 153 adds, 216 muls, 7 divs, 1 sqrt, 14 trig (391 total) */
@@ -4404,6 +4439,11 @@ int mechgen_andrews_inverse_dynamics_entry(double *const *a)
     return mechgen_andrews_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 
+int64_t mechgen_andrews_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 53 adds, 89 muls, 1 sqrt, 14 trig (157 total) */
@@ -4635,6 +4675,11 @@ int mechgen_andrews_energy_entry(double *const *a)
     return mechgen_andrews_energy(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_andrews_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_energy_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops: 10 adds, 12 muls, 1 divs, 1 sqrt, 2 trig (26 total) */
 int mechgen_andrews_springs(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict state)
@@ -4731,6 +4776,11 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
 int mechgen_andrews_springs_entry(double *const *a)
 {
     return mechgen_andrews_springs(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_andrews_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_springs_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -4969,5 +5019,10 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
 int mechgen_andrews_violation_entry(double *const *a)
 {
     return mechgen_andrews_violation(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_andrews_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_andrews_violation_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 

@@ -9507,6 +9507,11 @@ int mechgen_apas_interface_contact_entry(double *const *a)
     return mechgen_apas_interface_contact(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16]);
 }
 
+int64_t mechgen_apas_interface_contact_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_apas_interface_contact_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], status);
+}
+
 /* contact_pairs: Geometry of every contact pair: signed distance, normal, contact point and region test
  * (closed forms: segment-segment closest points, apex-plate barycentric test, pad-face plane).
  * ops: 1340 adds, 1490 muls, 90 divs, 36 sqrt, 396 other (3352 total) */
@@ -14348,5 +14353,10 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
 int mechgen_apas_interface_contact_pairs_entry(double *const *a)
 {
     return mechgen_apas_interface_contact_pairs(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_apas_interface_contact_pairs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_apas_interface_contact_pairs_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 

@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  */
 #ifndef MECHGEN_APAS_INTERFACE_H
 #define MECHGEN_APAS_INTERFACE_H
@@ -44,6 +44,7 @@
 int mechgen_apas_interface_contact(const double *r, const double *R, const double *v, const double *w, const double *latched, const double *p, double *f_P, double *m_P, double *f_A, double *m_A, double *V, double *P_diss, double *gap, double *f_normal, double *capture_margin, double *margins, double *f_normal_by_kind);
 int64_t mechgen_apas_interface_contact_batch(int64_t n, const double *r, const double *R, const double *v, const double *w, const double *latched, const double *p, double *f_P, double *m_P, double *f_A, double *m_A, double *V, double *P_diss, double *gap, double *f_normal, double *capture_margin, double *margins, double *f_normal_by_kind, int32_t *status);
 int mechgen_apas_interface_contact_entry(double *const *a);
+int64_t mechgen_apas_interface_contact_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* contact_pairs: Geometry of every contact pair: signed distance, normal, contact point and region test
  *   (closed forms: segment-segment closest points, apex-plate barycentric test, pad-face plane).
@@ -69,5 +70,6 @@ int mechgen_apas_interface_contact_entry(double *const *a);
 int mechgen_apas_interface_contact_pairs(const double *r, const double *R, double *distance, double *normal, double *point, double *active);
 int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, const double *R, double *distance, double *normal, double *point, double *active, int32_t *status);
 int mechgen_apas_interface_contact_pairs_entry(double *const *a);
+int64_t mechgen_apas_interface_contact_pairs_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

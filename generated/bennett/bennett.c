@@ -720,6 +720,11 @@ int mechgen_bennett_closure_entry(double *const *a)
     return mechgen_bennett_closure(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_bennett_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_closure_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1112,6 +1117,11 @@ int mechgen_bennett_newton_step_entry(double *const *a)
     return mechgen_bennett_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_bennett_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 91 adds, 143 muls, 2 divs, 6 trig (242 total) */
@@ -1463,6 +1473,11 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
 int mechgen_bennett_velocity_entry(double *const *a)
 {
     return mechgen_bennett_velocity(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_bennett_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_velocity_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -2112,6 +2127,11 @@ int mechgen_bennett_kinematics_entry(double *const *a)
     return mechgen_bennett_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_bennett_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 31 adds, 40 muls, 2 trig (73 total) */
 int mechgen_bennett_mass_matrix(const double *restrict q, double *restrict M)
@@ -2254,6 +2274,11 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
 int mechgen_bennett_mass_matrix_entry(double *const *a)
 {
     return mechgen_bennett_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_bennett_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -2715,6 +2740,11 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
 int mechgen_bennett_bias_entry(double *const *a)
 {
     return mechgen_bennett_bias(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_bennett_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_bias_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -3559,6 +3589,11 @@ int mechgen_bennett_forward_dynamics_entry(double *const *a)
     return mechgen_bennett_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_bennett_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 243 adds, 364 muls, 2 divs, 6 trig (615 total) */
@@ -4338,6 +4373,11 @@ int mechgen_bennett_inverse_dynamics_entry(double *const *a)
     return mechgen_bennett_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_bennett_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 65 adds, 113 muls, 6 trig (184 total) */
@@ -4517,6 +4557,11 @@ int mechgen_bennett_energy_entry(double *const *a)
     return mechgen_bennett_energy(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_bennett_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_energy_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_bennett_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -4561,6 +4606,11 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
 int mechgen_bennett_springs_entry(double *const *a)
 {
     return mechgen_bennett_springs(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_bennett_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_springs_batch(n, a[0], a[1], a[2], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -4791,5 +4841,10 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
 int mechgen_bennett_violation_entry(double *const *a)
 {
     return mechgen_bennett_violation(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_bennett_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bennett_violation_batch(n, a[0], a[1], a[2], a[3], status);
 }
 

@@ -766,6 +766,11 @@ int mechgen_bricard_closure_entry(double *const *a)
     return mechgen_bricard_closure(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_bricard_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_closure_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1262,6 +1267,11 @@ int mechgen_bricard_newton_step_entry(double *const *a)
     return mechgen_bricard_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_bricard_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 135 adds, 191 muls, 4 divs, 10 trig (340 total) */
@@ -1731,6 +1741,11 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
 int mechgen_bricard_velocity_entry(double *const *a)
 {
     return mechgen_bricard_velocity(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_bricard_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_velocity_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -3098,6 +3113,11 @@ int mechgen_bricard_kinematics_entry(double *const *a)
     return mechgen_bricard_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_bricard_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 61 adds, 64 muls, 8 trig (133 total) */
 int mechgen_bricard_mass_matrix(const double *restrict q, double *restrict M)
@@ -3417,6 +3437,11 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
 int mechgen_bricard_mass_matrix_entry(double *const *a)
 {
     return mechgen_bricard_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_bricard_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -4134,6 +4159,11 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
 int mechgen_bricard_bias_entry(double *const *a)
 {
     return mechgen_bricard_bias(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_bricard_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_bias_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -5680,6 +5710,11 @@ int mechgen_bricard_forward_dynamics_entry(double *const *a)
     return mechgen_bricard_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_bricard_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 420 adds, 526 muls, 4 divs, 10 trig (960 total) */
@@ -6923,6 +6958,11 @@ int mechgen_bricard_inverse_dynamics_entry(double *const *a)
     return mechgen_bricard_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_bricard_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 125 adds, 209 muls, 10 trig (344 total) */
@@ -7236,6 +7276,11 @@ int mechgen_bricard_energy_entry(double *const *a)
     return mechgen_bricard_energy(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_bricard_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_energy_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_bricard_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -7280,6 +7325,11 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
 int mechgen_bricard_springs_entry(double *const *a)
 {
     return mechgen_bricard_springs(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_bricard_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_springs_batch(n, a[0], a[1], a[2], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -7550,5 +7600,10 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
 int mechgen_bricard_violation_entry(double *const *a)
 {
     return mechgen_bricard_violation(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_bricard_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_bricard_violation_batch(n, a[0], a[1], a[2], a[3], status);
 }
 

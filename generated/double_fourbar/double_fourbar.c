@@ -648,6 +648,11 @@ int mechgen_double_fourbar_closure_entry(double *const *a)
     return mechgen_double_fourbar_closure(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_double_fourbar_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_closure_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -908,6 +913,11 @@ int mechgen_double_fourbar_newton_step_entry(double *const *a)
     return mechgen_double_fourbar_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_double_fourbar_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 23 adds, 32 muls, 4 divs, 10 trig (69 total) */
@@ -1133,6 +1143,11 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
 int mechgen_double_fourbar_velocity_entry(double *const *a)
 {
     return mechgen_double_fourbar_velocity(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_double_fourbar_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_velocity_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1772,6 +1787,11 @@ int mechgen_double_fourbar_kinematics_entry(double *const *a)
     return mechgen_double_fourbar_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_double_fourbar_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 6 adds, 4 muls, 2 trig (12 total) */
 int mechgen_double_fourbar_mass_matrix(const double *restrict q, double *restrict M)
@@ -1909,6 +1929,11 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
 int mechgen_double_fourbar_mass_matrix_entry(double *const *a)
 {
     return mechgen_double_fourbar_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_double_fourbar_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -2168,6 +2193,11 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
 int mechgen_double_fourbar_bias_entry(double *const *a)
 {
     return mechgen_double_fourbar_bias(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_double_fourbar_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_bias_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -2668,6 +2698,11 @@ int mechgen_double_fourbar_forward_dynamics_entry(double *const *a)
     return mechgen_double_fourbar_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_double_fourbar_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 76 adds, 102 muls, 4 divs, 10 trig (192 total) */
@@ -3087,6 +3122,11 @@ int mechgen_double_fourbar_inverse_dynamics_entry(double *const *a)
     return mechgen_double_fourbar_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_double_fourbar_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 29 adds, 47 muls, 9 trig (85 total) */
@@ -3246,6 +3286,11 @@ int mechgen_double_fourbar_energy_entry(double *const *a)
     return mechgen_double_fourbar_energy(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_double_fourbar_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_energy_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_double_fourbar_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -3290,6 +3335,11 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
 int mechgen_double_fourbar_springs_entry(double *const *a)
 {
     return mechgen_double_fourbar_springs(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_double_fourbar_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_springs_batch(n, a[0], a[1], a[2], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -3446,5 +3496,10 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
 int mechgen_double_fourbar_violation_entry(double *const *a)
 {
     return mechgen_double_fourbar_violation(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_double_fourbar_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_fourbar_violation_batch(n, a[0], a[1], a[2], a[3], status);
 }
 

@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: A2, A1, A0, B0, B1_right.
  * Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
@@ -29,6 +29,7 @@
 int mechgen_double_fourbar_closure(const double *q, double *phi, double *G, double *orientation);
 int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double *phi, double *G, double *orientation, int32_t *status);
 int mechgen_double_fourbar_closure_entry(double *const *a);
+int64_t mechgen_double_fourbar_closure_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  *   q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
@@ -46,6 +47,7 @@ int mechgen_double_fourbar_closure_entry(double *const *a);
 int mechgen_double_fourbar_newton_step(const double *q, double *q_next, double *error, double *branch, double *orientation);
 int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status);
 int mechgen_double_fourbar_newton_step_entry(double *const *a);
+int64_t mechgen_double_fourbar_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  *   matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
@@ -60,6 +62,7 @@ int mechgen_double_fourbar_newton_step_entry(double *const *a);
 int mechgen_double_fourbar_velocity(const double *q, const double *qd_ind, double *qd, double *H);
 int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const double *qd_ind, double *qd, double *H, int32_t *status);
 int mechgen_double_fourbar_velocity_entry(double *const *a);
+int64_t mechgen_double_fourbar_velocity_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
  *   rotations, angular velocities and accelerations of the bodies (frame 0).
@@ -80,6 +83,7 @@ int mechgen_double_fourbar_velocity_entry(double *const *a);
 int mechgen_double_fourbar_kinematics(const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha);
 int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha, int32_t *status);
 int mechgen_double_fourbar_kinematics_entry(double *const *a);
+int64_t mechgen_double_fourbar_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): A2, A1, A0,
@@ -90,6 +94,7 @@ int mechgen_double_fourbar_kinematics_entry(double *const *a);
 int mechgen_double_fourbar_mass_matrix(const double *q, double *M);
 int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status);
 int mechgen_double_fourbar_mass_matrix_entry(double *const *a);
+int64_t mechgen_double_fourbar_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
  *   lambda) and the acceleration bias gamma (G qdd = gamma).
@@ -104,6 +109,7 @@ int mechgen_double_fourbar_mass_matrix_entry(double *const *a);
 int mechgen_double_fourbar_bias(const double *q, const double *qd, const double *tau, double *b, double *gamma);
 int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status);
 int mechgen_double_fourbar_bias_entry(double *const *a);
+int64_t mechgen_double_fourbar_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
  *   constraint multipliers and the cut joints' reactions.
@@ -122,6 +128,7 @@ int mechgen_double_fourbar_bias_entry(double *const *a);
 int mechgen_double_fourbar_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);
 int mechgen_double_fourbar_forward_dynamics_entry(double *const *a);
+int64_t mechgen_double_fourbar_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  *   accelerations (paper 004's "direct" problem).
@@ -141,6 +148,7 @@ int mechgen_double_fourbar_forward_dynamics_entry(double *const *a);
 int mechgen_double_fourbar_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);
 int mechgen_double_fourbar_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_double_fourbar_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  *   T + V changes by the work of the drives and dampers only.
@@ -154,6 +162,7 @@ int mechgen_double_fourbar_inverse_dynamics_entry(double *const *a);
 int mechgen_double_fourbar_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 int mechgen_double_fourbar_energy_entry(double *const *a);
+int64_t mechgen_double_fourbar_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): A2, A1, A0,
@@ -166,6 +175,7 @@ int mechgen_double_fourbar_energy_entry(double *const *a);
 int mechgen_double_fourbar_springs(const double *q, const double *qd, double *state);
 int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status);
 int mechgen_double_fourbar_springs_entry(double *const *a);
+int64_t mechgen_double_fourbar_springs_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): A2, A1, A0,
@@ -178,5 +188,6 @@ int mechgen_double_fourbar_springs_entry(double *const *a);
 int mechgen_double_fourbar_violation(const double *q, const double *qd, double *position, double *velocity);
 int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const double *qd, double *position, double *velocity, int32_t *status);
 int mechgen_double_fourbar_violation_entry(double *const *a);
+int64_t mechgen_double_fourbar_violation_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

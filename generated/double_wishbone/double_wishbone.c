@@ -930,6 +930,11 @@ int mechgen_double_wishbone_closure_entry(double *const *a)
     return mechgen_double_wishbone_closure(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_double_wishbone_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_closure_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -1508,6 +1513,11 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
 int mechgen_double_wishbone_newton_step_entry(double *const *a)
 {
     return mechgen_double_wishbone_newton_step(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_double_wishbone_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
@@ -2093,6 +2103,11 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
 int mechgen_double_wishbone_velocity_entry(double *const *a)
 {
     return mechgen_double_wishbone_velocity(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_double_wishbone_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_velocity_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -3458,6 +3473,11 @@ int mechgen_double_wishbone_kinematics_entry(double *const *a)
     return mechgen_double_wishbone_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
+int64_t mechgen_double_wishbone_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops: 69 adds, 115 muls, 10 trig (194 total) */
 int mechgen_double_wishbone_mass_matrix(const double *restrict q, const double *restrict p, double *restrict M)
@@ -3882,6 +3902,11 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
 int mechgen_double_wishbone_mass_matrix_entry(double *const *a)
 {
     return mechgen_double_wishbone_mass_matrix(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_double_wishbone_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_mass_matrix_batch(n, a[0], a[1], a[2], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -4773,6 +4798,11 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
 int mechgen_double_wishbone_bias_entry(double *const *a)
 {
     return mechgen_double_wishbone_bias(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_double_wishbone_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_bias_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -6500,6 +6530,11 @@ int mechgen_double_wishbone_forward_dynamics_entry(double *const *a)
     return mechgen_double_wishbone_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_double_wishbone_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 443 adds, 645 muls, 7 divs, 1 sqrt, 14 trig (1110 total) */
@@ -7853,6 +7888,11 @@ int mechgen_double_wishbone_inverse_dynamics_entry(double *const *a)
     return mechgen_double_wishbone_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 
+int64_t mechgen_double_wishbone_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 146 adds, 241 muls, 1 sqrt, 14 trig (402 total) */
@@ -8222,6 +8262,11 @@ int mechgen_double_wishbone_energy_entry(double *const *a)
     return mechgen_double_wishbone_energy(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_double_wishbone_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_energy_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops: 18 adds, 26 muls, 1 divs, 1 sqrt, 2 trig (48 total) */
 int mechgen_double_wishbone_springs(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict state)
@@ -8348,6 +8393,11 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
 int mechgen_double_wishbone_springs_entry(double *const *a)
 {
     return mechgen_double_wishbone_springs(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_double_wishbone_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_springs_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -8742,5 +8792,10 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
 int mechgen_double_wishbone_violation_entry(double *const *a)
 {
     return mechgen_double_wishbone_violation(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_double_wishbone_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_double_wishbone_violation_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 

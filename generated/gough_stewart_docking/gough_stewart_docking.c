@@ -1003,6 +1003,11 @@ int mechgen_gough_stewart_docking_inverse_kinematics_entry(double *const *a)
     return mechgen_gough_stewart_docking_inverse_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_inverse_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  * last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
  * ops: 298 adds, 433 muls, 12 divs, 30 trig (773 total) */
@@ -2016,6 +2021,11 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
 int mechgen_gough_stewart_docking_newton_step_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_gough_stewart_docking_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
@@ -3422,6 +3432,11 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
 int mechgen_gough_stewart_docking_velocity_constraints_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_velocity_constraints(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_gough_stewart_docking_velocity_constraints_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_velocity_constraints_batch(n, a[0], a[1], a[2], status);
 }
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
@@ -4906,6 +4921,11 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
 int mechgen_gough_stewart_docking_leg_rates_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_leg_rates(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_gough_stewart_docking_leg_rates_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_leg_rates_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
@@ -6764,6 +6784,11 @@ int mechgen_gough_stewart_docking_acceleration_terms_entry(double *const *a)
     return mechgen_gough_stewart_docking_acceleration_terms(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_gough_stewart_docking_acceleration_terms_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_acceleration_terms_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  * ops: 448 adds, 713 muls, 24 divs, 12 sqrt, 6 trig, 24 other (1227 total) */
 int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
@@ -8350,6 +8375,11 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
 int mechgen_gough_stewart_docking_leg_forces_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_leg_forces(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_gough_stewart_docking_leg_forces_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_leg_forces_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
@@ -10693,6 +10723,11 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
 int mechgen_gough_stewart_docking_leg_dynamics_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_leg_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+}
+
+int64_t mechgen_gough_stewart_docking_leg_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_leg_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], status);
 }
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
@@ -14714,6 +14749,11 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
 int mechgen_gough_stewart_docking_reduced_dynamics_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_reduced_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+}
+
+int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_reduced_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], status);
 }
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
@@ -20726,6 +20766,11 @@ int mechgen_gough_stewart_docking_step_entry(double *const *a)
     return mechgen_gough_stewart_docking_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]);
 }
 
+int64_t mechgen_gough_stewart_docking_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], status);
+}
+
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  * else (step gives the loads).
  * ops: 1204 adds, 1631 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2908 total) */
@@ -24654,6 +24699,11 @@ int mechgen_gough_stewart_docking_step_accel_entry(double *const *a)
     return mechgen_gough_stewart_docking_step_accel(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_gough_stewart_docking_step_accel_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_step_accel_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  * ops: 558 adds, 899 muls, 24 divs, 12 sqrt, 6 trig, 12 other (1511 total) */
 int mechgen_gough_stewart_docking_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
@@ -26214,6 +26264,11 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
 int mechgen_gough_stewart_docking_energy_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_energy(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_gough_stewart_docking_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_energy_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
@@ -30706,6 +30761,11 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
 int mechgen_gough_stewart_docking_drive_forces_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_drive_forces(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+
+int64_t mechgen_gough_stewart_docking_drive_forces_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_drive_forces_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
 }
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
@@ -37345,6 +37405,11 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
 int mechgen_gough_stewart_docking_base_step_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_base_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
+}
+
+int64_t mechgen_gough_stewart_docking_base_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_base_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], status);
 }
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
@@ -51961,6 +52026,11 @@ int mechgen_gough_stewart_docking_coupled_step_entry(double *const *a)
     return mechgen_gough_stewart_docking_coupled_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
 }
 
+int64_t mechgen_gough_stewart_docking_coupled_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_coupled_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], status);
+}
+
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  * ops: 915 adds, 1315 muls, 24 divs, 12 sqrt, 6 trig (2272 total) */
 int mechgen_gough_stewart_docking_momentum(const double *restrict x, const double *restrict u, const double *restrict w0, const double *restrict V0, const double *restrict p, double *restrict momentum, double *restrict angular_momentum, double *restrict T)
@@ -54129,5 +54199,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
 int mechgen_gough_stewart_docking_momentum_entry(double *const *a)
 {
     return mechgen_gough_stewart_docking_momentum(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+
+int64_t mechgen_gough_stewart_docking_momentum_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_gough_stewart_docking_momentum_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
 }
 

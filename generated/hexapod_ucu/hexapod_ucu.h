@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2,
  * leg2_roll, leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2,
@@ -59,6 +59,7 @@
 int mechgen_hexapod_ucu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_ucu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
 int mechgen_hexapod_ucu_inverse_kinematics_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_inverse_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  *   last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
@@ -88,6 +89,7 @@ int mechgen_hexapod_ucu_inverse_kinematics_entry(double *const *a);
 int mechgen_hexapod_ucu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
 int64_t mechgen_hexapod_ucu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
 int mechgen_hexapod_ucu_newton_step_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -133,6 +135,7 @@ int mechgen_hexapod_ucu_newton_step_entry(double *const *a);
 int mechgen_hexapod_ucu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_ucu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
 int mechgen_hexapod_ucu_velocity_constraints_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_velocity_constraints_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -181,6 +184,7 @@ int mechgen_hexapod_ucu_velocity_constraints_entry(double *const *a);
 int mechgen_hexapod_ucu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_ucu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
 int mechgen_hexapod_ucu_leg_rates_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_leg_rates_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -228,6 +232,7 @@ int mechgen_hexapod_ucu_leg_rates_entry(double *const *a);
 int mechgen_hexapod_ucu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_ucu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
 int mechgen_hexapod_ucu_acceleration_terms_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_acceleration_terms_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -277,6 +282,7 @@ int mechgen_hexapod_ucu_acceleration_terms_entry(double *const *a);
 int mechgen_hexapod_ucu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
 int mechgen_hexapod_ucu_leg_forces_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_leg_forces_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
  *   stacked.
@@ -341,6 +347,7 @@ int mechgen_hexapod_ucu_leg_forces_entry(double *const *a);
 int mechgen_hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
 int mechgen_hexapod_ucu_leg_dynamics_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_leg_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
  *   b*_C (unrolled L D L^T).
@@ -395,6 +402,7 @@ int mechgen_hexapod_ucu_leg_dynamics_entry(double *const *a);
 int mechgen_hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
 int mechgen_hexapod_ucu_reduced_dynamics_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_reduced_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
  *   rates and accelerations, the loads of each leg on C, the force and moment on the base (about
@@ -462,6 +470,7 @@ int mechgen_hexapod_ucu_reduced_dynamics_entry(double *const *a);
 int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 int mechgen_hexapod_ucu_step_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  *   else (step gives the loads).
@@ -520,6 +529,7 @@ int mechgen_hexapod_ucu_step_entry(double *const *a);
 int mechgen_hexapod_ucu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
 int mechgen_hexapod_ucu_step_accel_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_step_accel_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -567,6 +577,7 @@ int mechgen_hexapod_ucu_step_accel_entry(double *const *a);
 int mechgen_hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
 int mechgen_hexapod_ucu_energy_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -618,6 +629,7 @@ int mechgen_hexapod_ucu_energy_entry(double *const *a);
 int mechgen_hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
 int mechgen_hexapod_ucu_drive_forces_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_drive_forces_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
  *   acceleration of O_0, frame 0); x, u, udot and the leg coordinates stay relative to frame 0;
@@ -689,6 +701,7 @@ int mechgen_hexapod_ucu_drive_forces_entry(double *const *a);
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 int mechgen_hexapod_ucu_base_step_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_base_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -760,6 +773,7 @@ int mechgen_hexapod_ucu_base_step_entry(double *const *a);
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
 int mechgen_hexapod_ucu_coupled_step_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_coupled_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -808,5 +822,6 @@ int mechgen_hexapod_ucu_coupled_step_entry(double *const *a);
 int mechgen_hexapod_ucu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_ucu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);
 int mechgen_hexapod_ucu_momentum_entry(double *const *a);
+int64_t mechgen_hexapod_ucu_momentum_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

@@ -593,6 +593,11 @@ int mechgen_hooke_shafts_closure_entry(double *const *a)
     return mechgen_hooke_shafts_closure(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_hooke_shafts_closure_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_closure_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
@@ -783,6 +788,11 @@ int mechgen_hooke_shafts_newton_step_entry(double *const *a)
     return mechgen_hooke_shafts_newton_step(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_hooke_shafts_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  * matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
  * ops: 21 adds, 41 muls, 1 divs, 4 trig (67 total) */
@@ -948,6 +958,11 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
 int mechgen_hooke_shafts_velocity_entry(double *const *a)
 {
     return mechgen_hooke_shafts_velocity(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_hooke_shafts_velocity_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_velocity_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -1330,6 +1345,11 @@ int mechgen_hooke_shafts_kinematics_entry(double *const *a)
     return mechgen_hooke_shafts_kinematics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_hooke_shafts_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_kinematics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  * ops:  (0 total) */
 int mechgen_hooke_shafts_mass_matrix(const double *restrict q, double *restrict M)
@@ -1376,6 +1396,11 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
 int mechgen_hooke_shafts_mass_matrix_entry(double *const *a)
 {
     return mechgen_hooke_shafts_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_hooke_shafts_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -1532,6 +1557,11 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
 int mechgen_hooke_shafts_bias_entry(double *const *a)
 {
     return mechgen_hooke_shafts_bias(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_hooke_shafts_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_bias_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -1826,6 +1856,11 @@ int mechgen_hooke_shafts_forward_dynamics_entry(double *const *a)
     return mechgen_hooke_shafts_forward_dynamics(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_hooke_shafts_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
  * ops: 37 adds, 84 muls, 1 divs, 4 trig (126 total) */
@@ -2107,6 +2142,11 @@ int mechgen_hooke_shafts_inverse_dynamics_entry(double *const *a)
     return mechgen_hooke_shafts_inverse_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_hooke_shafts_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  * T + V changes by the work of the drives and dampers only.
  * ops: 19 adds, 37 muls, 2 trig (58 total) */
@@ -2202,6 +2242,11 @@ int mechgen_hooke_shafts_energy_entry(double *const *a)
     return mechgen_hooke_shafts_energy(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_hooke_shafts_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_energy_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  * ops:  (0 total) */
 int mechgen_hooke_shafts_springs(const double *restrict q, const double *restrict qd, double *restrict state)
@@ -2246,6 +2291,11 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
 int mechgen_hooke_shafts_springs_entry(double *const *a)
 {
     return mechgen_hooke_shafts_springs(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_hooke_shafts_springs_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_springs_batch(n, a[0], a[1], a[2], status);
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -2377,5 +2427,10 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
 int mechgen_hooke_shafts_violation_entry(double *const *a)
 {
     return mechgen_hooke_shafts_violation(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_hooke_shafts_violation_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_hooke_shafts_violation_batch(n, a[0], a[1], a[2], a[3], status);
 }
 

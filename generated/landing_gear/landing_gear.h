@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: actuator_base_1, actuator_base_2, brace_upper, trunnion,
  * knee, actuator.
@@ -31,6 +31,7 @@
 int mechgen_landing_gear_closure(const double *q, double *phi, double *G, double *orientation);
 int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *phi, double *G, double *orientation, int32_t *status);
 int mechgen_landing_gear_closure_entry(double *const *a);
+int64_t mechgen_landing_gear_closure_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  *   q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
@@ -48,6 +49,7 @@ int mechgen_landing_gear_closure_entry(double *const *a);
 int mechgen_landing_gear_newton_step(const double *q, double *q_next, double *error, double *branch, double *orientation);
 int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status);
 int mechgen_landing_gear_newton_step_entry(double *const *a);
+int64_t mechgen_landing_gear_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
  *   matrix H = dq/dq_I (001 eq. 4: Pavlov's velocity ratios q').
@@ -62,6 +64,7 @@ int mechgen_landing_gear_newton_step_entry(double *const *a);
 int mechgen_landing_gear_velocity(const double *q, const double *qd_ind, double *qd, double *H);
 int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const double *qd_ind, double *qd, double *H, int32_t *status);
 int mechgen_landing_gear_velocity_entry(double *const *a);
+int64_t mechgen_landing_gear_velocity_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
  *   rotations, angular velocities and accelerations of the bodies (frame 0).
@@ -82,6 +85,7 @@ int mechgen_landing_gear_velocity_entry(double *const *a);
 int mechgen_landing_gear_kinematics(const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha);
 int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha, int32_t *status);
 int mechgen_landing_gear_kinematics_entry(double *const *a);
+int64_t mechgen_landing_gear_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
  *   in  q[6]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (6,):
@@ -92,6 +96,7 @@ int mechgen_landing_gear_kinematics_entry(double *const *a);
 int mechgen_landing_gear_mass_matrix(const double *q, double *M);
 int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status);
 int mechgen_landing_gear_mass_matrix_entry(double *const *a);
+int64_t mechgen_landing_gear_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
  *   lambda) and the acceleration bias gamma (G qdd = gamma).
@@ -106,6 +111,7 @@ int mechgen_landing_gear_mass_matrix_entry(double *const *a);
 int mechgen_landing_gear_bias(const double *q, const double *qd, const double *tau, double *b, double *gamma);
 int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status);
 int mechgen_landing_gear_bias_entry(double *const *a);
+int64_t mechgen_landing_gear_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
  *   constraint multipliers and the cut joints' reactions.
@@ -126,6 +132,7 @@ int mechgen_landing_gear_bias_entry(double *const *a);
 int mechgen_landing_gear_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);
 int mechgen_landing_gear_forward_dynamics_entry(double *const *a);
+int64_t mechgen_landing_gear_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  *   accelerations (paper 004's "direct" problem).
@@ -147,6 +154,7 @@ int mechgen_landing_gear_forward_dynamics_entry(double *const *a);
 int mechgen_landing_gear_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);
 int mechgen_landing_gear_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_landing_gear_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
  *   T + V changes by the work of the drives and dampers only.
@@ -160,6 +168,7 @@ int mechgen_landing_gear_inverse_dynamics_entry(double *const *a);
 int mechgen_landing_gear_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 int mechgen_landing_gear_energy_entry(double *const *a);
+int64_t mechgen_landing_gear_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
  *   in  q[6]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (6,):
@@ -172,6 +181,7 @@ int mechgen_landing_gear_energy_entry(double *const *a);
 int mechgen_landing_gear_springs(const double *q, const double *qd, double *state);
 int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status);
 int mechgen_landing_gear_springs_entry(double *const *a);
+int64_t mechgen_landing_gear_springs_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[6]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (6,):
@@ -184,5 +194,6 @@ int mechgen_landing_gear_springs_entry(double *const *a);
 int mechgen_landing_gear_violation(const double *q, const double *qd, double *position, double *velocity);
 int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const double *qd, double *position, double *velocity, int32_t *status);
 int mechgen_landing_gear_violation_entry(double *const *a);
+int64_t mechgen_landing_gear_violation_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

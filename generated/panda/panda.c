@@ -841,6 +841,11 @@ int mechgen_panda_forward_kinematics_entry(double *const *a)
     return mechgen_panda_forward_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_panda_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_forward_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 74 adds, 123 muls, 12 trig (209 total) */
@@ -1757,6 +1762,11 @@ int mechgen_panda_jacobians_entry(double *const *a)
     return mechgen_panda_jacobians(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_panda_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_jacobians_batch(n, a[0], a[1], a[2], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 157 adds, 221 muls, 12 trig (390 total) */
@@ -2489,6 +2499,11 @@ int mechgen_panda_velocities_entry(double *const *a)
     return mechgen_panda_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_panda_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 180 adds, 207 muls, 12 trig (399 total) */
 int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
@@ -3148,6 +3163,11 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
 int mechgen_panda_mass_matrix_entry(double *const *a)
 {
     return mechgen_panda_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_panda_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -4123,6 +4143,11 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
 int mechgen_panda_bias_entry(double *const *a)
 {
     return mechgen_panda_bias(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_panda_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_bias_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -5116,6 +5141,11 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
 int mechgen_panda_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_panda_inverse_dynamics(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_panda_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -6843,6 +6873,11 @@ int mechgen_panda_forward_dynamics_entry(double *const *a)
     return mechgen_panda_forward_dynamics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_panda_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 249 adds, 396 muls, 14 trig (659 total) */
@@ -7282,6 +7317,11 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
 int mechgen_panda_energy_entry(double *const *a)
 {
     return mechgen_panda_energy(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_panda_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_energy_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -11064,6 +11104,11 @@ int mechgen_panda_inverse_dynamics_derivatives_entry(double *const *a)
     return mechgen_panda_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_panda_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_inverse_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 2831 adds, 3332 muls, 7 divs, 12 trig (6182 total) */
@@ -13849,6 +13894,11 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
 int mechgen_panda_forward_dynamics_derivatives_entry(double *const *a)
 {
     return mechgen_panda_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
+int64_t mechgen_panda_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_forward_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
 }
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
@@ -16638,6 +16688,11 @@ int mechgen_panda_regressor_entry(double *const *a)
     return mechgen_panda_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_panda_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  * beta (the manifest's regressor.base).
  * ops: 500 adds, 704 muls, 12 trig (1216 total) */
@@ -18699,6 +18754,11 @@ int mechgen_panda_base_regressor_entry(double *const *a)
     return mechgen_panda_base_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_panda_base_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_base_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  * ops: 288 adds, 365 muls, 12 trig (665 total) */
 int mechgen_panda_base_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, const double *restrict beta, double *restrict Q)
@@ -19560,6 +19620,11 @@ int mechgen_panda_base_inverse_dynamics_entry(double *const *a)
     return mechgen_panda_base_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_panda_base_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_base_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  * ops: 63 adds, 37 muls (100 total) */
 int mechgen_panda_base_parameters(const double *restrict pi, double *restrict beta)
@@ -19828,5 +19893,10 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
 int mechgen_panda_base_parameters_entry(double *const *a)
 {
     return mechgen_panda_base_parameters(a[0], a[1]);
+}
+
+int64_t mechgen_panda_base_parameters_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_panda_base_parameters_batch(n, a[0], a[1], status);
 }
 

@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: panda_joint1, panda_joint2, panda_joint3, panda_joint4,
  * panda_joint5, panda_joint6, panda_joint7.
@@ -30,6 +30,7 @@
 int mechgen_panda_forward_kinematics(const double *q, double *r, double *tau);
 int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 int mechgen_panda_forward_kinematics_entry(double *const *a);
+int64_t mechgen_panda_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  *   point.
@@ -46,6 +47,7 @@ int mechgen_panda_forward_kinematics_entry(double *const *a);
 int mechgen_panda_jacobians(const double *q, double *T, double *R);
 int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 int mechgen_panda_jacobians_entry(double *const *a);
+int64_t mechgen_panda_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
@@ -68,6 +70,7 @@ int mechgen_panda_jacobians_entry(double *const *a);
 int mechgen_panda_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 int mechgen_panda_velocities_entry(double *const *a);
+int64_t mechgen_panda_velocities_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
@@ -80,6 +83,7 @@ int mechgen_panda_velocities_entry(double *const *a);
 int mechgen_panda_mass_matrix(const double *q, double *A);
 int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 int mechgen_panda_mass_matrix_entry(double *const *a);
+int64_t mechgen_panda_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
@@ -94,6 +98,7 @@ int mechgen_panda_mass_matrix_entry(double *const *a);
 int mechgen_panda_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 int mechgen_panda_bias_entry(double *const *a);
+int64_t mechgen_panda_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
@@ -107,6 +112,7 @@ int mechgen_panda_bias_entry(double *const *a);
 int mechgen_panda_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 int mechgen_panda_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_panda_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
@@ -122,6 +128,7 @@ int mechgen_panda_inverse_dynamics_entry(double *const *a);
 int mechgen_panda_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 int mechgen_panda_forward_dynamics_entry(double *const *a);
+int64_t mechgen_panda_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  *   monitor: T + V - work of Q is constant).
@@ -137,6 +144,7 @@ int mechgen_panda_forward_dynamics_entry(double *const *a);
 int mechgen_panda_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 int mechgen_panda_energy_entry(double *const *a);
+int64_t mechgen_panda_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
  *   the spring-damper laws) with respect to q and qd.
@@ -152,6 +160,7 @@ int mechgen_panda_energy_entry(double *const *a);
 int mechgen_panda_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
 int mechgen_panda_inverse_dynamics_derivatives_entry(double *const *a);
+int64_t mechgen_panda_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  *   -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
@@ -171,6 +180,7 @@ int mechgen_panda_inverse_dynamics_derivatives_entry(double *const *a);
 int mechgen_panda_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);
 int mechgen_panda_forward_dynamics_derivatives_entry(double *const *a);
+int64_t mechgen_panda_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
  *   parameters pi (per body m, m c, I about its origin).
@@ -187,6 +197,7 @@ int mechgen_panda_forward_dynamics_derivatives_entry(double *const *a);
 int mechgen_panda_regressor(const double *q, const double *qd, const double *qdd, double *Y);
 int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Y, int32_t *status);
 int mechgen_panda_regressor_entry(double *const *a);
+int64_t mechgen_panda_regressor_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  *   beta (the manifest's regressor.base).
@@ -210,6 +221,7 @@ int mechgen_panda_regressor_entry(double *const *a);
 int mechgen_panda_base_regressor(const double *q, const double *qd, const double *qdd, double *Y_b);
 int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Y_b, int32_t *status);
 int mechgen_panda_base_regressor_entry(double *const *a);
+int64_t mechgen_panda_base_regressor_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
@@ -233,6 +245,7 @@ int mechgen_panda_base_regressor_entry(double *const *a);
 int mechgen_panda_base_inverse_dynamics(const double *q, const double *qd, const double *qdd, const double *beta, double *Q);
 int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, const double *beta, double *Q, int32_t *status);
 int mechgen_panda_base_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_panda_base_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  *   in  pi[70]: standard inertial parameters, shape (70,), in this order: m_panda_link1, mc_x_panda_link1,
@@ -265,5 +278,6 @@ int mechgen_panda_base_inverse_dynamics_entry(double *const *a);
 int mechgen_panda_base_parameters(const double *pi, double *beta);
 int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double *beta, int32_t *status);
 int mechgen_panda_base_parameters_entry(double *const *a);
+int64_t mechgen_panda_base_parameters_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

@@ -808,6 +808,11 @@ int mechgen_rx90_forward_kinematics_entry(double *const *a)
     return mechgen_rx90_forward_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_rx90_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_forward_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 38 adds, 71 muls, 10 trig (119 total) */
@@ -1545,6 +1550,11 @@ int mechgen_rx90_jacobians_entry(double *const *a)
     return mechgen_rx90_jacobians(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_rx90_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_jacobians_batch(n, a[0], a[1], a[2], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 85 adds, 126 muls, 10 trig (221 total) */
@@ -2058,6 +2068,11 @@ int mechgen_rx90_velocities_entry(double *const *a)
     return mechgen_rx90_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_rx90_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 116 adds, 130 muls, 10 trig (256 total) */
 int mechgen_rx90_mass_matrix(const double *restrict q, double *restrict A)
@@ -2528,6 +2543,11 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
 int mechgen_rx90_mass_matrix_entry(double *const *a)
 {
     return mechgen_rx90_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_rx90_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -3304,6 +3324,11 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
 int mechgen_rx90_bias_entry(double *const *a)
 {
     return mechgen_rx90_bias(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_rx90_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_bias_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -4114,6 +4139,11 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
 int mechgen_rx90_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_rx90_inverse_dynamics(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_rx90_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -5401,6 +5431,11 @@ int mechgen_rx90_forward_dynamics_entry(double *const *a)
     return mechgen_rx90_forward_dynamics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_rx90_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 182 adds, 299 muls, 12 trig (493 total) */
@@ -5737,6 +5772,11 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
 int mechgen_rx90_energy_entry(double *const *a)
 {
     return mechgen_rx90_energy(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_rx90_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_energy_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
@@ -7611,6 +7651,11 @@ int mechgen_rx90_regressor_entry(double *const *a)
     return mechgen_rx90_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_rx90_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  * beta (the manifest's regressor.base).
  * ops: 272 adds, 378 muls, 10 trig (660 total) */
@@ -8983,6 +9028,11 @@ int mechgen_rx90_base_regressor_entry(double *const *a)
     return mechgen_rx90_base_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_rx90_base_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_base_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  * ops: 226 adds, 290 muls, 10 trig (526 total) */
 int mechgen_rx90_base_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, const double *restrict beta, double *restrict Q)
@@ -9687,6 +9737,11 @@ int mechgen_rx90_base_inverse_dynamics_entry(double *const *a)
     return mechgen_rx90_base_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_rx90_base_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_base_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  * ops: 29 adds, 10 muls (39 total) */
 int mechgen_rx90_base_parameters(const double *restrict pi, double *restrict beta)
@@ -9913,5 +9968,10 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
 int mechgen_rx90_base_parameters_entry(double *const *a)
 {
     return mechgen_rx90_base_parameters(a[0], a[1]);
+}
+
+int64_t mechgen_rx90_base_parameters_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_rx90_base_parameters_batch(n, a[0], a[1], status);
 }
 

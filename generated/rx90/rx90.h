@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: q1, q2, q3, q4, q5, q6.
  * Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
@@ -28,6 +28,7 @@
 int mechgen_rx90_forward_kinematics(const double *q, double *r, double *tau);
 int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 int mechgen_rx90_forward_kinematics_entry(double *const *a);
+int64_t mechgen_rx90_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  *   point.
@@ -43,6 +44,7 @@ int mechgen_rx90_forward_kinematics_entry(double *const *a);
 int mechgen_rx90_jacobians(const double *q, double *T, double *R);
 int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 int mechgen_rx90_jacobians_entry(double *const *a);
+int64_t mechgen_rx90_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
@@ -62,6 +64,7 @@ int mechgen_rx90_jacobians_entry(double *const *a);
 int mechgen_rx90_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 int mechgen_rx90_velocities_entry(double *const *a);
+int64_t mechgen_rx90_velocities_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
@@ -73,6 +76,7 @@ int mechgen_rx90_velocities_entry(double *const *a);
 int mechgen_rx90_mass_matrix(const double *q, double *A);
 int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 int mechgen_rx90_mass_matrix_entry(double *const *a);
+int64_t mechgen_rx90_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
@@ -86,6 +90,7 @@ int mechgen_rx90_mass_matrix_entry(double *const *a);
 int mechgen_rx90_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 int mechgen_rx90_bias_entry(double *const *a);
+int64_t mechgen_rx90_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
@@ -98,6 +103,7 @@ int mechgen_rx90_bias_entry(double *const *a);
 int mechgen_rx90_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 int mechgen_rx90_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_rx90_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
@@ -112,6 +118,7 @@ int mechgen_rx90_inverse_dynamics_entry(double *const *a);
 int mechgen_rx90_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 int mechgen_rx90_forward_dynamics_entry(double *const *a);
+int64_t mechgen_rx90_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  *   monitor: T + V - work of Q is constant).
@@ -126,6 +133,7 @@ int mechgen_rx90_forward_dynamics_entry(double *const *a);
 int mechgen_rx90_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 int mechgen_rx90_energy_entry(double *const *a);
+int64_t mechgen_rx90_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
  *   parameters pi (per body m, m c, I about its origin).
@@ -141,6 +149,7 @@ int mechgen_rx90_energy_entry(double *const *a);
 int mechgen_rx90_regressor(const double *q, const double *qd, const double *qdd, double *Y);
 int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Y, int32_t *status);
 int mechgen_rx90_regressor_entry(double *const *a);
+int64_t mechgen_rx90_regressor_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  *   beta (the manifest's regressor.base).
@@ -159,6 +168,7 @@ int mechgen_rx90_regressor_entry(double *const *a);
 int mechgen_rx90_base_regressor(const double *q, const double *qd, const double *qdd, double *Y_b);
 int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Y_b, int32_t *status);
 int mechgen_rx90_base_regressor_entry(double *const *a);
+int64_t mechgen_rx90_base_regressor_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
@@ -177,6 +187,7 @@ int mechgen_rx90_base_regressor_entry(double *const *a);
 int mechgen_rx90_base_inverse_dynamics(const double *q, const double *qd, const double *qdd, const double *beta, double *Q);
 int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, const double *beta, double *Q, int32_t *status);
 int mechgen_rx90_base_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_rx90_base_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  *   in  pi[60]: standard inertial parameters, shape (60,), in this order: m_link1, mc_x_link1, mc_y_link1,
@@ -199,5 +210,6 @@ int mechgen_rx90_base_inverse_dynamics_entry(double *const *a);
 int mechgen_rx90_base_parameters(const double *pi, double *beta);
 int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *beta, int32_t *status);
 int mechgen_rx90_base_parameters_entry(double *const *a);
+int64_t mechgen_rx90_base_parameters_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

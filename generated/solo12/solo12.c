@@ -1432,6 +1432,11 @@ int mechgen_solo12_forward_kinematics_entry(double *const *a)
     return mechgen_solo12_forward_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_solo12_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_forward_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 330 adds, 424 muls, 30 trig (784 total) */
@@ -6099,6 +6104,11 @@ int mechgen_solo12_jacobians_entry(double *const *a)
     return mechgen_solo12_jacobians(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_solo12_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_jacobians_batch(n, a[0], a[1], a[2], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 441 adds, 556 muls, 22 trig (1019 total) */
@@ -7752,6 +7762,11 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
 int mechgen_solo12_velocities_entry(double *const *a)
 {
     return mechgen_solo12_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_solo12_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
@@ -9807,6 +9822,11 @@ int mechgen_solo12_mass_matrix_entry(double *const *a)
     return mechgen_solo12_mass_matrix(a[0], a[1]);
 }
 
+int64_t mechgen_solo12_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_mass_matrix_batch(n, a[0], a[1], status);
+}
+
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 773 adds, 908 muls, 30 trig (1711 total) */
 int mechgen_solo12_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
@@ -11843,6 +11863,11 @@ int mechgen_solo12_bias_entry(double *const *a)
     return mechgen_solo12_bias(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_solo12_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_bias_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 777 adds, 931 muls, 30 trig (1738 total) */
 int mechgen_solo12_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
@@ -13853,6 +13878,11 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
 int mechgen_solo12_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_solo12_inverse_dynamics(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_solo12_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
@@ -18322,6 +18352,11 @@ int mechgen_solo12_forward_dynamics_entry(double *const *a)
     return mechgen_solo12_forward_dynamics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_solo12_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 574 adds, 892 muls, 30 trig (1496 total) */
@@ -19365,6 +19400,11 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
 int mechgen_solo12_energy_entry(double *const *a)
 {
     return mechgen_solo12_energy(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_solo12_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_energy_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -29092,6 +29132,11 @@ int mechgen_solo12_inverse_dynamics_derivatives_entry(double *const *a)
     return mechgen_solo12_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_solo12_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_inverse_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 10707 adds, 12343 muls, 18 divs, 30 trig (23098 total) */
@@ -38544,5 +38589,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
 int mechgen_solo12_forward_dynamics_derivatives_entry(double *const *a)
 {
     return mechgen_solo12_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
+int64_t mechgen_solo12_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_solo12_forward_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
 }
 

@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA,
  * FL_HFE, FL_KFE, FR_HAA, FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE.
@@ -33,6 +33,7 @@
 int mechgen_solo12_forward_kinematics(const double *q, double *r, double *tau);
 int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 int mechgen_solo12_forward_kinematics_entry(double *const *a);
+int64_t mechgen_solo12_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  *   point.
@@ -51,6 +52,7 @@ int mechgen_solo12_forward_kinematics_entry(double *const *a);
 int mechgen_solo12_jacobians(const double *q, double *T, double *R);
 int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 int mechgen_solo12_jacobians_entry(double *const *a);
+int64_t mechgen_solo12_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
@@ -77,6 +79,7 @@ int mechgen_solo12_jacobians_entry(double *const *a);
 int mechgen_solo12_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 int mechgen_solo12_velocities_entry(double *const *a);
+int64_t mechgen_solo12_velocities_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
@@ -89,6 +92,7 @@ int mechgen_solo12_velocities_entry(double *const *a);
 int mechgen_solo12_mass_matrix(const double *q, double *A);
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 int mechgen_solo12_mass_matrix_entry(double *const *a);
+int64_t mechgen_solo12_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
@@ -103,6 +107,7 @@ int mechgen_solo12_mass_matrix_entry(double *const *a);
 int mechgen_solo12_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 int mechgen_solo12_bias_entry(double *const *a);
+int64_t mechgen_solo12_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
@@ -116,6 +121,7 @@ int mechgen_solo12_bias_entry(double *const *a);
 int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 int mechgen_solo12_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_solo12_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
  *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
@@ -132,6 +138,7 @@ int mechgen_solo12_inverse_dynamics_entry(double *const *a);
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 int mechgen_solo12_forward_dynamics_entry(double *const *a);
+int64_t mechgen_solo12_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  *   monitor: T + V - work of Q is constant).
@@ -147,6 +154,7 @@ int mechgen_solo12_forward_dynamics_entry(double *const *a);
 int mechgen_solo12_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 int mechgen_solo12_energy_entry(double *const *a);
+int64_t mechgen_solo12_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
  *   the spring-damper laws) with respect to q and qd.
@@ -162,6 +170,7 @@ int mechgen_solo12_energy_entry(double *const *a);
 int mechgen_solo12_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
 int mechgen_solo12_inverse_dynamics_derivatives_entry(double *const *a);
+int64_t mechgen_solo12_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  *   -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
@@ -182,5 +191,6 @@ int mechgen_solo12_inverse_dynamics_derivatives_entry(double *const *a);
 int mechgen_solo12_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);
 int mechgen_solo12_forward_dynamics_derivatives_entry(double *const *a);
+int64_t mechgen_solo12_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

@@ -1024,6 +1024,11 @@ int mechgen_space_arm7_forward_kinematics_entry(double *const *a)
     return mechgen_space_arm7_forward_kinematics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_space_arm7_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_forward_kinematics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 276 adds, 341 muls, 18 trig (635 total) */
@@ -3185,6 +3190,11 @@ int mechgen_space_arm7_jacobians_entry(double *const *a)
     return mechgen_space_arm7_jacobians(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_space_arm7_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_jacobians_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 294 adds, 394 muls, 18 trig (706 total) */
@@ -4304,6 +4314,11 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
 int mechgen_space_arm7_velocities_entry(double *const *a)
 {
     return mechgen_space_arm7_velocities(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
+int64_t mechgen_space_arm7_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
 }
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
@@ -5707,6 +5722,11 @@ int mechgen_space_arm7_mass_matrix_entry(double *const *a)
     return mechgen_space_arm7_mass_matrix(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_space_arm7_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_mass_matrix_batch(n, a[0], a[1], a[2], status);
+}
+
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 376 adds, 484 muls, 20 trig (880 total) */
 int mechgen_space_arm7_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, const double *restrict p, double *restrict b)
@@ -6778,6 +6798,11 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
 int mechgen_space_arm7_bias_entry(double *const *a)
 {
     return mechgen_space_arm7_bias(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_space_arm7_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_bias_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -7877,6 +7902,11 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
 int mechgen_space_arm7_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_space_arm7_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_space_arm7_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
@@ -10628,6 +10658,11 @@ int mechgen_space_arm7_forward_dynamics_entry(double *const *a)
     return mechgen_space_arm7_forward_dynamics(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_space_arm7_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 307 adds, 508 muls, 20 trig (835 total) */
@@ -11298,5 +11333,10 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
 int mechgen_space_arm7_energy_entry(double *const *a)
 {
     return mechgen_space_arm7_energy(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_space_arm7_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_space_arm7_energy_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 

@@ -3,8 +3,8 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
- * Each *_entry kernel is the kernel with its pointers in one array, inputs then outputs (the
- * runtime's single-state entry calls every kernel through this one type).
+ * Each *_entry and *_batch_entry function is the kernel or its batch with the pointers in one
+ * array, inputs then outputs (the runtime's C entry calls every kernel through these types).
  *
  * Coordinates, in the order of q: base_x, base_y, base_z, base_ry, base_rz, base_rx,
  * shoulder_roll, shoulder_yaw, shoulder_pitch, elbow_pitch, wrist_pitch, wrist_yaw,
@@ -33,6 +33,7 @@
 int mechgen_space_arm7_forward_kinematics(const double *q, const double *p, double *r, double *tau);
 int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, const double *p, double *r, double *tau, int32_t *status);
 int mechgen_space_arm7_forward_kinematics_entry(double *const *a);
+int64_t mechgen_space_arm7_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  *   point.
@@ -50,6 +51,7 @@ int mechgen_space_arm7_forward_kinematics_entry(double *const *a);
 int mechgen_space_arm7_jacobians(const double *q, const double *p, double *T, double *R);
 int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const double *p, double *T, double *R, int32_t *status);
 int mechgen_space_arm7_jacobians_entry(double *const *a);
+int64_t mechgen_space_arm7_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
@@ -73,6 +75,7 @@ int mechgen_space_arm7_jacobians_entry(double *const *a);
 int mechgen_space_arm7_velocities(const double *q, const double *qd, const double *p, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const double *qd, const double *p, double *v, double *omega, double *w, double *eps, int32_t *status);
 int mechgen_space_arm7_velocities_entry(double *const *a);
+int64_t mechgen_space_arm7_velocities_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[13]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (13,), in this
@@ -86,6 +89,7 @@ int mechgen_space_arm7_velocities_entry(double *const *a);
 int mechgen_space_arm7_mass_matrix(const double *q, const double *p, double *A);
 int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const double *p, double *A, int32_t *status);
 int mechgen_space_arm7_mass_matrix_entry(double *const *a);
+int64_t mechgen_space_arm7_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  *   in  q[13]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (13,), in this
@@ -101,6 +105,7 @@ int mechgen_space_arm7_mass_matrix_entry(double *const *a);
 int mechgen_space_arm7_bias(const double *q, const double *qd, const double *Q, const double *p, double *b);
 int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *b, int32_t *status);
 int mechgen_space_arm7_bias_entry(double *const *a);
+int64_t mechgen_space_arm7_bias_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  *   in  q[13]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (13,), in this
@@ -115,6 +120,7 @@ int mechgen_space_arm7_bias_entry(double *const *a);
 int mechgen_space_arm7_inverse_dynamics(const double *q, const double *qd, const double *qdd, const double *p, double *Q);
 int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, const double *p, double *Q, int32_t *status);
 int mechgen_space_arm7_inverse_dynamics_entry(double *const *a);
+int64_t mechgen_space_arm7_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
  *   in  q[13]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (13,), in this
@@ -132,6 +138,7 @@ int mechgen_space_arm7_inverse_dynamics_entry(double *const *a);
 int mechgen_space_arm7_forward_dynamics(const double *q, const double *qd, const double *Q, const double *p, double *qdd);
 int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *qdd, int32_t *status);
 int mechgen_space_arm7_forward_dynamics_entry(double *const *a);
+int64_t mechgen_space_arm7_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  *   monitor: T + V - work of Q is constant).
@@ -148,5 +155,6 @@ int mechgen_space_arm7_forward_dynamics_entry(double *const *a);
 int mechgen_space_arm7_energy(const double *q, const double *qd, const double *p, double *T, double *V);
 int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double *qd, const double *p, double *T, double *V, int32_t *status);
 int mechgen_space_arm7_energy_entry(double *const *a);
+int64_t mechgen_space_arm7_energy_batch_entry(int64_t n, double *const *a, int32_t *status);
 
 #endif

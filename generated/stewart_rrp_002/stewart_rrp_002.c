@@ -977,6 +977,11 @@ int mechgen_stewart_rrp_002_inverse_kinematics_entry(double *const *a)
     return mechgen_stewart_rrp_002_inverse_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_inverse_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
  * last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
  * ops: 250 adds, 355 muls, 12 divs, 30 trig (647 total) */
@@ -1942,6 +1947,11 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
 int mechgen_stewart_rrp_002_newton_step_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_newton_step(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_stewart_rrp_002_newton_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_newton_step_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
@@ -3218,6 +3228,11 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
 int mechgen_stewart_rrp_002_velocity_constraints_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_velocity_constraints(a[0], a[1], a[2]);
+}
+
+int64_t mechgen_stewart_rrp_002_velocity_constraints_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_velocity_constraints_batch(n, a[0], a[1], a[2], status);
 }
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
@@ -4560,6 +4575,11 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
 int mechgen_stewart_rrp_002_leg_rates_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_leg_rates(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_stewart_rrp_002_leg_rates_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_leg_rates_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
@@ -6302,6 +6322,11 @@ int mechgen_stewart_rrp_002_acceleration_terms_entry(double *const *a)
     return mechgen_stewart_rrp_002_acceleration_terms(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_stewart_rrp_002_acceleration_terms_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_acceleration_terms_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  * ops: 117 adds, 102 muls, 6 divs, 12 sqrt, 6 trig (243 total) */
 int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
@@ -6858,6 +6883,11 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
 int mechgen_stewart_rrp_002_leg_forces_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_leg_forces(a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t mechgen_stewart_rrp_002_leg_forces_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_leg_forces_batch(n, a[0], a[1], a[2], a[3], a[4], status);
 }
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
@@ -8889,6 +8919,11 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
 int mechgen_stewart_rrp_002_leg_dynamics_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_leg_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+}
+
+int64_t mechgen_stewart_rrp_002_leg_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_leg_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], status);
 }
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
@@ -12618,6 +12653,11 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
 int mechgen_stewart_rrp_002_reduced_dynamics_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_reduced_dynamics(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+}
+
+int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_reduced_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], status);
 }
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
@@ -17833,6 +17873,11 @@ int mechgen_stewart_rrp_002_step_entry(double *const *a)
     return mechgen_stewart_rrp_002_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15]);
 }
 
+int64_t mechgen_stewart_rrp_002_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], status);
+}
+
 /* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
  * else (step gives the loads).
  * ops: 1149 adds, 1512 muls, 31 divs, 12 sqrt, 6 trig (2710 total) */
@@ -21214,6 +21259,11 @@ int mechgen_stewart_rrp_002_step_accel_entry(double *const *a)
     return mechgen_stewart_rrp_002_step_accel(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 
+int64_t mechgen_stewart_rrp_002_step_accel_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_step_accel_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], status);
+}
+
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  * ops: 482 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1313 total) */
 int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
@@ -22680,6 +22730,11 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
 int mechgen_stewart_rrp_002_energy_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_energy(a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int64_t mechgen_stewart_rrp_002_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_energy_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
 }
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
@@ -26882,6 +26937,11 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
 int mechgen_stewart_rrp_002_drive_forces_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_drive_forces(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+
+int64_t mechgen_stewart_rrp_002_drive_forces_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_drive_forces_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
 }
 
 /* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
@@ -32817,6 +32877,11 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
 int mechgen_stewart_rrp_002_base_step_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_base_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
+}
+
+int64_t mechgen_stewart_rrp_002_base_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_base_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], status);
 }
 
 /* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
@@ -46021,6 +46086,11 @@ int mechgen_stewart_rrp_002_coupled_step_entry(double *const *a)
     return mechgen_stewart_rrp_002_coupled_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17]);
 }
 
+int64_t mechgen_stewart_rrp_002_coupled_step_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_coupled_step_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], status);
+}
+
 /* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
  * ops: 864 adds, 1247 muls, 24 divs, 12 sqrt, 6 trig (2153 total) */
 int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *restrict u, const double *restrict w0, const double *restrict V0, const double *restrict p, double *restrict momentum, double *restrict angular_momentum, double *restrict T)
@@ -48153,5 +48223,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
 int mechgen_stewart_rrp_002_momentum_entry(double *const *a)
 {
     return mechgen_stewart_rrp_002_momentum(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+
+int64_t mechgen_stewart_rrp_002_momentum_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_stewart_rrp_002_momentum_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], status);
 }
 

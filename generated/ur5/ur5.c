@@ -870,6 +870,11 @@ int mechgen_ur5_forward_kinematics_entry(double *const *a)
     return mechgen_ur5_forward_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_ur5_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_forward_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 76 adds, 101 muls, 10 trig (187 total) */
@@ -1691,6 +1696,11 @@ int mechgen_ur5_jacobians_entry(double *const *a)
     return mechgen_ur5_jacobians(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_ur5_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_jacobians_batch(n, a[0], a[1], a[2], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 141 adds, 197 muls, 10 trig (348 total) */
@@ -2348,6 +2358,11 @@ int mechgen_ur5_velocities_entry(double *const *a)
     return mechgen_ur5_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_ur5_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 98 adds, 123 muls, 10 trig (231 total) */
 int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
@@ -2792,6 +2807,11 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
 int mechgen_ur5_mass_matrix_entry(double *const *a)
 {
     return mechgen_ur5_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_ur5_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -3284,6 +3304,11 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
 int mechgen_ur5_bias_entry(double *const *a)
 {
     return mechgen_ur5_bias(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_bias_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -3802,6 +3827,11 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
 int mechgen_ur5_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_ur5_inverse_dynamics(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -4745,6 +4775,11 @@ int mechgen_ur5_forward_dynamics_entry(double *const *a)
     return mechgen_ur5_forward_dynamics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_ur5_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 161 adds, 272 muls, 12 trig (445 total) */
@@ -5151,6 +5186,11 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
 int mechgen_ur5_energy_entry(double *const *a)
 {
     return mechgen_ur5_energy(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_energy_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -7480,6 +7520,11 @@ int mechgen_ur5_inverse_dynamics_derivatives_entry(double *const *a)
     return mechgen_ur5_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_ur5_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_inverse_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 1483 adds, 1957 muls, 5 divs, 10 trig (3455 total) */
@@ -9480,6 +9525,11 @@ int mechgen_ur5_forward_dynamics_derivatives_entry(double *const *a)
     return mechgen_ur5_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
 }
 
+int64_t mechgen_ur5_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_forward_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
+}
+
 /* regressor: Inertial-parameter regressor Y(q, qd, qdd): drive forces Q = Y pi + Q_sd for the standard
  * parameters pi (per body m, m c, I about its origin).
  * ops: 359 adds, 473 muls, 10 trig (842 total) */
@@ -11386,6 +11436,11 @@ int mechgen_ur5_regressor_entry(double *const *a)
     return mechgen_ur5_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_ur5_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_regressor: Base regressor Y_b(q, qd, qdd): Q = Y_b beta + Q_sd for the base (identifiable) parameters
  * beta (the manifest's regressor.base).
  * ops: 284 adds, 372 muls, 10 trig (666 total) */
@@ -12816,6 +12871,11 @@ int mechgen_ur5_base_regressor_entry(double *const *a)
     return mechgen_ur5_base_regressor(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_ur5_base_regressor_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_base_regressor_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* base_inverse_dynamics: Drive forces Q = Y_b beta + Q_sd by Newton-Euler with the base parameters beta as inputs.
  * ops: 268 adds, 331 muls, 10 trig (609 total) */
 int mechgen_ur5_base_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, const double *restrict beta, double *restrict Q)
@@ -13620,6 +13680,11 @@ int mechgen_ur5_base_inverse_dynamics_entry(double *const *a)
     return mechgen_ur5_base_inverse_dynamics(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_ur5_base_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_base_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* base_parameters: Base inertial parameters beta from the standard ones pi (the regrouping).
  * ops: 52 adds, 36 muls (88 total) */
 int mechgen_ur5_base_parameters(const double *restrict pi, double *restrict beta)
@@ -13846,5 +13911,10 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
 int mechgen_ur5_base_parameters_entry(double *const *a)
 {
     return mechgen_ur5_base_parameters(a[0], a[1]);
+}
+
+int64_t mechgen_ur5_base_parameters_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_base_parameters_batch(n, a[0], a[1], status);
 }
 

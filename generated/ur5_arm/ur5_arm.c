@@ -830,6 +830,11 @@ int mechgen_ur5_arm_forward_kinematics_entry(double *const *a)
     return mechgen_ur5_arm_forward_kinematics(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_ur5_arm_forward_kinematics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_forward_kinematics_batch(n, a[0], a[1], a[2], status);
+}
+
 /* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
  * point.
  * ops: 60 adds, 83 muls, 10 trig (153 total) */
@@ -1629,6 +1634,11 @@ int mechgen_ur5_arm_jacobians_entry(double *const *a)
     return mechgen_ur5_arm_jacobians(a[0], a[1], a[2]);
 }
 
+int64_t mechgen_ur5_arm_jacobians_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_jacobians_batch(n, a[0], a[1], a[2], status);
+}
+
 /* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
  * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 123 adds, 175 muls, 10 trig (308 total) */
@@ -2246,6 +2256,11 @@ int mechgen_ur5_arm_velocities_entry(double *const *a)
     return mechgen_ur5_arm_velocities(a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+int64_t mechgen_ur5_arm_velocities_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_velocities_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], status);
+}
+
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 74 adds, 94 muls, 8 trig (176 total) */
 int mechgen_ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
@@ -2617,6 +2632,11 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
 int mechgen_ur5_arm_mass_matrix_entry(double *const *a)
 {
     return mechgen_ur5_arm_mass_matrix(a[0], a[1]);
+}
+
+int64_t mechgen_ur5_arm_mass_matrix_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_mass_matrix_batch(n, a[0], a[1], status);
 }
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
@@ -3205,6 +3225,11 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
 int mechgen_ur5_arm_bias_entry(double *const *a)
 {
     return mechgen_ur5_arm_bias(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_arm_bias_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_bias_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
@@ -3823,6 +3848,11 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
 int mechgen_ur5_arm_inverse_dynamics_entry(double *const *a)
 {
     return mechgen_ur5_arm_inverse_dynamics(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_arm_inverse_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_inverse_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
@@ -4817,6 +4847,11 @@ int mechgen_ur5_arm_forward_dynamics_entry(double *const *a)
     return mechgen_ur5_arm_forward_dynamics(a[0], a[1], a[2], a[3]);
 }
 
+int64_t mechgen_ur5_arm_forward_dynamics_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_forward_dynamics_batch(n, a[0], a[1], a[2], a[3], status);
+}
+
 /* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
  * monitor: T + V - work of Q is constant).
  * ops: 159 adds, 275 muls, 12 trig (446 total) */
@@ -5185,6 +5220,11 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
 int mechgen_ur5_arm_energy_entry(double *const *a)
 {
     return mechgen_ur5_arm_energy(a[0], a[1], a[2], a[3]);
+}
+
+int64_t mechgen_ur5_arm_energy_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_energy_batch(n, a[0], a[1], a[2], a[3], status);
 }
 
 /* inverse_dynamics_derivatives: Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive Newton-Euler with
@@ -7648,6 +7688,11 @@ int mechgen_ur5_arm_inverse_dynamics_derivatives_entry(double *const *a)
     return mechgen_ur5_arm_inverse_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4]);
 }
 
+int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_inverse_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], status);
+}
+
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
  * ops: 1666 adds, 1959 muls, 6 divs, 10 trig (3641 total) */
@@ -9437,5 +9482,10 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
 int mechgen_ur5_arm_forward_dynamics_derivatives_entry(double *const *a)
 {
     return mechgen_ur5_arm_forward_dynamics_derivatives(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
+int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch_entry(int64_t n, double *const *a, int32_t *status)
+{
+    return mechgen_ur5_arm_forward_dynamics_derivatives_batch(n, a[0], a[1], a[2], a[3], a[4], a[5], a[6], status);
 }
 

@@ -27,6 +27,14 @@
  * The inputs are copied, so an ``out`` array may be an input too (an integrator's state updated
  * in place). The GIL is held throughout; between the copy into the buffer and the end of the
  * kernel no Python API is called, so no other call of the same entry can interleave.
+ *
+ * A small batch (a model-predictive controller's horizon: every input other than p of shape
+ * (N, size), 1 <= N <= MAX_BATCH, p of shape (N, np), or (np,) or omitted and repeated for
+ * every state) calls the kernel's _batch_entry on the inputs in place, after the same checks;
+ * ``out`` arrays of shape (N, *shape) must then not overlap the inputs. The GIL is held for
+ * the batch too (at most MAX_BATCH states); larger batches, and ``threads``, take the general
+ * path, which releases it. A failed state with errors="raise" also goes to the general path,
+ * which computes the batch again and raises naming the states.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -39,17 +47,21 @@
 
 #define MAX_ARGS 24
 #define MAX_NDIM 3
+#define MAX_BATCH 512       /* states of a batch called here, the GIL held (see the top) */
 #define MAX_DOUBLES ((Py_ssize_t)(PY_SSIZE_T_MAX / sizeof(double)))   /* sizes in doubles */
 
 typedef double *P;
 /* a kernel's _entry form: its pointers in one array, inputs then outputs
  * (templates/c/signature.j2) */
 typedef int (*entry_fn)(double *const *);
+/* and its _batch_entry form: n states one after another, one status per state */
+typedef int64_t (*batch_entry_fn)(int64_t, double *const *, int32_t *);
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     entry_fn fn;
+    batch_entry_fn batch_fn;    /* NULL: batches take the general path */
     int n_in, n_out;
     Py_ssize_t in_size[MAX_ARGS], in_offset[MAX_ARGS];
     int out_ndim[MAX_ARGS];
@@ -84,9 +96,19 @@ static const double *input_data(Entry *e, int i, PyObject *v)
     return (const double *)PyArray_DATA(a);
 }
 
-/* The given ``out`` as n_out arrays into ptr and arrays; 0 if it does not qualify. */
-static int given_outputs(Entry *e, PyObject *out, P *ptr, PyObject **arrays)
+/* Whether [lo, lo + a) and [lo2, lo2 + b) (bytes) overlap; addresses compared as integers:
+ * the arrays are different objects. An empty range overlaps nothing. */
+static int overlap(const void *p, size_t a, const void *q, size_t b)
 {
+    uintptr_t lo = (uintptr_t)p, lo2 = (uintptr_t)q;
+    return a > 0 && b > 0 && lo < lo2 + b && lo2 < lo + a;
+}
+
+/* The given ``out`` as n_out arrays into ptr and arrays, of the outputs' shapes led by
+ * ``lead`` states (0: one state, no leading dimension); 0 if it does not qualify. */
+static int given_outputs(Entry *e, PyObject *out, npy_intp lead, P *ptr, PyObject **arrays)
+{
+    int extra = lead > 0;
     PyObject *const *items;
     if (e->n_out == 1 && PyArray_Check(out)) {
         items = &out;
@@ -101,26 +123,21 @@ static int given_outputs(Entry *e, PyObject *out, P *ptr, PyObject **arrays)
         if (!PyArray_CheckExact(items[j]))
             return 0;
         PyArrayObject *a = (PyArrayObject *)items[j];
-        if (PyArray_NDIM(a) != e->out_ndim[j] || !is_plain_f64(a, FLAGS_OUT))
+        if (PyArray_NDIM(a) != e->out_ndim[j] + extra || !is_plain_f64(a, FLAGS_OUT)
+            || (extra && PyArray_DIM(a, 0) != lead))
             return 0;
         for (int d = 0; d < e->out_ndim[j]; d++)
-            if (PyArray_DIM(a, d) != e->out_dims[j][d])
+            if (PyArray_DIM(a, d + extra) != e->out_dims[j][d])
                 return 0;
         ptr[j] = (double *)PyArray_DATA(a);
         arrays[j] = items[j];
     }
-    /* outputs must not overlap each other (addresses compared as integers: the arrays are
-     * different objects; an empty output overlaps nothing) */
-    for (int j = 0; j < e->n_out; j++) {
-        uintptr_t lo_j = (uintptr_t)ptr[j];
-        uintptr_t hi_j = lo_j + (uintptr_t)e->out_size[j] * sizeof(double);
-        for (int k = 0; k < j; k++) {
-            uintptr_t lo_k = (uintptr_t)ptr[k];
-            uintptr_t hi_k = lo_k + (uintptr_t)e->out_size[k] * sizeof(double);
-            if (lo_j < hi_j && lo_k < hi_k && lo_j < hi_k && lo_k < hi_j)
+    size_t states = extra ? (size_t)lead : 1;
+    for (int j = 0; j < e->n_out; j++)         /* outputs must not overlap each other */
+        for (int k = 0; k < j; k++)
+            if (overlap(ptr[j], states * (size_t)e->out_size[j] * sizeof(double),
+                        ptr[k], states * (size_t)e->out_size[k] * sizeof(double)))
                 return 0;
-        }
-    }
     return 1;
 }
 
@@ -129,6 +146,205 @@ static PyObject *p_name;          /* "p", interned */
 static PyObject *not_implemented(void)
 {
     Py_RETURN_NOTIMPLEMENTED;
+}
+
+/* The outputs as the call returns them: one array, ``out`` itself when it is a tuple, or a
+ * new tuple. ``fresh``: the arrays are new references (made here), else borrowed from out. */
+static PyObject *result_of(Entry *e, PyObject **arrays, int fresh, PyObject *out)
+{
+    if (e->n_out == 1 || (!fresh && PyTuple_CheckExact(out))) {
+        PyObject *result = e->n_out == 1 ? arrays[0] : out;   /* an out tuple comes back itself */
+        if (!fresh)
+            Py_INCREF(result);
+        return result;
+    }
+    PyObject *result = PyTuple_New(e->n_out);
+    if (result == NULL) {
+        if (fresh)
+            for (int j = 0; j < e->n_out; j++)
+                Py_DECREF(arrays[j]);
+        return NULL;
+    }
+    for (int j = 0; j < e->n_out; j++) {
+        if (!fresh)
+            Py_INCREF(arrays[j]);
+        PyTuple_SET_ITEM(result, j, arrays[j]);        /* steals the reference */
+    }
+    return result;
+}
+
+static void release(Entry *e, PyObject **arrays, int fresh)
+{
+    if (fresh)
+        for (int j = 0; j < e->n_out; j++)
+            Py_DECREF(arrays[j]);
+}
+
+/* Fresh outputs of the outputs' shapes led by ``lead`` states (0: none) into ptr and
+ * arrays; 0 with an exception set on failure. */
+static int new_outputs(Entry *e, npy_intp lead, P *ptr, PyObject **arrays)
+{
+    int extra = lead > 0;
+    for (int j = 0; j < e->n_out; j++) {
+        npy_intp dims[MAX_NDIM + 1];
+        dims[0] = lead;
+        memcpy(dims + extra, e->out_dims[j], sizeof(npy_intp) * (size_t)e->out_ndim[j]);
+        arrays[j] = PyArray_SimpleNew(e->out_ndim[j] + extra, dims, NPY_DOUBLE);
+        if (arrays[j] == NULL) {
+            while (j--)
+                Py_DECREF(arrays[j]);
+            return 0;
+        }
+        ptr[j] = (double *)PyArray_DATA((PyArrayObject *)arrays[j]);
+    }
+    return 1;
+}
+
+static int all_finite(const double *x, Py_ssize_t n)
+{
+    int finite = 1;
+    for (Py_ssize_t k = 0; k < n; k++)
+        finite &= isfinite(x[k]) != 0;
+    return finite;
+}
+
+/* One state: inputs[i] is input i (None: the parameter defaults). */
+static PyObject *single_call(Entry *e, PyObject **inputs, PyObject *out, int raise)
+{
+    const double *src[MAX_ARGS];
+    for (int i = 0; i < e->n_in; i++) {
+        src[i] = input_data(e, i, inputs[i]);
+        if (src[i] == NULL)
+            return not_implemented();
+    }
+
+    P ptr[MAX_ARGS];
+    PyObject *arrays[MAX_ARGS];
+    int fresh = out == Py_None;
+    /* The outputs are made before the copy into the shared buffer, so that no Python API is
+     * called between that copy and the end of the kernel (the inputs' data pointers above are
+     * borrowed from arrays the caller's args hold; making an ndarray runs no Python code). */
+    if (fresh) {
+        if (!new_outputs(e, 0, ptr + e->n_in, arrays))
+            return NULL;
+    } else if (!given_outputs(e, out, 0, ptr + e->n_in, arrays)) {
+        return not_implemented();
+    }
+
+    int finite = 1;
+    for (int i = 0; i < e->n_in; i++) {
+        double *dst = e->buffer + e->in_offset[i];
+        const double *s = src[i];
+        for (Py_ssize_t k = 0; k < e->in_size[i]; k++) {
+            double x = s[k];
+            finite &= isfinite(x) != 0;
+            dst[k] = x;
+        }
+        ptr[i] = dst;
+    }
+    if (!finite) {
+        release(e, arrays, fresh);
+        return not_implemented();
+    }
+
+    int status = e->fn(ptr);
+
+    if (status != 0 && raise) {
+        release(e, arrays, fresh);
+        return PyLong_FromLong(status);
+    }
+    return result_of(e, arrays, fresh, out);
+}
+
+/* The states of a batch input i: an exact plain float64 ndarray (lead, size); NULL if not. */
+static const double *batch_data(Entry *e, int i, PyObject *v, npy_intp lead)
+{
+    if (!PyArray_CheckExact(v))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)v;
+    if (PyArray_NDIM(a) != 2 || PyArray_DIM(a, 0) != lead || PyArray_DIM(a, 1) != e->in_size[i]
+        || !is_plain_f64(a, FLAGS_IN))
+        return NULL;
+    return (const double *)PyArray_DATA(a);
+}
+
+/* A batch of ``lead`` states (1 <= lead <= MAX_BATCH): the inputs are read in place (a
+ * parameter vector given once, or the defaults, is repeated for every state in a buffer of
+ * this call) and the kernel's _batch_entry called. Every value is checked finite first. A
+ * failed state with errors="raise" returns NotImplemented: the general path computes the
+ * batch again and raises naming the states (an error is rare; its message is made in one
+ * place). */
+static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject *out,
+                            int raise)
+{
+    P ptr[MAX_ARGS];
+    double *repeated = NULL;            /* the parameter vector, once per state */
+    for (int i = 0; i < e->n_in; i++) {
+        PyObject *v = inputs[i];
+        const double *one = NULL;
+        if (i == e->p_index) {
+            if (v == Py_None && e->p_default != NULL)
+                v = e->p_default;
+            if (PyArray_CheckExact(v) && PyArray_NDIM((PyArrayObject *)v) == 1)
+                one = input_data(e, i, v);
+            if (one != NULL) {
+                Py_ssize_t size = e->in_size[i];
+                if (!all_finite(one, size))
+                    return not_implemented();
+                repeated = PyMem_Malloc((size_t)(lead * size + 1) * sizeof(double));
+                if (repeated == NULL)
+                    return PyErr_NoMemory();
+                for (npy_intp k = 0; k < lead; k++)
+                    memcpy(repeated + k * size, one, (size_t)size * sizeof(double));
+                ptr[i] = repeated;
+                continue;
+            }
+        }
+        const double *x = batch_data(e, i, v, lead);
+        if (x == NULL || !all_finite(x, lead * e->in_size[i])) {
+            PyMem_Free(repeated);
+            return not_implemented();
+        }
+        ptr[i] = (double *)x;           /* read only: the kernel's inputs are const */
+    }
+
+    PyObject *arrays[MAX_ARGS];
+    int fresh = out == Py_None;
+    if (fresh) {
+        if (!new_outputs(e, lead, ptr + e->n_in, arrays)) {
+            PyMem_Free(repeated);
+            return NULL;
+        }
+    } else {
+        int ok = given_outputs(e, out, lead, ptr + e->n_in, arrays);
+        for (int j = 0; ok && j < e->n_out; j++)       /* outputs must not be inputs here */
+            for (int i = 0; ok && i < e->n_in; i++)
+                ok = ptr[i] == repeated
+                     || !overlap(ptr[e->n_in + j],
+                                 (size_t)lead * (size_t)e->out_size[j] * sizeof(double),
+                                 ptr[i], (size_t)lead * (size_t)e->in_size[i] * sizeof(double));
+        if (!ok) {
+            PyMem_Free(repeated);
+            return not_implemented();
+        }
+    }
+
+    int32_t small[64], *status = lead <= 64 ? small : PyMem_Malloc((size_t)lead * sizeof(int32_t));
+    if (status == NULL) {
+        PyMem_Free(repeated);
+        release(e, arrays, fresh);
+        return PyErr_NoMemory();
+    }
+    int64_t failed = e->batch_fn((int64_t)lead, ptr, status);
+    if (status != small)
+        PyMem_Free(status);
+    PyMem_Free(repeated);
+
+    if (failed != 0 && raise) {
+        release(e, arrays, fresh);
+        return not_implemented();
+    }
+    return result_of(e, arrays, fresh, out);
 }
 
 static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf,
@@ -178,96 +394,39 @@ static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf
         return not_implemented();
     }
 
-    const double *src[MAX_ARGS];
-    for (int i = 0; i < e->n_in; i++) {
-        src[i] = input_data(e, i, i < n ? items[i] : p_keyword ? p_keyword : Py_None);
-        if (src[i] == NULL)
+    PyObject *inputs[MAX_ARGS];         /* borrowed; None: the parameter defaults */
+    for (int i = 0; i < e->n_in; i++)
+        inputs[i] = i < n ? items[i] : p_keyword ? p_keyword : Py_None;
+
+    /* A batch when the first input other than p is a 2-d array (N, size) */
+    int first = e->p_index == 0 ? 1 : 0;
+    if (first < e->n_in && PyArray_CheckExact(inputs[first])
+        && PyArray_NDIM((PyArrayObject *)inputs[first]) == 2) {
+        npy_intp lead = PyArray_DIM((PyArrayObject *)inputs[first], 0);
+        if (e->batch_fn == NULL || lead < 1 || lead > MAX_BATCH)
             return not_implemented();
+        return batch_call(e, inputs, lead, out, raise);
     }
-
-    P ptr[MAX_ARGS];
-    PyObject *arrays[MAX_ARGS];
-    PyObject *result;
-    int fresh = out == Py_None;
-    /* The outputs are made before the copy into the shared buffer, so that no Python API is
-     * called between that copy and the end of the kernel (the inputs' data pointers above are
-     * borrowed from arrays the caller's args hold; making an ndarray runs no Python code). */
-    if (fresh) {
-        for (int j = 0; j < e->n_out; j++) {
-            arrays[j] = PyArray_SimpleNew(e->out_ndim[j], e->out_dims[j], NPY_DOUBLE);
-            if (arrays[j] == NULL) {
-                while (j--)
-                    Py_DECREF(arrays[j]);
-                return NULL;
-            }
-            ptr[e->n_in + j] = (double *)PyArray_DATA((PyArrayObject *)arrays[j]);
-        }
-    } else if (!given_outputs(e, out, ptr + e->n_in, arrays)) {
-        return not_implemented();
-    }
-
-    int finite = 1;
-    for (int i = 0; i < e->n_in; i++) {
-        double *dst = e->buffer + e->in_offset[i];
-        const double *s = src[i];
-        for (Py_ssize_t k = 0; k < e->in_size[i]; k++) {
-            double x = s[k];
-            finite &= isfinite(x) != 0;
-            dst[k] = x;
-        }
-        ptr[i] = dst;
-    }
-    if (!finite) {
-        if (fresh)
-            for (int j = 0; j < e->n_out; j++)
-                Py_DECREF(arrays[j]);
-        return not_implemented();
-    }
-
-    int status = e->fn(ptr);
-
-    if (status != 0 && raise) {
-        if (fresh)
-            for (int j = 0; j < e->n_out; j++)
-                Py_DECREF(arrays[j]);
-        return PyLong_FromLong(status);
-    }
-    if (e->n_out == 1 || (!fresh && PyTuple_CheckExact(out))) {
-        result = e->n_out == 1 ? arrays[0] : out;      /* an out tuple comes back itself */
-        if (!fresh)
-            Py_INCREF(result);
-        return result;
-    }
-    result = PyTuple_New(e->n_out);
-    if (result == NULL) {
-        if (fresh)
-            for (int j = 0; j < e->n_out; j++)
-                Py_DECREF(arrays[j]);
-        return NULL;
-    }
-    for (int j = 0; j < e->n_out; j++) {
-        if (!fresh)
-            Py_INCREF(arrays[j]);
-        PyTuple_SET_ITEM(result, j, arrays[j]);        /* steals the reference */
-    }
-    return result;
+    return single_call(e, inputs, out, raise);
 }
 
-/* Entry(address, input_sizes, output_shapes, p_index, p_default) */
+/* Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default); a
+ * batch_address of 0: no batch entry (batches take the general path) */
 static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    unsigned long long address;
+    unsigned long long address, batch_address;
     PyObject *sizes, *shapes, *p_default;
     int p_index;
     if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
         PyErr_SetString(PyExc_TypeError, "Entry takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "KO!O!iO", &address, &PyTuple_Type, &sizes, &PyTuple_Type,
-                          &shapes, &p_index, &p_default))
+    if (!PyArg_ParseTuple(args, "KKO!O!iO", &address, &batch_address, &PyTuple_Type, &sizes,
+                          &PyTuple_Type, &shapes, &p_index, &p_default))
         return NULL;
     Py_ssize_t n_in = PyTuple_GET_SIZE(sizes), n_out = PyTuple_GET_SIZE(shapes);
-    if (address == 0 || address > UINTPTR_MAX || n_in < 0 || n_out < 1
+    if (address == 0 || address > UINTPTR_MAX || batch_address > UINTPTR_MAX || n_in < 0
+        || n_out < 1
         || n_in + n_out > MAX_ARGS
         || p_index < -1 || p_index >= n_in) {
         PyErr_Format(PyExc_ValueError, "Entry: a kernel with %zd inputs and %zd outputs (at "
@@ -280,6 +439,7 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     e->vectorcall = entry_call;
     e->fn = (entry_fn)(uintptr_t)address;
+    e->batch_fn = batch_address ? (batch_entry_fn)(uintptr_t)batch_address : NULL;
     e->n_in = (int)n_in;
     e->n_out = (int)n_out;
     e->p_index = p_index;
@@ -362,8 +522,8 @@ static PyTypeObject EntryType = {
     .tp_name = "mechgen_fastcall.Entry",
     .tp_basicsize = sizeof(Entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Entry(address, input_sizes, output_shapes, p_index, p_default): the single-state "
-              "entry of one C kernel; call as entry(args, out, errors, threads, kwargs).",
+    .tp_doc = "Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default): "
+              "the C entry of one C kernel; call as entry(args, out, errors, threads, kwargs).",
     .tp_new = entry_new,
     .tp_dealloc = entry_dealloc,
     .tp_call = PyVectorcall_Call,
@@ -372,7 +532,7 @@ static PyTypeObject EntryType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_mechgen_fastcall",
-    "The single-state entry of generated C kernels (runtime/csrc/extension/fastcall.c).", -1,
+    "The C entry of generated C kernels (runtime/csrc/extension/fastcall.c).", -1,
     NULL, NULL, NULL, NULL, NULL,
 };
 
