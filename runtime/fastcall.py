@@ -1,9 +1,10 @@
-"""The single-state entry of the C kernels: a small CPython extension (runtime/csrc/extension/fastcall.c).
+"""The C entry of the C kernels: a small CPython extension (runtime/csrc/extension/fastcall.c).
 
-One state per call from Python (an integrator, a controller, MPC) is dominated by the call's
-overhead, not by the kernel: cffi pointers, numpy calls and Python bookkeeping cost microseconds
-where a 7-DoF mass matrix costs 0.2. :class:`Entry` objects of this extension do the checks,
-the copy and the call in C (see fastcall.c); runtime/kernel.py makes one per C kernel.
+One state per call from Python (an integrator, a controller, MPC), or a small batch (a
+controller's horizon), is dominated by the call's overhead, not by the kernel: cffi pointers,
+numpy calls and Python bookkeeping cost microseconds where a 7-DoF mass matrix costs 0.2.
+:class:`Entry` objects of this extension do the checks, the copy and the call in C, for one
+state or up to 512 (see fastcall.c); runtime/kernel.py makes one per C kernel.
 
 The extension is built once per machine with the compiler setuptools uses, against this
 Python's and numpy's headers, and cached like the kernels (runtime/cbuild.py) under
@@ -41,9 +42,9 @@ def module() -> ModuleType | None:
     try:
         return _load()
     except Exception as e:      # noqa: BLE001 - any failure leaves the general path
-        warnings.warn(f"mechgen: the single-state C entry (runtime/csrc/extension/fastcall.c) could not "
-                      f"be built or loaded ({type(e).__name__}: {e}); single-state kernel "
-                      f"calls take the general path (same results, a few microseconds "
+        warnings.warn(f"mechgen: the kernels' C entry (runtime/csrc/extension/fastcall.c) could not "
+                      f"be built or loaded ({type(e).__name__}: {e}); kernel calls take the "
+                      f"general path (same results, a few microseconds "
                       f"slower)", RuntimeWarning, stacklevel=3)
         return None
 

@@ -234,7 +234,8 @@ class Kernel:
 
     def _fast_entry(self, c_function: str):
         """The C entry (runtime/fastcall.py) over the kernel's ``_entry`` and ``_batch_entry``
-        forms; None without the extension or for C generated before ``_entry``."""
+        forms; None without the extension, for C generated before ``_entry``, or for a kernel
+        the entry cannot call (every call then takes the general path)."""
         extension = fastcall.module()
         if extension is None or not hasattr(self._lib, c_function + "_entry"):
             return None
@@ -246,8 +247,12 @@ class Kernel:
         p_default = (self.parameters.default_vector(self.name)
                      if self.parameters is not None and not self.parameters.without_default()
                      else None)
-        return extension.Entry(address, batch_address, tuple(size for _, size in self.inputs),
-                               tuple(shape for _, shape in self.outputs), p_index, p_default)
+        try:
+            return extension.Entry(address, batch_address,
+                                   tuple(size for _, size in self.inputs),
+                                   tuple(shape for _, shape in self.outputs), p_index, p_default)
+        except ValueError:      # a kernel it cannot call (over 24 arguments, rank over 3)
+            return None
 
     def __repr__(self) -> str:
         ins = ", ".join(n for n, _ in self.inputs)

@@ -209,7 +209,7 @@ def test_a_c_entry_that_cannot_be_built_warns_and_leaves_the_general_path(tmp_pa
     env = {**__import__("os").environ, "MECHGEN_CACHE": str(tmp_path), "CC": "/no/such/cc"}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
-    assert "single-state C entry (runtime/csrc/extension/fastcall.c) could not be built" in run.stdout
+    assert "kernels' C entry (runtime/csrc/extension/fastcall.c) could not be built" in run.stdout
 
 
 def test_the_c_entry_refuses_kernels_it_cannot_call():
@@ -492,3 +492,38 @@ def test_batches_the_c_entry_leaves_get_the_general_paths_bits_and_messages():
     assert messages[0] == messages[1] and "state(s) [3]" in messages[0]
     nan_rows = space.forward_dynamics(q, z, z, errors="nan")
     assert np.isnan(nan_rows[3]).all() and np.isfinite(np.delete(nan_rows, 3, axis=0)).all()
+
+
+def test_a_failed_batch_whose_out_holds_p_raises_as_the_general_path():
+    """out overlapping a p given once: the C entry leaves the batch to the general path, which
+    must still read p unchanged when it reports the failed state."""
+    hexa = get("gough_stewart_docking")
+    step = hexa.kernels["step"]
+    n = 4
+    x = np.tile(np.array(hexa.manifest["home"], float), (n, 1))
+    x[2, 2] += 0.5                                     # state 2 beyond a stroke limit
+    z6, z3 = np.zeros((n, 6)), np.zeros((n, 3))
+    g = np.tile(np.array(hexa.manifest["gravity"], float), (n, 1))
+    messages = []
+    for call in (lambda p, out: step._call_general((x, z6, z6, z3, z3, g, p), {}, "raise", out, 1),
+                 lambda p, out: step(x, z6, z6, z3, z3, g, p, out=out)):
+        out = tuple(np.zeros((n, *shape)) for _, shape in step.outputs)
+        p = out[0][2, :len(hexa.parameters)]
+        p[:] = hexa.params()                           # p lives in row 2 of out[0]
+        with pytest.raises(KernelStatusError) as info:
+            call(p, out)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "state(s) [2]" in messages[0]
+
+
+def test_a_kernel_the_c_entry_cannot_call_takes_the_general_path():
+    import copy
+    from mechgen.runtime.kernel import Kernel
+    arm = get("ur5")
+    k = arm.mass_matrix
+    meta = copy.deepcopy(next(m for m in arm.manifest["kernels"] if m["name"] == "mass_matrix"))
+    meta["outputs"][0]["shape"] = [1, 1, 6, 6]        # rank 4: beyond the entry's 3
+    rank4 = Kernel(meta, "c", c_lib=k._lib, ffi=k._ffi)
+    assert rank4._fast is None
+    q = np.linspace(-1, 1, 6)
+    assert_bitwise_equal(rank4(q), arm.mass_matrix(q).reshape(1, 1, 6, 6))

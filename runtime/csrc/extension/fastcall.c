@@ -1,5 +1,6 @@
 /*
- * fastcall.c: the single-state entry of a generated C kernel, as a CPython callable.
+ * fastcall.c: the C entry of a generated C kernel (one state, or a small batch), as a
+ * CPython callable.
  *
  * A kernel called from Python one state at a time (an integrator's or a controller's loop)
  * would otherwise pay for cffi pointers, numpy calls and Python bookkeeping, several times the
@@ -31,10 +32,10 @@
  * A small batch (a model-predictive controller's horizon: every input other than p of shape
  * (N, size), 1 <= N <= MAX_BATCH, p of shape (N, np), or (np,) or omitted and repeated for
  * every state) calls the kernel's _batch_entry on the inputs in place, after the same checks;
- * ``out`` arrays of shape (N, *shape) must then not overlap the inputs. The GIL is held for
- * the batch too (at most MAX_BATCH states); larger batches, and ``threads``, take the general
- * path, which releases it. A failed state with errors="raise" also goes to the general path,
- * which computes the batch again and raises naming the states.
+ * ``out`` arrays of shape (N, *shape) must then not overlap the inputs. The GIL is released
+ * while the batch runs. Larger batches, and ``threads``, take the general path. A failed
+ * state with errors="raise" also goes to the general path, which computes the batch again
+ * (from the same inputs: no output overlaps them) and raises naming the states.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -278,6 +279,8 @@ static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject
                             int raise)
 {
     P ptr[MAX_ARGS];
+    const void *data[MAX_ARGS];         /* each input's own memory, and its size in bytes */
+    size_t bytes[MAX_ARGS];
     double *repeated = NULL;            /* the parameter vector, once per state */
     for (int i = 0; i < e->n_in; i++) {
         PyObject *v = inputs[i];
@@ -297,6 +300,8 @@ static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject
                 for (npy_intp k = 0; k < lead; k++)
                     memcpy(repeated + k * size, one, (size_t)size * sizeof(double));
                 ptr[i] = repeated;
+                data[i] = one;
+                bytes[i] = (size_t)size * sizeof(double);
                 continue;
             }
         }
@@ -306,6 +311,8 @@ static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject
             return not_implemented();
         }
         ptr[i] = (double *)x;           /* read only: the kernel's inputs are const */
+        data[i] = x;
+        bytes[i] = (size_t)lead * (size_t)e->in_size[i] * sizeof(double);
     }
 
     PyObject *arrays[MAX_ARGS];
@@ -316,28 +323,38 @@ static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject
             return NULL;
         }
     } else {
+        /* outputs must not overlap the inputs' own memory (a repeated p's too: the general
+         * path reads it again after a failed state) */
         int ok = given_outputs(e, out, lead, ptr + e->n_in, arrays);
-        for (int j = 0; ok && j < e->n_out; j++)       /* outputs must not be inputs here */
+        for (int j = 0; ok && j < e->n_out; j++)
             for (int i = 0; ok && i < e->n_in; i++)
-                ok = ptr[i] == repeated
-                     || !overlap(ptr[e->n_in + j],
-                                 (size_t)lead * (size_t)e->out_size[j] * sizeof(double),
-                                 ptr[i], (size_t)lead * (size_t)e->in_size[i] * sizeof(double));
+                ok = !overlap(ptr[e->n_in + j],
+                              (size_t)lead * (size_t)e->out_size[j] * sizeof(double),
+                              data[i], bytes[i]);
         if (!ok) {
             PyMem_Free(repeated);
             return not_implemented();
         }
     }
 
-    int32_t small[64], *status = lead <= 64 ? small : PyMem_Malloc((size_t)lead * sizeof(int32_t));
-    if (status == NULL) {
-        PyMem_Free(repeated);
-        release(e, arrays, fresh);
-        return PyErr_NoMemory();
-    }
-    int64_t failed = e->batch_fn((int64_t)lead, ptr, status);
-    if (status != small)
-        PyMem_Free(status);
+    /* The GIL is released for the kernel (as cffi does on the general path): this call owns
+     * every buffer it passes, and holds a reference to every array it reads or writes, so
+     * that another thread cannot free one (or resize it: numpy refuses while referenced). */
+    int32_t status[MAX_BATCH];
+    for (int i = 0; i < e->n_in; i++)
+        Py_XINCREF(inputs[i]);
+    if (!fresh)
+        for (int j = 0; j < e->n_out; j++)
+            Py_INCREF(arrays[j]);
+    int64_t failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = e->batch_fn((int64_t)lead, ptr, status);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < e->n_in; i++)
+        Py_XDECREF(inputs[i]);
+    if (!fresh)
+        for (int j = 0; j < e->n_out; j++)
+            Py_DECREF(arrays[j]);
     PyMem_Free(repeated);
 
     if (failed != 0 && raise) {
