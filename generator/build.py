@@ -42,8 +42,8 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
     family = family_of(model)
     coded = family.coded(model)
     builders = family.builders_for(model)
-    items = [(i, c) for i, b in enumerate(builders)
-             for c in (getattr(b, "candidates", None) or [None])]
+    candidates = [getattr(b, "candidates", None) for b in builders]
+    items = [(i, c) for i, cs in enumerate(candidates) for c in (cs or [None])]
 
     def build(j: int) -> Generated:
         i, candidate = items[j]
@@ -51,13 +51,15 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
             return optimise(builders[i], coded, cse=cse)
         return optimise(candidate, coded, cse=cse, final=False)
 
-    built = list(map_items(build, len(items), jobs, start=range(len(items) - 1, -1, -1)))
-    chosen = [fewest_operations(g for (i, c), g in zip(items, built) if i == k)
-              for k in range(len(builders))]
-    open_ = [k for k, b in enumerate(builders) if getattr(b, "candidates", None)]
-    finished = dict(zip(open_, map_items(lambda j: finish(chosen[open_[j]]), len(open_), jobs,
-                                         start=range(len(open_) - 1, -1, -1))))
-    out = [finished.get(k, g) for k, g in enumerate(chosen)]
+    built: list[list[Generated]] = [[] for _ in builders]
+    for (i, _), g in zip(items, map_items(build, len(items), jobs,
+                                          start=range(len(items) - 1, -1, -1))):
+        built[i].append(g)
+    out = [fewest_operations(gs) for gs in built]
+    chosen = [i for i, cs in enumerate(candidates) if cs]        # through the final passes
+    for i, g in zip(chosen, map_items(lambda j: finish(out[chosen[j]]), len(chosen), jobs,
+                                      start=range(len(chosen) - 1, -1, -1))):
+        out[i] = g
     for k, g in enumerate(out):
         if progress:
             progress(f"  {model.name}: kernel {k + 1}/{len(builders)} {g.kernel.name} "

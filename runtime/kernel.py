@@ -11,10 +11,11 @@ back with their logical shape, ``(N, *shape)`` for a batch. A non-zero kernel st
 ``out=`` writes the outputs into given arrays (one per output, float64, C-contiguous,
 writeable, of the output's shape, ``(N, *shape)`` for a batch; not sharing memory with each
 other) and returns them. An ``out`` array may also be an input (an integrator's state updated
-in place): an input that an output overlaps is read from a copy. ``threads=`` splits a batch across a persistent
-pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are bitwise those of one
-thread. One state, or a batch of up to 512 states, given as plain float64 arrays takes a fast
-path (see :class:`Kernel`) with the same results and the same errors.
+in place): an input that an output overlaps is read from a copy. ``threads=`` splits a batch
+across a persistent pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are
+bitwise those of one thread. One state, or a batch of up to 512 states, given as plain
+float64 arrays takes a fast path (see :class:`Kernel`) with the same results and the same
+errors.
 
 The parameter input ``p`` of a mechanism with named parameters may be omitted (or None): the
 spec's defaults are used, and a parameter without a default raises TypeError naming it. It may
@@ -101,12 +102,12 @@ def _from_objects(raw: np.ndarray, where: str) -> np.ndarray:
     return out
 
 
-
 def _copy_overlapped(arrays: list[np.ndarray], outs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
     """The inputs, with a copy of each one that an output overlaps: the kernels read their
     inputs while they write their outputs (``restrict``), and the C entry copies every input
     anyway (runtime/csrc/extension/fastcall.c), so both paths allow ``out`` to be an input."""
     return [a.copy() if any(np.may_share_memory(a, o) for o in outs) else a for a in arrays]
+
 
 def _describe(x: Any) -> str:
     return "None" if x is None else f"{type(x).__name__} {x!r:.40}"
