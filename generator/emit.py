@@ -33,7 +33,6 @@ from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name, 
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
 from mechgen.generator.ir import Assign, ColumnLoop, reads
 from mechgen.generator.jobs import map_items
-from mechgen.generator.passes.loops import unroll_loops
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
@@ -255,7 +254,47 @@ def _batch_context(k, context: dict, printer, where: str) -> dict:
     loops = [st for st in k.body if isinstance(st, ColumnLoop)]
     if not loops or not all(st.batch_unrolled for st in loops):
         return context
-    return {**context, "body": pair_sincos(_body(unroll_loops(k), printer, where))}
+    taken = {_text(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
+    for st in k.body:
+        if isinstance(st, ColumnLoop):
+            taken |= {s.name for s in (*st.locals, *st.assigned)}
+        elif isinstance(st, Assign):
+            taken.add(st.target.name)
+    return {**context, "body": pair_sincos(unrolled_body(_body(k, printer, where), taken))}
+
+
+_TOKEN = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[A-Za-z_]\w*")   # a number, a name
+
+
+def unrolled_body(body: list[dict], taken: set[str]) -> list[dict]:
+    """A printed body (:func:`_body`) with every column loop written out, column after column,
+    as passes/loops.unroll_loops writes the IR: each slot, then the body with every local name
+    ``t`` renamed ``t_c<column>`` (underscores added until the name is free; ``taken`` gains
+    them), then the loop's targets. The loop's printed statements are renamed as text: each
+    column runs the loop's operations, operand for operand (no printing again)."""
+    out = []
+    for st in body:
+        lp = st.get("loop")
+        if not lp:
+            out.append(st)
+            continue
+        local = [*lp["slots"], *(b["target"] for b in lp["body"])]
+        for c, (values, targets) in enumerate(zip(lp["columns"], lp["targets"])):
+            rename = {}
+            for s in local:
+                name = f"{s}_c{c}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                rename[s] = name
+            swap = lambda m: rename.get(m.group(), m.group())
+            out += [{"assign": True, "target": rename[s], "expr": v, "loop": None}
+                    for s, v in zip(lp["slots"], values)]
+            out += [{"assign": True, "target": rename[b["target"]], "loop": None,
+                     "expr": _TOKEN.sub(swap, b["expr"])} for b in lp["body"]]
+            out += [{"assign": True, "target": t, "expr": rename[r], "loop": None}
+                    for t, r in zip(targets, lp["results"])]
+    return out
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

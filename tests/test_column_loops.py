@@ -22,7 +22,8 @@ import sympy as sp
 
 from mechgen import runtime
 from mechgen.generator.build import manifest_fields, write_files
-from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.backends import BACKENDS
+from mechgen.generator.emit import _batch_context, _body, render, sha256_text
 from mechgen.generator.families.serial import derivatives as D
 from mechgen.generator.ir import (Assign, ColumnLoop, InvariantError, Kernel, Port,
                                   check_invariants, symbol)
@@ -31,6 +32,7 @@ from mechgen.generator.passes.dead_code import remove_dead_code
 from mechgen.generator.passes.derivatives import merge_equal_statements
 from mechgen.generator.passes.loops import unroll_loops
 from mechgen.generator.passes.opcount import count_ops
+from mechgen.generator.passes.sincos import pair_sincos
 from mechgen.generator.pipeline import Generated, PASSES
 from tests.chains import random_chain
 
@@ -159,3 +161,22 @@ def test_the_batch_of_a_looped_kernel_is_the_single_state_loop():
     batch = c_file[c_file.index("_batch("):]
     assert "column loop" in c_file and "#if MG_SIMD_WIDTH > 0" not in batch
     assert "for (; mg_i < n; ++mg_i)" in batch     # state after state
+
+
+
+@pytest.mark.parametrize("first", ["p0", "lt_c1"])
+def test_the_batch_body_unrolls_the_printed_loop_as_the_ir_unrolls(first):
+    """emit.unrolled_body renames the printed loop body as text; that writes what printing
+    passes/loops.unroll_loops' statements writes, a local whose name the kernel already has
+    (an input named ``lt_c1``) renamed with an underscore as there."""
+    k, loop = _toy_loop()
+    p0 = {symbol("p0"): symbol(first)}
+    loop = replace(loop, columns=tuple(tuple(sp.sympify(v).xreplace(p0) for v in col)
+                                       for col in loop.columns), batch_unrolled=True)
+    k = Kernel(k.name, k.doc, (Port("p", (3,), (symbol(first), *k.inputs[0].elements[1:])),),
+               k.outputs, (Assign(k.body[0].target, k.body[0].expr.xreplace(p0)), loop))
+    check_invariants(k)
+    printer = BACKENDS["c"].fast_printer
+    expected = pair_sincos(_body(unroll_loops(k), printer, "toy"))
+    assert _batch_context(k, {}, printer, "toy")["body"] == expected
+    assert any(st["target"] == "lt_c1_" for st in expected) == (first == "lt_c1")

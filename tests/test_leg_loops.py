@@ -25,7 +25,7 @@ from mechgen.generator.frontend import load
 from mechgen.generator.algorithms.sparse_lu import SparseLU
 from mechgen.generator.ir import Assign, Check, ColumnLoop
 from mechgen.generator.passes.loops import unroll_loops
-from mechgen.generator.scalar import Recorder
+from mechgen.generator.scalar import Recorder, counting_dense
 
 SPECS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
 
@@ -104,6 +104,22 @@ def test_step_accel_in_leg_loops_equals_the_straight_line_kernel(name):
         assert s0 == s1 == 0
         scale = max(abs(v) for v in out0)
         assert max(abs(a - b) for a, b in zip(out0, out1)) <= 1e-13 * scale
+
+
+@pytest.mark.parametrize("name", ["hunt_rus_docking", "hexapod_ucu"])
+@pytest.mark.parametrize("kernel", [pk._step_accel, pk._coupled_step])
+def test_leg_loops_have_the_straight_builds_inputs_and_dense_count(name, kernel):
+    """with_leg_loops builds the symbolic legs only: the parameters ``p`` and the dense count
+    (the closed forms' formulas counted with the legs' numbers) are still those of the
+    straight build, which prunes the numeric legs."""
+    pf = _platform(name)
+    with counting_dense() as straight_dense:
+        straight = kernel(pf, FrameCBuild)
+    with counting_dense() as looped_dense:
+        looped = leg_loop.with_leg_loops(kernel, pf, FrameCBuild)
+    assert any(isinstance(st, ColumnLoop) for st in looped.body)
+    assert looped.inputs == straight.inputs
+    assert looped_dense.as_dict() == straight_dense.as_dict()
 
 
 def test_the_first_failing_leg_check_is_the_straight_kernels():

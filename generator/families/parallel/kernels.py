@@ -198,6 +198,21 @@ def ports(pf: Platform, names: list[str]) -> tuple[Port, ...]:
     return tuple(out)
 
 
+def _with_values(statements, values: dict) -> list[sp.Expr]:
+    """The statements' expressions with the legs' constant symbols at their ``values``, and
+    a statement that becomes a number inlined into those after it, as the straight build's
+    recorder folds it: a leg's closed form on symbolic legs (leg_loop.symbolic_legs) counts
+    the dense operations of the same formulas on the numeric legs."""
+    values = dict(values)
+    out = []
+    for st in statements:
+        e = st.expr.xreplace(values)
+        if e.is_Number:
+            values[st.target] = e
+        out.append(e)
+    return out
+
+
 def mechanism_wide(fn):
     """A cached property of the build: computed once, in a scope without a leg prefix, so a
     mechanism-wide quantity (A*_C, udot ...) is named the same whichever leg's computation asks
@@ -326,8 +341,8 @@ class PlatformBuild:
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
         start = len(rec.statements)
         q, cs = leg.leg_type.closed_form(self, leg, d)
-        # the dense reference evaluates the same closed-form formulas
-        count_scalar_formulas(st.expr for st in rec.statements[start:])
+        # the dense reference evaluates the same closed-form formulas (with the legs' numbers)
+        count_scalar_formulas(_with_values(rec.statements[start:], self.constants))
         cs = [(r.c, r.s) if r is not None else None for r in cs]
         for i, (lo, hi) in sorted(leg.limits.items()):        # in the order of the codes
             below, above = self.flag(i, BELOW_LIMIT), self.flag(i, ABOVE_LIMIT)

@@ -42,7 +42,7 @@ from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, symbol
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.families.parallel.platform import Platform
-from mechgen.generator.scalar import counting_dense
+from mechgen.generator.scalar import _count, counting_dense
 
 _LEG = re.compile(r"leg(\d+)")
 _LEG_NAME = re.compile(r"leg(\d+)_")
@@ -409,20 +409,30 @@ def _assemble(k: Kernel, where, loops: dict, checks: dict, original: dict, value
 def with_leg_loops(build: Callable[..., Kernel], pf: Platform, build_type: type,
                    then: Callable[[Kernel], Kernel] | None = None) -> Kernel:
     """The kernel of ``then(build(pf, build_type))`` with its legs in loops (module docstring),
-    or straight-line when the legs are not one computation. The straight build gives the
-    inputs and the dense count (the numeric legs prune differently); ``then`` (a pass that
-    counts no dense operations, such as forward derivatives) runs on the form returned only."""
+    or straight-line when the legs are not one computation. Only the symbolic legs are built
+    when the loops form: their inputs are the straight kernel's with the numeric platform's
+    parameters ``p`` (:func:`_numeric_inputs`), and their dense count is the straight build's
+    (the matrix helpers count by shape, the leg's closed form by its formulas with the
+    constants' values: kernels._with_values). ``then`` (a pass that counts no dense
+    operations, such as forward derivatives) runs on the form returned only."""
     then = then or (lambda k: k)
-    straight = build(pf, build_type)
     if len(pf.legs) < 2:
-        return then(straight)
+        return then(build(pf, build_type))
     try:
         symbolic, values = symbolic_legs(pf)
         symbolic_type = type("Symbolic" + build_type.__name__, (build_type,),
                              {"numeric": pf, "constants": values})
-        with counting_dense():      # the dense count is the straight build's, counted once
+        with counting_dense() as dense:     # added to the caller's count once the loops form
             k = then(build(symbolic, symbolic_type))
-        k = replace(k, inputs=straight.inputs)
-        return leg_loops(k, values, len(pf.legs))
+        k = leg_loops(replace(k, inputs=_numeric_inputs(k, pf)), values, len(pf.legs))
     except (LegLoopError, TypeError):
-        return then(straight)
+        return then(build(pf, build_type))
+    _count(**{key: getattr(dense, key) for key in ("adds", "muls", "divs", "sqrt", "trig")})
+    return k
+
+
+def _numeric_inputs(k: Kernel, pf: Platform) -> tuple[Port, ...]:
+    """The inputs of ``k`` (built on :func:`symbolic_legs`) as the straight build has them:
+    the same ports, but the parameters ``p`` of ``pf``, not the legs' constant symbols."""
+    from mechgen.generator.families.parallel.kernels import ports   # (kernels imports this)
+    return tuple(p for p in k.inputs if p.name != "p") + ports(pf, [])
