@@ -79,23 +79,20 @@ def use_sympy_paths() -> None:
 
 
 def child(case: str, path: str) -> dict:
-    """Generate one case in this process: seconds (kernels, printing; wall and CPU) and the
-    files' digest. mechgen is imported first on both paths, so both get its SymPy cache size
-    (mechgen.generator sets it before SymPy is imported)."""
-    from mechgen.generator.build import generate_kernels, manifest_fields
+    """Generate one case in this process (kernels and their printed files, as ``mechgen
+    generate``): seconds, wall and CPU, and the files' digest. mechgen is imported first on
+    both paths, so both get its SymPy cache size (mechgen.generator sets it before SymPy is
+    imported)."""
+    from mechgen.generator.build import files_for_model
     if path == "sympy":
         use_sympy_paths()
-    from mechgen.generator.emit import render
     model = build_model(case)
     c0, t0 = _cpu_seconds(), time.perf_counter()
-    gen = generate_kernels(model)
-    t1 = time.perf_counter()
-    files = render(model.name, f"{case}.toml", "0" * 64, gen, manifest_fields(model))
-    c2, t2 = _cpu_seconds(), time.perf_counter()
+    files = files_for_model(model, f"{case}.toml", "0" * 64)[1]
+    c1, t1 = _cpu_seconds(), time.perf_counter()
     digest = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
-    n = getattr(model, "n", None)
-    return {"n": n, "kernels_s": t1 - t0, "render_s": t2 - t1, "total_s": t2 - t0,
-            "cpu_s": c2 - c0, "sha256": digest}
+    return {"n": getattr(model, "n", None), "total_s": t1 - t0, "cpu_s": c1 - c0,
+            "sha256": digest}
 
 
 def _cpu_seconds() -> float:
@@ -117,7 +114,7 @@ def run(cases: list[str] | None = None, reps: int = 2) -> dict:
     print(f"\n== generation time (all kernels, C and Python), best of {reps}, each run a fresh "
           f"process, alternating")
     print(f"{'case':24s} {'DoF':>4s} {'sympy s':>8s} {'fast s':>8s} {'ratio':>6s} "
-          f"{'fast: kernels':>13s} {'printing':>9s} {'fast CPU s':>10s}  files")
+          f"{'fast CPU s':>10s}  files")
     results = {}
     for case in cases:
         runs: dict[str, list[dict]] = {"sympy": [], "fast": []}
@@ -127,14 +124,13 @@ def run(cases: list[str] | None = None, reps: int = 2) -> dict:
         best = {p: min(r, key=lambda x: x["total_s"]) for p, r in runs.items()}
         same = len({r["sha256"] for rs in runs.values() for r in rs}) == 1
         row = {"n": best["fast"]["n"], "sympy_s": best["sympy"]["total_s"],
-               "fast_s": best["fast"]["total_s"], "fast_kernels_s": best["fast"]["kernels_s"],
-               "fast_render_s": best["fast"]["render_s"],
+               "fast_s": best["fast"]["total_s"],
                "fast_cpu_s": min(r["cpu_s"] for r in runs["fast"]),
                "ratio": best["sympy"]["total_s"] / best["fast"]["total_s"],
                "identical_files": same}
         results[case] = row
         print(f"{case:24s} {str(row['n'] or ''):>4s} {row['sympy_s']:8.1f} {row['fast_s']:8.1f} "
-              f"{row['ratio']:6.2f} {row['fast_kernels_s']:13.1f} {row['fast_render_s']:9.1f} "
+              f"{row['ratio']:6.2f} "
               f"{row['fast_cpu_s']:10.1f}  "
               f"{'identical' if same else 'DIFFER'}", flush=True)
     return results

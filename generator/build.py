@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mechgen.generator import __version__
-from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.emit import kernel_contexts, render, sha256_text, spec_label
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
 from mechgen.generator.jobs import map_items
@@ -39,28 +39,42 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
     ``optimise(builder)`` gives). The workers take the last kernels first: every family lists
     its kernels from the simplest to those that compose the others (forward dynamics, the
     derivatives, a platform's step), which take the longest to build."""
+    return [g for g, _ in _generate(model, cse, progress, jobs)]
+
+
+def _generate(model: Any, cse: bool = True, progress: Progress = None, jobs: int | None = None,
+              then: Callable[[Generated], Any] | None = None) -> list[tuple[Generated, Any]]:
+    """(kernel, ``then(kernel)``) of :func:`generate_kernels`, ``then`` (the kernel's printed
+    contexts: :func:`files_for_model`) computed in the worker that finishes the kernel, while
+    the others build theirs (None without ``then``)."""
     family = family_of(model)
     coded = family.coded(model)
     builders = family.builders_for(model)
     candidates = [getattr(b, "candidates", None) for b in builders]
     items = [(i, c) for i, cs in enumerate(candidates) for c in (cs or [None])]
+    then_ = then or (lambda g: None)
 
-    def build(j: int) -> Generated:
+    def build(j: int) -> tuple[Generated, Any]:
         i, candidate = items[j]
         if candidate is None:
-            return optimise(builders[i], coded, cse=cse)
-        return optimise(candidate, coded, cse=cse, final=False)
+            g = optimise(builders[i], coded, cse=cse)
+            return g, then_(g)
+        return optimise(candidate, coded, cse=cse, final=False), None
 
-    built: list[list[Generated]] = [[] for _ in builders]
-    for (i, _), g in zip(items, map_items(build, len(items), jobs,
+    def finish_chosen(j: int) -> tuple[Generated, Any]:
+        g = finish(fewest_operations(g for g, _ in built[chosen[j]]))
+        return g, then_(g)
+
+    built: list[list[tuple[Generated, Any]]] = [[] for _ in builders]
+    for (i, _), r in zip(items, map_items(build, len(items), jobs,
                                           start=range(len(items) - 1, -1, -1))):
-        built[i].append(g)
-    out = [fewest_operations(gs) for gs in built]
-    chosen = [i for i, cs in enumerate(candidates) if cs]        # through the final passes
-    for i, g in zip(chosen, map_items(lambda j: finish(out[chosen[j]]), len(chosen), jobs,
+        built[i].append(r)
+    out = [rs[0] for rs in built]
+    chosen = [i for i, cs in enumerate(candidates) if cs]       # through the final passes
+    for i, r in zip(chosen, map_items(finish_chosen, len(chosen), jobs,
                                       start=range(len(chosen) - 1, -1, -1))):
-        out[i] = g
-    for k, g in enumerate(out):
+        out[i] = r
+    for k, (g, _) in enumerate(out):
         if progress:
             progress(f"  {model.name}: kernel {k + 1}/{len(builders)} {g.kernel.name} "
                      f"({g.ops['total']} ops, {g.seconds:.1f} s)")
@@ -77,9 +91,11 @@ def files_for_model(model: Any, spec_name: str, spec_text: str, cse: bool = True
                     progress: Progress = None, jobs: int | None = None):
     """(generated kernels, file name -> text) of one built model, of any family; ``jobs``
     worker processes (generator/jobs.py; default: one per core)."""
-    gen = generate_kernels(model, cse=cse, progress=progress, jobs=jobs)
+    spec = spec_label(spec_name)
+    done = _generate(model, cse, progress, jobs, then=lambda g: kernel_contexts(model.name, g, spec))
+    gen = [g for g, _ in done]
     return gen, render(model.name, spec_name, sha256_text(spec_text), gen, manifest_fields(model),
-                       jobs=jobs)
+                       jobs=jobs, contexts=[c for _, c in done])
 
 
 def files_for_spec(path: Path, cse: bool = True, progress: Progress = None,

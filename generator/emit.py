@@ -321,11 +321,18 @@ def _manifest_port(p) -> dict:
     return {"name": p.name, "shape": list(p.shape), "doc": p.doc}
 
 
+def kernel_contexts(mech: str, g: Generated, spec: str = "<spec>") -> list[dict]:
+    """What the templates show of one kernel, per backend (in the order of BACKENDS)."""
+    return [_kernel_context(mech, g, backend, spec) for backend in BACKENDS.values()]
+
+
 def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
-           extra_manifest: dict, jobs: int | None = None) -> dict[str, str]:
+           extra_manifest: dict, jobs: int | None = None,
+           contexts: list[list[dict]] | None = None) -> dict[str, str]:
     """File name -> text for one mechanism: every backend's files (<mech>.h, <mech>.c,
     <mech>.py), then manifest.json, which lists the backends and their files. Each kernel's
-    text is made in up to ``jobs`` worker processes (generator/jobs.py; default: one per core).
+    text is made in up to ``jobs`` worker processes (generator/jobs.py; default: one per core),
+    unless given: ``contexts`` (per kernel, :func:`kernel_contexts` with this spec's label).
 
     ``spec_name`` (a file name, any characters) appears only as :func:`spec_label`.
     """
@@ -337,15 +344,14 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     layout = layout_lines(extra_manifest)
     files = {}
     backends = list(BACKENDS.values())
-    pairs = [(b, g) for b in backends for g in generated]   # each kernel's text per backend
-    largest_first = sorted(range(len(pairs)), key=lambda i: -pairs[i][1].ops["total"])
-    contexts = list(map_items(lambda i: _kernel_context(mech, pairs[i][1], pairs[i][0], spec),
-                              len(pairs), jobs, start=largest_first))
+    if contexts is None:
+        largest_first = sorted(range(len(generated)), key=lambda i: -generated[i].ops["total"])
+        contexts = list(map_items(lambda i: kernel_contexts(mech, generated[i], spec),
+                                  len(generated), jobs, start=largest_first))
     for j, backend in enumerate(backends):
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,
-                   "simd_max_width": MAX_WIDTH,
-                   "kernels": contexts[j * len(generated):(j + 1) * len(generated)]}
+                   "simd_max_width": MAX_WIDTH, "kernels": [c[j] for c in contexts]}
         for role, template in backend.templates.items():
             files[names[role]] = env.get_template(template).render(**context)
     manifest = {

@@ -46,7 +46,8 @@ def run_fresh(code: str) -> dict:
 @pytest.mark.parametrize("case", ["chain with derivatives", "fourbar linkage"])
 def test_two_workers_give_the_files_of_the_serial_loop(case):
     """Byte-identical files: the kernels (the derivative kernels' column loops, a linkage's
-    Newton step) come back from the workers as the same trees."""
+    Newton step) come back from the workers as the same trees, and their text printed in the
+    workers that build them (files_for_model) is the text render prints on its own."""
     model = ("three_link(derivatives=True)" if case.startswith("chain")
              else "load(MECHANISMS / 'fourbar.toml')")
     out = run_fresh(CHAIN + f"""
@@ -58,10 +59,14 @@ model = {model}
 forked = jobs.can_fork()
 parallel = files_for_model(model, "spec.toml", "spec text", jobs=2)[1]
 serial = files_for_model(model, "spec.toml", "spec text", jobs=1)[1]
-print(json.dumps({{"forked": forked, "same": parallel == serial,
+from mechgen.generator.build import generate_kernels, manifest_fields
+from mechgen.generator.emit import render, sha256_text
+apart = render(model.name, "spec.toml", sha256_text("spec text"), generate_kernels(model, jobs=2),
+               manifest_fields(model), jobs=2)
+print(json.dumps({{"forked": forked, "same": parallel == serial, "apart": apart == serial,
                    "c_size": len(parallel[model.name + ".c"])}}))
 """)
-    assert out == {"forked": True, "same": True, "c_size": out["c_size"]}
+    assert out == {"forked": True, "same": True, "apart": True, "c_size": out["c_size"]}
     assert out["c_size"] > 10_000
 
 
