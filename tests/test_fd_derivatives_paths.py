@@ -61,25 +61,3 @@ def test_symmetric_inverse_equals_the_unit_solves_on_the_quaternion_base():
     new = D.fd_derivatives_forward(chain, inverse=D.symmetric_inverse)
     reference = D.fd_derivatives_forward(chain, inverse=D.inverse_by_unit_solves)
     _equal_outputs(new, reference, chain, pvals, 3)
-
-
-def test_generation_keeps_the_cheapest_form_of_each_derivative_kernel():
-    """The derivative kernels are choices of their forms (pipeline.choice), built as work
-    items of their own: generation keeps the form with the fewest operations after the
-    passes, the first listed on a tie."""
-    from dataclasses import replace
-    from mechgen.generator.build import generate_kernels
-    from mechgen.generator.pipeline import optimise
-    chain, _ = random_chain(44, 4, "free", params=True, tree=False)
-    chain = replace(chain, derivatives=True)
-    builders = D.extra_builders(chain)
-    assert builders == (D.inverse_dynamics_derivatives, D.forward_dynamics_derivatives)
-    assert [c.__name__ for c in builders[1].candidates] == [
-        "fd_derivatives_composite", "fd_derivatives_analytic", "fd_derivatives_forward"]
-    got = {g.kernel.name: g for g in generate_kernels(chain, jobs=1)}
-    for builder in builders:
-        forms = [optimise(c, chain, final=False).ops["total"] for c in builder.candidates]
-        kept = got[builder.__name__]
-        assert kept.ops["total"] == min(forms)
-        assert kept.passes[0][1] == optimise(builder.candidates[forms.index(min(forms))],
-                                             chain, final=False).passes[0][1]

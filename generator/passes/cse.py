@@ -157,11 +157,26 @@ def cse(exprs: list[sp.Expr], symbols: Iterable[sp.Symbol]):
     return tree_cse(exprs, iter(symbols), opt_subs, "none", ())
 
 
+_RECENT: dict[tuple, Kernel] = {}
+"""The last few kernels through the pass, by their contents: the derivative kernels' choice
+(families/serial/derivatives.choose) counts its candidates after CSE, and the pipeline's cse
+pass then gets the chosen one again."""
+
+
 def common_subexpressions(k: Kernel) -> Kernel:
     """The kernel with the subexpressions its statements and outputs repeat named once. A
     column loop (generator/ir.ColumnLoop) is left as it is, in its place: its column values
     are names or numbers, its body one operation per statement (nothing to share), and the
     new names are placed before their first use among the other statements."""
+    key = (k.name, k.doc, k.inputs, k.outputs, k.body, tuple(sorted(k.statuses.items())))
+    if key not in _RECENT:
+        if len(_RECENT) >= 4:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[key] = _common_subexpressions(k)
+    return _RECENT[key]
+
+
+def _common_subexpressions(k: Kernel) -> Kernel:
     loops = {i: st for i, st in enumerate(k.body) if isinstance(st, ColumnLoop)}
     if loops:
         return _around_loops(k, loops)

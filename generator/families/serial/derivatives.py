@@ -22,7 +22,7 @@ applies A^-1 by the same factors (one solve per column, over ancestors only: no 
 tree; the columns with one pattern of structural zeros in one column loop, which the compiler
 vectorises across the columns: column_solves.py); dFD/dQ = A^-1 itself by the symmetric form
 of algorithms/ltdl_inverse.py when that is cheaper. Three forms, the cheapest kept
-(pipeline.choice): the mass matrix and bias from the analytical pass's composites
+(:func:`choose`): the mass matrix and bias from the analytical pass's composites
 (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
 (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
 Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
@@ -43,9 +43,9 @@ from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
-from mechgen.generator.pipeline import choice
 from mechgen.generator.model import Chain, ModelError
-from mechgen.generator.passes.dead_code import remove_dead_code
+from mechgen.generator.passes.cse import common_subexpressions
+from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.derivatives import differentiate, merge_equal_statements
 from mechgen.generator.passes.opcount import count_ops
 from mechgen.generator.scalar import Recorder, _count, counting_dense
@@ -161,6 +161,10 @@ def _analytic_ops(chain: Chain, frame: int) -> int:
     return count_ops(remove_dead_code(k))["total"]
 
 
+def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
+    """dID/dq and dID/dqd by whichever path (analytical or forward-mode) costs fewer
+    operations on this chain (:func:`choose`)."""
+    return choose(chain, (id_derivatives_analytic,), id_derivatives_forward)
 
 
 def _ancestors(parent: list[int], k: int) -> list[int]:
@@ -309,28 +313,42 @@ def fd_derivatives_composite(chain: Chain, frame: int | None = None,
                            columns=columns)
 
 
-@choice(id_derivatives_analytic, id_derivatives_forward)
-def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
-    """dID/dq and dID/dqd by whichever path (analytical or forward-mode) costs fewer
-    operations on this chain, counted after the passes (CSE takes them about as far: panda's
-    dID 4282 -> 3890 analytical, 7677 -> 7211 forward-mode); the analytical one first on a
-    tie. Only where :func:`analytic_applies` (:func:`extra_builders`)."""
-
-
-@choice(fd_derivatives_composite, fd_derivatives_analytic, fd_derivatives_forward)
 def forward_dynamics_derivatives(chain: Chain) -> Kernel:
-    """qdd = FD(q, qd, Q) and its derivatives: the cheapest of the three forms after the
-    passes (ur5's dFD 4115 -> 3599 analytical, 4157 -> 3503 forward-mode by CSE), the first
-    listed on a tie. Only where :func:`analytic_applies` (:func:`extra_builders`)."""
+    """qdd = FD(q, qd, Q) and its derivatives, dID by the cheaper path (:func:`choose`)."""
+    return choose(chain, (fd_derivatives_composite, fd_derivatives_analytic),
+                  fd_derivatives_forward)
+
+
+def choose(chain: Chain, analytic: tuple, forward) -> Kernel:
+    """The cheapest of the analytical kernels (in :func:`best_frame`; when they apply) and
+    the forward-mode one. Counted after dead-code removal, and after CSE too for the
+    candidates within NEAR_TIE of the cheapest (CSE takes them about as far: panda's dID
+    4282 -> 3890 analytical, 7677 -> 7211 forward-mode; ur5's dFD 4115 -> 3599 analytical,
+    4157 -> 3503 forward-mode); the first listed wins a tie."""
+    if not analytic_applies(chain):
+        return forward(chain)
+    built = []
+    for build in (*analytic, forward):
+        with counting_dense() as dense:   # the dense count of the kernel kept, not of all
+            k = build(chain)
+        clean = remove_dead_code(drop_unguarded_checks(k))
+        built.append([count_ops(clean)["total"], k, dense.as_dict(), clean])
+    least = min(b[0] for b in built)
+    near = [b for b in built if NEAR_TIE * b[0] <= least]
+    if len(near) > 1:
+        for b in near:
+            b[0] = count_ops(remove_dead_code(common_subexpressions(b[3])))["total"]
+    _, k, dense, _ = min(near, key=lambda b: b[0])
+    _count(**{key: dense[key] for key in ("adds", "muls", "divs", "sqrt", "trig")})
+    return k
+
+
+NEAR_TIE = 0.9
+
+
+BUILDERS = (inverse_dynamics_derivatives, forward_dynamics_derivatives)
 
 
 def extra_builders(chain: Chain) -> tuple:
-    """The derivative kernels when the spec asks for them (``[kernels] derivatives = true``):
-    each a choice of its analytical and forward-mode forms (pipeline.choice: every form its
-    own work item in generation), or the forward-mode form alone where the analytical path
-    does not apply (a quaternion base)."""
-    if not chain.derivatives:
-        return ()
-    if not analytic_applies(chain):
-        return (id_derivatives_forward, fd_derivatives_forward)
-    return (inverse_dynamics_derivatives, forward_dynamics_derivatives)
+    """The derivative kernels when the spec asks for them (``[kernels] derivatives = true``)."""
+    return BUILDERS if chain.derivatives else ()
