@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Callable
 
 import sympy as sp
@@ -108,6 +109,7 @@ def _leg_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@lru_cache(maxsize=1 << 16)
 def _canonical(s: sp.Symbol) -> sp.Symbol:
     """leg3_x -> L_x, F_leg3 -> F_L: the name every leg's copy of a quantity shares."""
     return symbol(_LEG.sub("L", s.name, count=1)) if _LEG.search(s.name) else s
@@ -140,8 +142,15 @@ def _no_vector_form(node: sp.Basic) -> bool:
     mg_fmax, mg_fmin), which vectorise alone but not inside a large body on SSE2."""
     if isinstance(node, (sp.Function, sp.Max, sp.Min)):
         return not isinstance(node, sp.Abs)
-    return node.is_Pow and not node.exp.is_Integer and node.exp not in (sp.Rational(1, 2),
-                                                                        sp.Rational(-1, 2))
+    return node.is_Pow and not node.exp.is_Integer and node.exp not in _ROOTS
+
+
+_ROOTS = (sp.Rational(1, 2), sp.Rational(-1, 2))    # sqrt and 1/sqrt have vector forms
+
+
+def _has_call(e: sp.Basic) -> bool:
+    """``e`` has a node of :func:`_no_vector_form`."""
+    return not e.is_Atom and (_no_vector_form(e) or any(_has_call(a) for a in e.args))
 
 
 def _split_calls(k: Kernel) -> Kernel:
@@ -150,7 +159,7 @@ def _split_calls(k: Kernel) -> Kernel:
     body, count = [], {}
     for st in k.body:
         leg = _leg_of(st.target.name) if isinstance(st, Assign) else None
-        if leg is None or not any(_no_vector_form(n) for n in sp.preorder_traversal(st.expr)):
+        if leg is None or not _has_call(st.expr):
             body.append(st)
             continue
         def hoist(e: sp.Expr) -> sp.Expr:
@@ -172,8 +181,9 @@ def _split_calls(k: Kernel) -> Kernel:
     return k.with_body(body)
 
 
-def _levels(k: Kernel) -> tuple[list[tuple[int | None, float]], list[bool]]:
-    """(leg, level) of every statement and whether it is a scalar call.
+def _levels(k: Kernel, free: list[set]) -> tuple[list[tuple[int | None, float]], list[bool]]:
+    """(leg, level) of every statement (``free``: the names each reads) and whether it is a
+    scalar call.
 
     A leg statement's level is the loop it goes into: integers for vector loops, n + 1/2 for
     the scalar loop of calls between loops n and n + 1. A mechanism-wide statement's level is
@@ -181,8 +191,7 @@ def _levels(k: Kernel) -> tuple[list[tuple[int | None, float]], list[bool]]:
     level: dict[sp.Symbol, float] = {}
     per_leg: set[sp.Symbol] = set()
     out, scalar = [], []
-    for st in k.body:
-        reads = st.expr.free_symbols
+    for st, reads in zip(k.body, free):
         leg = _leg_of(st.target.name) if isinstance(st, Assign) else None
         if isinstance(st, Check):
             legs = {_leg_of(s.name) for s in reads if s in per_leg}
@@ -303,7 +312,8 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
     """``k`` (built on :func:`symbolic_legs`) with its leg statements in loops over the legs
     (module docstring); LegLoopError when the legs are not one computation."""
     k = _split_calls(remove_dead_code(drop_unguarded_checks(k)))
-    where, scalar = _levels(k)
+    free = [st.expr.free_symbols for st in k.body]
+    where, scalar = _levels(k, free)
     per_leg: dict[int, list] = {g: [] for g in range(1, n_legs + 1)}
     for (leg, lv), st in zip(where, k.body):
         if leg is not None:
@@ -317,14 +327,14 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
     level_of = {st.target: lv for (leg, lv), st in zip(where, k.body)
                 if leg is not None and isinstance(st, Assign)}
     outside: set[sp.Symbol] = set()
-    for (leg, lv), st in zip(where, k.body):
-        for s in st.expr.free_symbols:
+    for (leg, lv), reads in zip(where, free):
+        for s in reads:
             if s in level_of and (leg is None or level_of[s] != lv):
                 outside.add(s)
     for p in k.outputs:
         outside |= {s for e in p.elements for s in sp.sympify(e).free_symbols if s in level_of}
     original: dict[tuple[sp.Symbol, int], sp.Symbol] = {}    # (canonical, leg) -> name
-    for s in {*(s for st in k.body for s in st.expr.free_symbols),
+    for s in {*(s for reads in free for s in reads),
               *(st.target for st in k.body if isinstance(st, Assign)), *values}:
         if _LEG.search(s.name):
             original[(_canonical(s), int(_LEG.search(s.name).group(1)))] = s
