@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from mechgen.generator.backends.c import streamed_outputs
 
@@ -78,6 +79,8 @@ a thread with a small stack is safe)."""
 
 _TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
 _OPEN = re.compile(r"\s*\(")
+_VARIABLE = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|([A-Za-z_]\w*)\b(?!\s*\()")
+"""A number (no group) or a whole name not followed by an opening parenthesis (group 1)."""
 """What follows a called name: blanks, then its opening parenthesis (matched in place, so a
 long line is not copied once per name)."""
 _DEPTH = {"(": 1, ")": -1}
@@ -96,19 +99,18 @@ class Stage:
     stores: list = field(default_factory=list)  # names kept in arrays after this stage
 
 
-def names_in(text: str) -> list[str]:
-    """The identifiers of a printed C expression that are not called (variables), in order."""
-    found = []
-    for m in _TOKEN.finditer(text):
-        name = m.group("name")
-        if name and not _OPEN.match(text, m.end()):
-            found.append(name)
-    return found
+@lru_cache(maxsize=1 << 17)
+def names_in(text: str) -> tuple[str, ...]:
+    """The identifiers of a printed C expression that are not called (variables), in order
+    (memoised: the plan scans each line several times)."""
+    return tuple(name for name in _VARIABLE.findall(text) if name)
 
 
 def calls_in(text: str) -> list[tuple[str, int, int]]:
     """Every call ``f(...)`` in ``text``: (name, start, end after its closing parenthesis)."""
     out = []
+    if "(" not in text:
+        return out
     for m in _TOKEN.finditer(text):
         name = m.group("name")
         opening = _OPEN.match(text, m.end()) if name else None
