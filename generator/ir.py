@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from math import prod
+from typing import Callable
 
 import sympy as sp
 
@@ -145,7 +146,7 @@ def check_invariants(k: Kernel, free: dict | None = None) -> None:
             defined.add(s)
     for st in k.body:
         if isinstance(st, ColumnLoop):
-            _check_loop(k.name, st, defined)
+            _check_loop(k.name, st, defined, free_symbols)
             continue
         missing = free_symbols(st.expr) - defined
         if missing:
@@ -168,7 +169,8 @@ def check_invariants(k: Kernel, free: dict | None = None) -> None:
                                      f"{sorted(map(str, missing))}")
 
 
-def _check_loop(kernel: str, loop: ColumnLoop, defined: set) -> None:
+def _check_loop(kernel: str, loop: ColumnLoop, defined: set,
+                free_symbols: Callable[[sp.Expr], set] = lambda e: e.free_symbols) -> None:
     """A loop's column values use defined names only, one value per slot; its body uses its
     slots, its earlier names and defined names, each assignment of at most two operands; its
     local names are new; one target per result and column, each assigned once."""
@@ -185,7 +187,7 @@ def _check_loop(kernel: str, loop: ColumnLoop, defined: set) -> None:
     if any(len(col) != len(loop.slots) for col in loop.columns):
         raise InvariantError(f"{where}: a column has not one value per slot")
     for st in loop.body:
-        missing = st.expr.free_symbols - defined - local
+        missing = free_symbols(st.expr) - defined - local
         if missing:
             raise InvariantError(f"{where}: {sorted(map(str, missing))} used before definition")
         if not binary(st.expr):
@@ -208,12 +210,13 @@ def _check_loop(kernel: str, loop: ColumnLoop, defined: set) -> None:
 def binary(e: sp.Expr) -> bool:
     """Every sum and product in ``e`` has at most two operands (a sign not counted): its
     value is then the same whatever the order a printer writes the operands in."""
-    for node in sp.preorder_traversal(e):
-        if node.is_Add and len(node.args) > 2:
-            return False
-        if node.is_Mul and sum(1 for a in node.args if a != -1) > 2:
-            return False
-    return True
+    if e.is_Atom:
+        return True
+    if e.is_Add and len(e.args) > 2:
+        return False
+    if e.is_Mul and sum(1 for a in e.args if not (a.is_Number and a == -1)) > 2:
+        return False
+    return all(binary(a) for a in e.args)
 
 
 def _free_symbols(e: sp.Expr) -> set:
