@@ -26,6 +26,7 @@ also be a dict of named values (the defaults fill in the others). A single ``p``
 from __future__ import annotations
 
 import numbers
+from functools import partial
 from math import prod
 from typing import Any, Callable
 
@@ -40,6 +41,17 @@ class KernelStatusError(ValueError):
     def __init__(self, message: str, status: np.ndarray) -> None:
         super().__init__(message)
         self.status = status
+
+
+def status_error(kernel: str, statuses: dict, status: np.ndarray, batch: bool = True
+                 ) -> KernelStatusError:
+    """The error of the states that failed (``status``: one code per state, 0 where a state
+    succeeded): the reasons, and in a batch the failed states (the first ten)."""
+    bad = np.flatnonzero(status)
+    why = "; ".join(sorted({statuses.get(int(s), f"status {s}") for s in status[bad]}))
+    where = (f"state(s) {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}" if batch
+             else "this state")
+    return KernelStatusError(f"{kernel}: {why} at {where}", status)
 
 
 def as_input(name: str, value: Any, size: int, kernel: str) -> np.ndarray:
@@ -209,10 +221,10 @@ class Kernel:
     (runtime/fastcall.py, runtime/csrc/extension/fastcall.c) checks the inputs, copies them,
     checks that they are finite, makes the outputs and calls the kernel, all in C. A batch of
     up to 512 states (a controller's horizon) does the same through the kernel's batch
-    function, reading the inputs in place. Everything else (larger batches, ``threads``,
-    lists, dicts of parameters, a failed state to report, and every input the fast path does
-    not accept, so that errors are raised in one place, by :func:`as_input`) takes
-    :meth:`_call_general`.
+    function, reading the inputs in place; a failed state is reported there with the
+    message of :func:`status_error`. Everything else (larger batches, ``threads``, lists,
+    dicts of parameters, and every input the fast path does not accept, so that errors are
+    raised in one place, by :func:`as_input`) takes :meth:`_call_general`.
     """
 
     def __init__(self, meta: dict, backend: str, c_lib=None, ffi=None,
@@ -251,7 +263,8 @@ class Kernel:
         try:
             return extension.Entry(address, batch_address,
                                    tuple(size for _, size in self.inputs),
-                                   tuple(shape for _, shape in self.outputs), p_index, p_default)
+                                   tuple(shape for _, shape in self.outputs), p_index, p_default,
+                                   partial(status_error, self.name, self.statuses))
         except ValueError:      # a kernel it cannot call (over 24 arguments, rank over 3)
             return None
 
@@ -303,10 +316,7 @@ class Kernel:
         else:
             self._call_py(arrays, outs, status, batch, n)
         if errors == "raise" and status.any():
-            bad = np.flatnonzero(status)
-            why = "; ".join(sorted({self.statuses.get(int(s), f"status {s}") for s in status[bad]}))
-            where = f"state(s) {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}" if batch else "this state"
-            raise KernelStatusError(f"{self.name}: {why} at {where}", status)
+            raise status_error(self.name, self.statuses, status, batch)
         if given is not None:
             return given[0] if len(given) == 1 else given
         shaped = [o.reshape((n, *shape) if batch else shape) for o, (_, shape) in zip(outs, self.outputs)]

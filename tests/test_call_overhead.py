@@ -456,9 +456,9 @@ def test_one_parameter_vector_is_repeated_for_every_state_of_a_small_batch(monke
 
 
 def test_batches_the_c_entry_leaves_get_the_general_paths_bits_and_messages():
-    """Beyond 512 states, with threads, out overlapping an input, a failed state with
-    errors="raise", or bad input: the general path, as before (the Python backend gives the
-    reference messages)."""
+    """Beyond 512 states, with threads, out overlapping an input, or bad input: the general
+    path, as before; a failed state with errors="raise" is reported with the general path's
+    message (the Python backend gives the reference messages)."""
     arm, ref = get("ur5"), get("ur5", "python")
     big = states(arm, "inverse_dynamics", 600, seed=32)
     assert_bitwise_equal(arm.inverse_dynamics(*big),
@@ -492,6 +492,29 @@ def test_batches_the_c_entry_leaves_get_the_general_paths_bits_and_messages():
     assert messages[0] == messages[1] and "state(s) [3]" in messages[0]
     nan_rows = space.forward_dynamics(q, z, z, errors="nan")
     assert np.isnan(nan_rows[3]).all() and np.isfinite(np.delete(nan_rows, 3, axis=0)).all()
+
+
+def test_a_failed_batch_raises_from_the_c_entry_with_the_general_paths_message(monkeypatch):
+    """The C entry raises the error of a failed batch itself (runtime.kernel.status_error, the
+    general path's message and statuses), without computing the batch again; the outputs
+    given in out are written, as on the general path."""
+    space, space_ref = get("space_arm7"), get("space_arm7", "python")
+    q = np.zeros((7, space.n))
+    q[[3, 5], 4] = np.pi / 2                     # states 3 and 5 at the angle singularity
+    z = np.zeros((7, space.n))
+    with pytest.raises(KernelStatusError) as info:
+        space_ref.forward_dynamics(q, z, z)
+    expect, expect_status = str(info.value), info.value.status
+    fd = space.forward_dynamics
+    _refuse_general_path(fd, monkeypatch)
+    out = np.full((7, space.n), 7.0)
+    for given in (None, out):
+        with pytest.raises(KernelStatusError) as info:
+            fd(q, z, z, out=given)
+        assert str(info.value) == expect and "state(s) [3, 5]" in expect
+        assert info.value.status.dtype == np.int32
+        assert np.array_equal(info.value.status, expect_status)
+    assert_bitwise_equal(out, fd(q, z, z, errors="nan"))
 
 
 def test_a_failed_batch_whose_out_holds_p_raises_as_the_general_path():

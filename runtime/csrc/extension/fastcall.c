@@ -34,8 +34,9 @@
  * every state) calls the kernel's _batch_entry on the inputs in place, after the same checks;
  * ``out`` arrays of shape (N, *shape) must then not overlap the inputs. The GIL is released
  * while the batch runs. Larger batches, and ``threads``, take the general path. A failed
- * state with errors="raise" also goes to the general path, which computes the batch again
- * (from the same inputs: no output overlaps them) and raises naming the states.
+ * state with errors="raise" raises the error that the entry's ``fail`` callable makes of the
+ * states' statuses (the general path's message, made in one place: runtime/kernel.py); an
+ * entry without one returns NotImplemented then (the general path computes the batch again).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -70,6 +71,7 @@ typedef struct {
     Py_ssize_t out_size[MAX_ARGS];
     int p_index;                /* -1: no parameter input */
     PyObject *p_default;        /* a float64 array of the defaults, or NULL */
+    PyObject *fail;             /* statuses (int32 array) -> the batch's error, or NULL */
     double *buffer;             /* the inputs, one after another */
 } Entry;
 
@@ -269,12 +271,34 @@ static const double *batch_data(Entry *e, int i, PyObject *v, npy_intp lead)
     return (const double *)PyArray_DATA(a);
 }
 
+/* The error of a batch with a failed state: ``fail`` called on the states' statuses (an
+ * int32 array), its result raised; NotImplemented without ``fail``. */
+static PyObject *batch_failure(Entry *e, const int32_t *status, npy_intp lead)
+{
+    if (e->fail == NULL)
+        return not_implemented();
+    PyObject *codes = PyArray_SimpleNew(1, &lead, NPY_INT32);
+    if (codes == NULL)
+        return NULL;
+    memcpy(PyArray_DATA((PyArrayObject *)codes), status, (size_t)lead * sizeof(int32_t));
+    PyObject *error = PyObject_CallOneArg(e->fail, codes);
+    Py_DECREF(codes);
+    if (error == NULL)
+        return NULL;
+    if (!PyExceptionInstance_Check(error)) {
+        PyErr_SetString(PyExc_TypeError, "Entry: fail must return an exception");
+    } else {
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+    }
+    Py_DECREF(error);
+    return NULL;
+}
+
 /* A batch of ``lead`` states (1 <= lead <= MAX_BATCH): the inputs are read in place (a
  * parameter vector given once, or the defaults, is repeated for every state in a buffer of
  * this call) and the kernel's _batch_entry called. Every value is checked finite first. A
- * failed state with errors="raise" returns NotImplemented: the general path computes the
- * batch again and raises naming the states (an error is rare; its message is made in one
- * place). */
+ * failed state with errors="raise" raises :func:`batch_failure` (the outputs given in
+ * ``out`` are written, as on the general path). */
 static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject *out,
                             int raise)
 {
@@ -359,7 +383,7 @@ static PyObject *batch_call(Entry *e, PyObject **inputs, npy_intp lead, PyObject
 
     if (failed != 0 && raise) {
         release(e, arrays, fresh);
-        return not_implemented();
+        return batch_failure(e, status, lead);
     }
     return result_of(e, arrays, fresh, out);
 }
@@ -427,20 +451,25 @@ static PyObject *entry_call(PyObject *self, PyObject *const *argv, size_t nargsf
     return single_call(e, inputs, out, raise);
 }
 
-/* Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default); a
- * batch_address of 0: no batch entry (batches take the general path) */
+/* Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default[, fail]); a
+ * batch_address of 0: no batch entry (batches take the general path); fail: None or a
+ * callable, statuses -> exception (batch_failure) */
 static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     unsigned long long address, batch_address;
-    PyObject *sizes, *shapes, *p_default;
+    PyObject *sizes, *shapes, *p_default, *fail = Py_None;
     int p_index;
     if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
         PyErr_SetString(PyExc_TypeError, "Entry takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "KKO!O!iO", &address, &batch_address, &PyTuple_Type, &sizes,
-                          &PyTuple_Type, &shapes, &p_index, &p_default))
+    if (!PyArg_ParseTuple(args, "KKO!O!iO|O", &address, &batch_address, &PyTuple_Type, &sizes,
+                          &PyTuple_Type, &shapes, &p_index, &p_default, &fail))
         return NULL;
+    if (fail != Py_None && !PyCallable_Check(fail)) {
+        PyErr_SetString(PyExc_TypeError, "Entry: fail must be None or callable");
+        return NULL;
+    }
     Py_ssize_t n_in = PyTuple_GET_SIZE(sizes), n_out = PyTuple_GET_SIZE(shapes);
     if (address == 0 || address > UINTPTR_MAX || batch_address > UINTPTR_MAX || n_in < 0
         || n_out < 1
@@ -518,6 +547,10 @@ static PyObject *entry_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_INCREF(p_default);
         e->p_default = p_default;
     }
+    if (fail != Py_None) {
+        Py_INCREF(fail);
+        e->fail = fail;
+    }
     e->buffer = PyMem_Calloc(total > 0 ? (size_t)total : 1, sizeof(double));
     if (e->buffer == NULL) {
         Py_DECREF(e);
@@ -530,6 +563,7 @@ static void entry_dealloc(PyObject *self)
 {
     Entry *e = (Entry *)self;
     Py_XDECREF(e->p_default);
+    Py_XDECREF(e->fail);
     PyMem_Free(e->buffer);
     Py_TYPE(self)->tp_free(self);
 }
@@ -539,7 +573,8 @@ static PyTypeObject EntryType = {
     .tp_name = "mechgen_fastcall.Entry",
     .tp_basicsize = sizeof(Entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default): "
+    .tp_doc = "Entry(address, batch_address, input_sizes, output_shapes, p_index, p_default"
+              "[, fail]): "
               "the C entry of one C kernel; call as entry(args, out, errors, threads, kwargs).",
     .tp_new = entry_new,
     .tp_dealloc = entry_dealloc,
