@@ -282,31 +282,28 @@ def build_driver(kind: str, cdef: str, include: str, sources: dict[str, str],
     """The cffi module of a hand-written C driver (the docking simulation, the linkage
     assembly loop): ``sources`` {file name: text} (.c files compiled, .h files beside them),
     ``include`` the header the module includes, cached under ``<cache>/<kind>/<hash>`` keyed
-    by the cdef, the sources, the flags and the compiler, Python and cffi versions.
-    Another process building the same module at the same time waits for it (build_lock)."""
+    by the cdef, the sources, the flags and the compiler, Python and cffi versions, and
+    verified by its checksum like the kernels' libraries (:func:`ensure_built`: another
+    process building the same module at the same time waits for it)."""
     tag = _digest([cdef, *[f"{k}\n{v}" for k, v in sorted(sources.items())],
                    " ".join(flags), compiler_version(compiler_command()), sys.version,
                    cffi.__version__])
     modname = f"_mechgen_{kind}_{tag}"
-    target = cache_dir() / kind / tag
-    def built() -> Path | None:
-        return next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
-    if built() is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with build_lock(target):
-            if built() is None:         # not built meanwhile by the lock's holder
-                _build_driver_into(target, modname, cdef, include, sources, flags)
-    so = built()
+    target = _ensure_root(cache_dir()) / kind / tag
+    so = target / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    ensure_built(target, so, lambda: _build_driver_into(target, so, modname, cdef, include,
+                                                        sources, flags))
     spec = importlib.util.spec_from_file_location(modname, so)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def _build_driver_into(target: Path, modname: str, cdef: str, include: str,
+def _build_driver_into(target: Path, so: Path, modname: str, cdef: str, include: str,
                        sources: dict[str, str], flags: list[str]) -> None:
-    """Compile a driver module in a private folder and rename it to ``target``."""
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+    """Compile a driver module in a private folder, write its checksum, and move it to
+    ``target``."""
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".build_{modname}_") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
         for name, text in sources.items():
@@ -319,11 +316,10 @@ def _build_driver_into(target: Path, modname: str, cdef: str, include: str,
         built = Path(ffi.compile(tmpdir=tmp, verbose=False))
         stage = Path(tmp) / "stage"
         stage.mkdir()
-        built.rename(stage / built.name)
-        try:
-            stage.rename(target)
-        except OSError:             # another process put it there first (no flock here)
-            pass
+        staged = stage / so.name
+        built.rename(staged)
+        checksum_path(staged).write_text(file_sha256(staged) + "\n")
+        _move_into_place(stage, target, so)
 
 
 # --- loading with verification --------------------------------------------------------------

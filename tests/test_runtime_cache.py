@@ -420,3 +420,25 @@ def test_two_processes_loading_one_fresh_mechanism_compile_it_once(gen_root, cac
         assert p.returncode == 0, err[-3000:]
     assert sorted(int(out.strip()) for out, _ in results) == [0, 1]
     entry_of(cache)                         # one entry, one library
+
+
+def test_a_hand_written_driver_is_verified_and_rebuilt_like_the_kernels(cache):
+    """build_driver (the docking and linkage drivers) keeps a checksum beside its library: a
+    truncated library is discarded and built again on the next load, not imported."""
+    source = "double twice(double x) { return 2.0 * x; }\n"
+    cdef = "double twice(double x);"
+    sources = {"twice.c": source, "twice.h": cdef + "\n"}
+    mod = cbuild.build_driver("twice", cdef, "twice.h", sources, ["-O1"])
+    assert mod.lib.twice(1.5) == 3.0
+    (so,) = (cache / "twice").glob("*/*.so")
+    assert cbuild.verified(so)
+    good = so.read_bytes()
+    so.write_bytes(good[: len(good) // 3])
+    assert not cbuild.verified(so)
+    script = ("from mechgen.runtime import cbuild\n"
+              f"m = cbuild.build_driver('twice', {cdef!r}, 'twice.h', {sources!r}, ['-O1'])\n"
+              "print(m.lib.twice(4.0))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "MECHGEN_CACHE": str(cache)}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "8.0" and cbuild.verified(so)
