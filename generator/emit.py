@@ -20,6 +20,7 @@ import json
 import re
 import textwrap
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 import sympy as sp
@@ -31,7 +32,7 @@ from mechgen.generator.backends.base import NonFiniteConstant, plain_text
 from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name,  # noqa: F401
                                           header_guard, streamed_outputs)
 from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
-from mechgen.generator.ir import Assign, ColumnLoop, reads
+from mechgen.generator.ir import Assign, ColumnLoop, reads, symbol
 from mechgen.generator.jobs import map_items
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
@@ -260,24 +261,31 @@ def _batch_context(k, context: dict, printer, where: str) -> dict:
             taken |= {s.name for s in (*st.locals, *st.assigned)}
         elif isinstance(st, Assign):
             taken.add(st.target.name)
-    return {**context, "body": pair_sincos(unrolled_body(_body(k, printer, where), taken))}
+    body = unrolled_body(_body(k, printer, where), loops, taken,
+                         lambda e: _code(printer, e, f"{where}: column loop"))
+    return {**context, "body": pair_sincos(body)}
 
 
 _TOKEN = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[A-Za-z_]\w*")   # a number, a name
 
 
-def unrolled_body(body: list[dict], taken: set[str]) -> list[dict]:
-    """A printed body (:func:`_body`) with every column loop written out, column after column,
-    as passes/loops.unroll_loops writes the IR: each slot, then the body with every local name
-    ``t`` renamed ``t_c<column>`` (underscores added until the name is free; ``taken`` gains
-    them), then the loop's targets. The loop's printed statements are renamed as text: each
-    column runs the loop's operations, operand for operand (no printing again)."""
+def unrolled_body(body: list[dict], loops: list[ColumnLoop], taken: set[str],
+                  code: Callable[[sp.Expr], str]) -> list[dict]:
+    """A printed body (:func:`_body`) with every column loop (``loops``, in order) written
+    out, column after column, as passes/loops.unroll_loops writes the IR: each slot, then the
+    body with every local name ``t`` renamed ``t_c<column>`` (underscores added until the name
+    is free; ``taken`` gains them), then the loop's targets. A body statement is renamed as
+    text, unless the new names sort otherwise than the old ones (``L_a``, ``L_a1``: the
+    printer orders operands by name), then printed again (``code``) from the renamed IR: the
+    same text as printing the unrolled IR, without printing every statement again."""
     out = []
+    loop_ir = iter(loops)
     for st in body:
         lp = st.get("loop")
         if not lp:
             out.append(st)
             continue
+        ir = next(loop_ir)
         local = [*lp["slots"], *(b["target"] for b in lp["body"])]
         for c, (values, targets) in enumerate(zip(lp["columns"], lp["targets"])):
             rename = {}
@@ -291,10 +299,19 @@ def unrolled_body(body: list[dict], taken: set[str]) -> list[dict]:
             out += [{"assign": True, "target": rename[s], "expr": v, "loop": None}
                     for s, v in zip(lp["slots"], values)]
             out += [{"assign": True, "target": rename[b["target"]], "loop": None,
-                     "expr": _TOKEN.sub(swap, b["expr"])} for b in lp["body"]]
+                     "expr": _renamed(b["expr"], a.expr, rename, swap, code)}
+                    for b, a in zip(lp["body"], ir.body)]
             out += [{"assign": True, "target": t, "expr": rename[r], "loop": None}
                     for t, r in zip(targets, lp["results"])]
     return out
+
+
+def _renamed(text: str, expr: sp.Expr, rename: dict[str, str], swap, code) -> str:
+    """One printed body statement with its local names renamed (:func:`unrolled_body`)."""
+    names = sorted(s.name for s in expr.free_symbols)
+    if names == sorted(names, key=lambda n: rename.get(n, n)):
+        return _TOKEN.sub(swap, text)
+    return code(expr.xreplace({symbol(n): symbol(rename[n]) for n in names if n in rename}))
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

@@ -73,7 +73,9 @@ def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
             yield task(i)
         return
     _TASK = task
-    gc.freeze()     # the workers' collector skips what they inherit (module docstring)
+    freeze = gc.get_freeze_count() == 0     # (not if the program froze objects itself)
+    if freeze:
+        gc.freeze()     # the workers' collector skips what they inherit (module docstring)
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             futures: list = [None] * n
@@ -87,4 +89,5 @@ def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
                 raise
     finally:
         _TASK = None
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()

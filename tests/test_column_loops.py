@@ -180,3 +180,21 @@ def test_the_batch_body_unrolls_the_printed_loop_as_the_ir_unrolls(first):
     expected = pair_sincos(_body(unroll_loops(k), printer, "toy"))
     assert _batch_context(k, {}, printer, "toy")["body"] == expected
     assert any(st["target"] == "lt_c1_" for st in expected) == (first == "lt_c1")
+
+
+def test_the_batch_body_keeps_the_operand_order_when_renaming_reorders_names():
+    """L_a sorts before L_a1, but L_a1_c0 before L_a_c0 (the printer orders operands by
+    name): such a statement is printed again from the renamed IR, as unroll_loops gives it."""
+    a, a1, u, w = (symbol(s) for s in ("L_a", "L_a1", "L_u", "L_w"))
+    p = [symbol(f"p{i}") for i in range(4)]
+    targets = tuple((symbol(f"u{c}"), symbol(f"w{c}")) for c in range(2))
+    loop = ColumnLoop((a, a1), (Assign(u, a + a1), Assign(w, a1 * u)), (u, w),
+                      ((p[0], p[1]), (p[2], p[3])), targets, batch_unrolled=True)
+    k = Kernel("order", "", (Port("p", (4,), tuple(p)),),
+               (Port("out", (4,), tuple(t for col in targets for t in col)),), (loop,))
+    check_invariants(k)
+    printer = BACKENDS["c"].fast_printer
+    expected = pair_sincos(_body(unroll_loops(k), printer, "order"))
+    got = _batch_context(k, {}, printer, "order")["body"]
+    assert got == expected
+    assert next(st["expr"] for st in got if st["target"] == "L_u_c0") == "L_a1_c0 + L_a_c0"

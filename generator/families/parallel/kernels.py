@@ -38,10 +38,11 @@ from mechgen.generator.algorithms.rnea import momentum as chain_momentum
 from mechgen.generator.passes.derivatives import forward_derivatives
 from mechgen.generator.pipeline import choice
 from mechgen.generator.family import Family
-from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
+from mechgen.generator.ir import Assign, Check, InvariantError, Kernel, Port, symbol
 from mechgen.generator.families.parallel.platform import Leg, Platform
 from mechgen.generator.scalar import (Recorder, Vec, count_scalar_formulas, add, cross, dot,
-                                      elementary_rotation, matmul, matvec, omega_products,
+                                      elementary_rotation, fold_constant, is_literal,
+                                      matmul, matvec, omega_products,
                                       omega_x_I_omega, omega_x_omega_x, scale, transpose,
                                       zeros)
 
@@ -199,17 +200,26 @@ def ports(pf: Platform, names: list[str]) -> tuple[Port, ...]:
 
 
 def _with_values(statements, values: dict) -> list[sp.Expr]:
-    """The statements' expressions with the legs' constant symbols at their ``values``, and
-    a statement that becomes a number inlined into those after it, as the straight build's
-    recorder folds it: a leg's closed form on symbolic legs (leg_loop.symbolic_legs) counts
-    the dense operations of the same formulas on the numeric legs."""
+    """The statements' expressions with the legs' constant symbols at their ``values``, as
+    the straight build's recorder would have recorded them (Recorder.bind): a constant
+    folded, a literal (number, symbol, negated symbol) inlined into the statements after it,
+    an expression named before reusing that name (not counted again). A leg's closed form on
+    symbolic legs (leg_loop.symbolic_legs) then counts the dense operations of the same
+    formulas on the numeric legs."""
     values = dict(values)
+    known: dict[sp.Expr, sp.Symbol] = {}
     out = []
     for st in statements:
-        e = st.expr.xreplace(values)
-        if e.is_Number:
+        e = fold_constant(st.expr.xreplace(values))
+        if not isinstance(st, Assign):          # a check: recorded whatever its value
+            out.append(e)
+        elif is_literal(e):
             values[st.target] = e
-        out.append(e)
+        elif e in known:
+            values[st.target] = known[e]
+        else:
+            known[e] = st.target
+            out.append(e)
     return out
 
 

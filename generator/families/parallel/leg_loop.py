@@ -445,4 +445,6 @@ def _numeric_inputs(k: Kernel, pf: Platform) -> tuple[Port, ...]:
     """The inputs of ``k`` (built on :func:`symbolic_legs`) as the straight build has them:
     the same ports, but the parameters ``p`` of ``pf``, not the legs' constant symbols."""
     from mechgen.generator.families.parallel.kernels import ports   # (kernels imports this)
-    return tuple(p for p in k.inputs if p.name != "p") + ports(pf, [])
+    numeric = ports(pf, [])                                          # (p,) or ()
+    inputs = [q for port in k.inputs for q in (numeric if port.name == "p" else (port,))]
+    return tuple(inputs) + (numeric if not any(p.name == "p" for p in k.inputs) else ())
