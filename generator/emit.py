@@ -36,6 +36,7 @@ from mechgen.generator.ir import Assign, ColumnLoop, reads, symbol
 from mechgen.generator.jobs import map_items
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
+from mechgen.generator.passes.loops import column_names, names_taken
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
 from mechgen.generator.passes.stores import place_stores
 from mechgen.generator.simd import MAX_WIDTH, free_prefix, simd_plan
@@ -255,13 +256,7 @@ def _batch_context(k, context: dict, printer, where: str) -> dict:
     loops = [st for st in k.body if isinstance(st, ColumnLoop)]
     if not loops or not all(st.batch_unrolled for st in loops):
         return context
-    taken = {_text(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
-    for st in k.body:
-        if isinstance(st, ColumnLoop):
-            taken |= {s.name for s in (*st.locals, *st.assigned)}
-        elif isinstance(st, Assign):
-            taken.add(st.target.name)
-    body = unrolled_body(_body(k, printer, where), loops, taken,
+    body = unrolled_body(_body(k, printer, where), loops, names_taken(k),
                          lambda e: _code(printer, e, f"{where}: column loop"))
     return {**context, "body": pair_sincos(body)}
 
@@ -288,13 +283,7 @@ def unrolled_body(body: list[dict], loops: list[ColumnLoop], taken: set[str],
         ir = next(loop_ir)
         local = [*lp["slots"], *(b["target"] for b in lp["body"])]
         for c, (values, targets) in enumerate(zip(lp["columns"], lp["targets"])):
-            rename = {}
-            for s in local:
-                name = f"{s}_c{c}"
-                while name in taken:
-                    name += "_"
-                taken.add(name)
-                rename[s] = name
+            rename = column_names(local, c, taken)
             swap = lambda m: rename.get(m.group(), m.group())
             out += [{"assign": True, "target": rename[s], "expr": v, "loop": None}
                     for s, v in zip(lp["slots"], values)]

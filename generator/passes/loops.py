@@ -16,32 +16,47 @@ import sympy as sp
 from mechgen.generator.ir import Assign, ColumnLoop, Kernel, symbol
 
 
+def column_names(local: list[str], c: int, taken: set[str]) -> dict[str, str]:
+    """The names of the loop's local names in column ``c``: ``t_c<c>``, underscores added
+    until the name is not in ``taken`` (which gains them)."""
+    rename = {}
+    for s in local:
+        name = f"{s}_c{c}"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        rename[s] = name
+    return rename
+
+
 def unrolled(loop: ColumnLoop, taken: set[str]) -> list[Assign]:
     """The loop as assignments, column after column; new names avoid (and join) ``taken``."""
     out: list[Assign] = []
     local = list(loop.locals)
     for c, (values, targets) in enumerate(zip(loop.columns, loop.targets)):
-        rename = {}
-        for s in local:
-            name = f"{s.name}_c{c}"
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            rename[s] = symbol(name)
+        names = column_names([s.name for s in local], c, taken)
+        rename = {s: symbol(names[s.name]) for s in local}
         out += [Assign(rename[s], sp.sympify(v)) for s, v in zip(loop.slots, values)]
         out += [Assign(rename[st.target], st.expr.xreplace(rename)) for st in loop.body]
         out += [Assign(t, rename[r]) for t, r in zip(targets, loop.results)]
     return out
 
 
-def unroll_loops(k: Kernel) -> Kernel:
-    """``k`` with every column loop replaced by its straight-line form (:func:`unrolled`)."""
+def names_taken(k: Kernel) -> set[str]:
+    """The names of ``k``: its inputs' elements, outputs, assignments and loops' names (the
+    names that unrolling must not give again)."""
     taken = {str(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
     for st in k.body:
         if isinstance(st, ColumnLoop):
             taken |= {s.name for s in (*st.locals, *st.assigned)}
         elif isinstance(st, Assign):
             taken.add(st.target.name)
+    return taken
+
+
+def unroll_loops(k: Kernel) -> Kernel:
+    """``k`` with every column loop replaced by its straight-line form (:func:`unrolled`)."""
+    taken = names_taken(k)
     body = []
     for st in k.body:
         body += unrolled(st, taken) if isinstance(st, ColumnLoop) else [st]
