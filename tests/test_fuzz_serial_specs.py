@@ -333,6 +333,21 @@ def urdf_case(rng: random.Random, tmp: Path) -> tuple[Callable[[], Any], str]:
 
 # --- running the cases ------------------------------------------------------------------
 
+def _within_budget(case: Callable[[], Any]) -> None:
+    """``case()`` within BUDGET seconds of wall time; a case over it is run once more, so that
+    a pause of the shared machine (a case of 0.2 s once took over 5 s in a loaded CI worker)
+    is not taken for a hang: a real hang exceeds the budget twice."""
+    for attempt in (1, 2):
+        try:
+            with warnings.catch_warnings(), budget(BUDGET):
+                warnings.simplefilter("ignore")
+                case()
+            return
+        except CaseTimeout:
+            if attempt == 2:
+                raise
+
+
 def run(make: Callable, n: int, tmp: Path, seed: int) -> dict:
     """n cases of one kind: counts of outcomes, failures (description, traceback), times."""
     rng = random.Random(seed)
@@ -341,9 +356,7 @@ def run(make: Callable, n: int, tmp: Path, seed: int) -> dict:
         case, what = make(rng, tmp)
         t0 = time.perf_counter()
         try:
-            with warnings.catch_warnings(), budget(BUDGET):
-                warnings.simplefilter("ignore")
-                case()
+            _within_budget(case)
             out["loaded"] += 1
         except ModelError as e:
             out["refused"] += 1
