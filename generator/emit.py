@@ -39,7 +39,7 @@ from mechgen.generator.pipeline import Generated
 from mechgen.generator.passes.loops import column_names, names_taken
 from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
 from mechgen.generator.passes.stores import place_stores
-from mechgen.generator.simd import MAX_WIDTH, free_prefix, simd_plan
+from mechgen.generator.simd import MAX_WIDTH, TOKEN, free_prefix, simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -261,9 +261,6 @@ def _batch_context(k, context: dict, printer, where: str) -> dict:
     return {**context, "body": pair_sincos(body)}
 
 
-_TOKEN = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[A-Za-z_]\w*")   # a number, a name
-
-
 def unrolled_body(body: list[dict], loops: list[ColumnLoop], taken: set[str],
                   code: Callable[[sp.Expr], str]) -> list[dict]:
     """A printed body (:func:`_body`) with every column loop (``loops``, in order) written
@@ -299,7 +296,7 @@ def _renamed(text: str, expr: sp.Expr, rename: dict[str, str], swap, code) -> st
     """One printed body statement with its local names renamed (:func:`unrolled_body`)."""
     names = sorted(s.name for s in expr.free_symbols)
     if names == sorted(names, key=lambda n: rename.get(n, n)):
-        return _TOKEN.sub(swap, text)
+        return TOKEN.sub(swap, text)     # (a number is matched whole, left as it is)
     return code(expr.xreplace({symbol(n): symbol(rename[n]) for n in names if n in rename}))
 
 

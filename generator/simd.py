@@ -77,7 +77,7 @@ STACK_BYTES = 256 * 1024
 on the stack; a kernel that needs more keeps the plain loop over the single-state kernel (so
 a thread with a small stack is safe)."""
 
-_TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
+TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
 _OPEN = re.compile(r"\s*\(")
 _VARIABLE = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|([A-Za-z_]\w*)\b(?!\s*\()")
 """A number (no group) or a whole name not followed by an opening parenthesis (group 1)."""
@@ -111,7 +111,7 @@ def calls_in(text: str) -> list[tuple[str, int, int]]:
     out = []
     if "(" not in text:
         return out
-    for m in _TOKEN.finditer(text):
+    for m in TOKEN.finditer(text):
         name = m.group("name")
         opening = _OPEN.match(text, m.end()) if name else None
         if opening is None:

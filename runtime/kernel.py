@@ -289,9 +289,8 @@ class Kernel:
         return self._call_general(args, kwargs, errors, out, threads)
 
     def _status_error(self, status: int) -> KernelStatusError:
-        why = self.statuses.get(status, f"status {status}")
-        return KernelStatusError(f"{self.name}: {why} at this state",
-                                 np.array([status], dtype=np.int32))
+        return status_error(self.name, self.statuses, np.array([status], dtype=np.int32),
+                            batch=False)
 
     # --- the general path: batches, conversions, errors --------------------------------------
 
