@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mechgen.generator import __version__
-from mechgen.generator.emit import kernel_contexts, render, sha256_text, spec_label
+from mechgen.generator.emit import kernel_texts, render, sha256_text, spec_label
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
 from mechgen.generator.jobs import map_items
@@ -92,10 +92,10 @@ def files_for_model(model: Any, spec_name: str, spec_text: str, cse: bool = True
     """(generated kernels, file name -> text) of one built model, of any family; ``jobs``
     worker processes (generator/jobs.py; default: one per core)."""
     spec = spec_label(spec_name)
-    done = _generate(model, cse, progress, jobs, then=lambda g: kernel_contexts(model.name, g, spec))
+    done = _generate(model, cse, progress, jobs, then=lambda g: kernel_texts(model.name, g, spec))
     gen = [g for g, _ in done]
     return gen, render(model.name, spec_name, sha256_text(spec_text), gen, manifest_fields(model),
-                       jobs=jobs, contexts=[c for _, c in done])
+                       jobs=jobs, texts=[t for _, t in done])
 
 
 def files_for_spec(path: Path, cse: bool = True, progress: Progress = None,

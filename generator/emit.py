@@ -15,6 +15,7 @@ cannot contain a double quote. Every exported C symbol is namespaced ``mechgen_<
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -67,7 +68,10 @@ def doc_lines(text: object, width: int = DOC_WIDTH) -> list[str]:
                          break_on_hyphens=False) or [""]
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
+    """The one environment of every template (made once per process, templates compiled
+    once)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
@@ -324,18 +328,26 @@ def _manifest_port(p) -> dict:
     return {"name": p.name, "shape": list(p.shape), "doc": p.doc}
 
 
-def kernel_contexts(mech: str, g: Generated, spec: str = "<spec>") -> list[dict]:
-    """What the templates show of one kernel, per backend (in the order of BACKENDS)."""
-    return [_kernel_context(mech, g, backend, spec) for backend in BACKENDS.values()]
+def kernel_texts(mech: str, g: Generated, spec: str = "<spec>") -> list[dict[str, str]]:
+    """One kernel's part of every file, per backend (in the order of BACKENDS): role -> the
+    backend's kernel template (``kernel_templates``) rendered with the kernel's context."""
+    env = _env()
+    out = []
+    for backend in BACKENDS.values():
+        context = _kernel_context(mech, g, backend, spec)
+        out.append({role: env.get_template(template).render(k=context)
+                    for role, template in backend.kernel_templates.items()})
+    return out
 
 
 def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
            extra_manifest: dict, jobs: int | None = None,
-           contexts: list[list[dict]] | None = None) -> dict[str, str]:
+           texts: list[list[dict[str, str]]] | None = None) -> dict[str, str]:
     """File name -> text for one mechanism: every backend's files (<mech>.h, <mech>.c,
     <mech>.py), then manifest.json, which lists the backends and their files. Each kernel's
-    text is made in up to ``jobs`` worker processes (generator/jobs.py; default: one per core),
-    unless given: ``contexts`` (per kernel, :func:`kernel_contexts` with this spec's label).
+    part of the files is made in up to ``jobs`` worker processes (generator/jobs.py; default:
+    one per core), unless given: ``texts`` (per kernel, :func:`kernel_texts` with this spec's
+    label); the files' templates join the parts.
 
     ``spec_name`` (a file name, any characters) appears only as :func:`spec_label`.
     """
@@ -347,16 +359,18 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     layout = layout_lines(extra_manifest)
     files = {}
     backends = list(BACKENDS.values())
-    if contexts is None:
+    if texts is None:
         largest_first = sorted(range(len(generated)), key=lambda i: -generated[i].ops["total"])
-        contexts = list(map_items(lambda i: kernel_contexts(mech, generated[i], spec),
-                                  len(generated), jobs, start=largest_first))
+        texts = list(map_items(lambda i: kernel_texts(mech, generated[i], spec),
+                               len(generated), jobs, start=largest_first))
     for j, backend in enumerate(backends):
         names = backend.file_names(mech)
         context = {**header, **backend.context(mech), "layout": layout, "files": names,
-                   "simd_max_width": MAX_WIDTH, "kernels": [c[j] for c in contexts]}
+                   "simd_max_width": MAX_WIDTH}
         for role, template in backend.templates.items():
-            files[names[role]] = env.get_template(template).render(**context)
+            kernels = [{"name": g.kernel.name, "text": t[j][role]}
+                       for g, t in zip(generated, texts)]
+            files[names[role]] = env.get_template(template).render(**context, kernels=kernels)
     manifest = {
         **header,
         **extra_manifest,

@@ -62,7 +62,8 @@ def test_wheel_holds_one_import_name_and_the_package_data(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.startswith("mechgen-")}
     assert tops == {"mechgen"}
-    for must in ("mechgen/templates/c/kernel.c.j2", "mechgen/templates/python/kernel.py.j2",
+    for must in ("mechgen/templates/c/kernel.c.j2", "mechgen/templates/c/file.c.j2",
+                 "mechgen/templates/python/kernel.py.j2",
                  "mechgen/generator/mechanisms/ur5_urdf.toml",
                  "mechgen/generator/mechanisms/urdf/panda.urdf",
                  "mechgen/generated/ur5/ur5.c", "mechgen/generated/ur5/ur5.py",

@@ -27,7 +27,7 @@ def _check_registry() -> None:
             clash = files.setdefault(name, b.name)
             if clash != b.name:
                 raise RuntimeError(f"backends {clash!r} and {b.name!r} both write {name!r}")
-        if set(b.templates) != set(b.file_patterns):
+        if not set(b.templates) == set(b.kernel_templates) == set(b.file_patterns):
             raise RuntimeError(f"backend {b.name!r}: templates and file names name other roles")
         for f in b.filters:
             clash = filters.setdefault(f, b.name)

@@ -12,7 +12,9 @@ A backend is one target language. It owns what differs between languages, and
   each with what it is (for the clash message);
 - ``filters``: the Jinja filters that make spec text safe in its comments or docstrings;
 - ``templates``: which template (under the top-level ``templates/`` folder) renders to which
-  file, by role (``{"header": "c/kernel.h.j2"}``), and ``file_patterns``: the file name of each
+  file, by role (``{"header": "c/file.h.j2"}``), ``kernel_templates``: the template of one
+  kernel's part of that file (``{"header": "c/kernel.h.j2"}``; rendered where the kernel is
+  built, the file's template joins the parts), and ``file_patterns``: the file name of each
   role (``{"header": "{mech}.h"}``);
 - ``loader``: how the runtime turns its files into callables (``mechgen.runtime.backends``);
 - :meth:`Backend.kernel_fields`, :meth:`Backend.context`, :meth:`Backend.manifest_kernel` and
@@ -132,6 +134,7 @@ class Backend:
     template_names: dict[str, str] = {}
     filters: dict[str, Callable[[object], str]] = {}
     templates: dict[str, str] = {}          # role -> template path under templates/
+    kernel_templates: dict[str, str] = {}   # role -> template of one kernel's part of the file
     file_patterns: dict[str, str] = {}      # role -> file name, "{mech}" replaced
     loader: str = ""
 

@@ -100,7 +100,8 @@ class CBackend(Backend):
     reserved = KEYWORDS | GENERATED_NAMES
     template_names = {"status": "the C kernel's status variable", "NAN": "the NaN constant"}
     filters = {"c_comment": c_comment}
-    templates = {"header": "c/kernel.h.j2", "source": "c/kernel.c.j2"}
+    templates = {"header": "c/file.h.j2", "source": "c/file.c.j2"}
+    kernel_templates = {"header": "c/kernel.h.j2", "source": "c/kernel.c.j2"}
     file_patterns = {"header": "{mech}.h", "source": "{mech}.c"}
     loader = "cffi"
 

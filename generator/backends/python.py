@@ -39,7 +39,8 @@ class PythonBackend(Backend):
     reserved = KEYWORDS | GENERATED_NAMES
     template_names = {"math": "Python's math module", "NAN": "the NaN constant"}
     filters = {"py_doc": py_docstring, "py_comment": py_comment}
-    templates = {"module": "python/kernel.py.j2"}
+    templates = {"module": "python/file.py.j2"}
+    kernel_templates = {"module": "python/kernel.py.j2"}
     file_patterns = {"module": "{mech}.py"}
     loader = "python_module"
 
