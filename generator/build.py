@@ -12,7 +12,7 @@ from mechgen.generator import __version__
 from mechgen.generator.emit import kernel_texts, render, sha256_text, spec_label
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
-from mechgen.generator.jobs import map_items
+from mechgen.generator.jobs import map_graph
 from mechgen.generator.pipeline import Generated, fewest_operations, finish, optimise
 from mechgen.generator.families.serial.spec import ChainBuilder
 
@@ -35,44 +35,45 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
 
     A kernel with alternative forms (``candidates``, pipeline.choice) is one work item per
     candidate, so that its forms are built side by side; the one with the fewest operations
-    then goes through the final passes, in a second round (the same kernel as
-    ``optimise(builder)`` gives). The workers take the last kernels first: every family lists
-    its kernels from the simplest to those that compose the others (forward dynamics, the
-    derivatives, a platform's step), which take the longest to build."""
+    then goes through the final passes, in one more item, taken up as soon as the forms are
+    built (the same kernel as ``optimise(builder)`` gives). The workers take the last kernels
+    first: every family lists its kernels from the simplest to those that compose the others
+    (forward dynamics, the derivatives, a platform's step), which take the longest to build."""
     return [g for g, _ in _generate(model, cse, progress, jobs)]
 
 
 def _generate(model: Any, cse: bool = True, progress: Progress = None, jobs: int | None = None,
               then: Callable[[Generated], Any] | None = None) -> list[tuple[Generated, Any]]:
     """(kernel, ``then(kernel)``) of :func:`generate_kernels`, ``then`` (the kernel's printed
-    contexts: :func:`files_for_model`) computed in the worker that finishes the kernel, while
+    text: :func:`files_for_model`) computed in the worker that finishes the kernel, while
     the others build theirs (None without ``then``)."""
     family = family_of(model)
     coded = family.coded(model)
     builders = family.builders_for(model)
     candidates = [getattr(b, "candidates", None) for b in builders]
     items = [(i, c) for i, cs in enumerate(candidates) for c in (cs or [None])]
+    chosen = [i for i, cs in enumerate(candidates) if cs]   # one more item: the final passes
+    after = {len(items) + m: [j for j, (i, _) in enumerate(items) if i == k]
+             for m, k in enumerate(chosen)}
     then_ = then or (lambda g: None)
 
-    def build(j: int) -> tuple[Generated, Any]:
+    def build(j: int, forms: tuple) -> tuple[Generated, Any]:
+        if j >= len(items):         # the cheapest of a kernel's built forms, finished
+            g = finish(fewest_operations(g for g, _ in forms))
+            return g, then_(g)
         i, candidate = items[j]
         if candidate is None:
             g = optimise(builders[i], coded, cse=cse)
             return g, then_(g)
         return optimise(candidate, coded, cse=cse, final=False), None
 
-    def finish_chosen(j: int) -> tuple[Generated, Any]:
-        g = finish(fewest_operations(g for g, _ in built[chosen[j]]))
-        return g, then_(g)
-
-    built: list[list[tuple[Generated, Any]]] = [[] for _ in builders]
-    for (i, _), r in zip(items, map_items(build, len(items), jobs,
-                                          start=range(len(items) - 1, -1, -1))):
-        built[i].append(r)
-    out = [rs[0] for rs in built]
-    chosen = [i for i, cs in enumerate(candidates) if cs]       # through the final passes
-    for i, r in zip(chosen, map_items(finish_chosen, len(chosen), jobs,
-                                      start=range(len(chosen) - 1, -1, -1))):
+    n = len(items) + len(chosen)
+    done = list(map_graph(build, n, after, jobs, start=range(n - 1, -1, -1)))
+    out = [None] * len(builders)
+    for (i, candidate), r in zip(items, done):
+        if candidate is None:
+            out[i] = r
+    for i, r in zip(chosen, done[len(items):]):
         out[i] = r
     for k, (g, _) in enumerate(out):
         if progress:

@@ -4,8 +4,10 @@ the CPU's cores, in forked worker processes.
 Every kernel of a mechanism is built by its own recursion from the model alone, and rendered
 from its own IR alone, so the work items share nothing but read-only input. A forked worker
 inherits that input (the model, the builders, SymPy's cache as it stands), computes one item,
-and sends back the result pickled (SymPy expressions rebuild to the same trees: the files are
-byte-identical whatever the number of workers, tests/test_parallel_generation.py). What a
+and sends back the result pickled. An item may need other items' results (the final passes of
+a kernel's cheapest form need the forms: :func:`map_graph`); they are sent to the worker that
+computes it, pickled too. SymPy expressions rebuild to the same trees: the files are
+byte-identical whatever the number of workers (tests/test_parallel_generation.py). What a
 worker does not share is the SymPy cache that the kernels before it would have filled in one
 process, so two workers gain less than two cores (README, "Generation time").
 
@@ -28,9 +30,9 @@ import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing.reduction import ForkingPickler
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 import sympy as sp
 
@@ -73,8 +75,8 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
-def _run(i: int):
-    return _TASK(i)
+def _run(i: int, given: tuple):
+    return _TASK(i, given)
 
 
 def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
@@ -83,13 +85,32 @@ def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
     to ``jobs`` forked workers (module docstring), or in this process. ``start``: the order
     in which the workers take the items up (default: 0, 1, ...; the longest first keeps the
     workers busy to the end); the serial loop and the results keep the index order."""
+    return map_graph(lambda i, given: task(i), n, {}, jobs, start)
+
+
+def map_graph(task: Callable[[int, tuple], T], n: int, after: Mapping[int, Sequence[int]],
+              jobs: int | None = None, start: Sequence[int] | None = None) -> Iterator[T]:
+    """:func:`map_items` for items that need others' results: ``task(i, given)``, ``given``
+    the results of the items ``after[i]`` (all of lower index; () for an item not in
+    ``after``), sent to the worker that computes item i, which is taken up as soon as they
+    are done. Of the items ready, the workers take the first in ``start`` order. One item
+    more than the workers is handed out, so that a worker never waits for this process to
+    read a result; an item that becomes ready waits at most for that one, not for the items
+    ``start`` lists after it. Results are yielded in index order; the first failing item in
+    that order raises its error, as in the serial loop (the items not started are dropped)."""
     global _TASK
     jobs = min(default_jobs() if jobs is None else jobs, n)
-    if start is not None and sorted(start) != list(range(n)):
-        raise ValueError(f"start={list(start)!r} is not an order of the {n} items")
+    order = list(range(n)) if start is None else list(start)
+    if sorted(order) != list(range(n)):
+        raise ValueError(f"start={order!r} is not an order of the {n} items")
+    for i, needs in after.items():
+        if not all(0 <= j < i for j in needs):
+            raise ValueError(f"item {i} needs {list(needs)!r}: only items of lower index")
     if jobs <= 1 or _TASK is not None or not can_fork():    # (a map inside a map: serial)
+        done: list = []
         for i in range(n):
-            yield task(i)
+            done.append(task(i, tuple(done[j] for j in after.get(i, ()))))
+            yield done[i]
         return
     _TASK = task
     freeze = gc.get_freeze_count() == 0     # (not if the program froze objects itself)
@@ -97,16 +118,46 @@ def map_items(task: Callable[[int], T], n: int, jobs: int | None = None,
         gc.freeze()     # the workers' collector skips what they inherit (module docstring)
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures: list = [None] * n
-            for i in range(n) if start is None else start:
-                futures[i] = pool.submit(_run, i)
-            try:
-                for f in futures:
-                    yield f.result()
-            except BaseException:       # the first failing item, as the serial loop: the
-                pool.shutdown(cancel_futures=True)      # items not started are dropped
-                raise
+            yield from _scheduled(pool, jobs, n, after, order)
     finally:
         _TASK = None
         if freeze:
             gc.unfreeze()
+
+
+def _scheduled(pool: ProcessPoolExecutor, jobs: int, n: int,
+               after: Mapping[int, Sequence[int]], order: list[int]) -> Iterator:
+    """:func:`map_graph`'s results from the ``jobs`` workers of ``pool``: ``jobs + 1`` items
+    handed out at a time, each when the items it needs are done, in ``order`` among those
+    ready."""
+    results: dict[int, object] = {}
+    failed: dict[int, BaseException] = {}
+    running: dict = {}          # future -> item
+    waiting = list(order)       # items not started, in the order they are taken up
+    nxt = 0
+    try:
+        while nxt < n:
+            while nxt in results:
+                yield results[nxt]
+                nxt += 1
+            if nxt >= n:
+                break
+            if nxt in failed:
+                raise failed[nxt]
+            for i in list(waiting):
+                if len(running) > jobs:
+                    break
+                needs = after.get(i, ())
+                if all(j in results for j in needs):
+                    waiting.remove(i)
+                    running[pool.submit(_run, i, tuple(results[j] for j in needs))] = i
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                i = running.pop(f)
+                if f.exception() is None:
+                    results[i] = f.result()
+                else:
+                    failed[i] = f.exception()
+    except BaseException:       # the first failing item, as the serial loop: the items not
+        pool.shutdown(cancel_futures=True)      # started are dropped
+        raise

@@ -104,6 +104,71 @@ print(json.dumps(list(jobs.map_items(item, 4, start=[3, 2, 1, 0]))))
     assert set(by_start[:2]) == {2, 3} and set(by_start[2:]) == {0, 1}
 
 
+def test_an_item_is_given_the_results_it_needs_once_they_are_done():
+    """map_graph: item 3 needs items 0 and 2, item 4 needs item 1; each gets their results
+    (computed in workers, sent to the one that computes it) and starts after they end. The
+    serial loop gives the same results."""
+    out = run_fresh("""
+import json, time
+from mechgen.generator import jobs
+def item(i, given):
+    t0 = time.monotonic()
+    time.sleep(0.2)
+    return [i, [g[0] * 10 for g in given], t0, time.monotonic()]
+after = {3: [0, 2], 4: [1]}
+forked = list(jobs.map_graph(item, 5, after, jobs=2))
+serial = list(jobs.map_graph(item, 5, after, jobs=1))
+print(json.dumps({"forked": forked, "serial": serial}))
+""")
+    forked = out["forked"]
+    assert [r[:2] for r in forked] == [[0, []], [1, []], [2, []], [3, [0, 20]], [4, [10]]]
+    assert [r[:2] for r in out["serial"]] == [r[:2] for r in forked]
+    start, end = {r[0]: r[2] for r in forked}, {r[0]: r[3] for r in forked}
+    assert start[3] >= max(end[0], end[2]) and start[4] >= end[1]
+
+
+def test_an_item_that_becomes_ready_is_taken_up_before_those_listed_after_it():
+    """Item 6 needs item 0 (0.1 s); the workers start 1 (1 s) and 0, then 2 (handed out
+    before 6 was ready). Item 6 is taken up next, before 3, 4 and 5, which the start order
+    lists after it: a kernel's final passes do not wait for all the other kernels."""
+    out = run_fresh("""
+import json, time
+from mechgen.generator import jobs
+SLEEP = {0: 0.1, 1: 1.0}
+def item(i, given):
+    t0 = time.monotonic()
+    time.sleep(SLEEP.get(i, 0.3))
+    return t0
+print(json.dumps(list(jobs.map_graph(item, 7, {6: [0]}, jobs=2, start=[6, 1, 0, 2, 3, 4, 5]))))
+""")
+    assert out[6] < min(out[3], out[4], out[5])
+    assert out[6] >= out[0] + 0.1
+
+
+def test_an_item_needing_a_later_item_is_refused():
+    with pytest.raises(ValueError, match="item 1 needs \\[2\\]: only items of lower index"):
+        list(jobs.map_graph(lambda i, given: i, 3, {1: [2]}, jobs=2))
+
+
+def test_a_failing_item_raises_its_error_before_the_items_that_need_it_run():
+    out = run_fresh("""
+import json
+from mechgen.generator import jobs
+from mechgen.generator.model import ModelError
+ran = []
+def item(i, given):
+    if i == 1:
+        raise ModelError("spec.toml: item 1 refused")
+    return i
+try:
+    list(jobs.map_graph(item, 4, {3: [1]}, jobs=2))
+    print(json.dumps({"raised": None}))
+except ModelError as e:
+    print(json.dumps({"raised": str(e)}))
+""")
+    assert out == {"raised": "spec.toml: item 1 refused"}
+
+
 @pytest.mark.parametrize("start", [[0, 1, 1], [0, 1], [2, 1, 3]])
 def test_a_start_order_that_is_no_order_of_the_items_is_refused(start):
     with pytest.raises(ValueError, match="not an order of the 3 items"):
