@@ -38,7 +38,7 @@ import sympy as sp
 
 T = TypeVar("T")
 
-_TASK: Callable[[int], object] | None = None    # the work of the current map, seen by forks
+_TASK: Callable[[int, tuple], object] | None = None    # the work of the current map, seen by forks
 
 
 def _from_args(cls: type, args: tuple) -> sp.Expr:
@@ -136,21 +136,21 @@ def _scheduled(pool: ProcessPoolExecutor, jobs: int, n: int,
     waiting = list(order)       # items not started, in the order they are taken up
     nxt = 0
     try:
-        while nxt < n:
-            while nxt in results:
-                yield results[nxt]
-                nxt += 1
-            if nxt >= n:
-                break
-            if nxt in failed:
-                raise failed[nxt]
-            for i in list(waiting):
+        while True:
+            for i in list(waiting):     # hand out first: the caller may be slow per result
                 if len(running) > jobs:
                     break
                 needs = after.get(i, ())
                 if all(j in results for j in needs):
                     waiting.remove(i)
                     running[pool.submit(_run, i, tuple(results[j] for j in needs))] = i
+            while nxt in results:
+                yield results[nxt]
+                nxt += 1
+            if nxt >= n:
+                return
+            if nxt in failed:
+                raise failed[nxt]
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for f in finished:
                 i = running.pop(f)

@@ -128,21 +128,28 @@ print(json.dumps({"forked": forked, "serial": serial}))
 
 
 def test_an_item_that_becomes_ready_is_taken_up_before_those_listed_after_it():
-    """Item 6 needs item 0 (0.1 s); the workers start 1 (1 s) and 0, then 2 (handed out
-    before 6 was ready). Item 6 is taken up next, before 3, 4 and 5, which the start order
-    lists after it: a kernel's final passes do not wait for all the other kernels."""
+    """Item 6 needs item 0. The workers start 1 and 0, then 2 (handed out before 6 was
+    ready); item 1 waits until item 6 has started (an event, not a clock: a loaded machine
+    cannot reorder it). Item 6 is taken up before 3, 4 and 5, which the start order lists
+    after it: a kernel's final passes do not wait for all the other kernels. Handed out in
+    the start order regardless, 6 would queue behind 5, which a worker reaches only after
+    3 and 4: item 1 would wait its 30 s and 6 start last."""
     out = run_fresh("""
-import json, time
+import json, multiprocessing, time
 from mechgen.generator import jobs
-SLEEP = {0: 0.1, 1: 1.0}
+started = multiprocessing.get_context("fork").Event()
 def item(i, given):
     t0 = time.monotonic()
-    time.sleep(SLEEP.get(i, 0.3))
+    if i == 1:
+        started.wait(30)
+    elif i == 6:
+        started.set()
+    else:
+        time.sleep(0.1)
     return t0
 print(json.dumps(list(jobs.map_graph(item, 7, {6: [0]}, jobs=2, start=[6, 1, 0, 2, 3, 4, 5]))))
 """)
     assert out[6] < min(out[3], out[4], out[5])
-    assert out[6] >= out[0] + 0.1
 
 
 def test_an_item_needing_a_later_item_is_refused():
@@ -150,23 +157,26 @@ def test_an_item_needing_a_later_item_is_refused():
         list(jobs.map_graph(lambda i, given: i, 3, {1: [2]}, jobs=2))
 
 
-def test_a_failing_item_raises_its_error_before_the_items_that_need_it_run():
-    out = run_fresh("""
-import json
+def test_a_failing_item_raises_its_error_and_the_items_that_need_it_never_run(tmp_path):
+    marker = tmp_path / "item3_ran"
+    out = run_fresh(f"""
+import json, pathlib
 from mechgen.generator import jobs
 from mechgen.generator.model import ModelError
-ran = []
 def item(i, given):
     if i == 1:
         raise ModelError("spec.toml: item 1 refused")
+    if i == 3:
+        pathlib.Path({str(marker)!r}).touch()
     return i
 try:
-    list(jobs.map_graph(item, 4, {3: [1]}, jobs=2))
-    print(json.dumps({"raised": None}))
+    list(jobs.map_graph(item, 4, {{3: [1]}}, jobs=2))
+    print(json.dumps({{"raised": None}}))
 except ModelError as e:
-    print(json.dumps({"raised": str(e)}))
+    print(json.dumps({{"raised": str(e)}}))
 """)
     assert out == {"raised": "spec.toml: item 1 refused"}
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("start", [[0, 1, 1], [0, 1], [2, 1, 3]])
