@@ -179,6 +179,37 @@ except ModelError as e:
     assert not marker.exists()
 
 
+def test_results_unpickle_to_the_same_expressions_without_evaluating_them(monkeypatch):
+    """The workers' maxima, minima, absolute values, powers and functions come back as the
+    objects pickled, rebuilt without SymPy's evaluation (which compares every pair of a
+    Max's arguments through the assumptions system: 3.7 s for apas_interface's contact
+    kernel). Evaluating them again is refused here, so the test fails if it happens."""
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    import sympy as sp
+    from sympy.core.cache import clear_cache
+    from sympy.functions.elementary.miscellaneous import MinMaxBase
+    x, y, z = sp.symbols("x y z", real=True)
+    exprs = [sp.Max(x, y, 0), sp.Min(x * y, z + 1, 2), sp.Abs(x - y), sp.sqrt(x ** 2 + y ** 2),
+             (x + y) ** -2, sp.sin(x) * sp.cos(y) + sp.atan2(y, x),
+             sp.Min(sp.Max(x, 0), 1) / sp.Max(sp.Abs(z), sp.Rational(1, 10 ** 9)),
+             sp.exp(x) + sp.log(z) + sp.tan(y) + sp.sign(x)]
+    data = [bytes(ForkingPickler.dumps(e)) for e in exprs]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("evaluated again on unpickling")
+    for cls, name in ((MinMaxBase, "_collapse_arguments"), (MinMaxBase, "_find_localzeros"),
+                      (sp.Abs, "eval"), (sp.sin, "eval"), (sp.cos, "eval"), (sp.atan2, "eval"),
+                      (sp.tan, "eval"), (sp.exp, "eval"), (sp.log, "eval"), (sp.sign, "eval")):
+        monkeypatch.setattr(cls, name, classmethod(refuse))
+    clear_cache()
+    back = [pickle.loads(d) for d in data]
+    monkeypatch.undo()
+    for e, b in zip(exprs, back):
+        assert b == e and sp.srepr(b) == sp.srepr(e)
+
+
 @pytest.mark.parametrize("start", [[0, 1, 1], [0, 1], [2, 1, 3]])
 def test_a_start_order_that_is_no_order_of_the_items_is_refused(start):
     with pytest.raises(ValueError, match="not an order of the 3 items"):
