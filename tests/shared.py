@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,7 +46,8 @@ def once(tmp_path_factory, key: str, make: Callable[[], Any]) -> Any:
         else:
             value = make()
             tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(pickle.dumps(value))
+            tmp.write_bytes(ForkingPickler.dumps(value))    # (generator/jobs.py's reducers:
+            # sums, products, maxima... rebuilt as they are, not evaluated again)
             tmp.replace(path)
     _LOADED[key] = value
     return value
