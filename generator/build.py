@@ -36,7 +36,9 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None,
     A kernel with alternative forms (``candidates``, pipeline.choice) is one work item per
     candidate, so that its forms are built side by side; the one with the fewest operations
     then goes through the final passes, in one more item, taken up as soon as the forms are
-    built (the same kernel as ``optimise(builder)`` gives). The workers take the last kernels
+    built (the same kernel as ``optimise(builder)`` gives). A family whose forms share most
+    of their build (``forms_apart`` False: a platform's reductions in C's frame and in frame
+    0, over the same legs) builds them in one item instead. The workers take the last kernels
     first: every family lists its kernels from the simplest to those that compose the others
     (forward dynamics, the derivatives, a platform's step), which take the longest to build."""
     return [g for g, _ in _generate(model, cse, progress, jobs)]
@@ -50,7 +52,8 @@ def _generate(model: Any, cse: bool = True, progress: Progress = None, jobs: int
     family = family_of(model)
     coded = family.coded(model)
     builders = family.builders_for(model)
-    candidates = [getattr(b, "candidates", None) for b in builders]
+    candidates = [getattr(b, "candidates", None) if family.forms_apart else None
+                  for b in builders]        # (None: the forms in one item, optimise's loop)
     items = [(i, c) for i, cs in enumerate(candidates) for c in (cs or [None])]
     chosen = [i for i, cs in enumerate(candidates) if cs]   # one more item: the final passes
     after = {len(items) + m: [j for j, (i, _) in enumerate(items) if i == k]

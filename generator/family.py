@@ -8,6 +8,9 @@ together with what the generator needs to know of it, and nothing else reaches i
                  gravity, bodies, points, legs ...), which the runtime reads
     summary      one line for ``mechgen report``
     optional     model -> more builders the spec asked for (e.g. the serial regressor)
+    forms_apart  whether a kernel's candidate forms (pipeline.choice) are built in work items
+                 of their own, side by side (build.py), or one after the other in one item,
+                 where the second reuses what the first put in SymPy's cache
 
 ``model.with_prefixed_parameters()`` gives the model whose parameter symbols are the generated
 code's names, and ``model.name`` names the files. build.py has one path for every family; a
@@ -30,6 +33,7 @@ class Family:
     manifest: Callable[[Any], dict]
     summary: Callable[[Any], str]
     optional: Callable[[Any], tuple] = lambda model: ()   # builders a spec opts into
+    forms_apart: bool = True
 
     def builders_for(self, model: Any) -> tuple[Callable[[Any], Kernel], ...]:
         """The builders, then the optional ones this model asks for."""
