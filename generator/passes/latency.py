@@ -18,6 +18,17 @@ the order a printer writes them in. The operation count does not change; the val
 only by rounding (a different order of the same additions), and the same spec still gives
 the same bits on every machine.
 
+Only the statements that need it are regrouped (seventeenth session). Regrouping every sum
+first gives the kernel's shortest chain L (in this model); from it each name gets a deadline,
+the latest ready time that keeps every output ready by L (its ready time plus its *slack*,
+the least slack of the statements that read it). A statement whose as-built form is ready by
+its deadline stays as built; the others are regrouped. The kernel's chain is still L (a
+statement regrouped with operands late by at most its slack is late by at most its slack:
+each regrouping is monotone in its operands' times), and the statements off the critical
+path keep the builder's form. Regrouping those too held more partial sums live for nothing:
+solo12's mass matrix (Euler base, chain 53 -> 49 steps) took 303 -> 399 ns at -O3 (SSE2)
+and 233 -> 262 ns with -mavx2 regrouped everywhere (docs/algorithms.md §2.4.3).
+
 Ready times (in operations of one step): inputs and numbers 0; ``x**k`` (k = 2..4) k - 1
 steps; a division, :data:`DIV_STEPS`; a square root, :data:`SQRT_STEPS`; sine, cosine and the
 other calls, :data:`CALL_STEPS`; a column loop's targets, the latest of its inputs plus the
@@ -41,8 +52,16 @@ CALL_STEPS = 25
 
 
 def shorten_chains(k: Kernel) -> Kernel:
+    """The kernel with the sums and products of three or more operands regrouped by the
+    ready times of their operands where that is needed for its shortest chain; the others
+    as built (module doc)."""
+    return regroup(k, deadlines(regroup(k)))
+
+
+def regroup(k: Kernel, deadline: dict[sp.Symbol, int] | None = None) -> Kernel:
     """The kernel with its sums and products of three or more operands regrouped by the
-    ready times of their operands (module doc)."""
+    ready times of their operands; with ``deadline``, a statement whose as-built form is
+    ready by its target's deadline stays as built."""
     names = _Names(k)
     ready: dict[sp.Symbol, int] = {s: 0 for p in k.inputs for s in p.elements}
     body = []
@@ -51,6 +70,11 @@ def shorten_chains(k: Kernel) -> Kernel:
             ready[st.target] = steps_as_printed(st.expr, ready)
             body.append(st)
         elif isinstance(st, Assign):
+            built = steps_as_printed(st.expr, ready)
+            if deadline is not None and built <= deadline[st.target]:
+                ready[st.target] = built
+                body.append(st)
+                continue
             tree = _Tree(ready, names, st.target)
             expr, steps = tree.node(st.expr)
             body.extend(tree.partials)
@@ -63,16 +87,41 @@ def shorten_chains(k: Kernel) -> Kernel:
     return k.with_body(body)
 
 
-def longest_chain(k: Kernel) -> int:
-    """The ready time of the kernel's last output (its longest chain of dependent operations,
-    in the steps of the module doc), each sum and product evaluated left to right in the
-    order the printers write it (fast.ordered_terms; factors in SymPy's order)."""
+def deadlines(k: Kernel) -> dict[sp.Symbol, int]:
+    """The latest ready time of each name of ``k`` that keeps every output ready by the
+    kernel's longest chain: its ready time plus its slack, the least slack of what reads it
+    (an output's slack is the chain's end less its ready time)."""
+    ready = ready_times(k)
+    end = longest_chain(k)
+    slack: dict[sp.Symbol, int] = {}
+    for e in (sp.sympify(e) for p in k.outputs for e in p.elements):
+        spare = end - steps_as_printed(e, ready)
+        for s in e.free_symbols:
+            slack[s] = min(slack.get(s, spare), spare)
+    for st in reversed(k.body):
+        own = min((slack.get(t, end) for t in defines(st)), default=end)
+        for s in reads(st):
+            slack[s] = min(slack.get(s, own), own)
+    return {s: t + slack.get(s, end) for s, t in ready.items()}
+
+
+def ready_times(k: Kernel) -> dict[sp.Symbol, int]:
+    """The ready time of every input and name of ``k`` (steps of the module doc), each sum
+    and product evaluated left to right in the order the printers write it."""
     ready: dict[sp.Symbol, int] = {s: 0 for p in k.inputs for s in p.elements}
     for st in k.body:
         if isinstance(st, Assign):
             ready[st.target] = steps_as_printed(st.expr, ready)
         elif isinstance(st, ColumnLoop):
             _loop_ready(st, ready)
+    return ready
+
+
+def longest_chain(k: Kernel) -> int:
+    """The ready time of the kernel's last output (its longest chain of dependent operations,
+    in the steps of the module doc), each sum and product evaluated left to right in the
+    order the printers write it (fast.ordered_terms; factors in SymPy's order)."""
+    ready = ready_times(k)
     return max((steps_as_printed(sp.sympify(e), ready) for p in k.outputs for e in p.elements),
                default=0)
 
