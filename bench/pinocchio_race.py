@@ -47,8 +47,8 @@ the free flyer's coordinates and velocities, so only its rows time the same prob
 Euler-angle and frame-0 quaternion rows (a mass matrix that depends on the base attitude) stay
 for comparison (bench/general_robots.py FREE_BASE_RACE, ``--race``).
 
-Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG`` and ALIGN_FLAGS, no fast-math; our
-kernels also with OURS_EXTRA_FLAGS, ``-fopenmp-simd`` as the runtime gives it) into a
+Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG`` and ALIGN_FLAGS, no
+fast-math; our kernels also with OURS_EXTRA_FLAGS, ``-fopenmp-simd`` as the runtime gives it) into a
 binary cached in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and
 Pinocchio version. The Pinocchio object (~3 min to compile) is shared by all mechanisms; per
 mechanism only our C file and a small glue part of the harness are compiled (seconds). Not

@@ -1,10 +1,10 @@
 """The last two passes. Sums and products regrouped by when their operands are ready
 (generator/passes/latency.py): two operands per operation where regrouped, the same
 operations, the same values up to rounding, chains never longer than as printed before and
-as short as regrouping every statement gives, statements off the critical path as built. The statements reordered
-by a list schedule (generator/passes/schedule.py): the same statements, each after what it
-reads, checks in their order, the same bits, and only kernels whose chain is long for
-their work."""
+as short as regrouping every statement gives, statements off the critical path as built.
+The statements reordered by a list schedule (generator/passes/schedule.py): the same
+statements, each after what it reads, checks in their order, the same bits, and only
+kernels whose chain is long for their work."""
 
 from __future__ import annotations
 

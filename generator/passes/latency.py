@@ -70,11 +70,12 @@ def regroup(k: Kernel, deadline: dict[sp.Symbol, int] | None = None) -> Kernel:
             ready[st.target] = steps_as_printed(st.expr, ready)
             body.append(st)
         elif isinstance(st, Assign):
-            built = steps_as_printed(st.expr, ready)
-            if deadline is not None and built <= deadline[st.target]:
-                ready[st.target] = built
-                body.append(st)
-                continue
+            if deadline is not None:
+                built = steps_as_printed(st.expr, ready)
+                if built <= deadline[st.target]:
+                    ready[st.target] = built
+                    body.append(st)
+                    continue
             tree = _Tree(ready, names, st.target)
             expr, steps = tree.node(st.expr)
             body.extend(tree.partials)
@@ -92,12 +93,12 @@ def deadlines(k: Kernel) -> dict[sp.Symbol, int]:
     kernel's longest chain: its ready time plus its slack, the least slack of what reads it
     (an output's slack is the chain's end less its ready time)."""
     ready = ready_times(k)
-    end = longest_chain(k)
+    outputs = [(e, steps_as_printed(e, ready)) for e in _output_elements(k)]
+    end = max((t for _, t in outputs), default=0)
     slack: dict[sp.Symbol, int] = {}
-    for e in (sp.sympify(e) for p in k.outputs for e in p.elements):
-        spare = end - steps_as_printed(e, ready)
+    for e, t in outputs:
         for s in e.free_symbols:
-            slack[s] = min(slack.get(s, spare), spare)
+            slack[s] = min(slack.get(s, end - t), end - t)
     for st in reversed(k.body):
         own = min((slack.get(t, end) for t in defines(st)), default=end)
         for s in reads(st):
@@ -122,8 +123,11 @@ def longest_chain(k: Kernel) -> int:
     in the steps of the module doc), each sum and product evaluated left to right in the
     order the printers write it (fast.ordered_terms; factors in SymPy's order)."""
     ready = ready_times(k)
-    return max((steps_as_printed(sp.sympify(e), ready) for p in k.outputs for e in p.elements),
-               default=0)
+    return max((steps_as_printed(e, ready) for e in _output_elements(k)), default=0)
+
+
+def _output_elements(k: Kernel) -> list[sp.Expr]:
+    return [sp.sympify(e) for p in k.outputs for e in p.elements]
 
 
 def steps_as_printed(e: sp.Expr, ready: dict) -> int:
