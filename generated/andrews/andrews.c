@@ -599,40 +599,42 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[6][MG_SIMD_WIDTH];
+    double mg_o_G[42][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[20] = {
+            0, 1, 5, 6, 7, 8, 12, 13, 14, 16, 20, 21, 23, 27, 29, 30, 33, 36, 37, 40
+        };
+        static const double mg_value[20] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 20; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            1.0, 1.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_phi[6][MG_SIMD_WIDTH];
-        double mg_o_G[42][MG_SIMD_WIDTH];
-        double mg_o_orientation[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = 0.0;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = 0.0;
-            mg_o_G[16][mg_l] = 0.0;
-            mg_o_G[20][mg_l] = 0.0;
-            mg_o_G[21][mg_l] = 0.0;
-            mg_o_G[23][mg_l] = 0.0;
-            mg_o_G[27][mg_l] = 0.0;
-            mg_o_G[29][mg_l] = 0.0;
-            mg_o_G[30][mg_l] = 0.0;
-            mg_o_G[33][mg_l] = 0.0;
-            mg_o_G[36][mg_l] = 0.0;
-            mg_o_G[37][mg_l] = 0.0;
-            mg_o_G[40][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
-            mg_o_orientation[2][mg_l] = 1.0;
             const double q4 = mg_in_q[3][mg_l];
             const double cse3 = q4 + 0.06171389001427645;
             const double q1 = mg_in_q[0][mg_l];
@@ -933,22 +935,32 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[7][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    double mg_o_orientation[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            1.0, 1.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_q_next[7][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
-            mg_o_orientation[2][mg_l] = 1.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
             const double q4 = mg_in_q[3][mg_l];
@@ -1280,20 +1292,32 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[7][MG_SIMD_WIDTH];
+    double mg_o_H[7][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            3
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[7][MG_SIMD_WIDTH];
-        double mg_o_H[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[3][mg_l] = 1.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
             const double q4 = mg_in_q[3][mg_l];
@@ -1873,114 +1897,94 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[9] = {
+            2, 5, 8, 11, 14, 17, 20, 23, 26
+        };
+        static const double mg_value[9] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 9; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[9] = {
+            2, 5, 8, 11, 14, 17, 20, 23, 26
+        };
+        static const double mg_value[9] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 9; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[9] = {
+            2, 5, 8, 11, 14, 17, 20, 23, 26
+        };
+        static const double mg_value[9] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 9; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[63][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[35] = {
+            2, 5, 6, 7, 8, 11, 14, 15, 16, 17, 20, 23, 24, 25, 26, 29, 32, 33, 34, 35, 38, 41, 42,
+            43, 44, 47, 50, 51, 52, 53, 56, 59, 60, 61, 62
+        };
+        static const double mg_value[35] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 35; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[14] = {
+            0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19
+        };
+        static const double mg_value[14] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 14; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[14] = {
+            0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19
+        };
+        static const double mg_value[14] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 14; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
-        double mg_o_r[27][MG_SIMD_WIDTH];
-        double mg_o_v[27][MG_SIMD_WIDTH];
-        double mg_o_a[27][MG_SIMD_WIDTH];
-        double mg_o_R[63][MG_SIMD_WIDTH];
-        double mg_o_omega[21][MG_SIMD_WIDTH];
-        double mg_o_alpha[21][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[17][mg_l] = 0.0;
-            mg_o_r[20][mg_l] = 0.0;
-            mg_o_r[23][mg_l] = 0.0;
-            mg_o_r[26][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[17][mg_l] = 0.0;
-            mg_o_v[20][mg_l] = 0.0;
-            mg_o_v[23][mg_l] = 0.0;
-            mg_o_v[26][mg_l] = 0.0;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[17][mg_l] = 0.0;
-            mg_o_a[20][mg_l] = 0.0;
-            mg_o_a[23][mg_l] = 0.0;
-            mg_o_a[26][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 1.0;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 1.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[43][mg_l] = 0.0;
-            mg_o_R[44][mg_l] = 1.0;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[50][mg_l] = 0.0;
-            mg_o_R[51][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 1.0;
-            mg_o_R[56][mg_l] = 0.0;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[61][mg_l] = 0.0;
-            mg_o_R[62][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[3][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[9][mg_l] = 0.0;
-            mg_o_omega[10][mg_l] = 0.0;
-            mg_o_omega[12][mg_l] = 0.0;
-            mg_o_omega[13][mg_l] = 0.0;
-            mg_o_omega[15][mg_l] = 0.0;
-            mg_o_omega[16][mg_l] = 0.0;
-            mg_o_omega[18][mg_l] = 0.0;
-            mg_o_omega[19][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[3][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[6][mg_l] = 0.0;
-            mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[9][mg_l] = 0.0;
-            mg_o_alpha[10][mg_l] = 0.0;
-            mg_o_alpha[12][mg_l] = 0.0;
-            mg_o_alpha[13][mg_l] = 0.0;
-            mg_o_alpha[15][mg_l] = 0.0;
-            mg_o_alpha[16][mg_l] = 0.0;
-            mg_o_alpha[18][mg_l] = 0.0;
-            mg_o_alpha[19][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.2305474445498212;
             const double q2 = mg_in_q[1][mg_l];
@@ -2412,55 +2416,31 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[49][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[40] = {
+            1, 2, 3, 4, 5, 7, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27, 28, 29,
+            30, 32, 33, 34, 35, 37, 38, 39, 40, 41, 43, 44, 45, 46, 47, 48
+        };
+        static const double mg_value[40] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.6170147425000003e-05, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 9.237125e-07, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 8.03380146e-07, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 8.03380146e-07
+        };
+        for (int mg_c = 0; mg_c < 40; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_M[49][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[7][mg_l] = 0.0;
-            mg_o_M[9][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[11][mg_l] = 0.0;
-            mg_o_M[13][mg_l] = 0.0;
-            mg_o_M[14][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[16][mg_l] = 1.6170147425000003e-05;
-            mg_o_M[17][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.0;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = 0.0;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[26][mg_l] = 0.0;
-            mg_o_M[27][mg_l] = 0.0;
-            mg_o_M[28][mg_l] = 0.0;
-            mg_o_M[29][mg_l] = 0.0;
-            mg_o_M[30][mg_l] = 0.0;
-            mg_o_M[32][mg_l] = 9.237125e-07;
-            mg_o_M[33][mg_l] = 0.0;
-            mg_o_M[34][mg_l] = 0.0;
-            mg_o_M[35][mg_l] = 0.0;
-            mg_o_M[37][mg_l] = 0.0;
-            mg_o_M[38][mg_l] = 0.0;
-            mg_o_M[39][mg_l] = 0.0;
-            mg_o_M[40][mg_l] = 8.03380146e-07;
-            mg_o_M[41][mg_l] = 0.0;
-            mg_o_M[43][mg_l] = 0.0;
-            mg_o_M[44][mg_l] = 0.0;
-            mg_o_M[45][mg_l] = 0.0;
-            mg_o_M[46][mg_l] = 0.0;
-            mg_o_M[47][mg_l] = 0.0;
-            mg_o_M[48][mg_l] = 8.03380146e-07;
             const double q6 = mg_in_q[5][mg_l];
             const double cse0 = q6 - 0.22266839016588588;
             const double q7 = mg_in_q[6][mg_l];
@@ -2716,16 +2696,18 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[7][MG_SIMD_WIDTH];
+    double mg_o_gamma[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_tau[7][MG_SIMD_WIDTH];
-        double mg_o_b[7][MG_SIMD_WIDTH];
-        double mg_o_gamma[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -3271,17 +3253,30 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[7][MG_SIMD_WIDTH];
+    double mg_o_multipliers[6][MG_SIMD_WIDTH];
+    double mg_o_reaction[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[12] = {
+            2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17
+        };
+        static const double mg_value[12] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 12; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_tau[7][MG_SIMD_WIDTH];
-        double mg_o_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_multipliers[6][MG_SIMD_WIDTH];
-        double mg_o_reaction[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -3289,18 +3284,6 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
-            mg_o_reaction[14][mg_l] = 0.0;
-            mg_o_reaction[15][mg_l] = 0.0;
-            mg_o_reaction[16][mg_l] = 0.0;
-            mg_o_reaction[17][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
             const double q4 = mg_in_q[3][mg_l];
@@ -3966,18 +3949,31 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[7][MG_SIMD_WIDTH];
+    double mg_o_multipliers[6][MG_SIMD_WIDTH];
+    double mg_o_reaction[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[12] = {
+            2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17
+        };
+        static const double mg_value[12] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 12; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_multipliers[6][MG_SIMD_WIDTH];
-        double mg_o_reaction[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
@@ -3985,18 +3981,6 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
-            mg_o_reaction[14][mg_l] = 0.0;
-            mg_o_reaction[15][mg_l] = 0.0;
-            mg_o_reaction[16][mg_l] = 0.0;
-            mg_o_reaction[17][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 0.45527981916307037;
             const double q4 = mg_in_q[3][mg_l];
@@ -4420,15 +4404,17 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -4586,14 +4572,16 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
-        double mg_o_state[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
@@ -4763,14 +4751,16 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd

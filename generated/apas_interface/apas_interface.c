@@ -3616,8 +3616,21 @@ int64_t mechgen_apas_interface_contact_batch(int64_t n, const double *r, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_f_P[3][MG_SIMD_WIDTH];
+    double mg_o_m_P[3][MG_SIMD_WIDTH];
+    double mg_o_f_A[3][MG_SIMD_WIDTH];
+    double mg_o_m_A[3][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
+    double mg_o_P_diss[1][MG_SIMD_WIDTH];
+    double mg_o_gap[1][MG_SIMD_WIDTH];
+    double mg_o_f_normal[1][MG_SIMD_WIDTH];
+    double mg_o_capture_margin[1][MG_SIMD_WIDTH];
+    double mg_o_margins[4][MG_SIMD_WIDTH];
+    double mg_o_f_normal_by_kind[3][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         double mg_in_R[9][MG_SIMD_WIDTH];
         double mg_in_r[3][MG_SIMD_WIDTH];
@@ -3625,17 +3638,6 @@ int64_t mechgen_apas_interface_contact_batch(int64_t n, const double *r, const d
         double mg_in_w[3][MG_SIMD_WIDTH];
         double mg_in_v[3][MG_SIMD_WIDTH];
         double mg_in_latched[1][MG_SIMD_WIDTH];
-        double mg_o_f_P[3][MG_SIMD_WIDTH];
-        double mg_o_m_P[3][MG_SIMD_WIDTH];
-        double mg_o_f_A[3][MG_SIMD_WIDTH];
-        double mg_o_m_A[3][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
-        double mg_o_P_diss[1][MG_SIMD_WIDTH];
-        double mg_o_gap[1][MG_SIMD_WIDTH];
-        double mg_o_f_normal[1][MG_SIMD_WIDTH];
-        double mg_o_capture_margin[1][MG_SIMD_WIDTH];
-        double mg_o_margins[4][MG_SIMD_WIDTH];
-        double mg_o_f_normal_by_kind[3][MG_SIMD_WIDTH];
         mg_rows_to_block(R + mg_i * 9, 9, &mg_in_R[0][0]);
         mg_rows_to_block(r + mg_i * 3, 3, &mg_in_r[0][0]);
         mg_rows_to_block(p + mg_i * 9, 9, &mg_in_p[0][0]);
@@ -8793,67 +8795,46 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_distance[60][MG_SIMD_WIDTH];
+    double mg_o_normal[180][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[12] = {
+            136, 145, 154, 171, 172, 173, 174, 175, 176, 177, 178, 179
+        };
+        static const double mg_value[12] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 12; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_normal[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_point[180][MG_SIMD_WIDTH];
+    double mg_o_active[60][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[36] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+            24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35
+        };
+        static const double mg_value[36] = {
+            1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+            1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+            1.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 36; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_active[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         double mg_in_r[3][MG_SIMD_WIDTH];
         double mg_in_R[9][MG_SIMD_WIDTH];
-        double mg_o_distance[60][MG_SIMD_WIDTH];
-        double mg_o_normal[180][MG_SIMD_WIDTH];
-        double mg_o_point[180][MG_SIMD_WIDTH];
-        double mg_o_active[60][MG_SIMD_WIDTH];
         mg_rows_to_block(r + mg_i * 3, 3, &mg_in_r[0][0]);
         mg_rows_to_block(R + mg_i * 9, 9, &mg_in_R[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_normal[136][mg_l] = 0.0;
-            mg_o_normal[145][mg_l] = 0.0;
-            mg_o_normal[154][mg_l] = 0.0;
-            mg_o_normal[171][mg_l] = 0.0;
-            mg_o_normal[172][mg_l] = 0.0;
-            mg_o_normal[173][mg_l] = 1.0;
-            mg_o_normal[174][mg_l] = 0.0;
-            mg_o_normal[175][mg_l] = 0.0;
-            mg_o_normal[176][mg_l] = 1.0;
-            mg_o_normal[177][mg_l] = 0.0;
-            mg_o_normal[178][mg_l] = 0.0;
-            mg_o_normal[179][mg_l] = 1.0;
-            mg_o_active[0][mg_l] = 1.0;
-            mg_o_active[1][mg_l] = 1.0;
-            mg_o_active[2][mg_l] = 1.0;
-            mg_o_active[3][mg_l] = 1.0;
-            mg_o_active[4][mg_l] = 1.0;
-            mg_o_active[5][mg_l] = 1.0;
-            mg_o_active[6][mg_l] = 1.0;
-            mg_o_active[7][mg_l] = 1.0;
-            mg_o_active[8][mg_l] = 1.0;
-            mg_o_active[9][mg_l] = 1.0;
-            mg_o_active[10][mg_l] = 1.0;
-            mg_o_active[11][mg_l] = 1.0;
-            mg_o_active[12][mg_l] = 1.0;
-            mg_o_active[13][mg_l] = 1.0;
-            mg_o_active[14][mg_l] = 1.0;
-            mg_o_active[15][mg_l] = 1.0;
-            mg_o_active[16][mg_l] = 1.0;
-            mg_o_active[17][mg_l] = 1.0;
-            mg_o_active[18][mg_l] = 1.0;
-            mg_o_active[19][mg_l] = 1.0;
-            mg_o_active[20][mg_l] = 1.0;
-            mg_o_active[21][mg_l] = 1.0;
-            mg_o_active[22][mg_l] = 1.0;
-            mg_o_active[23][mg_l] = 1.0;
-            mg_o_active[24][mg_l] = 1.0;
-            mg_o_active[25][mg_l] = 1.0;
-            mg_o_active[26][mg_l] = 1.0;
-            mg_o_active[27][mg_l] = 1.0;
-            mg_o_active[28][mg_l] = 1.0;
-            mg_o_active[29][mg_l] = 1.0;
-            mg_o_active[30][mg_l] = 1.0;
-            mg_o_active[31][mg_l] = 1.0;
-            mg_o_active[32][mg_l] = 1.0;
-            mg_o_active[33][mg_l] = 1.0;
-            mg_o_active[34][mg_l] = 1.0;
-            mg_o_active[35][mg_l] = 1.0;
             const double r_y = mg_in_r[1][mg_l];
             const double cse16 = -r_y;
             const double r_z = mg_in_r[2][mg_l];

@@ -558,18 +558,30 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[5][MG_SIMD_WIDTH];
+    double mg_o_G[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            7
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_phi[5][MG_SIMD_WIDTH];
-        double mg_o_G[15][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[7][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
             const double q3 = mg_in_q[2][mg_l];
@@ -829,20 +841,32 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[3][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_branch[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_q_next[3][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_branch[0][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             mg_o_q_next[1][mg_l] = q2;
             const double cse1 = q2 + (-1.0);
@@ -1124,20 +1148,32 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[3][MG_SIMD_WIDTH];
+    double mg_o_H[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            1
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[3][MG_SIMD_WIDTH];
-        double mg_o_H[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[1][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 + (-1.0);
             const double q3 = mg_in_q[2][mg_l];
@@ -1571,50 +1607,92 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            2, 6, 7, 8, 11
+        };
+        static const double mg_value[5] = {
+            0.0, -1.2301901139936389, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            2, 6, 7, 8, 11
+        };
+        static const double mg_value[5] = {
+            0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            2, 6, 7, 8, 11
+        };
+        static const double mg_value[5] = {
+            0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            2, 5, 6, 7, 8
+        };
+        static const double mg_value[5] = {
+            0.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 6
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 6
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qdd[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_r[18][MG_SIMD_WIDTH];
-        double mg_o_v[18][MG_SIMD_WIDTH];
-        double mg_o_a[18][MG_SIMD_WIDTH];
-        double mg_o_R[27][MG_SIMD_WIDTH];
-        double mg_o_omega[9][MG_SIMD_WIDTH];
-        double mg_o_alpha[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 3, 3, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = -1.2301901139936389;
-            mg_o_r[7][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = 0.0;
-            mg_o_v[7][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = 0.0;
-            mg_o_a[7][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[6][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse3 = q2 + (-1.0);
             const double q3 = mg_in_q[2][mg_l];
@@ -1948,21 +2026,28 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 6, 8
+        };
+        static const double mg_value[6] = {
+            0.39181796180758344, 0.0, 0.0, 0.0, 0.0, 1.2414813865361913
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_M[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 0.39181796180758344;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 1.2414813865361913;
             const double q3 = mg_in_q[2][mg_l];
             const double cse0 = q3 - 2.5219477102325203;
             double s3, c3;
@@ -2225,15 +2310,17 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[3][MG_SIMD_WIDTH];
+    double mg_o_gamma[5][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_b[3][MG_SIMD_WIDTH];
-        double mg_o_gamma[5][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
@@ -2803,16 +2890,18 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[5][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[5][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
@@ -3543,17 +3632,19 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[5][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[5][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
@@ -4000,14 +4091,16 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -4117,16 +4210,23 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -4244,14 +4344,16 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd

@@ -539,27 +539,41 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[4][MG_SIMD_WIDTH];
+    double mg_o_G[20][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            0, 4, 5, 9, 12, 13, 17, 18
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[2][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            0, 1
+        };
+        static const double mg_value[2] = {
+            1.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
-        double mg_o_phi[4][MG_SIMD_WIDTH];
-        double mg_o_G[20][MG_SIMD_WIDTH];
-        double mg_o_orientation[2][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[4][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[9][mg_l] = 0.0;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[17][mg_l] = 0.0;
-            mg_o_G[18][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
             const double q3 = mg_in_q[2][mg_l];
@@ -758,21 +772,32 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[5][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    double mg_o_orientation[2][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            0, 1
+        };
+        static const double mg_value[2] = {
+            1.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
-        double mg_o_q_next[5][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[2][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_orientation[0][mg_l] = 1.0;
-            mg_o_orientation[1][mg_l] = 1.0;
             const double q3 = mg_in_q[2][mg_l];
             mg_o_q_next[2][mg_l] = q3;
             const double cse2 = q3 - 1.5707963267948966;
@@ -997,20 +1022,32 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[5][MG_SIMD_WIDTH];
+    double mg_o_H[5][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            2
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[5][MG_SIMD_WIDTH];
-        double mg_o_H[5][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[2][mg_l] = 1.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
@@ -1432,93 +1469,94 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 5, 8, 11, 14, 17, 20, 23
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 5, 8, 11, 14, 17, 20, 23
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 5, 8, 11, 14, 17, 20, 23
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[45][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[25] = {
+            2, 5, 6, 7, 8, 11, 14, 15, 16, 17, 20, 23, 24, 25, 26, 29, 32, 33, 34, 35, 38, 41, 42,
+            43, 44
+        };
+        static const double mg_value[25] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 25; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[10] = {
+            0, 1, 3, 4, 6, 7, 9, 10, 12, 13
+        };
+        static const double mg_value[10] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 10; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[10] = {
+            0, 1, 3, 4, 6, 7, 9, 10, 12, 13
+        };
+        static const double mg_value[10] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 10; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qdd[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
-        double mg_o_r[24][MG_SIMD_WIDTH];
-        double mg_o_v[24][MG_SIMD_WIDTH];
-        double mg_o_a[24][MG_SIMD_WIDTH];
-        double mg_o_R[45][MG_SIMD_WIDTH];
-        double mg_o_omega[15][MG_SIMD_WIDTH];
-        double mg_o_alpha[15][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 5, 5, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[17][mg_l] = 0.0;
-            mg_o_r[20][mg_l] = 0.0;
-            mg_o_r[23][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[17][mg_l] = 0.0;
-            mg_o_v[20][mg_l] = 0.0;
-            mg_o_v[23][mg_l] = 0.0;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[17][mg_l] = 0.0;
-            mg_o_a[20][mg_l] = 0.0;
-            mg_o_a[23][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 1.0;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 1.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[43][mg_l] = 0.0;
-            mg_o_R[44][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[3][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[9][mg_l] = 0.0;
-            mg_o_omega[10][mg_l] = 0.0;
-            mg_o_omega[12][mg_l] = 0.0;
-            mg_o_omega[13][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[3][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[6][mg_l] = 0.0;
-            mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[9][mg_l] = 0.0;
-            mg_o_alpha[10][mg_l] = 0.0;
-            mg_o_alpha[12][mg_l] = 0.0;
-            mg_o_alpha[13][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.5707963267948966;
             const double q3 = mg_in_q[2][mg_l];
@@ -1827,34 +1865,29 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[25][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[19] = {
+            0, 1, 2, 3, 4, 5, 7, 8, 10, 11, 14, 15, 16, 18, 19, 20, 22, 23, 24
+        };
+        static const double mg_value[19] = {
+            0.3333333333333333, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.3333333333333333, 0.0, 0.0, 0.0, 0.0, 0.3333333333333333
+        };
+        for (int mg_c = 0; mg_c < 19; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
-        double mg_o_M[25][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 0.3333333333333333;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[7][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[11][mg_l] = 0.0;
-            mg_o_M[14][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[16][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.3333333333333333;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.3333333333333333;
             const double q4 = mg_in_q[3][mg_l];
             const double s4 = mg_sin_poly(q4 + 1.5707963267948966);
             mg_range[mg_l] |= mg_trig_out_of_range(q4 + 1.5707963267948966);
@@ -2029,15 +2062,17 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[5][MG_SIMD_WIDTH];
+    double mg_o_gamma[4][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
         double mg_in_tau[5][MG_SIMD_WIDTH];
-        double mg_o_b[5][MG_SIMD_WIDTH];
-        double mg_o_gamma[4][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 5, 5, &mg_in_tau[0][0]);
@@ -2396,30 +2431,35 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[5][MG_SIMD_WIDTH];
+    double mg_o_multipliers[4][MG_SIMD_WIDTH];
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 3, 4, 5, 8, 9, 10, 11
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
         double mg_in_tau[5][MG_SIMD_WIDTH];
-        double mg_o_qdd[5][MG_SIMD_WIDTH];
-        double mg_o_multipliers[4][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 5, 5, &mg_in_tau[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
@@ -2850,31 +2890,36 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[5][MG_SIMD_WIDTH];
+    double mg_o_multipliers[4][MG_SIMD_WIDTH];
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 3, 4, 5, 8, 9, 10, 11
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[5][MG_SIMD_WIDTH];
-        double mg_o_multipliers[4][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[8][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             const double cse2 = q3 - 1.5707963267948966;
             const double q4 = mg_in_q[3][mg_l];
@@ -3151,14 +3196,16 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -3260,16 +3307,23 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -3364,14 +3418,16 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[5][MG_SIMD_WIDTH];
         double mg_in_qd[5][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 5, 5, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 5, 5, &mg_in_qd[0][0]);
         #pragma omp simd

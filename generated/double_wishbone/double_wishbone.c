@@ -664,34 +664,42 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[6][MG_SIMD_WIDTH];
+    double mg_o_G[48][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[15] = {
+            0, 6, 7, 8, 14, 15, 16, 22, 23, 24, 26, 34, 40, 42, 46
+        };
+        static const double mg_value[15] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 15; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
-        double mg_o_phi[6][MG_SIMD_WIDTH];
-        double mg_o_G[48][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[8][mg_l] = 0.0;
-            mg_o_G[14][mg_l] = 0.0;
-            mg_o_G[15][mg_l] = 0.0;
-            mg_o_G[16][mg_l] = 0.0;
-            mg_o_G[22][mg_l] = 0.0;
-            mg_o_G[23][mg_l] = 0.0;
-            mg_o_G[24][mg_l] = 0.0;
-            mg_o_G[26][mg_l] = 0.0;
             mg_o_G[32][mg_l] = (-1.0);
-            mg_o_G[34][mg_l] = 0.0;
-            mg_o_G[40][mg_l] = 0.0;
-            mg_o_G[42][mg_l] = 0.0;
-            mg_o_G[46][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -1147,20 +1155,32 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[8][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
-        double mg_o_q_next[8][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
@@ -1686,23 +1706,32 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[8][MG_SIMD_WIDTH];
+    double mg_o_H[16][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 3
+        };
+        static const double mg_value[4] = {
+            0.0, 1.0, 1.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd_ind[2][MG_SIMD_WIDTH];
-        double mg_o_qd[8][MG_SIMD_WIDTH];
-        double mg_o_H[16][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 2, 2, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[0][mg_l] = 0.0;
-            mg_o_H[1][mg_l] = 1.0;
-            mg_o_H[2][mg_l] = 1.0;
-            mg_o_H[3][mg_l] = 0.0;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
@@ -2547,49 +2576,92 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            21, 23
+        };
+        static const double mg_value[2] = {
+            -0.15, 0.205
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            21, 23
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            21, 23
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[45][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[9] = {
+            36, 37, 38, 39, 40, 41, 42, 43, 44
+        };
+        static const double mg_value[9] = {
+            1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 9; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            1, 4, 12, 13, 14
+        };
+        static const double mg_value[5] = {
+            0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            1, 4, 12, 13, 14
+        };
+        static const double mg_value[5] = {
+            0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qdd[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
-        double mg_o_r[24][MG_SIMD_WIDTH];
-        double mg_o_v[24][MG_SIMD_WIDTH];
-        double mg_o_a[24][MG_SIMD_WIDTH];
-        double mg_o_R[45][MG_SIMD_WIDTH];
-        double mg_o_omega[15][MG_SIMD_WIDTH];
-        double mg_o_alpha[15][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 8, 8, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[21][mg_l] = -0.15;
-            mg_o_r[23][mg_l] = 0.205;
-            mg_o_v[21][mg_l] = 0.0;
-            mg_o_v[23][mg_l] = 0.0;
-            mg_o_a[21][mg_l] = 0.0;
-            mg_o_a[23][mg_l] = 0.0;
-            mg_o_R[36][mg_l] = 1.0;
-            mg_o_R[37][mg_l] = 0.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 1.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[43][mg_l] = 0.0;
-            mg_o_R[44][mg_l] = 1.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[12][mg_l] = 0.0;
-            mg_o_omega[13][mg_l] = 0.0;
-            mg_o_omega[14][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[12][mg_l] = 0.0;
-            mg_o_alpha[13][mg_l] = 0.0;
-            mg_o_alpha[14][mg_l] = 0.0;
             const double qdd7 = mg_in_qdd[6][mg_l];
             const double qdd8 = mg_in_qdd[7][mg_l];
             const double tie_rod_alphaz = qdd7 + (6.842277657836021e-49)*qdd8;
@@ -3336,57 +3408,31 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[64][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[42] = {
+            0, 1, 2, 3, 4, 5, 8, 10, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 30, 31, 32, 34,
+            38, 39, 40, 42, 45, 46, 47, 49, 50, 51, 52, 53, 57, 58, 59, 60, 61, 63
+        };
+        static const double mg_value[42] = {
+            2.8, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.020803791435193994, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.799, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.03464286666666666
+        };
+        for (int mg_c = 0; mg_c < 42; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
-        double mg_o_M[64][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 2.8;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[5][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[14][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[16][mg_l] = 0.0;
-            mg_o_M[17][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.020803791435193994;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = 0.0;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.0;
-            mg_o_M[26][mg_l] = 0.0;
-            mg_o_M[30][mg_l] = 0.0;
-            mg_o_M[31][mg_l] = 0.0;
-            mg_o_M[32][mg_l] = 0.0;
-            mg_o_M[34][mg_l] = 0.0;
-            mg_o_M[38][mg_l] = 0.0;
-            mg_o_M[39][mg_l] = 0.0;
-            mg_o_M[40][mg_l] = 0.0;
-            mg_o_M[42][mg_l] = 0.0;
-            mg_o_M[45][mg_l] = 0.799;
-            mg_o_M[46][mg_l] = 0.0;
-            mg_o_M[47][mg_l] = 0.0;
-            mg_o_M[49][mg_l] = 0.0;
-            mg_o_M[50][mg_l] = 0.0;
-            mg_o_M[51][mg_l] = 0.0;
-            mg_o_M[52][mg_l] = 0.0;
-            mg_o_M[53][mg_l] = 0.0;
-            mg_o_M[57][mg_l] = 0.0;
-            mg_o_M[58][mg_l] = 0.0;
-            mg_o_M[59][mg_l] = 0.0;
-            mg_o_M[60][mg_l] = 0.0;
-            mg_o_M[61][mg_l] = 0.0;
-            mg_o_M[63][mg_l] = 0.03464286666666666;
             const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
@@ -3898,16 +3944,18 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[8][MG_SIMD_WIDTH];
+    double mg_o_gamma[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
         double mg_in_tau[8][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_b[8][MG_SIMD_WIDTH];
-        double mg_o_gamma[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 8, 8, &mg_in_tau[0][0]);
@@ -5075,17 +5123,30 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[8][MG_SIMD_WIDTH];
+    double mg_o_multipliers[6][MG_SIMD_WIDTH];
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            3, 4, 5, 9, 10, 11
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
         double mg_in_tau[8][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[8][MG_SIMD_WIDTH];
-        double mg_o_multipliers[6][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 8, 8, &mg_in_tau[0][0]);
@@ -5093,12 +5154,6 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
@@ -6534,18 +6589,31 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[2][MG_SIMD_WIDTH];
+    double mg_o_qdd[8][MG_SIMD_WIDTH];
+    double mg_o_multipliers[6][MG_SIMD_WIDTH];
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            3, 4, 5, 9, 10, 11
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[2][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[2][MG_SIMD_WIDTH];
-        double mg_o_qdd[8][MG_SIMD_WIDTH];
-        double mg_o_multipliers[6][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 2, 2, &mg_in_qdd_ind[0][0]);
@@ -6553,12 +6621,6 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
@@ -7351,15 +7413,17 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -7581,14 +7645,16 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_state[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -7831,14 +7897,16 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[8][MG_SIMD_WIDTH];
         double mg_in_qd[8][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 8, 8, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 8, 8, &mg_in_qd[0][0]);
         #pragma omp simd

@@ -507,18 +507,30 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[2][MG_SIMD_WIDTH];
+    double mg_o_G[6][MG_SIMD_WIDTH];
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_phi[2][MG_SIMD_WIDTH];
-        double mg_o_G[6][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
             const double q3 = mg_in_q[2][mg_l];
@@ -669,20 +681,32 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[3][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_q_next[3][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -850,20 +874,32 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[3][MG_SIMD_WIDTH];
+    double mg_o_H[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            1
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[3][MG_SIMD_WIDTH];
-        double mg_o_H[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[1][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -1167,69 +1203,92 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            2, 5, 8, 11, 14, 17
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            2, 5, 8, 11, 14, 17
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            2, 5, 8, 11, 14, 17
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[15] = {
+            2, 5, 6, 7, 8, 11, 14, 15, 16, 17, 20, 23, 24, 25, 26
+        };
+        static const double mg_value[15] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 15; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 3, 4, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 3, 4, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qdd[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_r[18][MG_SIMD_WIDTH];
-        double mg_o_v[18][MG_SIMD_WIDTH];
-        double mg_o_a[18][MG_SIMD_WIDTH];
-        double mg_o_R[27][MG_SIMD_WIDTH];
-        double mg_o_omega[9][MG_SIMD_WIDTH];
-        double mg_o_alpha[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 3, 3, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[5][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[14][mg_l] = 0.0;
-            mg_o_r[17][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[14][mg_l] = 0.0;
-            mg_o_v[17][mg_l] = 0.0;
-            mg_o_a[2][mg_l] = 0.0;
-            mg_o_a[5][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[14][mg_l] = 0.0;
-            mg_o_a[17][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 1.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 1.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[3][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[6][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[3][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
-            mg_o_alpha[6][mg_l] = 0.0;
-            mg_o_alpha[7][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             const double cse1 = q2 - 1.0471975511965976;
             const double q3 = mg_in_q[2][mg_l];
@@ -1447,21 +1506,28 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 6, 8
+        };
+        static const double mg_value[6] = {
+            0.013515000000000003, 0.0, 0.0, 0.0, 0.0, 0.02043333333333333
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_M[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 0.013515000000000003;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.02043333333333333;
             const double q3 = mg_in_q[2][mg_l];
             const double cse0 = q3 + 0.41848242355105714;
             double s3, c3;
@@ -1597,15 +1663,17 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[3][MG_SIMD_WIDTH];
+    double mg_o_gamma[2][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_b[3][MG_SIMD_WIDTH];
-        double mg_o_gamma[2][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
@@ -1855,26 +1923,35 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[2][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            2, 3, 4, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[2][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -2164,27 +2241,36 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[2][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            2, 3, 4, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[2][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[2][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             const double cse0 = q1 - 1.7957749733962085;
             const double q2 = mg_in_q[1][mg_l];
@@ -2381,14 +2467,16 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -2473,16 +2561,23 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -2563,14 +2658,16 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd

@@ -689,12 +689,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -1397,14 +1399,16 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[18][MG_SIMD_WIDTH];
+    double mg_o_residual[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[18][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_q_next[18][MG_SIMD_WIDTH];
-        double mg_o_residual[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
@@ -2459,12 +2463,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_H[108][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_H[108][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -3761,14 +3767,16 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
@@ -5207,13 +5215,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_h[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
-        double mg_o_h[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
@@ -6654,15 +6664,17 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
         double mg_in_p[6][MG_SIMD_WIDTH];
-        double mg_o_Q[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
@@ -8250,8 +8262,83 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A_leg1[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg1[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg2[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg2[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg3[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg3[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg4[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg4[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg5[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg5[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg6[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg6[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_b[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -8259,13 +8346,6 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
         double mg_in_g[3][MG_SIMD_WIDTH];
-        double mg_o_A_leg1[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg2[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg3[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg4[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg5[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg6[9][MG_SIMD_WIDTH];
-        double mg_o_b[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
@@ -8274,42 +8354,6 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_A_leg1[1][mg_l] = 0.0;
-            mg_o_A_leg1[2][mg_l] = 0.0;
-            mg_o_A_leg1[3][mg_l] = 0.0;
-            mg_o_A_leg1[5][mg_l] = 0.0;
-            mg_o_A_leg1[6][mg_l] = 0.0;
-            mg_o_A_leg1[7][mg_l] = 0.0;
-            mg_o_A_leg2[1][mg_l] = 0.0;
-            mg_o_A_leg2[2][mg_l] = 0.0;
-            mg_o_A_leg2[3][mg_l] = 0.0;
-            mg_o_A_leg2[5][mg_l] = 0.0;
-            mg_o_A_leg2[6][mg_l] = 0.0;
-            mg_o_A_leg2[7][mg_l] = 0.0;
-            mg_o_A_leg3[1][mg_l] = 0.0;
-            mg_o_A_leg3[2][mg_l] = 0.0;
-            mg_o_A_leg3[3][mg_l] = 0.0;
-            mg_o_A_leg3[5][mg_l] = 0.0;
-            mg_o_A_leg3[6][mg_l] = 0.0;
-            mg_o_A_leg3[7][mg_l] = 0.0;
-            mg_o_A_leg4[1][mg_l] = 0.0;
-            mg_o_A_leg4[2][mg_l] = 0.0;
-            mg_o_A_leg4[3][mg_l] = 0.0;
-            mg_o_A_leg4[5][mg_l] = 0.0;
-            mg_o_A_leg4[6][mg_l] = 0.0;
-            mg_o_A_leg4[7][mg_l] = 0.0;
-            mg_o_A_leg5[1][mg_l] = 0.0;
-            mg_o_A_leg5[2][mg_l] = 0.0;
-            mg_o_A_leg5[3][mg_l] = 0.0;
-            mg_o_A_leg5[5][mg_l] = 0.0;
-            mg_o_A_leg5[6][mg_l] = 0.0;
-            mg_o_A_leg5[7][mg_l] = 0.0;
-            mg_o_A_leg6[1][mg_l] = 0.0;
-            mg_o_A_leg6[2][mg_l] = 0.0;
-            mg_o_A_leg6[3][mg_l] = 0.0;
-            mg_o_A_leg6[5][mg_l] = 0.0;
-            mg_o_A_leg6[6][mg_l] = 0.0;
-            mg_o_A_leg6[7][mg_l] = 0.0;
             const double psi_x = mg_in_x[5][mg_l];
             double s_psi_x, c_psi_x;
             mg_sincos_poly(psi_x, &s_psi_x, &c_psi_x);
@@ -11024,8 +11068,13 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A_star[36][MG_SIMD_WIDTH];
+    double mg_o_b_star[6][MG_SIMD_WIDTH];
+    double mg_o_udot[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_u[6][MG_SIMD_WIDTH];
@@ -11035,9 +11084,6 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_A_star[36][MG_SIMD_WIDTH];
-        double mg_o_b_star[6][MG_SIMD_WIDTH];
-        double mg_o_udot[6][MG_SIMD_WIDTH];
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
@@ -15243,8 +15289,30 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
+    double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+    double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[18] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17
+        };
+        static const double mg_value[18] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 18; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M_on_C[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_base_force[3][MG_SIMD_WIDTH];
+    double mg_o_base_moment[3][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -15254,15 +15322,6 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
         double mg_in_p[6][MG_SIMD_WIDTH];
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
-        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_base_force[3][MG_SIMD_WIDTH];
-        double mg_o_base_moment[3][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
@@ -15273,24 +15332,6 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_M_on_C[0][mg_l] = 0.0;
-            mg_o_M_on_C[1][mg_l] = 0.0;
-            mg_o_M_on_C[2][mg_l] = 0.0;
-            mg_o_M_on_C[3][mg_l] = 0.0;
-            mg_o_M_on_C[4][mg_l] = 0.0;
-            mg_o_M_on_C[5][mg_l] = 0.0;
-            mg_o_M_on_C[6][mg_l] = 0.0;
-            mg_o_M_on_C[7][mg_l] = 0.0;
-            mg_o_M_on_C[8][mg_l] = 0.0;
-            mg_o_M_on_C[9][mg_l] = 0.0;
-            mg_o_M_on_C[10][mg_l] = 0.0;
-            mg_o_M_on_C[11][mg_l] = 0.0;
-            mg_o_M_on_C[12][mg_l] = 0.0;
-            mg_o_M_on_C[13][mg_l] = 0.0;
-            mg_o_M_on_C[14][mg_l] = 0.0;
-            mg_o_M_on_C[15][mg_l] = 0.0;
-            mg_o_M_on_C[16][mg_l] = 0.0;
-            mg_o_M_on_C[17][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -20223,8 +20264,12 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_u[6][MG_SIMD_WIDTH];
@@ -20234,8 +20279,6 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
@@ -23325,16 +23368,18 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_g[3][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_p[6][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
@@ -26029,8 +26074,11 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_F[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_u[6][MG_SIMD_WIDTH];
@@ -26040,7 +26088,6 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_udot[6][MG_SIMD_WIDTH];
-        double mg_o_F[6][MG_SIMD_WIDTH];
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
@@ -30668,8 +30715,30 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
+    double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+    double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[18] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17
+        };
+        static const double mg_value[18] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 18; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M_on_C[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_base_force[3][MG_SIMD_WIDTH];
+    double mg_o_base_moment[3][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -30681,15 +30750,6 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
         double mg_in_g[3][MG_SIMD_WIDTH];
         double mg_in_fE[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
-        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_base_force[3][MG_SIMD_WIDTH];
-        double mg_o_base_moment[3][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
@@ -30702,24 +30762,6 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_M_on_C[0][mg_l] = 0.0;
-            mg_o_M_on_C[1][mg_l] = 0.0;
-            mg_o_M_on_C[2][mg_l] = 0.0;
-            mg_o_M_on_C[3][mg_l] = 0.0;
-            mg_o_M_on_C[4][mg_l] = 0.0;
-            mg_o_M_on_C[5][mg_l] = 0.0;
-            mg_o_M_on_C[6][mg_l] = 0.0;
-            mg_o_M_on_C[7][mg_l] = 0.0;
-            mg_o_M_on_C[8][mg_l] = 0.0;
-            mg_o_M_on_C[9][mg_l] = 0.0;
-            mg_o_M_on_C[10][mg_l] = 0.0;
-            mg_o_M_on_C[11][mg_l] = 0.0;
-            mg_o_M_on_C[12][mg_l] = 0.0;
-            mg_o_M_on_C[13][mg_l] = 0.0;
-            mg_o_M_on_C[14][mg_l] = 0.0;
-            mg_o_M_on_C[15][mg_l] = 0.0;
-            mg_o_M_on_C[16][mg_l] = 0.0;
-            mg_o_M_on_C[17][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -39673,8 +39715,19 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_udot[6][MG_SIMD_WIDTH];
+    double mg_o_wrench[6][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
+    double mg_o_stop_force[6][MG_SIMD_WIDTH];
+    double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
+    double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -39686,15 +39739,6 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
         double mg_in_p[6][MG_SIMD_WIDTH];
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_udot[6][MG_SIMD_WIDTH];
-        double mg_o_wrench[6][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
-        double mg_o_stop_force[6][MG_SIMD_WIDTH];
-        double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
-        double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
@@ -49428,8 +49472,13 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_momentum[3][MG_SIMD_WIDTH];
+    double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
+    double mg_o_T[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -49437,9 +49486,6 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
         double mg_in_w0[3][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_V0[3][MG_SIMD_WIDTH];
-        double mg_o_momentum[3][MG_SIMD_WIDTH];
-        double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(p + mg_i * 6, 6, &mg_in_p[0][0]);
         mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);

@@ -509,21 +509,41 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[4][MG_SIMD_WIDTH];
+    double mg_o_G[8][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            1, 3, 5
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
-        double mg_o_phi[4][MG_SIMD_WIDTH];
-        double mg_o_G[8][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[1][mg_l] = 0.0;
-            mg_o_G[3][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -669,21 +689,43 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[2][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_branch[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
-        double mg_o_q_next[2][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -840,20 +882,32 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[2][MG_SIMD_WIDTH];
+    double mg_o_H[2][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            1
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[2][MG_SIMD_WIDTH];
-        double mg_o_H[2][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[1][mg_l] = 1.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1104,47 +1158,92 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 6, 7, 8
+        };
+        static const double mg_value[4] = {
+            0.0, -0.2, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 6, 7, 8
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 6, 7, 8
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[5] = {
+            0, 1, 2, 3, 6
+        };
+        static const double mg_value[5] = {
+            1.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 5; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            1, 2, 5
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            1, 2, 5
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
         double mg_in_qdd[2][MG_SIMD_WIDTH];
-        double mg_o_r[12][MG_SIMD_WIDTH];
-        double mg_o_v[12][MG_SIMD_WIDTH];
-        double mg_o_a[12][MG_SIMD_WIDTH];
-        double mg_o_R[18][MG_SIMD_WIDTH];
-        double mg_o_omega[6][MG_SIMD_WIDTH];
-        double mg_o_alpha[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 2, 2, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[0][mg_l] = 0.0;
-            mg_o_r[6][mg_l] = -0.2;
-            mg_o_r[7][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = 0.0;
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = 0.0;
-            mg_o_v[7][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = 0.0;
-            mg_o_a[7][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = 1.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[2][mg_l] = 0.0;
-            mg_o_omega[5][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[2][mg_l] = 0.0;
-            mg_o_alpha[5][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1322,17 +1421,23 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[4][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 3
+        };
+        static const double mg_value[4] = {
+            0.00040000000000000056, 0.0, 0.0, 0.0004
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_M[4][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 0.00040000000000000056;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0004;
-        }
         mg_block_to_rows(&mg_o_M[0][0], 4, M + mg_i * 4);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -1424,15 +1529,17 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[2][MG_SIMD_WIDTH];
+    double mg_o_gamma[4][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
         double mg_in_tau[2][MG_SIMD_WIDTH];
-        double mg_o_b[2][MG_SIMD_WIDTH];
-        double mg_o_gamma[4][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 2, 2, &mg_in_tau[0][0]);
@@ -1636,16 +1743,18 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[2][MG_SIMD_WIDTH];
+    double mg_o_multipliers[4][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_tau[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
-        double mg_o_qdd[2][MG_SIMD_WIDTH];
-        double mg_o_multipliers[4][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(tau + mg_i * 2, 2, &mg_in_tau[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
@@ -1913,17 +2022,19 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[2][MG_SIMD_WIDTH];
+    double mg_o_multipliers[4][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[2][MG_SIMD_WIDTH];
-        double mg_o_multipliers[4][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
@@ -2102,14 +2213,16 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -2184,16 +2297,23 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -2273,14 +2393,16 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[2][MG_SIMD_WIDTH];
         double mg_in_qd[2][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 2, 2, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 2, 2, &mg_in_qd[0][0]);
         #pragma omp simd

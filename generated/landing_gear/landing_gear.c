@@ -652,39 +652,42 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[7][MG_SIMD_WIDTH];
+    double mg_o_G[42][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[21] = {
+            0, 1, 5, 6, 7, 11, 12, 13, 17, 18, 19, 20, 21, 22, 23, 26, 28, 32, 34, 38, 40
+        };
+        static const double mg_value[21] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 21; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_G[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_phi[7][MG_SIMD_WIDTH];
-        double mg_o_G[42][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_G[0][mg_l] = 0.0;
-            mg_o_G[1][mg_l] = 0.0;
-            mg_o_G[5][mg_l] = 0.0;
-            mg_o_G[6][mg_l] = 0.0;
-            mg_o_G[7][mg_l] = 0.0;
-            mg_o_G[11][mg_l] = 0.0;
-            mg_o_G[12][mg_l] = 0.0;
-            mg_o_G[13][mg_l] = 0.0;
-            mg_o_G[17][mg_l] = 0.0;
-            mg_o_G[18][mg_l] = 0.0;
-            mg_o_G[19][mg_l] = 0.0;
-            mg_o_G[20][mg_l] = 0.0;
-            mg_o_G[21][mg_l] = 0.0;
-            mg_o_G[22][mg_l] = 0.0;
-            mg_o_G[23][mg_l] = 0.0;
-            mg_o_G[26][mg_l] = 0.0;
-            mg_o_G[28][mg_l] = 0.0;
-            mg_o_G[32][mg_l] = 0.0;
-            mg_o_G[34][mg_l] = 0.0;
-            mg_o_G[38][mg_l] = 0.0;
-            mg_o_G[40][mg_l] = 0.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             const double q1 = mg_in_q[0][mg_l];
@@ -1128,21 +1131,43 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[6][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_branch[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_orientation[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_q_next[6][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_branch[0][mg_l] = 1.0;
-            mg_o_orientation[0][mg_l] = 1.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             const double q1 = mg_in_q[0][mg_l];
@@ -1641,20 +1666,32 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[6][MG_SIMD_WIDTH];
+    double mg_o_H[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            5
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[6][MG_SIMD_WIDTH];
-        double mg_o_H[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[5][mg_l] = 1.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             const double q1 = mg_in_q[0][mg_l];
@@ -2462,29 +2499,48 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[24][MG_SIMD_WIDTH];
+    double mg_o_v[24][MG_SIMD_WIDTH];
+    double mg_o_a[24][MG_SIMD_WIDTH];
+    double mg_o_R[45][MG_SIMD_WIDTH];
+    double mg_o_omega[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            1, 4, 7
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            1, 4
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_r[24][MG_SIMD_WIDTH];
-        double mg_o_v[24][MG_SIMD_WIDTH];
-        double mg_o_a[24][MG_SIMD_WIDTH];
-        double mg_o_R[45][MG_SIMD_WIDTH];
-        double mg_o_omega[15][MG_SIMD_WIDTH];
-        double mg_o_alpha[15][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[4][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[4][mg_l] = 0.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse6 = q5 + 0.08726646259971647;
             const double qdd4 = mg_in_qdd[3][mg_l];
@@ -3167,40 +3223,30 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[36][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[25] = {
+            2, 3, 4, 8, 9, 10, 12, 13, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 29, 32, 33,
+            34, 35
+        };
+        static const double mg_value[25] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 896.4507253854542, 0.0,
+            0.0, 0.0, 0.0, 0.0, 3.462396707274432, 0.0, 0.0, 0.0, 0.0, 6.0
+        };
+        for (int mg_c = 0; mg_c < 25; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_M[36][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[4][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.0;
-            mg_o_M[9][mg_l] = 0.0;
-            mg_o_M[10][mg_l] = 0.0;
-            mg_o_M[12][mg_l] = 0.0;
-            mg_o_M[13][mg_l] = 0.0;
-            mg_o_M[15][mg_l] = 0.0;
-            mg_o_M[17][mg_l] = 0.0;
-            mg_o_M[18][mg_l] = 0.0;
-            mg_o_M[19][mg_l] = 0.0;
-            mg_o_M[20][mg_l] = 0.0;
-            mg_o_M[21][mg_l] = 896.4507253854542;
-            mg_o_M[22][mg_l] = 0.0;
-            mg_o_M[23][mg_l] = 0.0;
-            mg_o_M[24][mg_l] = 0.0;
-            mg_o_M[25][mg_l] = 0.0;
-            mg_o_M[27][mg_l] = 0.0;
-            mg_o_M[28][mg_l] = 3.462396707274432;
-            mg_o_M[29][mg_l] = 0.0;
-            mg_o_M[32][mg_l] = 0.0;
-            mg_o_M[33][mg_l] = 0.0;
-            mg_o_M[34][mg_l] = 0.0;
-            mg_o_M[35][mg_l] = 6.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse0 = q5 + 0.08726646259971647;
             const double q6 = mg_in_q[5][mg_l];
@@ -3672,15 +3718,17 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[6][MG_SIMD_WIDTH];
+    double mg_o_gamma[7][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_tau[6][MG_SIMD_WIDTH];
-        double mg_o_b[6][MG_SIMD_WIDTH];
-        double mg_o_gamma[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 6, 6, &mg_in_tau[0][0]);
@@ -4736,29 +4784,46 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[6][MG_SIMD_WIDTH];
+    double mg_o_multipliers[7][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            3
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_multipliers[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            3, 4, 5, 9, 10, 11
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_tau[6][MG_SIMD_WIDTH];
-        double mg_o_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_multipliers[7][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 6, 6, &mg_in_tau[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_multipliers[3][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse2 = q5 + 0.08726646259971647;
             const double q1 = mg_in_q[0][mg_l];
@@ -6070,30 +6135,47 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[6][MG_SIMD_WIDTH];
+    double mg_o_multipliers[7][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            3
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_multipliers[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_reaction[12][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            3, 4, 5, 9, 10, 11
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_multipliers[7][MG_SIMD_WIDTH];
-        double mg_o_reaction[12][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_multipliers[3][mg_l] = 0.0;
-            mg_o_reaction[3][mg_l] = 0.0;
-            mg_o_reaction[4][mg_l] = 0.0;
-            mg_o_reaction[5][mg_l] = 0.0;
-            mg_o_reaction[9][mg_l] = 0.0;
-            mg_o_reaction[10][mg_l] = 0.0;
-            mg_o_reaction[11][mg_l] = 0.0;
             const double q5 = mg_in_q[4][mg_l];
             const double cse2 = q5 + 0.08726646259971647;
             const double q1 = mg_in_q[0][mg_l];
@@ -6887,14 +6969,16 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -7080,16 +7164,23 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -7278,14 +7369,16 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd

@@ -635,28 +635,40 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.333, 0.0, 0.0, 0.333
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_tau[63][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            2, 5, 6, 7, 8, 17
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_tau[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_r[21][MG_SIMD_WIDTH];
-        double mg_o_tau[63][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[0][mg_l] = 0.0;
-            mg_o_r[1][mg_l] = 0.0;
-            mg_o_r[2][mg_l] = 0.333;
-            mg_o_r[3][mg_l] = 0.0;
-            mg_o_r[4][mg_l] = 0.0;
-            mg_o_r[5][mg_l] = 0.333;
-            mg_o_tau[2][mg_l] = 0.0;
-            mg_o_tau[5][mg_l] = 0.0;
-            mg_o_tau[6][mg_l] = 0.0;
-            mg_o_tau[7][mg_l] = 0.0;
-            mg_o_tau[8][mg_l] = 1.0;
-            mg_o_tau[17][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1277,201 +1289,58 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[147][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[95] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+            24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 44, 45, 46, 47,
+            48, 51, 52, 53, 54, 55, 56, 58, 59, 60, 61, 62, 66, 67, 68, 69, 73, 74, 75, 76, 77, 80,
+            81, 82, 83, 88, 89, 90, 95, 96, 97, 98, 102, 103, 104, 109, 110, 111, 116, 117, 118,
+            119, 123, 124, 125, 132, 139, 140, 146
+        };
+        static const double mg_value[95] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 95; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_T[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[147][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[90] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24,
+            25, 26, 27, 28, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 45, 46, 47, 48, 49,
+            52, 53, 54, 55, 56, 57, 59, 60, 61, 62, 63, 67, 68, 69, 70, 74, 75, 76, 77, 78, 81, 82,
+            83, 84, 89, 90, 91, 96, 97, 98, 99, 103, 104, 105, 111, 112, 118, 119, 120, 125, 126,
+            133, 140, 141
+        };
+        static const double mg_value[90] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+            0.0, 0.0, 0.0, 1.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 90; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_T[147][MG_SIMD_WIDTH];
-        double mg_o_R[147][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_T[0][mg_l] = 0.0;
-            mg_o_T[1][mg_l] = 0.0;
-            mg_o_T[2][mg_l] = 0.0;
-            mg_o_T[3][mg_l] = 0.0;
-            mg_o_T[4][mg_l] = 0.0;
-            mg_o_T[5][mg_l] = 0.0;
-            mg_o_T[6][mg_l] = 0.0;
-            mg_o_T[7][mg_l] = 0.0;
-            mg_o_T[8][mg_l] = 0.0;
-            mg_o_T[9][mg_l] = 0.0;
-            mg_o_T[10][mg_l] = 0.0;
-            mg_o_T[11][mg_l] = 0.0;
-            mg_o_T[12][mg_l] = 0.0;
-            mg_o_T[13][mg_l] = 0.0;
-            mg_o_T[14][mg_l] = 0.0;
-            mg_o_T[15][mg_l] = 0.0;
-            mg_o_T[16][mg_l] = 0.0;
-            mg_o_T[17][mg_l] = 0.0;
-            mg_o_T[18][mg_l] = 0.0;
-            mg_o_T[19][mg_l] = 0.0;
-            mg_o_T[20][mg_l] = 0.0;
-            mg_o_T[21][mg_l] = 0.0;
-            mg_o_T[22][mg_l] = 0.0;
-            mg_o_T[23][mg_l] = 0.0;
-            mg_o_T[24][mg_l] = 0.0;
-            mg_o_T[25][mg_l] = 0.0;
-            mg_o_T[26][mg_l] = 0.0;
-            mg_o_T[27][mg_l] = 0.0;
-            mg_o_T[28][mg_l] = 0.0;
-            mg_o_T[29][mg_l] = 0.0;
-            mg_o_T[30][mg_l] = 0.0;
-            mg_o_T[31][mg_l] = 0.0;
-            mg_o_T[32][mg_l] = 0.0;
-            mg_o_T[33][mg_l] = 0.0;
-            mg_o_T[34][mg_l] = 0.0;
-            mg_o_T[35][mg_l] = 0.0;
-            mg_o_T[36][mg_l] = 0.0;
-            mg_o_T[37][mg_l] = 0.0;
-            mg_o_T[38][mg_l] = 0.0;
-            mg_o_T[39][mg_l] = 0.0;
-            mg_o_T[40][mg_l] = 0.0;
-            mg_o_T[41][mg_l] = 0.0;
-            mg_o_T[44][mg_l] = 0.0;
-            mg_o_T[45][mg_l] = 0.0;
-            mg_o_T[46][mg_l] = 0.0;
-            mg_o_T[47][mg_l] = 0.0;
-            mg_o_T[48][mg_l] = 0.0;
-            mg_o_T[51][mg_l] = 0.0;
-            mg_o_T[52][mg_l] = 0.0;
-            mg_o_T[53][mg_l] = 0.0;
-            mg_o_T[54][mg_l] = 0.0;
-            mg_o_T[55][mg_l] = 0.0;
-            mg_o_T[56][mg_l] = 0.0;
-            mg_o_T[58][mg_l] = 0.0;
-            mg_o_T[59][mg_l] = 0.0;
-            mg_o_T[60][mg_l] = 0.0;
-            mg_o_T[61][mg_l] = 0.0;
-            mg_o_T[62][mg_l] = 0.0;
-            mg_o_T[66][mg_l] = 0.0;
-            mg_o_T[67][mg_l] = 0.0;
-            mg_o_T[68][mg_l] = 0.0;
-            mg_o_T[69][mg_l] = 0.0;
-            mg_o_T[73][mg_l] = 0.0;
-            mg_o_T[74][mg_l] = 0.0;
-            mg_o_T[75][mg_l] = 0.0;
-            mg_o_T[76][mg_l] = 0.0;
-            mg_o_T[77][mg_l] = 0.0;
-            mg_o_T[80][mg_l] = 0.0;
-            mg_o_T[81][mg_l] = 0.0;
-            mg_o_T[82][mg_l] = 0.0;
-            mg_o_T[83][mg_l] = 0.0;
-            mg_o_T[88][mg_l] = 0.0;
-            mg_o_T[89][mg_l] = 0.0;
-            mg_o_T[90][mg_l] = 0.0;
-            mg_o_T[95][mg_l] = 0.0;
-            mg_o_T[96][mg_l] = 0.0;
-            mg_o_T[97][mg_l] = 0.0;
-            mg_o_T[98][mg_l] = 0.0;
-            mg_o_T[102][mg_l] = 0.0;
-            mg_o_T[103][mg_l] = 0.0;
-            mg_o_T[104][mg_l] = 0.0;
-            mg_o_T[109][mg_l] = 0.0;
-            mg_o_T[110][mg_l] = 0.0;
-            mg_o_T[111][mg_l] = 0.0;
-            mg_o_T[116][mg_l] = 0.0;
-            mg_o_T[117][mg_l] = 0.0;
-            mg_o_T[118][mg_l] = 0.0;
-            mg_o_T[119][mg_l] = 0.0;
-            mg_o_T[123][mg_l] = 0.0;
-            mg_o_T[124][mg_l] = 0.0;
-            mg_o_T[125][mg_l] = 0.0;
-            mg_o_T[132][mg_l] = 0.0;
-            mg_o_T[139][mg_l] = 0.0;
-            mg_o_T[140][mg_l] = 0.0;
-            mg_o_T[146][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = 0.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[4][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 0.0;
-            mg_o_R[9][mg_l] = 0.0;
-            mg_o_R[10][mg_l] = 0.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = 0.0;
-            mg_o_R[13][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 1.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 0.0;
-            mg_o_R[18][mg_l] = 0.0;
-            mg_o_R[19][mg_l] = 0.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 0.0;
-            mg_o_R[27][mg_l] = 0.0;
-            mg_o_R[28][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = 0.0;
-            mg_o_R[31][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 1.0;
-            mg_o_R[36][mg_l] = 0.0;
-            mg_o_R[37][mg_l] = 0.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[45][mg_l] = 0.0;
-            mg_o_R[46][mg_l] = 0.0;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[48][mg_l] = 0.0;
-            mg_o_R[49][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 0.0;
-            mg_o_R[54][mg_l] = 0.0;
-            mg_o_R[55][mg_l] = 0.0;
-            mg_o_R[56][mg_l] = 1.0;
-            mg_o_R[57][mg_l] = 0.0;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[61][mg_l] = 0.0;
-            mg_o_R[62][mg_l] = 0.0;
-            mg_o_R[63][mg_l] = 0.0;
-            mg_o_R[67][mg_l] = 0.0;
-            mg_o_R[68][mg_l] = 0.0;
-            mg_o_R[69][mg_l] = 0.0;
-            mg_o_R[70][mg_l] = 0.0;
-            mg_o_R[74][mg_l] = 0.0;
-            mg_o_R[75][mg_l] = 0.0;
-            mg_o_R[76][mg_l] = 0.0;
-            mg_o_R[77][mg_l] = 1.0;
-            mg_o_R[78][mg_l] = 0.0;
-            mg_o_R[81][mg_l] = 0.0;
-            mg_o_R[82][mg_l] = 0.0;
-            mg_o_R[83][mg_l] = 0.0;
-            mg_o_R[84][mg_l] = 0.0;
-            mg_o_R[89][mg_l] = 0.0;
-            mg_o_R[90][mg_l] = 0.0;
-            mg_o_R[91][mg_l] = 0.0;
-            mg_o_R[96][mg_l] = 0.0;
-            mg_o_R[97][mg_l] = 0.0;
-            mg_o_R[98][mg_l] = 1.0;
-            mg_o_R[99][mg_l] = 0.0;
-            mg_o_R[103][mg_l] = 0.0;
-            mg_o_R[104][mg_l] = 0.0;
-            mg_o_R[105][mg_l] = 0.0;
-            mg_o_R[111][mg_l] = 0.0;
-            mg_o_R[112][mg_l] = 0.0;
-            mg_o_R[118][mg_l] = 0.0;
-            mg_o_R[119][mg_l] = 1.0;
-            mg_o_R[120][mg_l] = 0.0;
-            mg_o_R[125][mg_l] = 0.0;
-            mg_o_R[126][mg_l] = 0.0;
-            mg_o_R[133][mg_l] = 0.0;
-            mg_o_R[140][mg_l] = 1.0;
-            mg_o_R[141][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -2083,38 +1952,66 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_v[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            0, 1
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_w[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_w[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_eps[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_eps[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
-        double mg_o_v[21][MG_SIMD_WIDTH];
-        double mg_o_omega[21][MG_SIMD_WIDTH];
-        double mg_o_w[21][MG_SIMD_WIDTH];
-        double mg_o_eps[21][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[1][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = 0.0;
-            mg_o_v[4][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_w[0][mg_l] = 0.0;
-            mg_o_w[1][mg_l] = 0.0;
-            mg_o_w[2][mg_l] = 0.0;
-            mg_o_w[3][mg_l] = 0.0;
-            mg_o_w[4][mg_l] = 0.0;
-            mg_o_w[5][mg_l] = 0.0;
-            mg_o_eps[0][mg_l] = 0.0;
-            mg_o_eps[1][mg_l] = 0.0;
-            mg_o_eps[2][mg_l] = 0.0;
-            mg_o_eps[5][mg_l] = 0.0;
             const double qd2 = mg_in_qd[1][mg_l];
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
@@ -2747,16 +2644,28 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A[49][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            48
+        };
+        static const double mg_value[1] = {
+            0.006684151967360946
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
-        double mg_o_A[49][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_A[48][mg_l] = 0.006684151967360946;
             const double q7 = mg_in_q[6][mg_l];
             double s7, c7;
             mg_sincos_poly(q7, &s7, &c7);
@@ -3540,14 +3449,16 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[7][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_Q[7][MG_SIMD_WIDTH];
-        double mg_o_b[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
@@ -4523,14 +4434,16 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[7][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_Q[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
@@ -5860,14 +5773,16 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[7][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_Q[7][MG_SIMD_WIDTH];
-        double mg_o_qdd[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 7, 7, &mg_in_Q[0][0]);
@@ -6910,14 +6825,16 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -8596,21 +8513,33 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_dtau_dq[49][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            7
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_dtau_dq[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_dtau_dqd[49][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_dtau_dq[49][MG_SIMD_WIDTH];
-        double mg_o_dtau_dqd[49][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_dtau_dq[7][mg_l] = 0.0;
             const double q3 = mg_in_q[2][mg_l];
             double s3, c3;
             mg_sincos_poly(q3, &s3, &c3);
@@ -13758,254 +13687,58 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Y[490][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[235] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 83,
+            140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156,
+            157, 158, 159, 160, 163, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221,
+            222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238,
+            239, 240, 243, 280, 281, 282, 283, 284, 285, 286, 287, 288, 289, 290, 291, 292, 293,
+            294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310,
+            311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 323, 330, 350, 351, 352, 353, 354,
+            355, 356, 357, 358, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370, 371,
+            372, 373, 374, 375, 376, 377, 378, 379, 380, 381, 382, 383, 384, 385, 386, 387, 388,
+            389, 390, 391, 392, 393, 394, 395, 396, 397, 398, 399, 400, 403, 420, 421, 422, 423,
+            424, 425, 426, 427, 428, 429, 430, 431, 432, 433, 434, 435, 436, 437, 438, 439, 440,
+            441, 442, 443, 444, 445, 446, 447, 448, 449, 450, 451, 452, 453, 454, 455, 456, 457,
+            458, 459, 460, 461, 462, 463, 464, 465, 466, 467, 468, 469, 470, 471, 472, 473, 474,
+            475, 476, 477, 478, 479, 480, 483
+        };
+        static const double mg_value[235] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 235; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_Y[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_Y[490][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_Y[0][mg_l] = 0.0;
-            mg_o_Y[1][mg_l] = 0.0;
-            mg_o_Y[2][mg_l] = 0.0;
-            mg_o_Y[3][mg_l] = 0.0;
-            mg_o_Y[4][mg_l] = 0.0;
-            mg_o_Y[5][mg_l] = 0.0;
-            mg_o_Y[6][mg_l] = 0.0;
-            mg_o_Y[7][mg_l] = 0.0;
-            mg_o_Y[8][mg_l] = 0.0;
-            mg_o_Y[10][mg_l] = 0.0;
-            mg_o_Y[11][mg_l] = 0.0;
-            mg_o_Y[12][mg_l] = 0.0;
-            mg_o_Y[70][mg_l] = 0.0;
-            mg_o_Y[71][mg_l] = 0.0;
-            mg_o_Y[72][mg_l] = 0.0;
-            mg_o_Y[73][mg_l] = 0.0;
-            mg_o_Y[74][mg_l] = 0.0;
-            mg_o_Y[75][mg_l] = 0.0;
-            mg_o_Y[76][mg_l] = 0.0;
-            mg_o_Y[77][mg_l] = 0.0;
-            mg_o_Y[78][mg_l] = 0.0;
-            mg_o_Y[79][mg_l] = 0.0;
-            mg_o_Y[80][mg_l] = 0.0;
-            mg_o_Y[83][mg_l] = 0.0;
-            mg_o_Y[140][mg_l] = 0.0;
-            mg_o_Y[141][mg_l] = 0.0;
-            mg_o_Y[142][mg_l] = 0.0;
-            mg_o_Y[143][mg_l] = 0.0;
-            mg_o_Y[144][mg_l] = 0.0;
-            mg_o_Y[145][mg_l] = 0.0;
-            mg_o_Y[146][mg_l] = 0.0;
-            mg_o_Y[147][mg_l] = 0.0;
-            mg_o_Y[148][mg_l] = 0.0;
-            mg_o_Y[149][mg_l] = 0.0;
-            mg_o_Y[150][mg_l] = 0.0;
-            mg_o_Y[151][mg_l] = 0.0;
-            mg_o_Y[152][mg_l] = 0.0;
-            mg_o_Y[153][mg_l] = 0.0;
-            mg_o_Y[154][mg_l] = 0.0;
-            mg_o_Y[155][mg_l] = 0.0;
-            mg_o_Y[156][mg_l] = 0.0;
-            mg_o_Y[157][mg_l] = 0.0;
-            mg_o_Y[158][mg_l] = 0.0;
-            mg_o_Y[159][mg_l] = 0.0;
-            mg_o_Y[160][mg_l] = 0.0;
-            mg_o_Y[163][mg_l] = 0.0;
-            mg_o_Y[210][mg_l] = 0.0;
-            mg_o_Y[211][mg_l] = 0.0;
-            mg_o_Y[212][mg_l] = 0.0;
-            mg_o_Y[213][mg_l] = 0.0;
-            mg_o_Y[214][mg_l] = 0.0;
-            mg_o_Y[215][mg_l] = 0.0;
-            mg_o_Y[216][mg_l] = 0.0;
-            mg_o_Y[217][mg_l] = 0.0;
-            mg_o_Y[218][mg_l] = 0.0;
-            mg_o_Y[219][mg_l] = 0.0;
-            mg_o_Y[220][mg_l] = 0.0;
-            mg_o_Y[221][mg_l] = 0.0;
-            mg_o_Y[222][mg_l] = 0.0;
-            mg_o_Y[223][mg_l] = 0.0;
-            mg_o_Y[224][mg_l] = 0.0;
-            mg_o_Y[225][mg_l] = 0.0;
-            mg_o_Y[226][mg_l] = 0.0;
-            mg_o_Y[227][mg_l] = 0.0;
-            mg_o_Y[228][mg_l] = 0.0;
-            mg_o_Y[229][mg_l] = 0.0;
-            mg_o_Y[230][mg_l] = 0.0;
-            mg_o_Y[231][mg_l] = 0.0;
-            mg_o_Y[232][mg_l] = 0.0;
-            mg_o_Y[233][mg_l] = 0.0;
-            mg_o_Y[234][mg_l] = 0.0;
-            mg_o_Y[235][mg_l] = 0.0;
-            mg_o_Y[236][mg_l] = 0.0;
-            mg_o_Y[237][mg_l] = 0.0;
-            mg_o_Y[238][mg_l] = 0.0;
-            mg_o_Y[239][mg_l] = 0.0;
-            mg_o_Y[240][mg_l] = 0.0;
-            mg_o_Y[243][mg_l] = 0.0;
-            mg_o_Y[280][mg_l] = 0.0;
-            mg_o_Y[281][mg_l] = 0.0;
-            mg_o_Y[282][mg_l] = 0.0;
-            mg_o_Y[283][mg_l] = 0.0;
-            mg_o_Y[284][mg_l] = 0.0;
-            mg_o_Y[285][mg_l] = 0.0;
-            mg_o_Y[286][mg_l] = 0.0;
-            mg_o_Y[287][mg_l] = 0.0;
-            mg_o_Y[288][mg_l] = 0.0;
-            mg_o_Y[289][mg_l] = 0.0;
-            mg_o_Y[290][mg_l] = 0.0;
-            mg_o_Y[291][mg_l] = 0.0;
-            mg_o_Y[292][mg_l] = 0.0;
-            mg_o_Y[293][mg_l] = 0.0;
-            mg_o_Y[294][mg_l] = 0.0;
-            mg_o_Y[295][mg_l] = 0.0;
-            mg_o_Y[296][mg_l] = 0.0;
-            mg_o_Y[297][mg_l] = 0.0;
-            mg_o_Y[298][mg_l] = 0.0;
-            mg_o_Y[299][mg_l] = 0.0;
-            mg_o_Y[300][mg_l] = 0.0;
-            mg_o_Y[301][mg_l] = 0.0;
-            mg_o_Y[302][mg_l] = 0.0;
-            mg_o_Y[303][mg_l] = 0.0;
-            mg_o_Y[304][mg_l] = 0.0;
-            mg_o_Y[305][mg_l] = 0.0;
-            mg_o_Y[306][mg_l] = 0.0;
-            mg_o_Y[307][mg_l] = 0.0;
-            mg_o_Y[308][mg_l] = 0.0;
-            mg_o_Y[309][mg_l] = 0.0;
-            mg_o_Y[310][mg_l] = 0.0;
-            mg_o_Y[311][mg_l] = 0.0;
-            mg_o_Y[312][mg_l] = 0.0;
-            mg_o_Y[313][mg_l] = 0.0;
-            mg_o_Y[314][mg_l] = 0.0;
-            mg_o_Y[315][mg_l] = 0.0;
-            mg_o_Y[316][mg_l] = 0.0;
-            mg_o_Y[317][mg_l] = 0.0;
-            mg_o_Y[318][mg_l] = 0.0;
-            mg_o_Y[319][mg_l] = 0.0;
-            mg_o_Y[320][mg_l] = 0.0;
-            mg_o_Y[323][mg_l] = 0.0;
-            mg_o_Y[330][mg_l] = 0.0;
-            mg_o_Y[350][mg_l] = 0.0;
-            mg_o_Y[351][mg_l] = 0.0;
-            mg_o_Y[352][mg_l] = 0.0;
-            mg_o_Y[353][mg_l] = 0.0;
-            mg_o_Y[354][mg_l] = 0.0;
-            mg_o_Y[355][mg_l] = 0.0;
-            mg_o_Y[356][mg_l] = 0.0;
-            mg_o_Y[357][mg_l] = 0.0;
-            mg_o_Y[358][mg_l] = 0.0;
-            mg_o_Y[359][mg_l] = 0.0;
-            mg_o_Y[360][mg_l] = 0.0;
-            mg_o_Y[361][mg_l] = 0.0;
-            mg_o_Y[362][mg_l] = 0.0;
-            mg_o_Y[363][mg_l] = 0.0;
-            mg_o_Y[364][mg_l] = 0.0;
-            mg_o_Y[365][mg_l] = 0.0;
-            mg_o_Y[366][mg_l] = 0.0;
-            mg_o_Y[367][mg_l] = 0.0;
-            mg_o_Y[368][mg_l] = 0.0;
-            mg_o_Y[369][mg_l] = 0.0;
-            mg_o_Y[370][mg_l] = 0.0;
-            mg_o_Y[371][mg_l] = 0.0;
-            mg_o_Y[372][mg_l] = 0.0;
-            mg_o_Y[373][mg_l] = 0.0;
-            mg_o_Y[374][mg_l] = 0.0;
-            mg_o_Y[375][mg_l] = 0.0;
-            mg_o_Y[376][mg_l] = 0.0;
-            mg_o_Y[377][mg_l] = 0.0;
-            mg_o_Y[378][mg_l] = 0.0;
-            mg_o_Y[379][mg_l] = 0.0;
-            mg_o_Y[380][mg_l] = 0.0;
-            mg_o_Y[381][mg_l] = 0.0;
-            mg_o_Y[382][mg_l] = 0.0;
-            mg_o_Y[383][mg_l] = 0.0;
-            mg_o_Y[384][mg_l] = 0.0;
-            mg_o_Y[385][mg_l] = 0.0;
-            mg_o_Y[386][mg_l] = 0.0;
-            mg_o_Y[387][mg_l] = 0.0;
-            mg_o_Y[388][mg_l] = 0.0;
-            mg_o_Y[389][mg_l] = 0.0;
-            mg_o_Y[390][mg_l] = 0.0;
-            mg_o_Y[391][mg_l] = 0.0;
-            mg_o_Y[392][mg_l] = 0.0;
-            mg_o_Y[393][mg_l] = 0.0;
-            mg_o_Y[394][mg_l] = 0.0;
-            mg_o_Y[395][mg_l] = 0.0;
-            mg_o_Y[396][mg_l] = 0.0;
-            mg_o_Y[397][mg_l] = 0.0;
-            mg_o_Y[398][mg_l] = 0.0;
-            mg_o_Y[399][mg_l] = 0.0;
-            mg_o_Y[400][mg_l] = 0.0;
-            mg_o_Y[403][mg_l] = 0.0;
-            mg_o_Y[420][mg_l] = 0.0;
-            mg_o_Y[421][mg_l] = 0.0;
-            mg_o_Y[422][mg_l] = 0.0;
-            mg_o_Y[423][mg_l] = 0.0;
-            mg_o_Y[424][mg_l] = 0.0;
-            mg_o_Y[425][mg_l] = 0.0;
-            mg_o_Y[426][mg_l] = 0.0;
-            mg_o_Y[427][mg_l] = 0.0;
-            mg_o_Y[428][mg_l] = 0.0;
-            mg_o_Y[429][mg_l] = 0.0;
-            mg_o_Y[430][mg_l] = 0.0;
-            mg_o_Y[431][mg_l] = 0.0;
-            mg_o_Y[432][mg_l] = 0.0;
-            mg_o_Y[433][mg_l] = 0.0;
-            mg_o_Y[434][mg_l] = 0.0;
-            mg_o_Y[435][mg_l] = 0.0;
-            mg_o_Y[436][mg_l] = 0.0;
-            mg_o_Y[437][mg_l] = 0.0;
-            mg_o_Y[438][mg_l] = 0.0;
-            mg_o_Y[439][mg_l] = 0.0;
-            mg_o_Y[440][mg_l] = 0.0;
-            mg_o_Y[441][mg_l] = 0.0;
-            mg_o_Y[442][mg_l] = 0.0;
-            mg_o_Y[443][mg_l] = 0.0;
-            mg_o_Y[444][mg_l] = 0.0;
-            mg_o_Y[445][mg_l] = 0.0;
-            mg_o_Y[446][mg_l] = 0.0;
-            mg_o_Y[447][mg_l] = 0.0;
-            mg_o_Y[448][mg_l] = 0.0;
-            mg_o_Y[449][mg_l] = 0.0;
-            mg_o_Y[450][mg_l] = 0.0;
-            mg_o_Y[451][mg_l] = 0.0;
-            mg_o_Y[452][mg_l] = 0.0;
-            mg_o_Y[453][mg_l] = 0.0;
-            mg_o_Y[454][mg_l] = 0.0;
-            mg_o_Y[455][mg_l] = 0.0;
-            mg_o_Y[456][mg_l] = 0.0;
-            mg_o_Y[457][mg_l] = 0.0;
-            mg_o_Y[458][mg_l] = 0.0;
-            mg_o_Y[459][mg_l] = 0.0;
-            mg_o_Y[460][mg_l] = 0.0;
-            mg_o_Y[461][mg_l] = 0.0;
-            mg_o_Y[462][mg_l] = 0.0;
-            mg_o_Y[463][mg_l] = 0.0;
-            mg_o_Y[464][mg_l] = 0.0;
-            mg_o_Y[465][mg_l] = 0.0;
-            mg_o_Y[466][mg_l] = 0.0;
-            mg_o_Y[467][mg_l] = 0.0;
-            mg_o_Y[468][mg_l] = 0.0;
-            mg_o_Y[469][mg_l] = 0.0;
-            mg_o_Y[470][mg_l] = 0.0;
-            mg_o_Y[471][mg_l] = 0.0;
-            mg_o_Y[472][mg_l] = 0.0;
-            mg_o_Y[473][mg_l] = 0.0;
-            mg_o_Y[474][mg_l] = 0.0;
-            mg_o_Y[475][mg_l] = 0.0;
-            mg_o_Y[476][mg_l] = 0.0;
-            mg_o_Y[477][mg_l] = 0.0;
-            mg_o_Y[478][mg_l] = 0.0;
-            mg_o_Y[479][mg_l] = 0.0;
-            mg_o_Y[480][mg_l] = 0.0;
-            mg_o_Y[483][mg_l] = 0.0;
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -15792,132 +15525,44 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Y_b[301][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[113] = {
+            1, 2, 43, 86, 87, 88, 89, 90, 91, 92, 93, 129, 130, 131, 132, 133, 134, 135, 136, 137,
+            138, 139, 140, 141, 142, 143, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182,
+            183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 215, 216, 217, 218, 219, 220,
+            221, 222, 223, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237,
+            238, 239, 240, 241, 242, 243, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268,
+            269, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285,
+            286, 287, 288, 289, 290, 291, 292, 293
+        };
+        static const double mg_value[113] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 113; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_Y_b[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
-        double mg_o_Y_b[301][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_Y_b[1][mg_l] = 0.0;
-            mg_o_Y_b[2][mg_l] = 0.0;
-            mg_o_Y_b[43][mg_l] = 0.0;
-            mg_o_Y_b[86][mg_l] = 0.0;
-            mg_o_Y_b[87][mg_l] = 0.0;
-            mg_o_Y_b[88][mg_l] = 0.0;
-            mg_o_Y_b[89][mg_l] = 0.0;
-            mg_o_Y_b[90][mg_l] = 0.0;
-            mg_o_Y_b[91][mg_l] = 0.0;
-            mg_o_Y_b[92][mg_l] = 0.0;
-            mg_o_Y_b[93][mg_l] = 0.0;
-            mg_o_Y_b[129][mg_l] = 0.0;
-            mg_o_Y_b[130][mg_l] = 0.0;
-            mg_o_Y_b[131][mg_l] = 0.0;
-            mg_o_Y_b[132][mg_l] = 0.0;
-            mg_o_Y_b[133][mg_l] = 0.0;
-            mg_o_Y_b[134][mg_l] = 0.0;
-            mg_o_Y_b[135][mg_l] = 0.0;
-            mg_o_Y_b[136][mg_l] = 0.0;
-            mg_o_Y_b[137][mg_l] = 0.0;
-            mg_o_Y_b[138][mg_l] = 0.0;
-            mg_o_Y_b[139][mg_l] = 0.0;
-            mg_o_Y_b[140][mg_l] = 0.0;
-            mg_o_Y_b[141][mg_l] = 0.0;
-            mg_o_Y_b[142][mg_l] = 0.0;
-            mg_o_Y_b[143][mg_l] = 0.0;
-            mg_o_Y_b[172][mg_l] = 0.0;
-            mg_o_Y_b[173][mg_l] = 0.0;
-            mg_o_Y_b[174][mg_l] = 0.0;
-            mg_o_Y_b[175][mg_l] = 0.0;
-            mg_o_Y_b[176][mg_l] = 0.0;
-            mg_o_Y_b[177][mg_l] = 0.0;
-            mg_o_Y_b[178][mg_l] = 0.0;
-            mg_o_Y_b[179][mg_l] = 0.0;
-            mg_o_Y_b[180][mg_l] = 0.0;
-            mg_o_Y_b[181][mg_l] = 0.0;
-            mg_o_Y_b[182][mg_l] = 0.0;
-            mg_o_Y_b[183][mg_l] = 0.0;
-            mg_o_Y_b[184][mg_l] = 0.0;
-            mg_o_Y_b[185][mg_l] = 0.0;
-            mg_o_Y_b[186][mg_l] = 0.0;
-            mg_o_Y_b[187][mg_l] = 0.0;
-            mg_o_Y_b[188][mg_l] = 0.0;
-            mg_o_Y_b[189][mg_l] = 0.0;
-            mg_o_Y_b[190][mg_l] = 0.0;
-            mg_o_Y_b[191][mg_l] = 0.0;
-            mg_o_Y_b[192][mg_l] = 0.0;
-            mg_o_Y_b[193][mg_l] = 0.0;
-            mg_o_Y_b[215][mg_l] = 0.0;
-            mg_o_Y_b[216][mg_l] = 0.0;
-            mg_o_Y_b[217][mg_l] = 0.0;
-            mg_o_Y_b[218][mg_l] = 0.0;
-            mg_o_Y_b[219][mg_l] = 0.0;
-            mg_o_Y_b[220][mg_l] = 0.0;
-            mg_o_Y_b[221][mg_l] = 0.0;
-            mg_o_Y_b[222][mg_l] = 0.0;
-            mg_o_Y_b[223][mg_l] = 0.0;
-            mg_o_Y_b[224][mg_l] = 0.0;
-            mg_o_Y_b[225][mg_l] = 0.0;
-            mg_o_Y_b[226][mg_l] = 0.0;
-            mg_o_Y_b[227][mg_l] = 0.0;
-            mg_o_Y_b[228][mg_l] = 0.0;
-            mg_o_Y_b[229][mg_l] = 0.0;
-            mg_o_Y_b[230][mg_l] = 0.0;
-            mg_o_Y_b[231][mg_l] = 0.0;
-            mg_o_Y_b[232][mg_l] = 0.0;
-            mg_o_Y_b[233][mg_l] = 0.0;
-            mg_o_Y_b[234][mg_l] = 0.0;
-            mg_o_Y_b[235][mg_l] = 0.0;
-            mg_o_Y_b[236][mg_l] = 0.0;
-            mg_o_Y_b[237][mg_l] = 0.0;
-            mg_o_Y_b[238][mg_l] = 0.0;
-            mg_o_Y_b[239][mg_l] = 0.0;
-            mg_o_Y_b[240][mg_l] = 0.0;
-            mg_o_Y_b[241][mg_l] = 0.0;
-            mg_o_Y_b[242][mg_l] = 0.0;
-            mg_o_Y_b[243][mg_l] = 0.0;
-            mg_o_Y_b[258][mg_l] = 0.0;
-            mg_o_Y_b[259][mg_l] = 0.0;
-            mg_o_Y_b[260][mg_l] = 0.0;
-            mg_o_Y_b[261][mg_l] = 0.0;
-            mg_o_Y_b[262][mg_l] = 0.0;
-            mg_o_Y_b[263][mg_l] = 0.0;
-            mg_o_Y_b[264][mg_l] = 0.0;
-            mg_o_Y_b[265][mg_l] = 0.0;
-            mg_o_Y_b[266][mg_l] = 0.0;
-            mg_o_Y_b[267][mg_l] = 0.0;
-            mg_o_Y_b[268][mg_l] = 0.0;
-            mg_o_Y_b[269][mg_l] = 0.0;
-            mg_o_Y_b[270][mg_l] = 0.0;
-            mg_o_Y_b[271][mg_l] = 0.0;
-            mg_o_Y_b[272][mg_l] = 0.0;
-            mg_o_Y_b[273][mg_l] = 0.0;
-            mg_o_Y_b[274][mg_l] = 0.0;
-            mg_o_Y_b[275][mg_l] = 0.0;
-            mg_o_Y_b[276][mg_l] = 0.0;
-            mg_o_Y_b[277][mg_l] = 0.0;
-            mg_o_Y_b[278][mg_l] = 0.0;
-            mg_o_Y_b[279][mg_l] = 0.0;
-            mg_o_Y_b[280][mg_l] = 0.0;
-            mg_o_Y_b[281][mg_l] = 0.0;
-            mg_o_Y_b[282][mg_l] = 0.0;
-            mg_o_Y_b[283][mg_l] = 0.0;
-            mg_o_Y_b[284][mg_l] = 0.0;
-            mg_o_Y_b[285][mg_l] = 0.0;
-            mg_o_Y_b[286][mg_l] = 0.0;
-            mg_o_Y_b[287][mg_l] = 0.0;
-            mg_o_Y_b[288][mg_l] = 0.0;
-            mg_o_Y_b[289][mg_l] = 0.0;
-            mg_o_Y_b[290][mg_l] = 0.0;
-            mg_o_Y_b[291][mg_l] = 0.0;
-            mg_o_Y_b[292][mg_l] = 0.0;
-            mg_o_Y_b[293][mg_l] = 0.0;
             const double qd1 = mg_in_qd[0][mg_l];
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
@@ -17100,15 +16745,17 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[7][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[7][MG_SIMD_WIDTH];
         double mg_in_qd[7][MG_SIMD_WIDTH];
         double mg_in_qdd[7][MG_SIMD_WIDTH];
         double mg_in_beta[43][MG_SIMD_WIDTH];
-        double mg_o_Q[7][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 7, 7, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 7, 7, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 7, 7, &mg_in_qdd[0][0]);
@@ -17655,11 +17302,13 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_beta[43][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         double mg_in_pi[70][MG_SIMD_WIDTH];
-        double mg_o_beta[43][MG_SIMD_WIDTH];
         mg_rows_to_block(pi + mg_i * 70, 70, &mg_in_pi[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {

@@ -724,13 +724,15 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[27][MG_SIMD_WIDTH];
+    double mg_o_tau[81][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
-        double mg_o_r[27][MG_SIMD_WIDTH];
-        double mg_o_tau[81][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -2034,420 +2036,82 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[351][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[203] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+            24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 45, 46, 47, 48,
+            49, 50, 51, 52, 53, 54, 55, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 71, 72, 73, 74, 75,
+            76, 77, 78, 79, 80, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 98, 99, 100, 101, 102, 103,
+            104, 105, 106, 111, 112, 113, 114, 115, 116, 117, 118, 119, 125, 126, 127, 128, 129,
+            130, 131, 132, 133, 138, 139, 140, 141, 142, 143, 144, 145, 151, 152, 153, 154, 155,
+            156, 157, 158, 165, 166, 167, 168, 169, 170, 171, 172, 178, 179, 180, 181, 182, 183,
+            184, 191, 192, 193, 194, 195, 196, 197, 205, 206, 207, 208, 209, 210, 211, 218, 219,
+            220, 221, 222, 223, 231, 232, 233, 234, 235, 236, 245, 246, 247, 248, 249, 250, 258,
+            259, 260, 261, 262, 271, 272, 273, 274, 275, 285, 286, 287, 288, 289, 298, 299, 300,
+            301, 311, 312, 313, 314, 325, 326, 327, 328, 338, 339, 340
+        };
+        static const double mg_value[203] = {
+            1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0
+        };
+        for (int mg_c = 0; mg_c < 203; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_T[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[351][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[201] = {
+            0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 46, 47, 48, 49, 50, 51, 52, 53,
+            54, 55, 56, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+            81, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 99, 100, 101, 102, 103, 104, 105, 106, 107,
+            112, 113, 114, 115, 116, 117, 118, 119, 120, 126, 127, 128, 129, 130, 131, 132, 133,
+            134, 139, 140, 141, 142, 143, 144, 145, 146, 152, 153, 154, 155, 156, 157, 158, 159,
+            166, 167, 168, 169, 170, 171, 172, 173, 179, 180, 181, 182, 183, 184, 185, 192, 193,
+            194, 195, 196, 197, 198, 206, 207, 208, 209, 210, 211, 212, 219, 220, 221, 222, 223,
+            224, 232, 233, 234, 235, 236, 237, 246, 247, 248, 249, 250, 251, 259, 260, 261, 262,
+            263, 272, 273, 274, 275, 276, 286, 287, 288, 289, 290, 299, 300, 301, 302, 312, 313,
+            314, 315, 325, 326, 327, 328, 329, 338, 339, 340, 341
+        };
+        static const double mg_value[201] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 201; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
-        double mg_o_T[351][MG_SIMD_WIDTH];
-        double mg_o_R[351][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_T[0][mg_l] = 1.0;
-            mg_o_T[1][mg_l] = 0.0;
-            mg_o_T[2][mg_l] = 0.0;
-            mg_o_T[3][mg_l] = 0.0;
-            mg_o_T[4][mg_l] = 0.0;
-            mg_o_T[5][mg_l] = 0.0;
-            mg_o_T[6][mg_l] = 0.0;
-            mg_o_T[7][mg_l] = 0.0;
-            mg_o_T[8][mg_l] = 0.0;
-            mg_o_T[9][mg_l] = 0.0;
-            mg_o_T[10][mg_l] = 0.0;
-            mg_o_T[11][mg_l] = 0.0;
-            mg_o_T[12][mg_l] = 0.0;
-            mg_o_T[13][mg_l] = 0.0;
-            mg_o_T[14][mg_l] = 1.0;
-            mg_o_T[15][mg_l] = 0.0;
-            mg_o_T[16][mg_l] = 0.0;
-            mg_o_T[17][mg_l] = 0.0;
-            mg_o_T[18][mg_l] = 0.0;
-            mg_o_T[19][mg_l] = 0.0;
-            mg_o_T[20][mg_l] = 0.0;
-            mg_o_T[21][mg_l] = 0.0;
-            mg_o_T[22][mg_l] = 0.0;
-            mg_o_T[23][mg_l] = 0.0;
-            mg_o_T[24][mg_l] = 0.0;
-            mg_o_T[25][mg_l] = 0.0;
-            mg_o_T[26][mg_l] = 0.0;
-            mg_o_T[27][mg_l] = 0.0;
-            mg_o_T[28][mg_l] = 1.0;
-            mg_o_T[29][mg_l] = 0.0;
-            mg_o_T[30][mg_l] = 0.0;
-            mg_o_T[31][mg_l] = 0.0;
-            mg_o_T[32][mg_l] = 0.0;
-            mg_o_T[33][mg_l] = 0.0;
-            mg_o_T[34][mg_l] = 0.0;
-            mg_o_T[35][mg_l] = 0.0;
-            mg_o_T[36][mg_l] = 0.0;
-            mg_o_T[37][mg_l] = 0.0;
-            mg_o_T[38][mg_l] = 0.0;
-            mg_o_T[39][mg_l] = 1.0;
-            mg_o_T[40][mg_l] = 0.0;
-            mg_o_T[41][mg_l] = 0.0;
-            mg_o_T[45][mg_l] = 0.0;
-            mg_o_T[46][mg_l] = 0.0;
-            mg_o_T[47][mg_l] = 0.0;
-            mg_o_T[48][mg_l] = 0.0;
-            mg_o_T[49][mg_l] = 0.0;
-            mg_o_T[50][mg_l] = 0.0;
-            mg_o_T[51][mg_l] = 0.0;
-            mg_o_T[52][mg_l] = 0.0;
-            mg_o_T[53][mg_l] = 1.0;
-            mg_o_T[54][mg_l] = 0.0;
-            mg_o_T[55][mg_l] = 0.0;
-            mg_o_T[58][mg_l] = 0.0;
-            mg_o_T[59][mg_l] = 0.0;
-            mg_o_T[60][mg_l] = 0.0;
-            mg_o_T[61][mg_l] = 0.0;
-            mg_o_T[62][mg_l] = 0.0;
-            mg_o_T[63][mg_l] = 0.0;
-            mg_o_T[64][mg_l] = 0.0;
-            mg_o_T[65][mg_l] = 0.0;
-            mg_o_T[66][mg_l] = 0.0;
-            mg_o_T[67][mg_l] = 1.0;
-            mg_o_T[71][mg_l] = 0.0;
-            mg_o_T[72][mg_l] = 0.0;
-            mg_o_T[73][mg_l] = 0.0;
-            mg_o_T[74][mg_l] = 0.0;
-            mg_o_T[75][mg_l] = 0.0;
-            mg_o_T[76][mg_l] = 0.0;
-            mg_o_T[77][mg_l] = 0.0;
-            mg_o_T[78][mg_l] = 1.0;
-            mg_o_T[79][mg_l] = 0.0;
-            mg_o_T[80][mg_l] = 0.0;
-            mg_o_T[85][mg_l] = 0.0;
-            mg_o_T[86][mg_l] = 0.0;
-            mg_o_T[87][mg_l] = 0.0;
-            mg_o_T[88][mg_l] = 0.0;
-            mg_o_T[89][mg_l] = 0.0;
-            mg_o_T[90][mg_l] = 0.0;
-            mg_o_T[91][mg_l] = 0.0;
-            mg_o_T[92][mg_l] = 1.0;
-            mg_o_T[93][mg_l] = 0.0;
-            mg_o_T[94][mg_l] = 0.0;
-            mg_o_T[98][mg_l] = 0.0;
-            mg_o_T[99][mg_l] = 0.0;
-            mg_o_T[100][mg_l] = 0.0;
-            mg_o_T[101][mg_l] = 0.0;
-            mg_o_T[102][mg_l] = 0.0;
-            mg_o_T[103][mg_l] = 0.0;
-            mg_o_T[104][mg_l] = 0.0;
-            mg_o_T[105][mg_l] = 0.0;
-            mg_o_T[106][mg_l] = 1.0;
-            mg_o_T[111][mg_l] = 0.0;
-            mg_o_T[112][mg_l] = 0.0;
-            mg_o_T[113][mg_l] = 0.0;
-            mg_o_T[114][mg_l] = 0.0;
-            mg_o_T[115][mg_l] = 0.0;
-            mg_o_T[116][mg_l] = 0.0;
-            mg_o_T[117][mg_l] = 1.0;
-            mg_o_T[118][mg_l] = 0.0;
-            mg_o_T[119][mg_l] = 0.0;
-            mg_o_T[125][mg_l] = 0.0;
-            mg_o_T[126][mg_l] = 0.0;
-            mg_o_T[127][mg_l] = 0.0;
-            mg_o_T[128][mg_l] = 0.0;
-            mg_o_T[129][mg_l] = 0.0;
-            mg_o_T[130][mg_l] = 0.0;
-            mg_o_T[131][mg_l] = 1.0;
-            mg_o_T[132][mg_l] = 0.0;
-            mg_o_T[133][mg_l] = 0.0;
-            mg_o_T[138][mg_l] = 0.0;
-            mg_o_T[139][mg_l] = 0.0;
-            mg_o_T[140][mg_l] = 0.0;
-            mg_o_T[141][mg_l] = 0.0;
-            mg_o_T[142][mg_l] = 0.0;
-            mg_o_T[143][mg_l] = 0.0;
-            mg_o_T[144][mg_l] = 0.0;
-            mg_o_T[145][mg_l] = 1.0;
-            mg_o_T[151][mg_l] = 0.0;
-            mg_o_T[152][mg_l] = 0.0;
-            mg_o_T[153][mg_l] = 0.0;
-            mg_o_T[154][mg_l] = 0.0;
-            mg_o_T[155][mg_l] = 0.0;
-            mg_o_T[156][mg_l] = 1.0;
-            mg_o_T[157][mg_l] = 0.0;
-            mg_o_T[158][mg_l] = 0.0;
-            mg_o_T[165][mg_l] = 0.0;
-            mg_o_T[166][mg_l] = 0.0;
-            mg_o_T[167][mg_l] = 0.0;
-            mg_o_T[168][mg_l] = 0.0;
-            mg_o_T[169][mg_l] = 0.0;
-            mg_o_T[170][mg_l] = 1.0;
-            mg_o_T[171][mg_l] = 0.0;
-            mg_o_T[172][mg_l] = 0.0;
-            mg_o_T[178][mg_l] = 0.0;
-            mg_o_T[179][mg_l] = 0.0;
-            mg_o_T[180][mg_l] = 0.0;
-            mg_o_T[181][mg_l] = 0.0;
-            mg_o_T[182][mg_l] = 0.0;
-            mg_o_T[183][mg_l] = 0.0;
-            mg_o_T[184][mg_l] = 1.0;
-            mg_o_T[191][mg_l] = 0.0;
-            mg_o_T[192][mg_l] = 0.0;
-            mg_o_T[193][mg_l] = 0.0;
-            mg_o_T[194][mg_l] = 0.0;
-            mg_o_T[195][mg_l] = 1.0;
-            mg_o_T[196][mg_l] = 0.0;
-            mg_o_T[197][mg_l] = 0.0;
-            mg_o_T[205][mg_l] = 0.0;
-            mg_o_T[206][mg_l] = 0.0;
-            mg_o_T[207][mg_l] = 0.0;
-            mg_o_T[208][mg_l] = 0.0;
-            mg_o_T[209][mg_l] = 1.0;
-            mg_o_T[210][mg_l] = 0.0;
-            mg_o_T[211][mg_l] = 0.0;
-            mg_o_T[218][mg_l] = 0.0;
-            mg_o_T[219][mg_l] = 0.0;
-            mg_o_T[220][mg_l] = 0.0;
-            mg_o_T[221][mg_l] = 0.0;
-            mg_o_T[222][mg_l] = 0.0;
-            mg_o_T[223][mg_l] = 1.0;
-            mg_o_T[231][mg_l] = 0.0;
-            mg_o_T[232][mg_l] = 0.0;
-            mg_o_T[233][mg_l] = 0.0;
-            mg_o_T[234][mg_l] = 1.0;
-            mg_o_T[235][mg_l] = 0.0;
-            mg_o_T[236][mg_l] = 0.0;
-            mg_o_T[245][mg_l] = 0.0;
-            mg_o_T[246][mg_l] = 0.0;
-            mg_o_T[247][mg_l] = 0.0;
-            mg_o_T[248][mg_l] = 1.0;
-            mg_o_T[249][mg_l] = 0.0;
-            mg_o_T[250][mg_l] = 0.0;
-            mg_o_T[258][mg_l] = 0.0;
-            mg_o_T[259][mg_l] = 0.0;
-            mg_o_T[260][mg_l] = 0.0;
-            mg_o_T[261][mg_l] = 0.0;
-            mg_o_T[262][mg_l] = 1.0;
-            mg_o_T[271][mg_l] = 0.0;
-            mg_o_T[272][mg_l] = 0.0;
-            mg_o_T[273][mg_l] = 1.0;
-            mg_o_T[274][mg_l] = 0.0;
-            mg_o_T[275][mg_l] = 0.0;
-            mg_o_T[285][mg_l] = 0.0;
-            mg_o_T[286][mg_l] = 0.0;
-            mg_o_T[287][mg_l] = 1.0;
-            mg_o_T[288][mg_l] = 0.0;
-            mg_o_T[289][mg_l] = 0.0;
-            mg_o_T[298][mg_l] = 0.0;
-            mg_o_T[299][mg_l] = 0.0;
-            mg_o_T[300][mg_l] = 0.0;
-            mg_o_T[301][mg_l] = 1.0;
-            mg_o_T[311][mg_l] = 0.0;
-            mg_o_T[312][mg_l] = 1.0;
-            mg_o_T[313][mg_l] = 0.0;
-            mg_o_T[314][mg_l] = 0.0;
-            mg_o_T[325][mg_l] = 0.0;
-            mg_o_T[326][mg_l] = 1.0;
-            mg_o_T[327][mg_l] = 0.0;
-            mg_o_T[328][mg_l] = 0.0;
-            mg_o_T[338][mg_l] = 0.0;
-            mg_o_T[339][mg_l] = 0.0;
-            mg_o_T[340][mg_l] = 1.0;
-            mg_o_R[0][mg_l] = 0.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 0.0;
-            mg_o_R[9][mg_l] = 0.0;
-            mg_o_R[10][mg_l] = 0.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = 0.0;
-            mg_o_R[13][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 1.0;
-            mg_o_R[17][mg_l] = 0.0;
-            mg_o_R[19][mg_l] = 0.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[22][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[25][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 0.0;
-            mg_o_R[27][mg_l] = 0.0;
-            mg_o_R[28][mg_l] = 0.0;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 0.0;
-            mg_o_R[36][mg_l] = 0.0;
-            mg_o_R[37][mg_l] = 0.0;
-            mg_o_R[38][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[46][mg_l] = 0.0;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[48][mg_l] = 0.0;
-            mg_o_R[49][mg_l] = 0.0;
-            mg_o_R[50][mg_l] = 0.0;
-            mg_o_R[51][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 0.0;
-            mg_o_R[54][mg_l] = 0.0;
-            mg_o_R[55][mg_l] = 1.0;
-            mg_o_R[56][mg_l] = 0.0;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[61][mg_l] = 0.0;
-            mg_o_R[62][mg_l] = 0.0;
-            mg_o_R[63][mg_l] = 0.0;
-            mg_o_R[64][mg_l] = 0.0;
-            mg_o_R[65][mg_l] = 0.0;
-            mg_o_R[66][mg_l] = 0.0;
-            mg_o_R[67][mg_l] = 0.0;
-            mg_o_R[68][mg_l] = 0.0;
-            mg_o_R[72][mg_l] = 0.0;
-            mg_o_R[73][mg_l] = 0.0;
-            mg_o_R[74][mg_l] = 0.0;
-            mg_o_R[75][mg_l] = 0.0;
-            mg_o_R[76][mg_l] = 0.0;
-            mg_o_R[77][mg_l] = 0.0;
-            mg_o_R[78][mg_l] = 0.0;
-            mg_o_R[79][mg_l] = 0.0;
-            mg_o_R[80][mg_l] = 0.0;
-            mg_o_R[81][mg_l] = 0.0;
-            mg_o_R[86][mg_l] = 0.0;
-            mg_o_R[87][mg_l] = 0.0;
-            mg_o_R[88][mg_l] = 0.0;
-            mg_o_R[89][mg_l] = 0.0;
-            mg_o_R[90][mg_l] = 0.0;
-            mg_o_R[91][mg_l] = 0.0;
-            mg_o_R[92][mg_l] = 0.0;
-            mg_o_R[93][mg_l] = 0.0;
-            mg_o_R[94][mg_l] = 1.0;
-            mg_o_R[95][mg_l] = 0.0;
-            mg_o_R[99][mg_l] = 0.0;
-            mg_o_R[100][mg_l] = 0.0;
-            mg_o_R[101][mg_l] = 0.0;
-            mg_o_R[102][mg_l] = 0.0;
-            mg_o_R[103][mg_l] = 0.0;
-            mg_o_R[104][mg_l] = 0.0;
-            mg_o_R[105][mg_l] = 0.0;
-            mg_o_R[106][mg_l] = 0.0;
-            mg_o_R[107][mg_l] = 0.0;
-            mg_o_R[112][mg_l] = 0.0;
-            mg_o_R[113][mg_l] = 0.0;
-            mg_o_R[114][mg_l] = 0.0;
-            mg_o_R[115][mg_l] = 0.0;
-            mg_o_R[116][mg_l] = 0.0;
-            mg_o_R[117][mg_l] = 0.0;
-            mg_o_R[118][mg_l] = 0.0;
-            mg_o_R[119][mg_l] = 0.0;
-            mg_o_R[120][mg_l] = 0.0;
-            mg_o_R[126][mg_l] = 0.0;
-            mg_o_R[127][mg_l] = 0.0;
-            mg_o_R[128][mg_l] = 0.0;
-            mg_o_R[129][mg_l] = 0.0;
-            mg_o_R[130][mg_l] = 0.0;
-            mg_o_R[131][mg_l] = 0.0;
-            mg_o_R[132][mg_l] = 0.0;
-            mg_o_R[133][mg_l] = 1.0;
-            mg_o_R[134][mg_l] = 0.0;
-            mg_o_R[139][mg_l] = 0.0;
-            mg_o_R[140][mg_l] = 0.0;
-            mg_o_R[141][mg_l] = 0.0;
-            mg_o_R[142][mg_l] = 0.0;
-            mg_o_R[143][mg_l] = 0.0;
-            mg_o_R[144][mg_l] = 0.0;
-            mg_o_R[145][mg_l] = 0.0;
-            mg_o_R[146][mg_l] = 0.0;
-            mg_o_R[152][mg_l] = 0.0;
-            mg_o_R[153][mg_l] = 0.0;
-            mg_o_R[154][mg_l] = 0.0;
-            mg_o_R[155][mg_l] = 0.0;
-            mg_o_R[156][mg_l] = 0.0;
-            mg_o_R[157][mg_l] = 0.0;
-            mg_o_R[158][mg_l] = 0.0;
-            mg_o_R[159][mg_l] = 0.0;
-            mg_o_R[166][mg_l] = 0.0;
-            mg_o_R[167][mg_l] = 0.0;
-            mg_o_R[168][mg_l] = 0.0;
-            mg_o_R[169][mg_l] = 0.0;
-            mg_o_R[170][mg_l] = 0.0;
-            mg_o_R[171][mg_l] = 0.0;
-            mg_o_R[172][mg_l] = 1.0;
-            mg_o_R[173][mg_l] = 0.0;
-            mg_o_R[179][mg_l] = 0.0;
-            mg_o_R[180][mg_l] = 0.0;
-            mg_o_R[181][mg_l] = 0.0;
-            mg_o_R[182][mg_l] = 0.0;
-            mg_o_R[183][mg_l] = 0.0;
-            mg_o_R[184][mg_l] = 0.0;
-            mg_o_R[185][mg_l] = 0.0;
-            mg_o_R[192][mg_l] = 0.0;
-            mg_o_R[193][mg_l] = 0.0;
-            mg_o_R[194][mg_l] = 0.0;
-            mg_o_R[195][mg_l] = 0.0;
-            mg_o_R[196][mg_l] = 0.0;
-            mg_o_R[197][mg_l] = 0.0;
-            mg_o_R[198][mg_l] = 0.0;
-            mg_o_R[206][mg_l] = 0.0;
-            mg_o_R[207][mg_l] = 0.0;
-            mg_o_R[208][mg_l] = 0.0;
-            mg_o_R[209][mg_l] = 0.0;
-            mg_o_R[210][mg_l] = 0.0;
-            mg_o_R[211][mg_l] = 1.0;
-            mg_o_R[212][mg_l] = 0.0;
-            mg_o_R[219][mg_l] = 0.0;
-            mg_o_R[220][mg_l] = 0.0;
-            mg_o_R[221][mg_l] = 0.0;
-            mg_o_R[222][mg_l] = 0.0;
-            mg_o_R[223][mg_l] = 0.0;
-            mg_o_R[224][mg_l] = 0.0;
-            mg_o_R[232][mg_l] = 0.0;
-            mg_o_R[233][mg_l] = 0.0;
-            mg_o_R[234][mg_l] = 0.0;
-            mg_o_R[235][mg_l] = 0.0;
-            mg_o_R[236][mg_l] = 0.0;
-            mg_o_R[237][mg_l] = 0.0;
-            mg_o_R[246][mg_l] = 0.0;
-            mg_o_R[247][mg_l] = 0.0;
-            mg_o_R[248][mg_l] = 0.0;
-            mg_o_R[249][mg_l] = 0.0;
-            mg_o_R[250][mg_l] = 1.0;
-            mg_o_R[251][mg_l] = 0.0;
-            mg_o_R[259][mg_l] = 0.0;
-            mg_o_R[260][mg_l] = 0.0;
-            mg_o_R[261][mg_l] = 0.0;
-            mg_o_R[262][mg_l] = 0.0;
-            mg_o_R[263][mg_l] = 0.0;
-            mg_o_R[272][mg_l] = 0.0;
-            mg_o_R[273][mg_l] = 0.0;
-            mg_o_R[274][mg_l] = 0.0;
-            mg_o_R[275][mg_l] = 0.0;
-            mg_o_R[276][mg_l] = 0.0;
-            mg_o_R[286][mg_l] = 0.0;
-            mg_o_R[287][mg_l] = 0.0;
-            mg_o_R[288][mg_l] = 0.0;
-            mg_o_R[289][mg_l] = 1.0;
-            mg_o_R[290][mg_l] = 0.0;
-            mg_o_R[299][mg_l] = 0.0;
-            mg_o_R[300][mg_l] = 0.0;
-            mg_o_R[301][mg_l] = 0.0;
-            mg_o_R[302][mg_l] = 0.0;
-            mg_o_R[312][mg_l] = 0.0;
-            mg_o_R[313][mg_l] = 0.0;
-            mg_o_R[314][mg_l] = 0.0;
-            mg_o_R[315][mg_l] = 0.0;
-            mg_o_R[325][mg_l] = 0.0;
-            mg_o_R[326][mg_l] = 0.0;
-            mg_o_R[327][mg_l] = 0.0;
-            mg_o_R[328][mg_l] = 1.0;
-            mg_o_R[329][mg_l] = 0.0;
-            mg_o_R[338][mg_l] = 0.0;
-            mg_o_R[339][mg_l] = 0.0;
-            mg_o_R[340][mg_l] = 0.0;
-            mg_o_R[341][mg_l] = 0.0;
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -3592,23 +3256,33 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_v[24][MG_SIMD_WIDTH];
+    double mg_o_omega[24][MG_SIMD_WIDTH];
+    double mg_o_w[24][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_w[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_eps[24][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_qd[13][MG_SIMD_WIDTH];
-        double mg_o_v[24][MG_SIMD_WIDTH];
-        double mg_o_omega[24][MG_SIMD_WIDTH];
-        double mg_o_w[24][MG_SIMD_WIDTH];
-        double mg_o_eps[24][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_w[0][mg_l] = 0.0;
-            mg_o_w[1][mg_l] = 0.0;
-            mg_o_w[2][mg_l] = 0.0;
             const double qd5 = mg_in_qd[4][mg_l];
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
@@ -4758,34 +4432,30 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A[169][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[17] = {
+            1, 2, 12, 13, 15, 16, 25, 26, 27, 38, 40, 155, 156, 157, 158, 167, 168
+        };
+        static const double mg_value[17] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5
+        };
+        for (int mg_c = 0; mg_c < 17; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_A[169][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_A[1][mg_l] = 0.0;
-            mg_o_A[2][mg_l] = 0.0;
-            mg_o_A[12][mg_l] = 0.0;
-            mg_o_A[13][mg_l] = 0.0;
-            mg_o_A[15][mg_l] = 0.0;
-            mg_o_A[16][mg_l] = 0.0;
-            mg_o_A[25][mg_l] = 0.0;
-            mg_o_A[26][mg_l] = 0.0;
-            mg_o_A[27][mg_l] = 0.0;
-            mg_o_A[38][mg_l] = 0.0;
-            mg_o_A[40][mg_l] = 0.0;
-            mg_o_A[155][mg_l] = 0.0;
-            mg_o_A[156][mg_l] = 0.0;
-            mg_o_A[157][mg_l] = 0.0;
-            mg_o_A[158][mg_l] = 0.0;
-            mg_o_A[167][mg_l] = 0.0;
-            mg_o_A[168][mg_l] = 1.5;
             const double p_m_payload = mg_in_p[0][mg_l];
             const double cc13_z = (0.3)*p_m_payload;
             const double Ic13_00 = (0.09)*p_m_payload + 2.0;
@@ -5937,15 +5607,17 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[13][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_qd[13][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_Q[13][MG_SIMD_WIDTH];
-        double mg_o_b[13][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
@@ -7014,15 +6686,17 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[13][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_qdd[13][MG_SIMD_WIDTH];
         double mg_in_qd[13][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
-        double mg_o_Q[13][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 13, 13, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
@@ -8835,15 +8509,17 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[13][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_qd[13][MG_SIMD_WIDTH];
         double mg_in_Q[13][MG_SIMD_WIDTH];
-        double mg_o_qdd[13][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
@@ -10450,21 +10126,33 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_V[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[13][MG_SIMD_WIDTH];
         double mg_in_p[1][MG_SIMD_WIDTH];
         double mg_in_qd[13][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 13, 13, &mg_in_q[0][0]);
         mg_rows_to_block(p + mg_i * 1, 1, &mg_in_p[0][0]);
         mg_rows_to_block(qd + mg_i * 13, 13, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_V[0][mg_l] = 0.0;
             const double p_m_payload = mg_in_p[0][mg_l];
             const double cse0 = (0.045)*p_m_payload + 1.0;
             const double cse1 = (0.3)*p_m_payload;

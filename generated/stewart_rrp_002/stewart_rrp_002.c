@@ -661,12 +661,14 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -1329,14 +1331,16 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[18][MG_SIMD_WIDTH];
+    double mg_o_residual[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[18][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_q_next[18][MG_SIMD_WIDTH];
-        double mg_o_residual[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 18, 18, &mg_in_q[0][0]);
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
@@ -2318,22 +2322,29 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_H[108][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 19, 37, 55, 73, 91
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
-        double mg_o_H[108][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[1][mg_l] = 0.0;
-            mg_o_H[19][mg_l] = 0.0;
-            mg_o_H[37][mg_l] = 0.0;
-            mg_o_H[55][mg_l] = 0.0;
-            mg_o_H[73][mg_l] = 0.0;
-            mg_o_H[91][mg_l] = 0.0;
             const double psi_x = mg_in_x[5][mg_l];
             double s_psi_x, c_psi_x;
             mg_sincos_poly(psi_x, &s_psi_x, &c_psi_x);
@@ -3498,14 +3509,16 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
@@ -4873,13 +4886,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_h[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
-        double mg_o_h[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         #pragma omp simd
@@ -5941,30 +5956,31 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[12] = {
+            0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16
+        };
+        static const double mg_value[12] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 12; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_Q[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_Q[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(F + mg_i * 6, 6, &mg_in_F[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_Q[0][mg_l] = 0.0;
-            mg_o_Q[1][mg_l] = 0.0;
-            mg_o_Q[3][mg_l] = 0.0;
-            mg_o_Q[4][mg_l] = 0.0;
-            mg_o_Q[6][mg_l] = 0.0;
-            mg_o_Q[7][mg_l] = 0.0;
-            mg_o_Q[9][mg_l] = 0.0;
-            mg_o_Q[10][mg_l] = 0.0;
-            mg_o_Q[12][mg_l] = 0.0;
-            mg_o_Q[13][mg_l] = 0.0;
-            mg_o_Q[15][mg_l] = 0.0;
-            mg_o_Q[16][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -7144,8 +7160,83 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A_leg1[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg1[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg2[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg2[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg3[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg3[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg4[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg4[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg5[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg5[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_A_leg6[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            1, 2, 3, 5, 6, 7
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A_leg6[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_b[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -7153,13 +7244,6 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_g[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_A_leg1[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg2[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg3[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg4[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg5[9][MG_SIMD_WIDTH];
-        double mg_o_A_leg6[9][MG_SIMD_WIDTH];
-        double mg_o_b[18][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(p + mg_i * 17, 17, &mg_in_p[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
@@ -7168,42 +7252,6 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_A_leg1[1][mg_l] = 0.0;
-            mg_o_A_leg1[2][mg_l] = 0.0;
-            mg_o_A_leg1[3][mg_l] = 0.0;
-            mg_o_A_leg1[5][mg_l] = 0.0;
-            mg_o_A_leg1[6][mg_l] = 0.0;
-            mg_o_A_leg1[7][mg_l] = 0.0;
-            mg_o_A_leg2[1][mg_l] = 0.0;
-            mg_o_A_leg2[2][mg_l] = 0.0;
-            mg_o_A_leg2[3][mg_l] = 0.0;
-            mg_o_A_leg2[5][mg_l] = 0.0;
-            mg_o_A_leg2[6][mg_l] = 0.0;
-            mg_o_A_leg2[7][mg_l] = 0.0;
-            mg_o_A_leg3[1][mg_l] = 0.0;
-            mg_o_A_leg3[2][mg_l] = 0.0;
-            mg_o_A_leg3[3][mg_l] = 0.0;
-            mg_o_A_leg3[5][mg_l] = 0.0;
-            mg_o_A_leg3[6][mg_l] = 0.0;
-            mg_o_A_leg3[7][mg_l] = 0.0;
-            mg_o_A_leg4[1][mg_l] = 0.0;
-            mg_o_A_leg4[2][mg_l] = 0.0;
-            mg_o_A_leg4[3][mg_l] = 0.0;
-            mg_o_A_leg4[5][mg_l] = 0.0;
-            mg_o_A_leg4[6][mg_l] = 0.0;
-            mg_o_A_leg4[7][mg_l] = 0.0;
-            mg_o_A_leg5[1][mg_l] = 0.0;
-            mg_o_A_leg5[2][mg_l] = 0.0;
-            mg_o_A_leg5[3][mg_l] = 0.0;
-            mg_o_A_leg5[5][mg_l] = 0.0;
-            mg_o_A_leg5[6][mg_l] = 0.0;
-            mg_o_A_leg5[7][mg_l] = 0.0;
-            mg_o_A_leg6[1][mg_l] = 0.0;
-            mg_o_A_leg6[2][mg_l] = 0.0;
-            mg_o_A_leg6[3][mg_l] = 0.0;
-            mg_o_A_leg6[5][mg_l] = 0.0;
-            mg_o_A_leg6[6][mg_l] = 0.0;
-            mg_o_A_leg6[7][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -9850,8 +9898,13 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A_star[36][MG_SIMD_WIDTH];
+    double mg_o_b_star[6][MG_SIMD_WIDTH];
+    double mg_o_udot[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_u[6][MG_SIMD_WIDTH];
@@ -9861,9 +9914,6 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_A_star[36][MG_SIMD_WIDTH];
-        double mg_o_b_star[6][MG_SIMD_WIDTH];
-        double mg_o_udot[6][MG_SIMD_WIDTH];
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
@@ -13591,8 +13641,41 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
+    double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+    double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[18] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17
+        };
+        static const double mg_value[18] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 18; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M_on_C[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_base_force[3][MG_SIMD_WIDTH];
+    double mg_o_base_moment[3][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_damping_power[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -13602,15 +13685,6 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
         double mg_in_p[17][MG_SIMD_WIDTH];
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
-        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_base_force[3][MG_SIMD_WIDTH];
-        double mg_o_base_moment[3][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
@@ -13621,25 +13695,6 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_M_on_C[0][mg_l] = 0.0;
-            mg_o_M_on_C[1][mg_l] = 0.0;
-            mg_o_M_on_C[2][mg_l] = 0.0;
-            mg_o_M_on_C[3][mg_l] = 0.0;
-            mg_o_M_on_C[4][mg_l] = 0.0;
-            mg_o_M_on_C[5][mg_l] = 0.0;
-            mg_o_M_on_C[6][mg_l] = 0.0;
-            mg_o_M_on_C[7][mg_l] = 0.0;
-            mg_o_M_on_C[8][mg_l] = 0.0;
-            mg_o_M_on_C[9][mg_l] = 0.0;
-            mg_o_M_on_C[10][mg_l] = 0.0;
-            mg_o_M_on_C[11][mg_l] = 0.0;
-            mg_o_M_on_C[12][mg_l] = 0.0;
-            mg_o_M_on_C[13][mg_l] = 0.0;
-            mg_o_M_on_C[14][mg_l] = 0.0;
-            mg_o_M_on_C[15][mg_l] = 0.0;
-            mg_o_M_on_C[16][mg_l] = 0.0;
-            mg_o_M_on_C[17][mg_l] = 0.0;
-            mg_o_damping_power[0][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -17912,8 +17967,12 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_u[6][MG_SIMD_WIDTH];
@@ -17923,8 +17982,6 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(fE + mg_i * 3, 3, &mg_in_fE[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
@@ -20653,16 +20710,18 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
         double mg_in_p[17][MG_SIMD_WIDTH];
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_g[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(p + mg_i * 17, 17, &mg_in_p[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
@@ -23271,8 +23330,11 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_F[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -23282,7 +23344,6 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_fE[3][MG_SIMD_WIDTH];
         double mg_in_udot[6][MG_SIMD_WIDTH];
-        double mg_o_F[6][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(g + mg_i * 3, 3, &mg_in_g[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
@@ -27464,8 +27525,41 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_qdd[18][MG_SIMD_WIDTH];
+    double mg_o_F_on_C[18][MG_SIMD_WIDTH];
+    double mg_o_M_on_C[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[18] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17
+        };
+        static const double mg_value[18] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 18; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M_on_C[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_base_force[3][MG_SIMD_WIDTH];
+    double mg_o_base_moment[3][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_damping_power[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -27477,15 +27571,6 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
         double mg_in_F[6][MG_SIMD_WIDTH];
         double mg_in_g[3][MG_SIMD_WIDTH];
         double mg_in_fE[3][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_qdd[18][MG_SIMD_WIDTH];
-        double mg_o_F_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_M_on_C[18][MG_SIMD_WIDTH];
-        double mg_o_base_force[3][MG_SIMD_WIDTH];
-        double mg_o_base_moment[3][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
@@ -27498,25 +27583,6 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_M_on_C[0][mg_l] = 0.0;
-            mg_o_M_on_C[1][mg_l] = 0.0;
-            mg_o_M_on_C[2][mg_l] = 0.0;
-            mg_o_M_on_C[3][mg_l] = 0.0;
-            mg_o_M_on_C[4][mg_l] = 0.0;
-            mg_o_M_on_C[5][mg_l] = 0.0;
-            mg_o_M_on_C[6][mg_l] = 0.0;
-            mg_o_M_on_C[7][mg_l] = 0.0;
-            mg_o_M_on_C[8][mg_l] = 0.0;
-            mg_o_M_on_C[9][mg_l] = 0.0;
-            mg_o_M_on_C[10][mg_l] = 0.0;
-            mg_o_M_on_C[11][mg_l] = 0.0;
-            mg_o_M_on_C[12][mg_l] = 0.0;
-            mg_o_M_on_C[13][mg_l] = 0.0;
-            mg_o_M_on_C[14][mg_l] = 0.0;
-            mg_o_M_on_C[15][mg_l] = 0.0;
-            mg_o_M_on_C[16][mg_l] = 0.0;
-            mg_o_M_on_C[17][mg_l] = 0.0;
-            mg_o_damping_power[0][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -35596,8 +35662,41 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_xdot[12][MG_SIMD_WIDTH];
+    double mg_o_q[18][MG_SIMD_WIDTH];
+    double mg_o_qd[18][MG_SIMD_WIDTH];
+    double mg_o_udot[6][MG_SIMD_WIDTH];
+    double mg_o_wrench[6][MG_SIMD_WIDTH];
+    double mg_o_damping_power[1][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            0
+        };
+        static const double mg_value[1] = {
+            0.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_damping_power[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_stop_force[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_stop_force[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
+    double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -35609,15 +35708,6 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
         double mg_in_p[17][MG_SIMD_WIDTH];
         double mg_in_mE[3][MG_SIMD_WIDTH];
         double mg_in_F[6][MG_SIMD_WIDTH];
-        double mg_o_xdot[12][MG_SIMD_WIDTH];
-        double mg_o_q[18][MG_SIMD_WIDTH];
-        double mg_o_qd[18][MG_SIMD_WIDTH];
-        double mg_o_udot[6][MG_SIMD_WIDTH];
-        double mg_o_wrench[6][MG_SIMD_WIDTH];
-        double mg_o_damping_power[1][MG_SIMD_WIDTH];
-        double mg_o_stop_force[6][MG_SIMD_WIDTH];
-        double mg_o_dudot_dbase[36][MG_SIMD_WIDTH];
-        double mg_o_dwrench_dbase[36][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);
         mg_rows_to_block(w0 + mg_i * 3, 3, &mg_in_w0[0][0]);
@@ -35630,13 +35720,6 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_damping_power[0][mg_l] = 0.0;
-            mg_o_stop_force[0][mg_l] = 0.0;
-            mg_o_stop_force[1][mg_l] = 0.0;
-            mg_o_stop_force[2][mg_l] = 0.0;
-            mg_o_stop_force[3][mg_l] = 0.0;
-            mg_o_stop_force[4][mg_l] = 0.0;
-            mg_o_stop_force[5][mg_l] = 0.0;
             const double psi_y = mg_in_x[3][mg_l];
             double s_psi_y, c_psi_y;
             mg_sincos_poly(psi_y, &s_psi_y, &c_psi_y);
@@ -44893,8 +44976,13 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_momentum[3][MG_SIMD_WIDTH];
+    double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
+    double mg_o_T[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_x[6][MG_SIMD_WIDTH];
@@ -44902,9 +44990,6 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
         double mg_in_u[6][MG_SIMD_WIDTH];
         double mg_in_w0[3][MG_SIMD_WIDTH];
         double mg_in_V0[3][MG_SIMD_WIDTH];
-        double mg_o_momentum[3][MG_SIMD_WIDTH];
-        double mg_o_angular_momentum[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
         mg_rows_to_block(x + mg_i * 6, 6, &mg_in_x[0][0]);
         mg_rows_to_block(p + mg_i * 17, 17, &mg_in_p[0][0]);
         mg_rows_to_block(u + mg_i * 6, 6, &mg_in_u[0][0]);

@@ -506,14 +506,16 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_phi[2][MG_SIMD_WIDTH];
+    double mg_o_G[6][MG_SIMD_WIDTH];
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_phi[2][MG_SIMD_WIDTH];
-        double mg_o_G[6][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -671,15 +673,17 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_q_next[3][MG_SIMD_WIDTH];
+    double mg_o_error[1][MG_SIMD_WIDTH];
+    double mg_o_branch[1][MG_SIMD_WIDTH];
+    double mg_o_orientation[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_q_next[3][MG_SIMD_WIDTH];
-        double mg_o_error[1][MG_SIMD_WIDTH];
-        double mg_o_branch[1][MG_SIMD_WIDTH];
-        double mg_o_orientation[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
@@ -861,20 +865,32 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qd[3][MG_SIMD_WIDTH];
+    double mg_o_H[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[1] = {
+            1
+        };
+        static const double mg_value[1] = {
+            1.0
+        };
+        for (int mg_c = 0; mg_c < 1; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_H[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qd[3][MG_SIMD_WIDTH];
-        double mg_o_H[3][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd_ind + mg_i * 1, 1, &mg_in_qd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_H[1][mg_l] = 1.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -1163,66 +1179,92 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            0, 6, 7, 8, 9, 10, 11, 12
+        };
+        static const double mg_value[8] = {
+            0.2, 0.0, 0.0, -0.15, 0.0, 0.0, 0.0, 0.125
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_v[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            0, 6, 7, 8, 9, 10, 11, 12
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_a[15][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            0, 6, 7, 8, 9, 10, 11, 12
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_a[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[27][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[10] = {
+            2, 5, 6, 7, 8, 18, 19, 20, 21, 24
+        };
+        static const double mg_value[10] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 10; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 7, 8
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_alpha[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 7, 8
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_alpha[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_r[15][MG_SIMD_WIDTH];
-        double mg_o_v[15][MG_SIMD_WIDTH];
-        double mg_o_a[15][MG_SIMD_WIDTH];
-        double mg_o_R[27][MG_SIMD_WIDTH];
-        double mg_o_omega[9][MG_SIMD_WIDTH];
-        double mg_o_alpha[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 3, 3, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[0][mg_l] = 0.2;
-            mg_o_r[6][mg_l] = 0.0;
-            mg_o_r[7][mg_l] = 0.0;
-            mg_o_r[8][mg_l] = -0.15;
-            mg_o_r[9][mg_l] = 0.0;
-            mg_o_r[10][mg_l] = 0.0;
-            mg_o_r[11][mg_l] = 0.0;
-            mg_o_r[12][mg_l] = 0.125;
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[6][mg_l] = 0.0;
-            mg_o_v[7][mg_l] = 0.0;
-            mg_o_v[8][mg_l] = 0.0;
-            mg_o_v[9][mg_l] = 0.0;
-            mg_o_v[10][mg_l] = 0.0;
-            mg_o_v[11][mg_l] = 0.0;
-            mg_o_v[12][mg_l] = 0.0;
-            mg_o_a[0][mg_l] = 0.0;
-            mg_o_a[6][mg_l] = 0.0;
-            mg_o_a[7][mg_l] = 0.0;
-            mg_o_a[8][mg_l] = 0.0;
-            mg_o_a[9][mg_l] = 0.0;
-            mg_o_a[10][mg_l] = 0.0;
-            mg_o_a[11][mg_l] = 0.0;
-            mg_o_a[12][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 1.0;
-            mg_o_R[18][mg_l] = 1.0;
-            mg_o_R[19][mg_l] = 0.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_omega[7][mg_l] = 0.0;
-            mg_o_omega[8][mg_l] = 0.0;
-            mg_o_alpha[0][mg_l] = 0.0;
-            mg_o_alpha[1][mg_l] = 0.0;
-            mg_o_alpha[7][mg_l] = 0.0;
-            mg_o_alpha[8][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -1418,21 +1460,28 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_M[9][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 6, 8
+        };
+        static const double mg_value[6] = {
+            0.004573333333333333, 0.0, 0.0, 0.0, 0.0, 0.018
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_M[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
-        double mg_o_M[9][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_M[0][mg_l] = 0.004573333333333333;
-            mg_o_M[1][mg_l] = 0.0;
-            mg_o_M[2][mg_l] = 0.0;
-            mg_o_M[3][mg_l] = 0.0;
-            mg_o_M[6][mg_l] = 0.0;
-            mg_o_M[8][mg_l] = 0.018;
             const double q3 = mg_in_q[2][mg_l];
             const double c3 = mg_cos_poly(q3);
             mg_range[mg_l] |= mg_trig_out_of_range(q3);
@@ -1566,15 +1615,17 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[3][MG_SIMD_WIDTH];
+    double mg_o_gamma[2][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_b[3][MG_SIMD_WIDTH];
-        double mg_o_gamma[2][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
@@ -1862,25 +1913,35 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[2][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_tau[3][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[2][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(tau + mg_i * 3, 3, &mg_in_tau[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[0][mg_l] = 0.0;
-            mg_o_reaction[1][mg_l] = 0.0;
-            mg_o_reaction[2][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -2243,26 +2304,36 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_tau_ind[1][MG_SIMD_WIDTH];
+    double mg_o_qdd[3][MG_SIMD_WIDTH];
+    double mg_o_multipliers[2][MG_SIMD_WIDTH];
+    double mg_o_reaction[6][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_reaction[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
         double mg_in_qdd_ind[1][MG_SIMD_WIDTH];
-        double mg_o_tau_ind[1][MG_SIMD_WIDTH];
-        double mg_o_qdd[3][MG_SIMD_WIDTH];
-        double mg_o_multipliers[2][MG_SIMD_WIDTH];
-        double mg_o_reaction[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd_ind + mg_i * 1, 1, &mg_in_qdd_ind[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             int64_t mg_s = mg_st[mg_l];
-            mg_o_reaction[0][mg_l] = 0.0;
-            mg_o_reaction[1][mg_l] = 0.0;
-            mg_o_reaction[2][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -2498,14 +2569,16 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -2591,16 +2664,23 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_state[3][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            0, 1, 2
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_state[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
-        double mg_o_state[3][MG_SIMD_WIDTH];
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_state[0][mg_l] = 0.0;
-            mg_o_state[1][mg_l] = 0.0;
-            mg_o_state[2][mg_l] = 0.0;
-        }
         mg_block_to_rows(&mg_o_state[0][0], 3, state + mg_i * 3);
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
             status[mg_i + mg_l] = (int32_t)mg_st[mg_l];
@@ -2679,14 +2759,16 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_position[1][MG_SIMD_WIDTH];
+    double mg_o_velocity[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[3][MG_SIMD_WIDTH];
         double mg_in_qd[3][MG_SIMD_WIDTH];
-        double mg_o_position[1][MG_SIMD_WIDTH];
-        double mg_o_velocity[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 3, 3, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 3, 3, &mg_in_qd[0][0]);
         #pragma omp simd

@@ -650,28 +650,40 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.089159, 0.089159
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_tau[63][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 5, 6, 7, 8, 14, 23, 32
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_tau[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_r[21][MG_SIMD_WIDTH];
-        double mg_o_tau[63][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[0][mg_l] = 0.0;
-            mg_o_r[1][mg_l] = 0.0;
-            mg_o_r[2][mg_l] = 0.089159;
-            mg_o_r[5][mg_l] = 0.089159;
-            mg_o_tau[2][mg_l] = 0.0;
-            mg_o_tau[5][mg_l] = 0.0;
-            mg_o_tau[6][mg_l] = 0.0;
-            mg_o_tau[7][mg_l] = 0.0;
-            mg_o_tau[8][mg_l] = 1.0;
-            mg_o_tau[14][mg_l] = 0.0;
-            mg_o_tau[23][mg_l] = 0.0;
-            mg_o_tau[32][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1276,168 +1288,54 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[126][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[71] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 25,
+            26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 38, 39, 40, 41, 44, 45, 46, 47, 48, 50, 51, 52,
+            53, 57, 58, 59, 63, 64, 65, 66, 69, 70, 71, 75, 76, 77, 81, 82, 83, 84, 88, 89, 95, 101,
+            102, 107, 120
+        };
+        static const double mg_value[71] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 71; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_T[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[126][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[81] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24,
+            26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 39, 40, 41, 42, 45, 46, 47, 48, 49, 50, 51,
+            52, 53, 54, 58, 59, 60, 64, 65, 66, 67, 68, 69, 70, 71, 72, 77, 78, 83, 84, 85, 86, 87,
+            89, 90, 96, 102, 103, 104, 105, 108, 114, 120, 121, 122, 123
+        };
+        static const double mg_value[81] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 81; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_T[126][MG_SIMD_WIDTH];
-        double mg_o_R[126][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_T[0][mg_l] = 0.0;
-            mg_o_T[1][mg_l] = 0.0;
-            mg_o_T[2][mg_l] = 0.0;
-            mg_o_T[3][mg_l] = 0.0;
-            mg_o_T[4][mg_l] = 0.0;
-            mg_o_T[5][mg_l] = 0.0;
-            mg_o_T[6][mg_l] = 0.0;
-            mg_o_T[7][mg_l] = 0.0;
-            mg_o_T[8][mg_l] = 0.0;
-            mg_o_T[9][mg_l] = 0.0;
-            mg_o_T[10][mg_l] = 0.0;
-            mg_o_T[11][mg_l] = 0.0;
-            mg_o_T[12][mg_l] = 0.0;
-            mg_o_T[13][mg_l] = 0.0;
-            mg_o_T[14][mg_l] = 0.0;
-            mg_o_T[15][mg_l] = 0.0;
-            mg_o_T[16][mg_l] = 0.0;
-            mg_o_T[17][mg_l] = 0.0;
-            mg_o_T[19][mg_l] = 0.0;
-            mg_o_T[20][mg_l] = 0.0;
-            mg_o_T[21][mg_l] = 0.0;
-            mg_o_T[22][mg_l] = 0.0;
-            mg_o_T[23][mg_l] = 0.0;
-            mg_o_T[25][mg_l] = 0.0;
-            mg_o_T[26][mg_l] = 0.0;
-            mg_o_T[27][mg_l] = 0.0;
-            mg_o_T[28][mg_l] = 0.0;
-            mg_o_T[29][mg_l] = 0.0;
-            mg_o_T[30][mg_l] = 0.0;
-            mg_o_T[31][mg_l] = 0.0;
-            mg_o_T[32][mg_l] = 0.0;
-            mg_o_T[33][mg_l] = 0.0;
-            mg_o_T[34][mg_l] = 0.0;
-            mg_o_T[35][mg_l] = 0.0;
-            mg_o_T[38][mg_l] = 0.0;
-            mg_o_T[39][mg_l] = 0.0;
-            mg_o_T[40][mg_l] = 0.0;
-            mg_o_T[41][mg_l] = 0.0;
-            mg_o_T[44][mg_l] = 0.0;
-            mg_o_T[45][mg_l] = 0.0;
-            mg_o_T[46][mg_l] = 0.0;
-            mg_o_T[47][mg_l] = 0.0;
-            mg_o_T[48][mg_l] = 0.0;
-            mg_o_T[50][mg_l] = 0.0;
-            mg_o_T[51][mg_l] = 0.0;
-            mg_o_T[52][mg_l] = 0.0;
-            mg_o_T[53][mg_l] = 0.0;
-            mg_o_T[57][mg_l] = 0.0;
-            mg_o_T[58][mg_l] = 0.0;
-            mg_o_T[59][mg_l] = 0.0;
-            mg_o_T[63][mg_l] = 0.0;
-            mg_o_T[64][mg_l] = 0.0;
-            mg_o_T[65][mg_l] = 0.0;
-            mg_o_T[66][mg_l] = 0.0;
-            mg_o_T[69][mg_l] = 0.0;
-            mg_o_T[70][mg_l] = 0.0;
-            mg_o_T[71][mg_l] = 0.0;
-            mg_o_T[75][mg_l] = 0.0;
-            mg_o_T[76][mg_l] = 0.0;
-            mg_o_T[77][mg_l] = 0.0;
-            mg_o_T[81][mg_l] = 0.0;
-            mg_o_T[82][mg_l] = 0.0;
-            mg_o_T[83][mg_l] = 0.0;
-            mg_o_T[84][mg_l] = 0.0;
-            mg_o_T[88][mg_l] = 0.0;
-            mg_o_T[89][mg_l] = 0.0;
-            mg_o_T[95][mg_l] = 0.0;
-            mg_o_T[101][mg_l] = 0.0;
-            mg_o_T[102][mg_l] = 0.0;
-            mg_o_T[107][mg_l] = 0.0;
-            mg_o_T[120][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = 0.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[4][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 0.0;
-            mg_o_R[9][mg_l] = 0.0;
-            mg_o_R[10][mg_l] = 0.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = 1.0;
-            mg_o_R[13][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 0.0;
-            mg_o_R[18][mg_l] = 0.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[22][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 0.0;
-            mg_o_R[27][mg_l] = 0.0;
-            mg_o_R[28][mg_l] = 0.0;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = 1.0;
-            mg_o_R[31][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 0.0;
-            mg_o_R[36][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[45][mg_l] = 0.0;
-            mg_o_R[46][mg_l] = 0.0;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[48][mg_l] = 1.0;
-            mg_o_R[49][mg_l] = 0.0;
-            mg_o_R[50][mg_l] = 0.0;
-            mg_o_R[51][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 0.0;
-            mg_o_R[54][mg_l] = 0.0;
-            mg_o_R[58][mg_l] = 0.0;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[64][mg_l] = 0.0;
-            mg_o_R[65][mg_l] = 0.0;
-            mg_o_R[66][mg_l] = 1.0;
-            mg_o_R[67][mg_l] = 0.0;
-            mg_o_R[68][mg_l] = 0.0;
-            mg_o_R[69][mg_l] = 0.0;
-            mg_o_R[70][mg_l] = 0.0;
-            mg_o_R[71][mg_l] = 0.0;
-            mg_o_R[72][mg_l] = 0.0;
-            mg_o_R[77][mg_l] = 0.0;
-            mg_o_R[78][mg_l] = 0.0;
-            mg_o_R[83][mg_l] = 0.0;
-            mg_o_R[84][mg_l] = 1.0;
-            mg_o_R[85][mg_l] = 0.0;
-            mg_o_R[86][mg_l] = 0.0;
-            mg_o_R[87][mg_l] = 0.0;
-            mg_o_R[89][mg_l] = 0.0;
-            mg_o_R[90][mg_l] = 0.0;
-            mg_o_R[96][mg_l] = 0.0;
-            mg_o_R[102][mg_l] = 1.0;
-            mg_o_R[103][mg_l] = 0.0;
-            mg_o_R[104][mg_l] = 0.0;
-            mg_o_R[105][mg_l] = 0.0;
-            mg_o_R[108][mg_l] = 0.0;
-            mg_o_R[114][mg_l] = 0.0;
-            mg_o_R[120][mg_l] = 1.0;
-            mg_o_R[121][mg_l] = 0.0;
-            mg_o_R[122][mg_l] = 0.0;
-            mg_o_R[123][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1993,34 +1891,66 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_v[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            0, 1
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_w[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_w[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_eps[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_eps[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_v[18][MG_SIMD_WIDTH];
-        double mg_o_omega[18][MG_SIMD_WIDTH];
-        double mg_o_w[18][MG_SIMD_WIDTH];
-        double mg_o_eps[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[1][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_w[0][mg_l] = 0.0;
-            mg_o_w[1][mg_l] = 0.0;
-            mg_o_w[2][mg_l] = 0.0;
-            mg_o_w[5][mg_l] = 0.0;
-            mg_o_eps[0][mg_l] = 0.0;
-            mg_o_eps[1][mg_l] = 0.0;
-            mg_o_eps[2][mg_l] = 0.0;
-            mg_o_eps[5][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -2518,18 +2448,28 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A[36][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[3] = {
+            29, 34, 35
+        };
+        static const double mg_value[3] = {
+            0.0, 0.0, 0.0171364731454
+        };
+        for (int mg_c = 0; mg_c < 3; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_A[36][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_A[29][mg_l] = 0.0;
-            mg_o_A[34][mg_l] = 0.0;
-            mg_o_A[35][mg_l] = 0.0171364731454;
             const double q6 = mg_in_q[5][mg_l];
             double s6, c6;
             mg_sincos_poly(q6, &s6, &c6);
@@ -2962,14 +2902,16 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_Q[6][MG_SIMD_WIDTH];
-        double mg_o_b[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
@@ -3446,14 +3388,16 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_Q[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
@@ -4140,14 +4084,16 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_Q[6][MG_SIMD_WIDTH];
-        double mg_o_qdd[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
@@ -4781,14 +4727,16 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -5890,26 +5838,33 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 6, 12, 18, 24, 30
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_dtau_dq[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
-        double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_dtau_dq[0][mg_l] = 0.0;
-            mg_o_dtau_dq[6][mg_l] = 0.0;
-            mg_o_dtau_dq[12][mg_l] = 0.0;
-            mg_o_dtau_dq[18][mg_l] = 0.0;
-            mg_o_dtau_dq[24][mg_l] = 0.0;
-            mg_o_dtau_dq[30][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -9557,190 +9512,50 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Y[360][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[171] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 72, 120, 121,
+            122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138,
+            139, 140, 142, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193,
+            194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210,
+            212, 220, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254,
+            255, 256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270, 271,
+            272, 273, 274, 275, 276, 277, 278, 279, 280, 283, 290, 300, 301, 302, 303, 304, 305,
+            306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322,
+            323, 324, 325, 326, 327, 328, 329, 330, 331, 332, 333, 334, 335, 336, 337, 338, 339,
+            340, 341, 342, 343, 344, 345, 346, 347, 348, 349, 350, 352
+        };
+        static const double mg_value[171] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 171; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_Y[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_Y[360][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_Y[0][mg_l] = 0.0;
-            mg_o_Y[1][mg_l] = 0.0;
-            mg_o_Y[2][mg_l] = 0.0;
-            mg_o_Y[3][mg_l] = 0.0;
-            mg_o_Y[4][mg_l] = 0.0;
-            mg_o_Y[5][mg_l] = 0.0;
-            mg_o_Y[6][mg_l] = 0.0;
-            mg_o_Y[7][mg_l] = 0.0;
-            mg_o_Y[8][mg_l] = 0.0;
-            mg_o_Y[60][mg_l] = 0.0;
-            mg_o_Y[61][mg_l] = 0.0;
-            mg_o_Y[62][mg_l] = 0.0;
-            mg_o_Y[63][mg_l] = 0.0;
-            mg_o_Y[64][mg_l] = 0.0;
-            mg_o_Y[65][mg_l] = 0.0;
-            mg_o_Y[66][mg_l] = 0.0;
-            mg_o_Y[67][mg_l] = 0.0;
-            mg_o_Y[68][mg_l] = 0.0;
-            mg_o_Y[69][mg_l] = 0.0;
-            mg_o_Y[70][mg_l] = 0.0;
-            mg_o_Y[72][mg_l] = 0.0;
-            mg_o_Y[120][mg_l] = 0.0;
-            mg_o_Y[121][mg_l] = 0.0;
-            mg_o_Y[122][mg_l] = 0.0;
-            mg_o_Y[123][mg_l] = 0.0;
-            mg_o_Y[124][mg_l] = 0.0;
-            mg_o_Y[125][mg_l] = 0.0;
-            mg_o_Y[126][mg_l] = 0.0;
-            mg_o_Y[127][mg_l] = 0.0;
-            mg_o_Y[128][mg_l] = 0.0;
-            mg_o_Y[129][mg_l] = 0.0;
-            mg_o_Y[130][mg_l] = 0.0;
-            mg_o_Y[131][mg_l] = 0.0;
-            mg_o_Y[132][mg_l] = 0.0;
-            mg_o_Y[133][mg_l] = 0.0;
-            mg_o_Y[134][mg_l] = 0.0;
-            mg_o_Y[135][mg_l] = 0.0;
-            mg_o_Y[136][mg_l] = 0.0;
-            mg_o_Y[137][mg_l] = 0.0;
-            mg_o_Y[138][mg_l] = 0.0;
-            mg_o_Y[139][mg_l] = 0.0;
-            mg_o_Y[140][mg_l] = 0.0;
-            mg_o_Y[142][mg_l] = 0.0;
-            mg_o_Y[180][mg_l] = 0.0;
-            mg_o_Y[181][mg_l] = 0.0;
-            mg_o_Y[182][mg_l] = 0.0;
-            mg_o_Y[183][mg_l] = 0.0;
-            mg_o_Y[184][mg_l] = 0.0;
-            mg_o_Y[185][mg_l] = 0.0;
-            mg_o_Y[186][mg_l] = 0.0;
-            mg_o_Y[187][mg_l] = 0.0;
-            mg_o_Y[188][mg_l] = 0.0;
-            mg_o_Y[189][mg_l] = 0.0;
-            mg_o_Y[190][mg_l] = 0.0;
-            mg_o_Y[191][mg_l] = 0.0;
-            mg_o_Y[192][mg_l] = 0.0;
-            mg_o_Y[193][mg_l] = 0.0;
-            mg_o_Y[194][mg_l] = 0.0;
-            mg_o_Y[195][mg_l] = 0.0;
-            mg_o_Y[196][mg_l] = 0.0;
-            mg_o_Y[197][mg_l] = 0.0;
-            mg_o_Y[198][mg_l] = 0.0;
-            mg_o_Y[199][mg_l] = 0.0;
-            mg_o_Y[200][mg_l] = 0.0;
-            mg_o_Y[201][mg_l] = 0.0;
-            mg_o_Y[202][mg_l] = 0.0;
-            mg_o_Y[203][mg_l] = 0.0;
-            mg_o_Y[204][mg_l] = 0.0;
-            mg_o_Y[205][mg_l] = 0.0;
-            mg_o_Y[206][mg_l] = 0.0;
-            mg_o_Y[207][mg_l] = 0.0;
-            mg_o_Y[208][mg_l] = 0.0;
-            mg_o_Y[209][mg_l] = 0.0;
-            mg_o_Y[210][mg_l] = 0.0;
-            mg_o_Y[212][mg_l] = 0.0;
-            mg_o_Y[220][mg_l] = 0.0;
-            mg_o_Y[240][mg_l] = 0.0;
-            mg_o_Y[241][mg_l] = 0.0;
-            mg_o_Y[242][mg_l] = 0.0;
-            mg_o_Y[243][mg_l] = 0.0;
-            mg_o_Y[244][mg_l] = 0.0;
-            mg_o_Y[245][mg_l] = 0.0;
-            mg_o_Y[246][mg_l] = 0.0;
-            mg_o_Y[247][mg_l] = 0.0;
-            mg_o_Y[248][mg_l] = 0.0;
-            mg_o_Y[249][mg_l] = 0.0;
-            mg_o_Y[250][mg_l] = 0.0;
-            mg_o_Y[251][mg_l] = 0.0;
-            mg_o_Y[252][mg_l] = 0.0;
-            mg_o_Y[253][mg_l] = 0.0;
-            mg_o_Y[254][mg_l] = 0.0;
-            mg_o_Y[255][mg_l] = 0.0;
-            mg_o_Y[256][mg_l] = 0.0;
-            mg_o_Y[257][mg_l] = 0.0;
-            mg_o_Y[258][mg_l] = 0.0;
-            mg_o_Y[259][mg_l] = 0.0;
-            mg_o_Y[260][mg_l] = 0.0;
-            mg_o_Y[261][mg_l] = 0.0;
-            mg_o_Y[262][mg_l] = 0.0;
-            mg_o_Y[263][mg_l] = 0.0;
-            mg_o_Y[264][mg_l] = 0.0;
-            mg_o_Y[265][mg_l] = 0.0;
-            mg_o_Y[266][mg_l] = 0.0;
-            mg_o_Y[267][mg_l] = 0.0;
-            mg_o_Y[268][mg_l] = 0.0;
-            mg_o_Y[269][mg_l] = 0.0;
-            mg_o_Y[270][mg_l] = 0.0;
-            mg_o_Y[271][mg_l] = 0.0;
-            mg_o_Y[272][mg_l] = 0.0;
-            mg_o_Y[273][mg_l] = 0.0;
-            mg_o_Y[274][mg_l] = 0.0;
-            mg_o_Y[275][mg_l] = 0.0;
-            mg_o_Y[276][mg_l] = 0.0;
-            mg_o_Y[277][mg_l] = 0.0;
-            mg_o_Y[278][mg_l] = 0.0;
-            mg_o_Y[279][mg_l] = 0.0;
-            mg_o_Y[280][mg_l] = 0.0;
-            mg_o_Y[283][mg_l] = 0.0;
-            mg_o_Y[290][mg_l] = 0.0;
-            mg_o_Y[300][mg_l] = 0.0;
-            mg_o_Y[301][mg_l] = 0.0;
-            mg_o_Y[302][mg_l] = 0.0;
-            mg_o_Y[303][mg_l] = 0.0;
-            mg_o_Y[304][mg_l] = 0.0;
-            mg_o_Y[305][mg_l] = 0.0;
-            mg_o_Y[306][mg_l] = 0.0;
-            mg_o_Y[307][mg_l] = 0.0;
-            mg_o_Y[308][mg_l] = 0.0;
-            mg_o_Y[309][mg_l] = 0.0;
-            mg_o_Y[310][mg_l] = 0.0;
-            mg_o_Y[311][mg_l] = 0.0;
-            mg_o_Y[312][mg_l] = 0.0;
-            mg_o_Y[313][mg_l] = 0.0;
-            mg_o_Y[314][mg_l] = 0.0;
-            mg_o_Y[315][mg_l] = 0.0;
-            mg_o_Y[316][mg_l] = 0.0;
-            mg_o_Y[317][mg_l] = 0.0;
-            mg_o_Y[318][mg_l] = 0.0;
-            mg_o_Y[319][mg_l] = 0.0;
-            mg_o_Y[320][mg_l] = 0.0;
-            mg_o_Y[321][mg_l] = 0.0;
-            mg_o_Y[322][mg_l] = 0.0;
-            mg_o_Y[323][mg_l] = 0.0;
-            mg_o_Y[324][mg_l] = 0.0;
-            mg_o_Y[325][mg_l] = 0.0;
-            mg_o_Y[326][mg_l] = 0.0;
-            mg_o_Y[327][mg_l] = 0.0;
-            mg_o_Y[328][mg_l] = 0.0;
-            mg_o_Y[329][mg_l] = 0.0;
-            mg_o_Y[330][mg_l] = 0.0;
-            mg_o_Y[331][mg_l] = 0.0;
-            mg_o_Y[332][mg_l] = 0.0;
-            mg_o_Y[333][mg_l] = 0.0;
-            mg_o_Y[334][mg_l] = 0.0;
-            mg_o_Y[335][mg_l] = 0.0;
-            mg_o_Y[336][mg_l] = 0.0;
-            mg_o_Y[337][mg_l] = 0.0;
-            mg_o_Y[338][mg_l] = 0.0;
-            mg_o_Y[339][mg_l] = 0.0;
-            mg_o_Y[340][mg_l] = 0.0;
-            mg_o_Y[341][mg_l] = 0.0;
-            mg_o_Y[342][mg_l] = 0.0;
-            mg_o_Y[343][mg_l] = 0.0;
-            mg_o_Y[344][mg_l] = 0.0;
-            mg_o_Y[345][mg_l] = 0.0;
-            mg_o_Y[346][mg_l] = 0.0;
-            mg_o_Y[347][mg_l] = 0.0;
-            mg_o_Y[348][mg_l] = 0.0;
-            mg_o_Y[349][mg_l] = 0.0;
-            mg_o_Y[350][mg_l] = 0.0;
-            mg_o_Y[352][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -11060,94 +10875,40 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Y_b[216][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[75] = {
+            36, 72, 73, 74, 75, 76, 77, 78, 79, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155,
+            156, 157, 158, 159, 160, 161, 162, 163, 164, 165, 180, 181, 182, 183, 184, 185, 186,
+            187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203,
+            204, 205, 206, 207, 208
+        };
+        static const double mg_value[75] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 75; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_Y_b[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_Y_b[216][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_Y_b[36][mg_l] = 0.0;
-            mg_o_Y_b[72][mg_l] = 0.0;
-            mg_o_Y_b[73][mg_l] = 0.0;
-            mg_o_Y_b[74][mg_l] = 0.0;
-            mg_o_Y_b[75][mg_l] = 0.0;
-            mg_o_Y_b[76][mg_l] = 0.0;
-            mg_o_Y_b[77][mg_l] = 0.0;
-            mg_o_Y_b[78][mg_l] = 0.0;
-            mg_o_Y_b[79][mg_l] = 0.0;
-            mg_o_Y_b[108][mg_l] = 0.0;
-            mg_o_Y_b[109][mg_l] = 0.0;
-            mg_o_Y_b[110][mg_l] = 0.0;
-            mg_o_Y_b[111][mg_l] = 0.0;
-            mg_o_Y_b[112][mg_l] = 0.0;
-            mg_o_Y_b[113][mg_l] = 0.0;
-            mg_o_Y_b[114][mg_l] = 0.0;
-            mg_o_Y_b[115][mg_l] = 0.0;
-            mg_o_Y_b[116][mg_l] = 0.0;
-            mg_o_Y_b[117][mg_l] = 0.0;
-            mg_o_Y_b[118][mg_l] = 0.0;
-            mg_o_Y_b[119][mg_l] = 0.0;
-            mg_o_Y_b[120][mg_l] = 0.0;
-            mg_o_Y_b[121][mg_l] = 0.0;
-            mg_o_Y_b[122][mg_l] = 0.0;
-            mg_o_Y_b[144][mg_l] = 0.0;
-            mg_o_Y_b[145][mg_l] = 0.0;
-            mg_o_Y_b[146][mg_l] = 0.0;
-            mg_o_Y_b[147][mg_l] = 0.0;
-            mg_o_Y_b[148][mg_l] = 0.0;
-            mg_o_Y_b[149][mg_l] = 0.0;
-            mg_o_Y_b[150][mg_l] = 0.0;
-            mg_o_Y_b[151][mg_l] = 0.0;
-            mg_o_Y_b[152][mg_l] = 0.0;
-            mg_o_Y_b[153][mg_l] = 0.0;
-            mg_o_Y_b[154][mg_l] = 0.0;
-            mg_o_Y_b[155][mg_l] = 0.0;
-            mg_o_Y_b[156][mg_l] = 0.0;
-            mg_o_Y_b[157][mg_l] = 0.0;
-            mg_o_Y_b[158][mg_l] = 0.0;
-            mg_o_Y_b[159][mg_l] = 0.0;
-            mg_o_Y_b[160][mg_l] = 0.0;
-            mg_o_Y_b[161][mg_l] = 0.0;
-            mg_o_Y_b[162][mg_l] = 0.0;
-            mg_o_Y_b[163][mg_l] = 0.0;
-            mg_o_Y_b[164][mg_l] = 0.0;
-            mg_o_Y_b[165][mg_l] = 0.0;
-            mg_o_Y_b[180][mg_l] = 0.0;
-            mg_o_Y_b[181][mg_l] = 0.0;
-            mg_o_Y_b[182][mg_l] = 0.0;
-            mg_o_Y_b[183][mg_l] = 0.0;
-            mg_o_Y_b[184][mg_l] = 0.0;
-            mg_o_Y_b[185][mg_l] = 0.0;
-            mg_o_Y_b[186][mg_l] = 0.0;
-            mg_o_Y_b[187][mg_l] = 0.0;
-            mg_o_Y_b[188][mg_l] = 0.0;
-            mg_o_Y_b[189][mg_l] = 0.0;
-            mg_o_Y_b[190][mg_l] = 0.0;
-            mg_o_Y_b[191][mg_l] = 0.0;
-            mg_o_Y_b[192][mg_l] = 0.0;
-            mg_o_Y_b[193][mg_l] = 0.0;
-            mg_o_Y_b[194][mg_l] = 0.0;
-            mg_o_Y_b[195][mg_l] = 0.0;
-            mg_o_Y_b[196][mg_l] = 0.0;
-            mg_o_Y_b[197][mg_l] = 0.0;
-            mg_o_Y_b[198][mg_l] = 0.0;
-            mg_o_Y_b[199][mg_l] = 0.0;
-            mg_o_Y_b[200][mg_l] = 0.0;
-            mg_o_Y_b[201][mg_l] = 0.0;
-            mg_o_Y_b[202][mg_l] = 0.0;
-            mg_o_Y_b[203][mg_l] = 0.0;
-            mg_o_Y_b[204][mg_l] = 0.0;
-            mg_o_Y_b[205][mg_l] = 0.0;
-            mg_o_Y_b[206][mg_l] = 0.0;
-            mg_o_Y_b[207][mg_l] = 0.0;
-            mg_o_Y_b[208][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);
@@ -12105,15 +11866,17 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
         double mg_in_beta[36][MG_SIMD_WIDTH];
-        double mg_o_Q[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
@@ -12611,11 +12374,13 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_beta[36][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         double mg_in_pi[60][MG_SIMD_WIDTH];
-        double mg_o_beta[36][MG_SIMD_WIDTH];
         mg_rows_to_block(pi + mg_i * 60, 60, &mg_in_pi[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {

@@ -630,30 +630,40 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_r[21][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.089159
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_r[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_tau[63][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[8] = {
+            2, 5, 6, 7, 8, 17, 26, 35
+        };
+        static const double mg_value[8] = {
+            0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 8; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_tau[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_r[21][MG_SIMD_WIDTH];
-        double mg_o_tau[63][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_r[0][mg_l] = 0.0;
-            mg_o_r[1][mg_l] = 0.0;
-            mg_o_r[2][mg_l] = 0.0;
-            mg_o_r[3][mg_l] = 0.0;
-            mg_o_r[4][mg_l] = 0.0;
-            mg_o_r[5][mg_l] = 0.089159;
-            mg_o_tau[2][mg_l] = 0.0;
-            mg_o_tau[5][mg_l] = 0.0;
-            mg_o_tau[6][mg_l] = 0.0;
-            mg_o_tau[7][mg_l] = 0.0;
-            mg_o_tau[8][mg_l] = 1.0;
-            mg_o_tau[17][mg_l] = 0.0;
-            mg_o_tau[26][mg_l] = 0.0;
-            mg_o_tau[35][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1225,170 +1235,54 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[126][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[73] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+            24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 38, 39, 40, 41, 44, 45, 46, 47, 48, 50,
+            51, 52, 53, 57, 58, 59, 63, 64, 65, 66, 69, 70, 71, 75, 76, 77, 81, 82, 83, 84, 88, 89,
+            95, 101, 102, 107, 120
+        };
+        static const double mg_value[73] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 73; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_T[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_R[126][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[81] = {
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24,
+            26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 39, 40, 41, 42, 45, 46, 47, 48, 49, 50, 51,
+            52, 53, 54, 58, 59, 60, 64, 65, 66, 67, 68, 69, 70, 71, 72, 77, 78, 83, 84, 85, 86, 87,
+            89, 90, 96, 102, 103, 104, 105, 108, 114, 120, 121, 122, 123
+        };
+        static const double mg_value[81] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 81; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_R[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_T[126][MG_SIMD_WIDTH];
-        double mg_o_R[126][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_T[0][mg_l] = 0.0;
-            mg_o_T[1][mg_l] = 0.0;
-            mg_o_T[2][mg_l] = 0.0;
-            mg_o_T[3][mg_l] = 0.0;
-            mg_o_T[4][mg_l] = 0.0;
-            mg_o_T[5][mg_l] = 0.0;
-            mg_o_T[6][mg_l] = 0.0;
-            mg_o_T[7][mg_l] = 0.0;
-            mg_o_T[8][mg_l] = 0.0;
-            mg_o_T[9][mg_l] = 0.0;
-            mg_o_T[10][mg_l] = 0.0;
-            mg_o_T[11][mg_l] = 0.0;
-            mg_o_T[12][mg_l] = 0.0;
-            mg_o_T[13][mg_l] = 0.0;
-            mg_o_T[14][mg_l] = 0.0;
-            mg_o_T[15][mg_l] = 0.0;
-            mg_o_T[16][mg_l] = 0.0;
-            mg_o_T[17][mg_l] = 0.0;
-            mg_o_T[18][mg_l] = 0.0;
-            mg_o_T[19][mg_l] = 0.0;
-            mg_o_T[20][mg_l] = 0.0;
-            mg_o_T[21][mg_l] = 0.0;
-            mg_o_T[22][mg_l] = 0.0;
-            mg_o_T[23][mg_l] = 0.0;
-            mg_o_T[24][mg_l] = 0.0;
-            mg_o_T[25][mg_l] = 0.0;
-            mg_o_T[26][mg_l] = 0.0;
-            mg_o_T[27][mg_l] = 0.0;
-            mg_o_T[28][mg_l] = 0.0;
-            mg_o_T[29][mg_l] = 0.0;
-            mg_o_T[30][mg_l] = 0.0;
-            mg_o_T[31][mg_l] = 0.0;
-            mg_o_T[32][mg_l] = 0.0;
-            mg_o_T[33][mg_l] = 0.0;
-            mg_o_T[34][mg_l] = 0.0;
-            mg_o_T[35][mg_l] = 0.0;
-            mg_o_T[38][mg_l] = 0.0;
-            mg_o_T[39][mg_l] = 0.0;
-            mg_o_T[40][mg_l] = 0.0;
-            mg_o_T[41][mg_l] = 0.0;
-            mg_o_T[44][mg_l] = 0.0;
-            mg_o_T[45][mg_l] = 0.0;
-            mg_o_T[46][mg_l] = 0.0;
-            mg_o_T[47][mg_l] = 0.0;
-            mg_o_T[48][mg_l] = 0.0;
-            mg_o_T[50][mg_l] = 0.0;
-            mg_o_T[51][mg_l] = 0.0;
-            mg_o_T[52][mg_l] = 0.0;
-            mg_o_T[53][mg_l] = 0.0;
-            mg_o_T[57][mg_l] = 0.0;
-            mg_o_T[58][mg_l] = 0.0;
-            mg_o_T[59][mg_l] = 0.0;
-            mg_o_T[63][mg_l] = 0.0;
-            mg_o_T[64][mg_l] = 0.0;
-            mg_o_T[65][mg_l] = 0.0;
-            mg_o_T[66][mg_l] = 0.0;
-            mg_o_T[69][mg_l] = 0.0;
-            mg_o_T[70][mg_l] = 0.0;
-            mg_o_T[71][mg_l] = 0.0;
-            mg_o_T[75][mg_l] = 0.0;
-            mg_o_T[76][mg_l] = 0.0;
-            mg_o_T[77][mg_l] = 0.0;
-            mg_o_T[81][mg_l] = 0.0;
-            mg_o_T[82][mg_l] = 0.0;
-            mg_o_T[83][mg_l] = 0.0;
-            mg_o_T[84][mg_l] = 0.0;
-            mg_o_T[88][mg_l] = 0.0;
-            mg_o_T[89][mg_l] = 0.0;
-            mg_o_T[95][mg_l] = 0.0;
-            mg_o_T[101][mg_l] = 0.0;
-            mg_o_T[102][mg_l] = 0.0;
-            mg_o_T[107][mg_l] = 0.0;
-            mg_o_T[120][mg_l] = 0.0;
-            mg_o_R[0][mg_l] = 0.0;
-            mg_o_R[1][mg_l] = 0.0;
-            mg_o_R[2][mg_l] = 0.0;
-            mg_o_R[3][mg_l] = 0.0;
-            mg_o_R[4][mg_l] = 0.0;
-            mg_o_R[5][mg_l] = 0.0;
-            mg_o_R[6][mg_l] = 0.0;
-            mg_o_R[7][mg_l] = 0.0;
-            mg_o_R[8][mg_l] = 0.0;
-            mg_o_R[9][mg_l] = 0.0;
-            mg_o_R[10][mg_l] = 0.0;
-            mg_o_R[11][mg_l] = 0.0;
-            mg_o_R[12][mg_l] = 1.0;
-            mg_o_R[13][mg_l] = 0.0;
-            mg_o_R[14][mg_l] = 0.0;
-            mg_o_R[15][mg_l] = 0.0;
-            mg_o_R[16][mg_l] = 0.0;
-            mg_o_R[17][mg_l] = 0.0;
-            mg_o_R[18][mg_l] = 0.0;
-            mg_o_R[20][mg_l] = 0.0;
-            mg_o_R[21][mg_l] = 0.0;
-            mg_o_R[22][mg_l] = 0.0;
-            mg_o_R[23][mg_l] = 0.0;
-            mg_o_R[24][mg_l] = 0.0;
-            mg_o_R[26][mg_l] = 0.0;
-            mg_o_R[27][mg_l] = 0.0;
-            mg_o_R[28][mg_l] = 0.0;
-            mg_o_R[29][mg_l] = 0.0;
-            mg_o_R[30][mg_l] = 1.0;
-            mg_o_R[31][mg_l] = 0.0;
-            mg_o_R[32][mg_l] = 0.0;
-            mg_o_R[33][mg_l] = 0.0;
-            mg_o_R[34][mg_l] = 0.0;
-            mg_o_R[35][mg_l] = 0.0;
-            mg_o_R[36][mg_l] = 0.0;
-            mg_o_R[39][mg_l] = 0.0;
-            mg_o_R[40][mg_l] = 0.0;
-            mg_o_R[41][mg_l] = 0.0;
-            mg_o_R[42][mg_l] = 0.0;
-            mg_o_R[45][mg_l] = 0.0;
-            mg_o_R[46][mg_l] = 0.0;
-            mg_o_R[47][mg_l] = 0.0;
-            mg_o_R[48][mg_l] = 1.0;
-            mg_o_R[49][mg_l] = 0.0;
-            mg_o_R[50][mg_l] = 0.0;
-            mg_o_R[51][mg_l] = 0.0;
-            mg_o_R[52][mg_l] = 0.0;
-            mg_o_R[53][mg_l] = 0.0;
-            mg_o_R[54][mg_l] = 0.0;
-            mg_o_R[58][mg_l] = 0.0;
-            mg_o_R[59][mg_l] = 0.0;
-            mg_o_R[60][mg_l] = 0.0;
-            mg_o_R[64][mg_l] = 0.0;
-            mg_o_R[65][mg_l] = 0.0;
-            mg_o_R[66][mg_l] = 1.0;
-            mg_o_R[67][mg_l] = 0.0;
-            mg_o_R[68][mg_l] = 0.0;
-            mg_o_R[69][mg_l] = 0.0;
-            mg_o_R[70][mg_l] = 0.0;
-            mg_o_R[71][mg_l] = 0.0;
-            mg_o_R[72][mg_l] = 0.0;
-            mg_o_R[77][mg_l] = 0.0;
-            mg_o_R[78][mg_l] = 0.0;
-            mg_o_R[83][mg_l] = 0.0;
-            mg_o_R[84][mg_l] = 1.0;
-            mg_o_R[85][mg_l] = 0.0;
-            mg_o_R[86][mg_l] = 0.0;
-            mg_o_R[87][mg_l] = 0.0;
-            mg_o_R[89][mg_l] = 0.0;
-            mg_o_R[90][mg_l] = 0.0;
-            mg_o_R[96][mg_l] = 0.0;
-            mg_o_R[102][mg_l] = 1.0;
-            mg_o_R[103][mg_l] = 0.0;
-            mg_o_R[104][mg_l] = 0.0;
-            mg_o_R[105][mg_l] = 0.0;
-            mg_o_R[108][mg_l] = 0.0;
-            mg_o_R[114][mg_l] = 0.0;
-            mg_o_R[120][mg_l] = 1.0;
-            mg_o_R[121][mg_l] = 0.0;
-            mg_o_R[122][mg_l] = 0.0;
-            mg_o_R[123][mg_l] = 0.0;
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
             mg_sincos_poly(q1, &s1, &c1);
@@ -1913,38 +1807,66 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_v[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_v[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_omega[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[2] = {
+            0, 1
+        };
+        static const double mg_value[2] = {
+            0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 2; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_omega[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_w[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 1, 2, 3, 4, 5
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_w[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_eps[18][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            0, 1, 2, 5
+        };
+        static const double mg_value[4] = {
+            0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_eps[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_v[18][MG_SIMD_WIDTH];
-        double mg_o_omega[18][MG_SIMD_WIDTH];
-        double mg_o_w[18][MG_SIMD_WIDTH];
-        double mg_o_eps[18][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_v[0][mg_l] = 0.0;
-            mg_o_v[1][mg_l] = 0.0;
-            mg_o_v[2][mg_l] = 0.0;
-            mg_o_v[3][mg_l] = 0.0;
-            mg_o_v[4][mg_l] = 0.0;
-            mg_o_v[5][mg_l] = 0.0;
-            mg_o_omega[0][mg_l] = 0.0;
-            mg_o_omega[1][mg_l] = 0.0;
-            mg_o_w[0][mg_l] = 0.0;
-            mg_o_w[1][mg_l] = 0.0;
-            mg_o_w[2][mg_l] = 0.0;
-            mg_o_w[3][mg_l] = 0.0;
-            mg_o_w[4][mg_l] = 0.0;
-            mg_o_w[5][mg_l] = 0.0;
-            mg_o_eps[0][mg_l] = 0.0;
-            mg_o_eps[1][mg_l] = 0.0;
-            mg_o_eps[2][mg_l] = 0.0;
-            mg_o_eps[5][mg_l] = 0.0;
             const double qd2 = mg_in_qd[1][mg_l];
             const double q1 = mg_in_q[0][mg_l];
             double s1, c1;
@@ -2387,19 +2309,28 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_A[36][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[4] = {
+            28, 29, 34, 35
+        };
+        static const double mg_value[4] = {
+            0.0022824019624999, 0.0, 0.0, 0.0001321
+        };
+        for (int mg_c = 0; mg_c < 4; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_A[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
-        double mg_o_A[36][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_A[28][mg_l] = 0.0022824019624999;
-            mg_o_A[29][mg_l] = 0.0;
-            mg_o_A[34][mg_l] = 0.0;
-            mg_o_A[35][mg_l] = 0.0001321;
             const double q5 = mg_in_q[4][mg_l];
             double s5, c5;
             mg_sincos_poly(q5, &s5, &c5);
@@ -2857,14 +2788,16 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_b[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_Q[6][MG_SIMD_WIDTH];
-        double mg_o_b[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
@@ -3449,14 +3382,16 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_Q[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_Q[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
@@ -4233,14 +4168,16 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_qdd[6][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_Q[6][MG_SIMD_WIDTH];
-        double mg_o_qdd[6][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(Q + mg_i * 6, 6, &mg_in_Q[0][0]);
@@ -4892,14 +4829,16 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_T[1][MG_SIMD_WIDTH];
+    double mg_o_V[1][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
-        double mg_o_T[1][MG_SIMD_WIDTH];
-        double mg_o_V[1][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         #pragma omp simd
@@ -6030,26 +5969,33 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
     #if MG_SIMD_WIDTH > 0
     /* blocks of MG_SIMD_WIDTH states (the target's lanes), vectorised across the states
        (mechgen.generator.simd; built with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
+    /* outputs in [element][lane] copies, their constant elements written once, here
+       (simd.block_outputs) */
+    double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
+    {
+        static const int32_t mg_at[6] = {
+            0, 6, 12, 18, 24, 30
+        };
+        static const double mg_value[6] = {
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        };
+        for (int mg_c = 0; mg_c < 6; ++mg_c)
+            for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l)
+                mg_o_dtau_dq[mg_at[mg_c]][mg_l] = mg_value[mg_c];
+    }
+    double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
     for (; mg_i + MG_SIMD_WIDTH <= n; mg_i += MG_SIMD_WIDTH) {
-        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
+        /* inputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[MG_SIMD_WIDTH] = {0};
         int64_t mg_range[MG_SIMD_WIDTH] = {0};
         double mg_in_q[6][MG_SIMD_WIDTH];
         double mg_in_qd[6][MG_SIMD_WIDTH];
         double mg_in_qdd[6][MG_SIMD_WIDTH];
-        double mg_o_dtau_dq[36][MG_SIMD_WIDTH];
-        double mg_o_dtau_dqd[36][MG_SIMD_WIDTH];
         mg_rows_to_block(q + mg_i * 6, 6, &mg_in_q[0][0]);
         mg_rows_to_block(qd + mg_i * 6, 6, &mg_in_qd[0][0]);
         mg_rows_to_block(qdd + mg_i * 6, 6, &mg_in_qdd[0][0]);
         #pragma omp simd
         for (int mg_l = 0; mg_l < MG_SIMD_WIDTH; ++mg_l) {
-            mg_o_dtau_dq[0][mg_l] = 0.0;
-            mg_o_dtau_dq[6][mg_l] = 0.0;
-            mg_o_dtau_dq[12][mg_l] = 0.0;
-            mg_o_dtau_dq[18][mg_l] = 0.0;
-            mg_o_dtau_dq[24][mg_l] = 0.0;
-            mg_o_dtau_dq[30][mg_l] = 0.0;
             const double q2 = mg_in_q[1][mg_l];
             double s2, c2;
             mg_sincos_poly(q2, &s2, &c2);

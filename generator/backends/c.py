@@ -9,6 +9,7 @@ as its cffi ``cdef`` (:func:`mechgen.runtime.cbuild.cdef_from_header`).
 from __future__ import annotations
 
 import re
+import textwrap
 
 from sympy.printing.c import C99CodePrinter
 
@@ -27,6 +28,9 @@ TRIG_NAMES = ("mg_sincos", "mg_sincos_poly", "mg_sin", "mg_cos", "mg_sin_poly", 
 docs/sincos.md)."""
 STREAM_NAMES = ("mg_stream_rows", "mg_stream_fence", "MG_STREAM_MIN")
 """The _batch kernels' non-temporal copy of large outputs (templates/c/simd_block.c.j2)."""
+SIMD_NAMES = ("mg_rows_to_block", "mg_block_to_rows", "mg_transpose_tile", "MG_SIMD_WIDTH",
+              "MG_SIMD_TRANSPOSE", "MG_PADDED")
+"""The SIMD blocks' helpers and macros (templates/c/simd_block.c.j2, sincos.c.j2)."""
 STREAM_MIN_SIZE = 128
 """An output of at least this many doubles per state is written by the _batch kernel with
 non-temporal stores when the call writes more than MG_STREAM_MIN doubles (docs/architecture.md,
@@ -44,7 +48,7 @@ def streamed_outputs(outputs: list[dict]) -> list[dict]:
 # loop index, the integer types of the signatures
 GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "fmax", "fmin", "fabs", "pow", "status", "n",
                              "i", "int64_t", "int32_t", "uint64_t", "memcpy", *TRIG_NAMES,
-                             *STREAM_NAMES})
+                             *STREAM_NAMES, *SIMD_NAMES})
 
 
 def c_comment(text: object) -> str:
@@ -55,6 +59,11 @@ def c_comment(text: object) -> str:
     """
     s = plain_text(text).replace("*/", "* /").replace("/*", "/ *")
     return re.sub(r"\?(?=\?)", "? ", s)
+
+
+def c_rows(values: list, width: int = 88) -> list[str]:
+    """A C initialiser's values (``{...}``), comma-separated, wrapped into lines."""
+    return textwrap.wrap(", ".join(str(v) for v in values), width) or [""]
 
 
 def c_function_name(mech: str, kernel: str) -> str:
@@ -99,7 +108,7 @@ class CBackend(Backend):
     printer = CPrinter({"strict": False})
     reserved = KEYWORDS | GENERATED_NAMES
     template_names = {"status": "the C kernel's status variable", "NAN": "the NaN constant"}
-    filters = {"c_comment": c_comment}
+    filters = {"c_comment": c_comment, "c_rows": c_rows}
     templates = {"header": "c/file.h.j2", "source": "c/file.c.j2"}
     kernel_templates = {"header": "c/kernel.h.j2", "source": "c/kernel.c.j2"}
     file_patterns = {"header": "{mech}.h", "source": "{mech}.c"}
