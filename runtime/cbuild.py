@@ -91,7 +91,8 @@ SIMD_ENV = "MECHGEN_SIMD"
 """``MECHGEN_SIMD=1`` builds the SIMD batch kernels. Off by default: the vectorised batches
 take about 5x longer to compile (gough_stewart_docking: 6 s -> 34 s of gcc, measured before the
 block layout of docs/architecture.md) for 1.9-6.7x the batch throughput of the scalar loop on
-an AVX-512 machine and 1.6-3.5x with AVX2 (bench/simd_bench.py); single-state calls gain
+an AVX-512 machine, 1.6-3.5x with AVX2 there and 0.75-3.5x on an AVX2 Zen 3 (bench/simd_bench.py,
+docs/architecture.md); single-state calls gain
 nothing. The lanes per block are the C's own choice for the target it is compiled for
 (``MG_SIMD_WIDTH``, templates/c/simd_block.c.j2): 8 with AVX-512, 4 with AVX2, and none (the
 loop over the single-state kernel) on any other target, as SSE2's blocks lose to that loop on
