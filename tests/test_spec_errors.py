@@ -309,7 +309,8 @@ BAD_NAMES = [("1abc", "not a valid name"), ("a-b", "not a valid name"), ("", "no
              ("a b", "not a valid name"), ("_x", "not a valid name"), ("é", "not a valid name"),
              ("a" * 64, "not a valid name"),
              ("int", "reserved word"), ("return", "reserved word"), ("class", "reserved word"),
-             ("double", "reserved word"), ("q", "reserved word"), ("status", "reserved word")]
+             ("double", "reserved word"), ("q", "reserved word"), ("status", "reserved word"),
+             ("mg_block_to_rows", "reserved word")]     # a helper of the C's SIMD blocks
 
 
 @pytest.mark.parametrize("name, why", BAD_NAMES)
