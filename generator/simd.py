@@ -80,12 +80,14 @@ STACK_BYTES = 256 * 1024
 on the stack; a kernel that needs more keeps the plain loop over the single-state kernel (so
 a thread with a small stack is safe)."""
 
-TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
+NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+"""A number as the printers write it (no sign)."""
+TOKEN = re.compile(rf"(?P<num>{NUMBER})|(?P<name>[A-Za-z_]\w*)")
 _OPEN = re.compile(r"\s*\(")
-_VARIABLE = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|([A-Za-z_]\w*)\b(?!\s*\()")
-"""A number (no group) or a whole name not followed by an opening parenthesis (group 1)."""
 """What follows a called name: blanks, then its opening parenthesis (matched in place, so a
 long line is not copied once per name)."""
+_VARIABLE = re.compile(rf"{NUMBER}|([A-Za-z_]\w*)\b(?!\s*\()")
+"""A number (no group) or a whole name not followed by an opening parenthesis (group 1)."""
 _DEPTH = {"(": 1, ")": -1}
 
 
@@ -222,7 +224,7 @@ def simd_plan(k: dict) -> dict:
     return plan
 
 
-CONSTANT = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+CONSTANT = re.compile(rf"-?{NUMBER}")
 """A printed output element that is a number: the same in every state."""
 
 
