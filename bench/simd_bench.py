@@ -183,7 +183,8 @@ def run(states: int = 4096, repeat: int = 15, cases: dict | None = None,
     versions = {"": generated} if before is None else {"before ": before, "after ": generated}
     labels = [f"{v}{b}" for b in builds for v in versions]
     print(f"SIMD batch: ns per state, {states} states, best of {repeat}, interleaved; scalar = "
-          f"C loop over the single-state kernel (the default build's _batch), SIMD = the "
+          f"C loop over the single-state kernel (the default build's _batch, without its "
+          f"streamed outputs), SIMD = the "
           f"_batch blocks")
     for b in builds:
         print(f"  {b}: {' '.join(build_flags(b))}")

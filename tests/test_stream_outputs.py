@@ -1,6 +1,7 @@
 """Large outputs of a _batch call go through a local buffer and non-temporal stores
 (templates/c/simd_block.c.j2 ``mg_stream_rows``, kernel.c.j2): the same bits as the
-single-state kernel, failing states NaN as there, any 8-byte alignment of the destination."""
+single-state kernel, failing states NaN as there, any 8-byte offset of the destination in a
+cache line."""
 
 from __future__ import annotations
 
@@ -76,25 +77,32 @@ def test_a_batch_beyond_the_stream_threshold_gives_the_single_state_bits(solo12,
             assert np.isnan(o[failed]).all()
 
 
-def test_a_destination_off_the_16_byte_boundary_is_written_in_full(solo12):
-    """Rows starting at 8 mod 16: the first double by a plain store, the rest in pairs."""
+@pytest.mark.parametrize("offset", range(8))
+def test_rows_at_any_offset_in_a_cache_line_are_written_in_full(solo12, offset):
+    """Forward kinematics' rotations, 153 doubles a state (rows neither line- nor 16-byte
+    aligned every other state), into a destination ``offset`` doubles past a 64-byte line:
+    the partial lines by plain stores, the whole lines streamed, nothing beyond the rows."""
     module, manifest = solo12
     ffi, lib = module.ffi, module.lib
-    meta = _kernel(manifest, "mass_matrix")
-    n = _stream_min() // 324 + 3
+    meta = _kernel(manifest, "forward_kinematics")
+    sizes = [prod(p["shape"]) for p in meta["outputs"]]
+    assert sizes == [51, 153]
+    n = _stream_min() // 153 + 5                  # tau alone is streamed, beyond the threshold
     (q,) = _inputs(manifest, meta, n)
-    reference, st_ref = run_kernel(module, meta, [q], batch=False)
-    store = np.full(n * 324 + 2, 7.0)
-    offset = 1 if store.ctypes.data % 16 == 0 else 0     # the rows at 8 mod 16
-    A = store[offset:offset + n * 324]
-    assert A.ctypes.data % 16 == 8
+    (r_ref, tau_ref), st_ref = run_kernel(module, meta, [q], batch=False)
+    store = np.full(n * 153 + 16, 7.0)
+    start = (-(store.ctypes.data // 8) + offset) % 8
+    tau = store[start:start + n * 153]
+    assert tau.ctypes.data % 64 == 8 * offset
+    r = np.full((n, 51), 7.0)
     status = np.full(n, -1, dtype=np.int32)
-    failed = lib.mechgen_solo12_mass_matrix_batch(n, ffi.cast("double *", q.ctypes.data),
-                                                  ffi.cast("double *", A.ctypes.data),
-                                                  ffi.cast("int32_t *", status.ctypes.data))
-    assert failed == 0 and not status.any()
-    assert np.array_equal(A.reshape(n, 324).view(np.uint64), reference[0].view(np.uint64))
-    rest = np.delete(store, np.arange(offset, offset + n * 324))
+    ptr = lambda a: ffi.cast("double *", a.ctypes.data)
+    failed = lib.mechgen_solo12_forward_kinematics_batch(n, ptr(q), ptr(r), ptr(tau),
+                                                         ffi.cast("int32_t *", status.ctypes.data))
+    assert failed == 0 and not status.any() and not st_ref.any()
+    assert np.array_equal(tau.reshape(n, 153).view(np.uint64), tau_ref.view(np.uint64))
+    assert np.array_equal(r.view(np.uint64), r_ref.view(np.uint64))
+    rest = np.delete(store, np.arange(start, start + n * 153))
     assert (rest == 7.0).all(), "a double beyond the rows was written"
 
 

@@ -260,14 +260,19 @@ static inline MG_ALWAYS_INLINE double mg_atan2(double y, double x)
 }
 
 /* Large outputs of a batch (docs/architecture.md): a _batch call that writes more than
- * MG_STREAM_MIN doubles (default 2^19, 4 MB: beyond the caches that matter) computes each
- * state's large outputs into a local buffer and copies them with non-temporal stores
- * (SSE2 movntpd), which write the destination's cache lines without reading them first.
- * solo12's 18 x 18 mass matrix, 10^4 states: 303 -> 259 ns per state with AVX2; the SIMD
- * blocks stream their transposed rows the same way. A copy: the same bits. Without SSE2, or
- * to a destination not aligned to 8 bytes, memcpy. */
+ * MG_STREAM_MIN doubles (default 2^21, 16 MB: beyond the private caches and most of the
+ * shared one) computes each state's large outputs into a local buffer and copies them with
+ * non-temporal stores (SSE2 movntpd), which write the destination's cache lines without
+ * reading them first; the SIMD blocks stream their transposed rows the same way. Only whole
+ * 64-byte lines are streamed: the partial lines at either end of a row get plain stores (a
+ * line partly streamed is written back in pieces: solo12's forward kinematics, rows of 153
+ * doubles, took 2.4x the plain loop). solo12's 18 x 18 mass matrix, 16000 states, AVX-512:
+ * 231 ns per state streamed against 407 with plain stores, SIMD blocks 156 against 232;
+ * below ~6000 states the outputs stay in the caches for the caller, and plain stores were
+ * faster (docs/architecture.md). A copy:
+ * the same bits. Without SSE2, or to a destination not aligned to 8 bytes, memcpy. */
 #ifndef MG_STREAM_MIN
-#define MG_STREAM_MIN 524288
+#define MG_STREAM_MIN 2097152
 #endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -277,13 +282,15 @@ static inline void mg_stream_rows(double *dst, const double *src, int64_t size)
 #if defined(__SSE2__)
     if (((uintptr_t)dst & 7) == 0) {
         int64_t j = 0;
-        if (((uintptr_t)dst & 15) != 0 && size > 0) {   /* to a 16-byte boundary */
-            dst[0] = src[0];
-            j = 1;
-        }
-        for (; j + 2 <= size; j += 2)
+        for (; j < size && ((uintptr_t)(dst + j) & 63) != 0; ++j)   /* to a line boundary */
+            dst[j] = src[j];
+        for (; j + 8 <= size; j += 8) {                                /* whole lines */
             _mm_stream_pd(dst + j, _mm_loadu_pd(src + j));
-        if (j < size)
+            _mm_stream_pd(dst + j + 2, _mm_loadu_pd(src + j + 2));
+            _mm_stream_pd(dst + j + 4, _mm_loadu_pd(src + j + 4));
+            _mm_stream_pd(dst + j + 6, _mm_loadu_pd(src + j + 6));
+        }
+        for (; j < size; ++j)                                          /* the last line's part */
             dst[j] = src[j];
         return;
     }
