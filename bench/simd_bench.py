@@ -134,7 +134,10 @@ def random_inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
 def time_kernel(variants: dict, meta: dict, inputs: list[np.ndarray], repeat: int,
                 single: bool = True) -> dict:
     """ns per state of each variant's scalar batch and SIMD batch (and of the first variant's
-    single-state calls from Python), interleaved, best of ``repeat``. ``variants``: label ->
+    single-state calls from Python), interleaved, best of ``repeat``. The variants share the
+    output arrays, so each timed call follows an untimed call of its own: a variant that
+    streams its outputs past the caches would otherwise leave the next one's lines in memory
+    (solo12's mass matrix over 4096 states: 1.6x apart by the order alone). ``variants``: label ->
     (ffi, lib). Returns label -> {"scalar", "simd", "speedup"} and "single", "failed_states"."""
     n = len(inputs[0])
     fn = meta["c_function"]
@@ -162,6 +165,7 @@ def time_kernel(variants: dict, meta: dict, inputs: list[np.ndarray], repeat: in
     times["single"] = []
     for _ in range(repeat):        # interleaved: each round times every variant
         for key, call in calls.items():
+            call()                 # untimed: the outputs' lines as this variant leaves them
             times[key].append(best(call, 1) / n)
         if single:
             times["single"].append(best(one_by_one, 1) / n_single)
