@@ -170,7 +170,9 @@ class Chain:
     parent: list[int] = field(default_factory=list)
     defaults: dict[str, float] = field(default_factory=dict)   # parameter default values
     attitude: str = "euler"              # free base: "euler" (y-z-x angles) or "quaternion"
-    derivatives: bool = False            # also generate the dynamics' derivatives ([kernels])
+    # also generate the dynamics' derivatives ([kernels]): True (along q as given) or
+    # "tangent" (a quaternion base along Pinocchio's tangent space: DERIVATIVES)
+    derivatives: bool | str = False
     regressor: bool = False              # also the inertial-parameter regressor ([kernels])
     # quaternion base: its velocities are v in frame 0 ("frame0") or the body twist
     # (v, omega) in the base frame ("body", Pinocchio's free flyer)
@@ -269,6 +271,9 @@ class Chain:
             raise ModelError(f"{where}: mechanism.base_velocity: expected one of "
                              f"{BASE_VELOCITIES} ('body' only with base = 'free' and attitude "
                              f"= 'quaternion'), got {self.base_velocity!r}")
+        if self.derivatives not in DERIVATIVES:
+            raise ModelError(f"{where}: kernels.derivatives: expected true, false or "
+                             f"'tangent', got {self.derivatives!r}")
         seen: set[str] = set()
         for j in self.joints:
             if j.name in seen:
@@ -395,6 +400,13 @@ def split_composite(kind: str, axes: str, name: str, l: Vec3, gamma: Mat3,
 
 
 ATTITUDES = ("euler", "quaternion")
+DERIVATIVES = (False, True, "tangent")
+"""``[kernels] derivatives``: none; along the input q as given (a quaternion base's columns x,
+y, z, qw, qx, qy, qz); or ``"tangent"``: a quaternion base's seven columns replaced by six
+along Pinocchio's tangent space (the base displaced by a small twist in its own frame, linear
+then angular, as ``pinocchio.integrate``; families/serial/derivatives.py), so dID/dq and dFD/dq
+are n x n. On any other base the coordinates are their own tangent space and "tangent" gives
+the derivatives of True."""
 BASE_VELOCITIES = ("frame0", "body")
 QUATERNION_NAMES = ("base_qw", "base_qx", "base_qy", "base_qz")
 

@@ -8,13 +8,17 @@ after reordering the quaternion) on Solo-12, HyQ and random URDF trees; (2) agai
 frame-0 quaternion base by mapping the states (v_0 = R v_body, vdot_0 = R (vdot_body +
 omega x v_body)); (3) the mass matrix reads no base-pose input and is the composite-inertia
 form; (4) energy, momentum and centre of mass of free-floating motion integrated through
-rhs(); (5) the derivative kernels (along the input q) against differences (the regressor
-against inverse dynamics: tests/test_regressor.py); (6) bad spec values named by file and field.
+rhs(); (5) the derivative kernels, along the input q against differences (the regressor
+against inverse dynamics: tests/test_regressor.py), and along Pinocchio's tangent space
+(``derivatives = "tangent"``) against Pinocchio's analytical derivatives on Solo-12 and against
+differences along the base's own displacement for the frame-0 quaternion base; (6) bad spec
+values named by file and field.
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +31,7 @@ from mechgen.generator.build import MECHANISMS
 from mechgen.generator.families.serial.spec import (ChainBuilder, chain_from_dict,
                                                    chain_from_urdf_spec)
 from mechgen.generator.families.serial.urdf import load_urdf
+from mechgen.generator.ir import reads
 from mechgen.generator.model import ModelError
 from mechgen.runtime.mechanism import quaternion_rotation
 from tests import pinocchio_ref as pref
@@ -270,4 +275,120 @@ def test_derivatives_along_the_input_q_match_differences(tmp_path):
         close_to_differences(dqd, lambda x: mech.inverse_dynamics(q, x, qdd), qd, "dID/dqd")
         _, fq, fqd, _ = mech.forward_dynamics_derivatives(q, qd, Q)
         close_to_differences(fq, lambda x: mech.forward_dynamics(x, qd, Q), q, "dFD/dq")
+        close_to_differences(fqd, lambda x: mech.forward_dynamics(q, x, Q), qd, "dFD/dqd")
+
+
+def quaternion_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    (w1, x1, y1, z1), (w2, x2, y2, z2) = a, b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def displaced(q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """q displaced by d = (rho, phi, joint increments): the base by the twist (rho, phi) in its
+    own frame, as pinocchio.integrate (position p + R V(phi) rho, quaternion quat (x)
+    exp(phi / 2), the norm kept), the joints by addition."""
+    rho, phi = d[:3], d[3:6]
+    th = np.linalg.norm(phi)
+    quat = q[3:7]
+    R = quaternion_rotation(quat / np.linalg.norm(quat))
+    if th < 1e-12:
+        V = np.eye(3)
+    else:
+        K = np.array([[0, -phi[2], phi[1]], [phi[2], 0, -phi[0]], [-phi[1], phi[0], 0]]) / th
+        V = np.eye(3) + (1 - np.cos(th)) / th * K + (th - np.sin(th)) / th * K @ K
+    half = np.r_[np.cos(th / 2), np.sinc(th / (2 * np.pi)) / 2 * phi]
+    return np.r_[q[:3] + R @ V @ rho, quaternion_product(quat, half), q[7:] + d[6:]]
+
+
+@pytest.fixture(scope="module")
+def solo_tangent(tmp_path_factory):
+    root = tmp_path_factory.mktemp("solo_tangent")
+    chain = load_urdf(URDFS["solo12"], "solo12_tangent", base="free", gravity=GRAVITY,
+                      attitude="quaternion", base_velocity="body")
+    chain = replace(chain, derivatives="tangent")
+    gen = write_generated(chain, root)
+    return chain, runtime.load(chain.name, "c", generated=root), gen, pref.build(URDFS["solo12"],
+                                                                              chain)
+
+
+def test_tangent_derivatives_equal_pinocchio_analytical_derivatives(solo_tangent):
+    """``derivatives = "tangent"`` on the body-twist base: dID/dq, dID/dv
+    (computeRNEADerivatives), qdd, dFD/dq, dFD/dv, A^-1 (computeABADerivatives), every column
+    the base's included, n x n; 1e-9 relative, 6 random states with unit quaternions."""
+    from tests.test_dynamics_derivatives import PIN_RTOL, close
+    chain, mech, gen, pm = solo_tangent
+    shapes = {p.name: p.shape for g in gen if "derivatives" in g.kernel.name
+              for p in g.kernel.outputs}
+    assert shapes == {"dtau_dq": (18, 18), "dtau_dqd": (18, 18), "qdd": (18,),
+                      "dqdd_dq": (18, 18), "dqdd_dqd": (18, 18), "dqdd_dQ": (18, 18)}
+    rng = np.random.default_rng(8)
+    ix = np.ix_(pm.perm, pm.perm)
+    for _ in range(6):
+        s = random_state(rng, chain.n)
+        q, qd, qdd, Q = s["q"], s["qd"], s["qdd"], s["Q"]
+        args = (pm.model, pm.data, pref._q_to_pin(pm, q), pref._to_pin(pm, qd))
+        dq, dv, _ = pref.pin.computeRNEADerivatives(*args, pref._to_pin(pm, qdd))
+        tq, tqd = mech.inverse_dynamics_derivatives(q, qd, qdd)
+        close(tq, np.asarray(dq)[ix], PIN_RTOL, "dID/dq")
+        close(tqd, np.asarray(dv)[ix], PIN_RTOL, "dID/dv")
+        aq, av, Minv = pref.pin.computeABADerivatives(*args, pref._to_pin(pm, Q))
+        fdd, fq, fqd, fQ = mech.forward_dynamics_derivatives(q, qd, Q)
+        close(fdd, pref.forward_dynamics(pm, q, qd, Q), PIN_RTOL, "qdd")
+        close(fq, np.asarray(aq)[ix], PIN_RTOL, "dFD/dq")
+        close(fqd, np.asarray(av)[ix], PIN_RTOL, "dFD/dv")
+        close(fQ, (np.triu(Minv) + np.triu(Minv, 1).T)[ix], PIN_RTOL, "dFD/dQ")
+
+
+def test_tangent_derivatives_read_no_base_position(solo_tangent):
+    """The dynamics do not depend on where the base is: the base position x, y, z (q1..q3)
+    appears in no statement of the derivative kernels, and the columns along the linear
+    displacement rho are zero (the rotation that maps rho into frame 0 left nothing)."""
+    chain, mech, gen, _ = solo_tangent
+    for g in gen:
+        if "derivatives" not in g.kernel.name:
+            continue
+        used = set().union(*(reads(st) for st in g.kernel.body))
+        assert not used & {sp.Symbol(f"q{i}") for i in range(1, 4)}, g.kernel.name
+    rng = np.random.default_rng(9)
+    s = random_state(rng, chain.n)
+    tq, _ = mech.inverse_dynamics_derivatives(s["q"], s["qd"], s["qdd"])
+    _, fq, _, _ = mech.forward_dynamics_derivatives(s["q"], s["qd"], s["Q"])
+    assert not tq[:, :3].any() and not fq[:, :3].any()
+
+
+@pytest.mark.parametrize("base_velocity", ["frame0", "body"])
+def test_tangent_derivatives_match_differences_along_the_base_displacement(tmp_path,
+                                                                          base_velocity):
+    """dID/dq and dFD/dq along (rho, phi, joints) against central differences of the generated
+    inverse and forward dynamics at q displaced by pinocchio.integrate's rule (our own
+    quaternion exponential, not the kernels' formula), quaternions of any norm; the frame-0
+    quaternion base too (its velocity columns stay its own rates)."""
+    from tests.test_dynamics_derivatives import close_to_differences
+    link = {"mass": 2.0, "com": [0.2, 0.01, -0.03], "inertia": [0.02, 0.03, 0.04, 0.001, 0, 0]}
+    hub = {"name": "hub", "mass": 50.0, "com": [0.1, 0, 0], "inertia": [3, 4, 5, 0.1, 0, 0]}
+    spring = {"stiffness": 4.0, "damping": 0.3, "q0": 0.2}
+    b = (ChainBuilder("tangent_arm", "free", GRAVITY, hub, attitude="quaternion",
+                      derivatives="tangent", base_velocity=base_velocity)
+         .joint("j1", "Rz", (0.5, 0, 0.1), [["x", 30]], body={"name": "l1", **link},
+                spring=spring)
+         .joint("j2", "Py", (0.4, 0, 0), body={"name": "l2", **link})
+         .joint("j3", "Rx", (0.3, 0.1, 0), [["z", 90]], body={"name": "l3", **link},
+                spring=spring))
+    write_generated(b.build(), tmp_path)
+    mech = runtime.load("tangent_arm", "c", generated=tmp_path)
+    rng = np.random.default_rng(10)
+    zero = np.zeros(mech.n)
+    for _ in range(4):
+        s = random_state(rng, mech.n, unit=False)
+        s["q"][7:] = rng.uniform(-0.5, 0.5, 3)
+        q, qd, qdd, Q = s["q"], s["qd"], s["qdd"], s["Q"]
+        dq, dqd = mech.inverse_dynamics_derivatives(q, qd, qdd)
+        assert dq.shape == dqd.shape == (mech.n, mech.n)
+        close_to_differences(dq, lambda d: mech.inverse_dynamics(displaced(q, d), qd, qdd),
+                             zero, "dID/dq")
+        close_to_differences(dqd, lambda x: mech.inverse_dynamics(q, x, qdd), qd, "dID/dqd")
+        _, fq, fqd, _ = mech.forward_dynamics_derivatives(q, qd, Q)
+        close_to_differences(fq, lambda d: mech.forward_dynamics(displaced(q, d), qd, Q),
+                             zero, "dFD/dq")
         close_to_differences(fqd, lambda x: mech.forward_dynamics(q, x, Q), qd, "dFD/dqd")

@@ -237,8 +237,24 @@ def test_kernels_table_opts_in_to_derivatives(tmp_path):
     assert not load(_spec(tmp_path, "")).derivatives
 
 
+def test_kernels_table_takes_tangent_derivatives(tmp_path):
+    assert load(_spec(tmp_path, '[kernels]\nderivatives = "tangent"\n')).derivatives == "tangent"
+
+
+def test_tangent_derivatives_of_a_base_without_quaternion_are_the_plain_ones(tmp_path):
+    """Euler angles and fixed bases are their own tangent space: the same kernels."""
+    from mechgen.generator.families.serial.derivatives import BUILDERS
+    chain, _ = random_chain(33, 4, "free", tree=True)
+    for build in BUILDERS:
+        plain = build(replace(chain, derivatives=True))
+        tangent = build(replace(chain, derivatives="tangent"))
+        assert plain.body == tangent.body and plain.outputs == tangent.outputs
+
+
 @pytest.mark.parametrize("kernels, message", [
-    ('[kernels]\nderivatives = "yes"\n', "arm.toml: kernels.derivatives: expected true or false"),
+    ('[kernels]\nderivatives = "yes"\n',
+     "arm.toml: kernels.derivatives: expected true or false or \"tangent\""),
+    ('[kernels]\nregressor = "tangent"\n', "arm.toml: kernels.regressor: expected true or false,"),
     ("[kernels]\nhessians = true\n", "arm.toml: kernels: unknown field(s) ['hessians']"),
     ('kernels = "derivatives"\n', "arm.toml: kernels: expected a table")])
 def test_bad_kernels_table_names_file_and_field(tmp_path, kernels, message):

@@ -116,20 +116,31 @@ def _needed(body, exprs: list[sp.Expr], constants: set[sp.Symbol]) -> set[sp.Sym
 
 
 def differentiate(k: Kernel, exprs: list[sp.Expr], wrt: list[sp.Symbol],
-                  constants: set[sp.Symbol] = frozenset(), reserved: set[str] = frozenset()
+                  constants: set[sp.Symbol] = frozenset(), reserved: set[str] = frozenset(),
+                  seeds: dict[sp.Symbol, list[sp.Expr]] | None = None
                   ) -> tuple[list, list[list[sp.Expr]]]:
     """(body with the derivative assignments, [d e / d wrt for each e in ``exprs``]).
 
     Only the statements that ``exprs`` reach are differentiated; a name in ``constants`` is
     held fixed (its derivative is 0 even if it was computed from ``wrt``): a partial
     derivative, e.g. of the inverse dynamics at a qdd computed in the same kernel. New names
-    avoid ``reserved`` (the output ports' names)."""
+    avoid ``reserved`` (the output ports' names). ``seeds``: names whose derivatives along the
+    directions are given (one expression per direction) instead of found from their own
+    statements: a direction that is no input (a displacement of the base along its tangent,
+    families/serial/derivatives.py) enters through the names it moves, and a ``wrt`` symbol
+    that occurs nowhere in the body just names that direction."""
     if any(isinstance(st, ColumnLoop) for st in k.body):
         raise ValueError(f"{k.name}: forward differentiation of a column loop is not "
                          f"implemented (differentiate before the loops are built)")
     n = len(wrt)
     d: dict[sp.Symbol, list[sp.Expr]] = {
         w: [sp.Integer(1 if i == j else 0) for j in range(n)] for i, w in enumerate(wrt)}
+    for name, column in (seeds or {}).items():
+        if len(column) != n:
+            raise ValueError(f"{k.name}: the seed of {name} has {len(column)} directions, "
+                             f"not {n}")
+        d[name] = [sp.sympify(x) for x in column]
+    seeded = set(seeds or ())
     needed = _needed(k.body, exprs, set(constants))
     taken = {st.target.name for st in k.body if isinstance(st, Assign)}
     taken |= {str(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
@@ -137,7 +148,7 @@ def differentiate(k: Kernel, exprs: list[sp.Expr], wrt: list[sp.Symbol],
     body = []
     for st in k.body:
         body.append(st)
-        if (not isinstance(st, Assign) or st.target not in needed
+        if (not isinstance(st, Assign) or st.target not in needed or st.target in seeded
                 or not (st.expr.free_symbols & d.keys())):
             continue
         derivs = _chain_rule(st.expr, d, n)

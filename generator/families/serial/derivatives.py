@@ -26,7 +26,9 @@ of algorithms/ltdl_inverse.py when that is cheaper. Three forms, the cheapest ke
 (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
 (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
 Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
-base the columns are those of x, y, z, qw, qx, qy, qz.
+base the columns are those of x, y, z, qw, qx, qy, qz. With ``[kernels] derivatives =
+"tangent"`` those seven columns become six along Pinocchio's tangent space
+(:func:`directions`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivative
 from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
-from mechgen.generator.ir import Assign, Kernel, Port
+from mechgen.generator.ir import Assign, Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
@@ -73,6 +75,45 @@ def _with_springs(chain: Chain, q, qd, dq, dqd) -> list[list[sp.Expr]]:
             for i in range(chain.n)]
 
 
+def directions(chain: Chain, rchain: Chain, ins) -> tuple[list[sp.Symbol], dict]:
+    """(directions, seeds) of the forward-mode derivatives (passes/derivatives.differentiate):
+    q and qd as given, or with ``[kernels] derivatives = "tangent"`` on a quaternion base the
+    base displaced along Pinocchio's tangent space instead of its seven coordinates.
+
+    The tangent: a twist (rho, phi) in the base's own frame, as ``pinocchio.integrate``; to
+    first order p' = p + R rho and R' = R (1 + [phi]x) (R: base frame -> frame 0). The
+    directions rho_x..phi_z are no inputs: they enter through the names they move, seeded
+    with their exact first derivatives,
+
+        dp/drho_c = R e_c,     d tau_base/dphi_c = -[e_c]x tau_base     (tau_base = R^T),
+
+    tau_base being the rotation kernels._configuration gives the base joint (a signed
+    choice of its own entries: no operation), so the quaternion's rational R(quat) is never
+    differentiated. The velocity directions stay qd: on the body-twist base it is
+    Pinocchio's v already. Any other chain: q and qd, no seeds."""
+    q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
+    if chain.derivatives != "tangent" or chain.attitude != "quaternion":
+        return q_in + qd_in, {}
+    rho, phi = [symbol(f"base_rho_{a}") for a in "xyz"], [symbol(f"base_phi_{a}") for a in "xyz"]
+    wrt = [*rho, *phi, *q_in[7:], *qd_in]
+    n = len(wrt)
+    turned = 0 if chain.base_velocity == "body" else 3          # the joint tau_base turns
+    tau_base = rchain.joints[turned].gamma
+    seeds: dict[sp.Symbol, list[sp.Expr]] = {}
+    for i, p in enumerate(q_in[:3]):                      # p_i: R_ic = tau_base[c][i]
+        seeds[p] = [tau_base[c][i] for c in range(3)] + [sp.Integer(0)] * (n - 3)
+    for i in range(3):
+        for j in range(3):
+            column = [sp.Integer(0)] * n
+            for c in range(3):   # -([e_c]x tau_base)_ij = -sum_m eps_icm tau_base_mj
+                column[3 + c] = -sp.Add(*[sp.LeviCivita(i, c, m) * tau_base[m][j]
+                                          for m in range(3)])
+            if not isinstance(tau_base[i][j], sp.Symbol):
+                raise ValueError(f"{chain.source}: tau_base[{i}][{j}] is not a name")
+            seeds[tau_base[i][j]] = column
+    return wrt, seeds
+
+
 def analytic_applies(chain: Chain) -> bool:
     """The analytical path needs one coordinate per joint and no quasi joints (not the
     quaternion base)."""
@@ -83,18 +124,23 @@ def _columns(rows: list[list[sp.Expr]], start: int, stop: int) -> list[list[sp.E
     return [row[start:stop] for row in rows]
 
 
-def _doc_q(chain: Chain) -> str:
+def _doc_q(chain: Chain, nq: int) -> str:
+    """What the q columns of a derivative kernel are (``nq`` of them)."""
+    if nq != chain.nq:
+        return ("the tangent of q: the base displaced by a twist in its own frame (linear, "
+                "then angular, as pinocchio.integrate), then the joints, in the order of qd")
     return "q" if chain.nq == chain.n else f"q ({', '.join(chain.q_names)})"
 
 
 def _id_derivatives_kernel(chain: Chain, ins, body, rows) -> Kernel:
-    n, nq = chain.n, chain.nq
+    n = chain.n
+    nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions)
     return merge_equal_statements(Kernel("inverse_dynamics_derivatives",
                   "Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive "
                   "Newton-Euler with the spring-damper laws) with respect to q and qd.",
                   ins, (Port("dtau_dq", (n, nq), _flat(_columns(rows, 0, nq)),
                              f"dQ/dq, shape ({n}, {nq}); row i: Q_i in the order of qd, "
-                             f"column j: coordinate j of {_doc_q(chain)}"),
+                             f"column j: coordinate j of {_doc_q(chain, nq)}"),
                         Port("dtau_dqd", (n, n), _flat(_columns(rows, nq, nq + n)),
                              f"dQ/dqd, shape ({n}, {n}); rows and columns in the order of qd")),
                   tuple(body)))
@@ -106,7 +152,8 @@ def id_derivatives_forward(chain: Chain) -> Kernel:
     tau = _id_torques(rec, rchain, _links(rec, rchain, q), q, qd, qdd)
     q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
     k = Kernel("inverse_dynamics_derivatives", "", ins, (), tuple(rec.statements))
-    body, rows = differentiate(k, tau, q_in + qd_in, reserved={"dtau_dq", "dtau_dqd"})
+    wrt, seeds = directions(chain, rchain, ins)
+    body, rows = differentiate(k, tau, wrt, reserved={"dtau_dq", "dtau_dqd"}, seeds=seeds)
     return _id_derivatives_kernel(chain, ins, body, rows)
 
 
@@ -259,11 +306,12 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
     else:
         held = {x for x in qdd if isinstance(x, sp.Symbol)}
         tau = _id_torques(rec, rchain, links, q, qd, qdd)
-        q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
+        wrt, seeds = directions(chain, rchain, ins)
         k = Kernel("forward_dynamics_derivatives", "", ins, (), tuple(rec.statements))
-        body, rows = differentiate(k, tau, q_in + qd_in, constants=held, reserved=names)
+        body, rows = differentiate(k, tau, wrt, constants=held, reserved=names, seeds=seeds)
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
+    nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions)
     Ainv = inverse(rec, L, invD, parent)
     if columns is None:
         cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)],
@@ -284,7 +332,7 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                              f"order of qd"),
                         Port("dqdd_dq", (n, nq), _flat(matrix(cols[:nq])),
                              f"dqdd/dq, shape ({n}, {nq}); column j: coordinate j of "
-                             f"{_doc_q(chain)}"),
+                             f"{_doc_q(chain, nq)}"),
                         Port("dqdd_dqd", (n, n), _flat(matrix(cols[nq:])),
                              f"dqdd/dqd, shape ({n}, {n}); rows and columns in the order of qd"),
                         Port("dqdd_dQ", (n, n), _flat(Ainv),

@@ -47,6 +47,8 @@ Format (see ``generator/mechanisms/*.toml``)::
 
     [kernels]               # optional kernels (default: none)
     derivatives = true      # inverse_dynamics_derivatives, forward_dynamics_derivatives
+                            # ("tangent": a quaternion base's q columns along Pinocchio's
+                            # tangent space, model.DERIVATIVES)
     regressor = true        # regressor, base_regressor, base_inverse_dynamics,
                             # base_parameters (docs/regressor.md)
 
@@ -77,7 +79,7 @@ class ChainBuilder:
     def __init__(self, name: str, base: str = "fixed", gravity=fields.GRAVITY_DEFAULT,
                  base_body: dict | None = None, source: str = "<python>",
                  parameters: dict[str, float] | None = None, attitude: str = "euler",
-                 derivatives: bool = False, base_velocity: str = "frame0") -> None:
+                 derivatives: bool | str = False, base_velocity: str = "frame0") -> None:
         self.source = source
         self.derivatives = derivatives
         self.defaults: dict[str, float] = {}
@@ -191,9 +193,9 @@ class ChainBuilder:
 OPTIONAL_KERNELS = ("derivatives", "regressor")
 
 
-def optional_kernels(top: dict, source: str) -> dict[str, bool]:
-    """``[kernels] derivatives = true|false, regressor = true|false``: which optional kernels
-    to generate (both false by default)."""
+def optional_kernels(top: dict, source: str) -> dict[str, bool | str]:
+    """``[kernels] derivatives = true|false|"tangent", regressor = true|false``: which optional
+    kernels to generate (both false by default; "tangent": model.DERIVATIVES)."""
     table = top.get("kernels", {})
     if not isinstance(table, dict):
         raise ModelError(f"{source}: kernels: expected a table [kernels], got {table!r}")
@@ -201,9 +203,14 @@ def optional_kernels(top: dict, source: str) -> dict[str, bool]:
     out = {}
     for key in OPTIONAL_KERNELS:
         value = table.get(key, False)
-        if not isinstance(value, bool):
-            raise ModelError(f"{source}: kernels.{key}: expected true or false, got {value!r}")
-        out[key] = value
+        if key == "derivatives" and value == "tangent":
+            out[key] = value
+        elif not isinstance(value, bool):
+            also = ' or "tangent" (model.DERIVATIVES)' if key == "derivatives" else ""
+            raise ModelError(f"{source}: kernels.{key}: expected true or false{also}, "
+                             f"got {value!r}")
+        else:
+            out[key] = value
     return out
 
 
