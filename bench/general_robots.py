@@ -38,6 +38,9 @@ SOLO12 = "solo_description/robots/solo12.urdf"
 HYQ = "hyq_description/robots/hyq_no_sensors.urdf"
 QUAT = {"attitude": "quaternion"}
 BODY = {"attitude": "quaternion", "base_velocity": "body"}
+TANGENT = {"hyq_body", "solo12_body"}
+"""Robots generated with ``[kernels] derivatives = "tangent"``: Pinocchio's free flyer, whose
+derivatives the race then times against computeRNEADerivatives / computeABADerivatives."""
 SNAP = {"snap": 1e-11}       # rpy angles within 1e-11 rad of k * 90 deg taken as exact
 
 # name -> (URDF below example-robot-data's robots/, base, locked joints, more [mechanism] keys)
@@ -73,6 +76,8 @@ def spec_text(name: str) -> str:
                for k, v in extra.items())]
     if lock:
         lines += ["[lock]", *(f"{j} = {v!r}" for j, v in lock.items())]
+    if name in TANGENT:
+        lines += ["[kernels]", 'derivatives = "tangent"']
     return "\n".join(lines) + "\n"
 
 

@@ -301,15 +301,21 @@ def displaced(q: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.r_[q[:3] + R @ V @ rho, quaternion_product(quat, half), q[7:] + d[6:]]
 
 
-@pytest.fixture(scope="module")
-def solo_tangent(tmp_path_factory):
-    root = tmp_path_factory.mktemp("solo_tangent")
-    chain = load_urdf(URDFS["solo12"], "solo12_tangent", base="free", gravity=GRAVITY,
+@pytest.fixture(scope="module", params=["solo12", "random3"])
+def solo_tangent(request, tmp_path_factory):
+    """Solo-12 and a random URDF tree on the body-twist base with ``derivatives = "tangent"``
+    (the analytical free-flyer derivatives: rnea_derivatives.free_flyer_block)."""
+    root = tmp_path_factory.mktemp(f"{request.param}_tangent")
+    if request.param.startswith("random"):
+        urdf = root / f"{request.param}.urdf"
+        urdf.write_text(random_urdf(int(request.param[6:]), n_links=9))
+    else:
+        urdf = URDFS[request.param]
+    chain = load_urdf(urdf, f"{request.param}_tangent", base="free", gravity=GRAVITY,
                       attitude="quaternion", base_velocity="body")
     chain = replace(chain, derivatives="tangent")
     gen = write_generated(chain, root)
-    return chain, runtime.load(chain.name, "c", generated=root), gen, pref.build(URDFS["solo12"],
-                                                                              chain)
+    return chain, runtime.load(chain.name, "c", generated=root), gen, pref.build(urdf, chain)
 
 
 def test_tangent_derivatives_equal_pinocchio_analytical_derivatives(solo_tangent):
@@ -318,10 +324,11 @@ def test_tangent_derivatives_equal_pinocchio_analytical_derivatives(solo_tangent
     the base's included, n x n; 1e-9 relative, 6 random states with unit quaternions."""
     from tests.test_dynamics_derivatives import PIN_RTOL, close
     chain, mech, gen, pm = solo_tangent
+    n = chain.n
     shapes = {p.name: p.shape for g in gen if "derivatives" in g.kernel.name
               for p in g.kernel.outputs}
-    assert shapes == {"dtau_dq": (18, 18), "dtau_dqd": (18, 18), "qdd": (18,),
-                      "dqdd_dq": (18, 18), "dqdd_dqd": (18, 18), "dqdd_dQ": (18, 18)}
+    assert shapes == {"dtau_dq": (n, n), "dtau_dqd": (n, n), "qdd": (n,),
+                      "dqdd_dq": (n, n), "dqdd_dqd": (n, n), "dqdd_dQ": (n, n)}
     rng = np.random.default_rng(8)
     ix = np.ix_(pm.perm, pm.perm)
     for _ in range(6):
@@ -392,3 +399,21 @@ def test_tangent_derivatives_match_differences_along_the_base_displacement(tmp_p
         close_to_differences(fq, lambda d: mech.forward_dynamics(displaced(q, d), qd, Q),
                              zero, "dFD/dq")
         close_to_differences(fqd, lambda x: mech.forward_dynamics(q, x, Q), qd, "dFD/dqd")
+
+
+def test_the_free_flyer_takes_the_analytical_derivatives_only_along_its_tangent():
+    """rnea_derivatives' free-flyer block applies to the body-twist base differentiated along
+    Pinocchio's tangent; the frame-0 quaternion base and the quaternion's own four columns
+    stay with forward differentiation."""
+    from mechgen.generator.families.serial.derivatives import (analytic_applies,
+                                                               id_derivatives_analytic,
+                                                               id_derivatives_forward)
+    chain = load_urdf(URDFS["solo12"], "s", base="free", gravity=GRAVITY,
+                      attitude="quaternion", base_velocity="body")
+    assert analytic_applies(replace(chain, derivatives="tangent"))
+    assert not analytic_applies(replace(chain, derivatives=True))
+    assert not analytic_applies(replace(chain, base_velocity="frame0", derivatives="tangent"))
+    tangent = replace(chain, derivatives="tangent")
+    ops = {build.__name__: len(build(tangent).body)
+           for build in (id_derivatives_analytic, id_derivatives_forward)}
+    assert ops["id_derivatives_analytic"] < ops["id_derivatives_forward"], ops

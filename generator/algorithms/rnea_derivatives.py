@@ -52,6 +52,26 @@ u_j = Idc_j S_j - S_j x* Hc_j (= X_c^T S_j: Idc is symmetric, (m x*)^T = -m x),
 
 and 0 when j and k are on different branches. Every pair costs one or two 6-vector dot
 products: the O(n^2) part; the rest is linear in n. Springs and dampers are added by the caller.
+
+A free flyer (the body-twist base, ``base_velocity = "body"``: its first ``block`` = 6 joints,
+three slides and three quasi rotations at displacement 0, all with axes fixed in the base body)
+differentiated along Pinocchio's tangent (the base displaced by exp(eps S_k) in its own frame,
+the body twist qd and the joints held): that turns the whole robot rigidly, every base axis
+with it (dS_m/dq_k = S_k x S_m for all m, the block's own axes included), and every world
+quantity of the RNEA is carried along covariantly except gravity a_0. By the invariance of
+S_j . Fc_j under a rigid turn,
+
+    dtau_j/dq_k = S_j . Ic_j (a_0 x S_k) = w_j . (a_0 x S_k)        (k in the block, any j)
+
+which is eq. (6) with the block's axes seen as joints on the ground: Sd_k = 0 x S_k = 0 and
+Sdd_k = a_0 x S_k (zero for the slides). The body twist moves the axes, dS_k/dt = v_b x S_k
+(v_b = v of the base body), so a_i = a_0 + S qdd_b + ... with no Sd qd term for the block
+(sum_k (v_b x S_k) qd_k = v_b x v_b = 0), and by eq. (5) with da_i/dqd_k = S_k x (v_i - v_b),
+
+    dtau_j/dqd_k = w_j . (v_b x S_k) + u_j . S_k                       (k in the block, any j)
+
+(once v_b x S_k where a 1-DoF joint has 2 Sd_k). Pairs of the block's own axes all take these
+(each axis turns every other); eq. (7) holds for a block axis j and a joint k beyond it.
 """
 
 from __future__ import annotations
@@ -75,6 +95,12 @@ def mcross(a: list, b: list) -> list:
 def fcross(m: list, f: list) -> list:
     """Motion x* force: (w x n + v x f, w x f)."""
     return _add3(cross(m[:3], f[:3]), cross(m[3:], f[3:])) + cross(m[:3], f[3:])
+
+
+def free_flyer_block(chain: Chain) -> int:
+    """Joints 1..block form one free flyer (module docstring): 6 for the body-twist base,
+    whose derivatives are taken along Pinocchio's tangent; 0 for any other chain."""
+    return 6 if chain.attitude == "quaternion" and chain.base_velocity == "body" else 0
 
 
 def dot6(m: list, f: list) -> sp.Expr:
@@ -208,6 +234,7 @@ def joint_motion(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
     a_base = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]),
                                   "g_c")
     S, v, Sd = [], [], []
+    block = free_flyer_block(chain)
     for j in range(1, chain.n + 1):
         lt, par = links[j - 1], chain.parent[j - 1]
         R, p = pose[j].R, pose[j].p
@@ -215,7 +242,8 @@ def joint_motion(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
         S.append(rec.vec(e + cross(p, e) if lt.kind == "R" else [ZERO] * 3 + list(e), f"S{j}",
                          labels="abcxyz"))
         v_p = [ZERO] * 6 if par == 0 else v[par - 1]
-        Sd.append(rec.vec(mcross(v_p, S[-1]), f"Sd{j}", labels="abcxyz"))
+        turn = [ZERO] * 6 if j <= block else v_p     # a free flyer's axes: on the ground
+        Sd.append(rec.vec(mcross(turn, S[-1]), f"Sd{j}", labels="abcxyz"))
         v.append(rec.vec(_add(v_p, _scale(qd[j - 1], S[-1])), f"V{j}", labels="abcxyz"))
     return Motion(pose, S, v, Sd, a_base)
 
@@ -236,11 +264,13 @@ def accelerations(rec: Recorder, chain: Chain, m: Motion, qd: list, qdd: list | 
 
 
 def second_rates(rec: Recorder, chain: Chain, m: Motion, a: list[list]) -> list[list]:
-    """Sdd_j = a_p x S_j + v_p x Sd_j, eq. (3)."""
+    """Sdd_j = a_p x S_j + v_p x Sd_j, eq. (3) (a free flyer's axes: a_0 x S_j)."""
     out = []
+    block = free_flyer_block(chain)
     for j in range(1, chain.n + 1):
         par = chain.parent[j - 1]
-        a_p, v_p = (m.a_base, [ZERO] * 6) if par == 0 else (a[par - 1], m.v[par - 1])
+        a_p, v_p = ((m.a_base, [ZERO] * 6) if par == 0 or j <= block
+                    else (a[par - 1], m.v[par - 1]))
         out.append(rec.vec(_add(mcross(a_p, m.S[j - 1]), mcross(v_p, m.Sd[j - 1])), f"Sdd{j}",
                            labels="abcxyz"))
     return out
@@ -294,6 +324,10 @@ def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc:
     n, S, Sd = chain.n, m.S, m.Sd
     dq = [[ZERO] * n for _ in range(n)]
     dqd = [[ZERO] * n for _ in range(n)]
+    block = free_flyer_block(chain)
+    # a free flyer's axes move with the base body: dS_k/dt = v_b x S_k (module docstring)
+    moving = [rec.vec(mcross(m.v[block - 1], S[k]), f"SdB{k + 1}", labels="abcxyz")
+              for k in range(block)]
     for j in range(1, n + 1):
         if Ic[j - 1] is None:   # nothing moves below joint j
             continue
@@ -306,9 +340,13 @@ def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc:
         P = rec.vec(P, f"Pq{j}", labels="abcxyz")
         G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
         G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
-        for k in chain.ancestors(j):          # k ⪯ j, eq. (6)
+        ks = chain.ancestors(j) if j > block else range(block, 0, -1)   # the block: mutual
+        for k in ks:                          # k ⪯ j, eq. (6)
             dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
-            dqd[j - 1][k - 1] = 2 * dot6(Sd[k - 1], w) + dot6(S[k - 1], u)
+            dqd[j - 1][k - 1] = (dot6(moving[k - 1], w) if k <= block
+                                 else 2 * dot6(Sd[k - 1], w)) + dot6(S[k - 1], u)
+        if j <= block:
+            continue
         for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
             dq[i - 1][j - 1] = dot6(S[i - 1], P)
             dqd[i - 1][j - 1] = dot6(S[i - 1], G)
@@ -321,13 +359,15 @@ def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd
     eqs. (2)-(7), every vector in the coordinates of the common frame ``frame`` (0: the base;
     j: body j's frame at the current configuration: the equations hold in any one frame's
     coordinates, and a frame in the middle of the tree makes the rotations sparser).
-    Joints: 1-DoF revolute or prismatic (no quasi joints)."""
+    Joints: 1-DoF revolute or prismatic, or the body-twist base's free flyer
+    (:func:`free_flyer_block`, along Pinocchio's tangent)."""
     n = chain.n
     zero6 = [ZERO] * 6
     pose = poses(rec, chain, links, frame)
     a0 = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]), "g_c")
     S, v, Sd, a, Sdd = [], [], [], [], []
     own: list = []   # (I, Id, h, f) per body, None for a massless body
+    block = free_flyer_block(chain)
     for j in range(1, n + 1):
         lt, par = links[j - 1], chain.parent[j - 1]
         P = pose[j]
@@ -335,11 +375,12 @@ def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd
         Sj = e + cross(P.p, e) if lt.kind == "R" else [ZERO] * 3 + list(e)
         S.append(rec.vec(Sj, f"S{j}", labels="abcxyz"))
         v_p, a_p = (zero6, a0) if par == 0 else (v[par - 1], a[par - 1])
-        Sd.append(rec.vec(mcross(v_p, S[-1]), f"Sd{j}", labels="abcxyz"))
+        gv, ga = (zero6, a0) if j <= block else (v_p, a_p)   # a free flyer: on the ground
+        Sd.append(rec.vec(mcross(gv, S[-1]), f"Sd{j}", labels="abcxyz"))
         v.append(rec.vec(_add(v_p, _scale(qd[j - 1], S[-1])), f"V{j}", labels="abcxyz"))
         a.append(rec.vec(_add(a_p, _scale(qdd[j - 1], S[-1]), _scale(qd[j - 1], Sd[-1])),
                          f"Acc{j}", labels="abcxyz"))
-        Sdd.append(rec.vec(_add(mcross(a_p, S[-1]), mcross(v_p, Sd[-1])), f"Sdd{j}",
+        Sdd.append(rec.vec(_add(mcross(ga, S[-1]), mcross(gv, Sd[-1])), f"Sdd{j}",
                            labels="abcxyz"))
         body = chain.bodies[j - 1]
         if body.fictitious:

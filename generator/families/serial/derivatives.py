@@ -70,8 +70,11 @@ def _analytic_rows(rec: Recorder, chain: Chain, links, q, qd, qdd,
 def _with_springs(chain: Chain, q, qd, dq, dqd) -> list[list[sp.Expr]]:
     """[dID/dq | dID/dqd] rows: the RNEA's derivatives minus the spring-damper laws' own."""
     passive = passive_forces(chain, q, qd)
-    return [[dq[i][k] - sp.diff(passive[i], q[k]) for k in range(chain.n)]
-            + [dqd[i][k] - sp.diff(passive[i], qd[k]) for k in range(chain.n)]
+
+    def d(e, x):        # a free flyer's coordinates are 0 here (kernels._configuration)
+        return sp.diff(e, x) if isinstance(x, sp.Symbol) else sp.Integer(0)
+    return [[dq[i][k] - d(passive[i], q[k]) for k in range(chain.n)]
+            + [dqd[i][k] - d(passive[i], qd[k]) for k in range(chain.n)]
             for i in range(chain.n)]
 
 
@@ -115,8 +118,12 @@ def directions(chain: Chain, rchain: Chain, ins) -> tuple[list[sp.Symbol], dict]
 
 
 def analytic_applies(chain: Chain) -> bool:
-    """The analytical path needs one coordinate per joint and no quasi joints (not the
-    quaternion base)."""
+    """The analytical path needs one coordinate per joint and no quasi joints, or the
+    body-twist base (Pinocchio's free flyer) differentiated along its tangent
+    (rnea_derivatives.free_flyer_block); not the frame-0 quaternion base, nor a quaternion's
+    own four columns."""
+    if chain.attitude == "quaternion":
+        return chain.base_velocity == "body" and chain.derivatives == "tangent"
     return chain.nq == chain.n and not any(j.quasi for j in chain.joints)
 
 
