@@ -204,6 +204,7 @@ def test_python_backend_agrees_with_c(solo_pair):
 def test_manifest_records_the_body_twist_and_the_rates(solo_pair):
     body, frame0 = solo_pair
     assert body.manifest["base_velocity"] == "body" and "base_velocity" not in frame0.manifest
+    assert "derivatives" not in body.manifest     # none generated: no convention to record
     assert body.nq == body.n + 1 == 19
     assert body.manifest["coordinates"][:7] == ["base_x", "base_y", "base_z", "base_qw",
                                                 "base_qx", "base_qy", "base_qz"]
@@ -325,6 +326,7 @@ def test_tangent_derivatives_equal_pinocchio_analytical_derivatives(solo_tangent
     from tests.test_dynamics_derivatives import PIN_RTOL, close
     chain, mech, gen, pm = solo_tangent
     n = chain.n
+    assert mech.manifest["derivatives"] == "tangent"
     shapes = {p.name: p.shape for g in gen if "derivatives" in g.kernel.name
               for p in g.kernel.outputs}
     assert shapes == {"dtau_dq": (n, n), "dtau_dqd": (n, n), "qdd": (n,),
