@@ -419,3 +419,16 @@ def test_the_free_flyer_takes_the_analytical_derivatives_only_along_its_tangent(
     ops = {build.__name__: len(build(tangent).body)
            for build in (id_derivatives_analytic, id_derivatives_forward)}
     assert ops["id_derivatives_analytic"] < ops["id_derivatives_forward"], ops
+
+
+def test_python_backend_gives_the_c_tangent_derivatives(solo_tangent):
+    chain, mech, _, _ = solo_tangent
+    py = runtime.load(chain.name, "python", generated=mech.folder.parent)
+    rng = np.random.default_rng(11)
+    s = random_state(rng, chain.n)
+    for a, b in zip(mech.forward_dynamics_derivatives(s["q"], s["qd"], s["Q"]),
+                    py.forward_dynamics_derivatives(s["q"], s["qd"], s["Q"])):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * np.abs(a).max())
+    for a, b in zip(mech.inverse_dynamics_derivatives(s["q"], s["qd"], s["qdd"]),
+                    py.inverse_dynamics_derivatives(s["q"], s["qd"], s["qdd"])):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * np.abs(a).max())
