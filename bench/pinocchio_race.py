@@ -20,7 +20,8 @@ both alike. Pairs:
     forward_dynamics_derivatives_batch       computeABADerivatives(model, data, q, v, tau)
       (q,qd,Q): qdd, dqdd/dq, dqdd/dqd, A^-1   ddq, ddq_dq, ddq_dv, Minv (upper triangle)
 
-The derivative pairs run only for mechanisms generated with ``[kernels] derivatives = true``.
+The derivative pairs run only for mechanisms generated with ``[kernels] derivatives = true``
+(or ``"tangent"``: on the body-twist base, Pinocchio's own problem in every column).
 
 Ours, two ways, each timed beside Pinocchio in the same rotation:
 - batch: one call of the batch function per pass (it loops over the states, writes one status

@@ -405,7 +405,9 @@ DERIVATIVES = (False, True, "tangent")
 y, z, qw, qx, qy, qz); or ``"tangent"``: a quaternion base's seven columns replaced by six
 along Pinocchio's tangent space (the base displaced by a small twist in its own frame, linear
 then angular, as ``pinocchio.integrate``; families/serial/derivatives.py), so dID/dq and dFD/dq
-are n x n. On any other base the coordinates are their own tangent space and "tangent" gives
+are n x n. They are Pinocchio's computeRNEADerivatives / computeABADerivatives only with
+``base_velocity = "body"`` (Pinocchio's v held fixed); the frame-0 quaternion base holds its
+own rates. On any other base the coordinates are their own tangent space and "tangent" gives
 the derivatives of True."""
 BASE_VELOCITIES = ("frame0", "body")
 QUATERNION_NAMES = ("base_qw", "base_qx", "base_qy", "base_qz")

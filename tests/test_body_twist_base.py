@@ -249,20 +249,11 @@ def test_urdf_spec_checks_base_velocity(tmp_path):
         chain_from_urdf_spec(tomllib.loads(spec.read_text()), spec)
 
 
-def quaternion_arm(root: Path, name: str, base_velocity: str, derivatives: bool | str):
-    """Three joints (one prismatic, two with springs) on a quaternion free base, generated into
-    ``root`` and loaded (C)."""
-    link = {"mass": 2.0, "com": [0.2, 0.01, -0.03], "inertia": [0.02, 0.03, 0.04, 0.001, 0, 0]}
-    hub = {"name": "hub", "mass": 50.0, "com": [0.1, 0, 0], "inertia": [3, 4, 5, 0.1, 0, 0]}
-    spring = {"stiffness": 4.0, "damping": 0.3, "q0": 0.2}
-    b = (ChainBuilder(name, "free", GRAVITY, hub, attitude="quaternion",
-                      derivatives=derivatives, base_velocity=base_velocity)
-         .joint("j1", "Rz", (0.5, 0, 0.1), [["x", 30]], body={"name": "l1", **link},
-                spring=spring)
-         .joint("j2", "Py", (0.4, 0, 0), body={"name": "l2", **link})
-         .joint("j3", "Rx", (0.3, 0.1, 0), [["z", 90]], body={"name": "l3", **link},
-                spring=spring))
-    write_generated(b.build(), root)
+def generated_arm(root: Path, name: str, base_velocity: str, derivatives: bool | str):
+    """test_dynamics_derivatives.quaternion_arm under GRAVITY, generated into ``root`` and
+    loaded (C)."""
+    from tests.test_dynamics_derivatives import quaternion_arm
+    write_generated(quaternion_arm(name, GRAVITY, base_velocity, derivatives)[0], root)
     return runtime.load(name, "c", generated=root)
 
 
@@ -271,7 +262,7 @@ def test_derivatives_along_the_input_q_match_differences(tmp_path):
     IR along q as given (x, y, z, qw, qx, qy, qz, joints) and along the body twist qd; central
     differences of the generated inverse and forward dynamics, 4 random states."""
     from tests.test_dynamics_derivatives import close_to_differences
-    mech = quaternion_arm(tmp_path, "twist_arm", "body", derivatives=True)
+    mech = generated_arm(tmp_path, "twist_arm", "body", derivatives=True)
     rng = np.random.default_rng(6)
     for _ in range(4):
         s = random_state(rng, mech.n, unit=False)
@@ -380,7 +371,7 @@ def test_tangent_derivatives_match_differences_along_the_base_displacement(tmp_p
     quaternion exponential, not the kernels' formula), quaternions of any norm; the frame-0
     quaternion base too (its velocity columns stay its own rates)."""
     from tests.test_dynamics_derivatives import close_to_differences
-    mech = quaternion_arm(tmp_path, "tangent_arm", base_velocity, derivatives="tangent")
+    mech = generated_arm(tmp_path, "tangent_arm", base_velocity, derivatives="tangent")
     rng = np.random.default_rng(10)
     zero = np.zeros(mech.n)
     for _ in range(4):

@@ -69,13 +69,15 @@ CASES = [(31, 6, "fixed", True, False, "euler"), (32, 7, "fixed", False, True, "
          (33, 4, "free", False, True, "euler"), (34, 3, "free", False, False, "quaternion")]
 
 
-def quaternion_arm():
-    """Three joints (one prismatic, springs) on a free base with a quaternion attitude."""
+def quaternion_arm(name: str = "quat_arm", gravity=(0, 0, 0), base_velocity: str = "frame0",
+                   derivatives: bool | str = True):
+    """Three joints (one prismatic, springs) on a free base with a quaternion attitude:
+    (chain, parameter values {})."""
     link = {"mass": 2.0, "com": [0.2, 0.01, -0.03], "inertia": [0.02, 0.03, 0.04, 0.001, 0, 0]}
     base = {"name": "hub", "mass": 50.0, "com": [0.1, 0, 0], "inertia": [3, 4, 5, 0.1, 0, 0]}
     spring = {"stiffness": 4.0, "damping": 0.3, "q0": 0.2}
-    return (ChainBuilder("quat_arm", "free", (0, 0, 0), base, attitude="quaternion",
-                         derivatives=True)
+    return (ChainBuilder(name, "free", gravity, base, attitude="quaternion",
+                         derivatives=derivatives, base_velocity=base_velocity)
             .joint("j1", "Rz", (0.5, 0, 0.1), [["x", 30]], body={"name": "l1", **link},
                    spring=spring)
             .joint("j2", "Py", (0.4, 0, 0), body={"name": "l2", **link})

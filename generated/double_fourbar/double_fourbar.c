@@ -259,18 +259,19 @@ static inline MG_ALWAYS_INLINE double mg_atan2(double y, double x)
     return mg_select((x != x) | (y != y), x + y, copysign(r, y));
 }
 
-/* Large outputs of a batch (docs/architecture.md): a _batch call that writes more than
- * MG_STREAM_MIN doubles (default 2^21, 16 MB: beyond the private caches and most of the
- * shared one) computes each state's large outputs into a local buffer and copies them with
- * non-temporal stores (SSE2 movntpd), which write the destination's cache lines without
- * reading them first; the SIMD blocks stream their transposed rows the same way. Only whole
- * 64-byte lines are streamed: the partial lines at either end of a row get plain stores (a
- * line partly streamed is written back in pieces: solo12's forward kinematics, rows of 153
- * doubles, took 2.4x the plain loop). solo12's 18 x 18 mass matrix, 16000 states, AVX-512:
- * 231 ns per state streamed against 407 with plain stores, SIMD blocks 156 against 232;
- * below ~6000 states the outputs stay in the caches for the caller, and plain stores were
- * faster (docs/architecture.md). A copy:
- * the same bits. Without SSE2, or to a destination not aligned to 8 bytes, memcpy. */
+/* Large outputs of a batch (docs/architecture.md): a _batch call whose large outputs (128
+ * doubles or more per state) add up to more than MG_STREAM_MIN doubles (default 2^21, 16 MB:
+ * about half the 32 MB shared cache of the Zen 4 measured, where the crossover was at 6000 to
+ * 8000 states of solo12's mass matrix) computes each state's large outputs into a local
+ * buffer and copies them with non-temporal stores (SSE2 movntpd), which write the
+ * destination's cache lines without reading them first; the SIMD blocks stream their
+ * transposed rows the same way. Only whole 64-byte lines are streamed: the partial lines at
+ * either end of a row get plain stores (a line partly streamed is written back in pieces:
+ * solo12's forward kinematics, rows of 153 doubles, took 2.4x the plain loop). solo12's 18 x
+ * 18 mass matrix over 16000 states, -O2 -mavx2: 245 ns per state streamed against 356 with
+ * plain stores; below ~6000 states the outputs stay in the caches for the caller, and plain
+ * stores were faster. A copy: the same bits. Without SSE2, or to a destination not aligned
+ * to 8 bytes, memcpy. */
 #ifndef MG_STREAM_MIN
 #define MG_STREAM_MIN 2097152
 #endif

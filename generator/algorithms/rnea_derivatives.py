@@ -55,8 +55,8 @@ products: the O(n^2) part; the rest is linear in n. Springs and dampers are adde
 
 A free flyer (the body-twist base, ``base_velocity = "body"``: its first ``block`` = 6 joints,
 three slides and three quasi rotations at displacement 0, all with axes fixed in the base body)
-differentiated along Pinocchio's tangent (the base displaced by exp(eps S_k) in its own frame,
-the body twist qd and the joints held): that turns the whole robot rigidly, every base axis
+differentiated along Pinocchio's tangent (the base displaced by exp(eps e_k) in its own frame,
+i.e. exp(eps S_k) in the common frame, the body twist qd and the joints held): that turns the whole robot rigidly, every base axis
 with it (dS_m/dq_k = S_k x S_m for all m, the block's own axes included), and every world
 quantity of the RNEA is carried along covariantly except gravity a_0. By the invariance of
 S_j . Fc_j under a rigid turn,
@@ -99,8 +99,21 @@ def fcross(m: list, f: list) -> list:
 
 def free_flyer_block(chain: Chain) -> int:
     """Joints 1..block form one free flyer (module docstring): 6 for the body-twist base,
-    whose derivatives are taken along Pinocchio's tangent; 0 for any other chain."""
-    return 6 if chain.attitude == "quaternion" and chain.base_velocity == "body" else 0
+    whose derivatives are taken along Pinocchio's tangent; 0 for any other chain. Raises
+    ValueError for a body-twist base asked for other derivatives (the quaternion's own
+    columns: forward mode only) or not built as model.free_base_joints builds it (three
+    slides, three quasi twist rotations, one chain, the five bodies between them massless)."""
+    if not (chain.attitude == "quaternion" and chain.base_velocity == "body"):
+        return 0
+    if chain.derivatives != "tangent":
+        raise ValueError(f"{chain.source}: the analytical derivatives of the body-twist base "
+                         f"are along its tangent only (derivatives = 'tangent')")
+    if (chain.n < 6 or list(chain.parent[:6]) != list(range(6))
+            or not all(chain.bodies[j].fictitious for j in range(5))
+            or not all(j.quasi and j.twist for j in chain.joints[3:6])):
+        raise ValueError(f"{chain.source}: the body-twist base is not the free flyer that "
+                         f"model.free_base_joints builds")
+    return 6
 
 
 def dot6(m: list, f: list) -> sp.Expr:
@@ -217,8 +230,9 @@ def poses(rec: Recorder, chain: Chain, links: list[LinkTransform], frame: int) -
 
 @dataclass
 class Motion:
-    """Per joint j (index j - 1), in the common frame: S_j, v_j, Sd_j (eq. 2), the pose of
-    every frame, and the base's acceleration (0, -g)."""
+    """Per joint j (index j - 1), in the common frame: S_j, v_j, Sd_j (eq. 2; 0 for a free
+    flyer's axes, whose own rate v_b x S_j pair_terms forms apart), the pose of every frame,
+    and the base's acceleration (0, -g)."""
 
     pose: list[Pose]
     S: list[list]
@@ -229,7 +243,8 @@ class Motion:
 
 def joint_motion(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
                  frame: int) -> Motion:
-    """S_j = (e_j, p_j x e_j) (prismatic (0, e_j)), Sd_j = v_p x S_j, v_j = v_p + S_j qd_j."""
+    """S_j = (e_j, p_j x e_j) (prismatic (0, e_j)), Sd_j = v_p x S_j (0 for a free flyer's
+    axes: on the ground, module docstring), v_j = v_p + S_j qd_j."""
     pose = poses(rec, chain, links, frame)
     a_base = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]),
                                   "g_c")
@@ -340,8 +355,9 @@ def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc:
         P = rec.vec(P, f"Pq{j}", labels="abcxyz")
         G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
         G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
-        ks = chain.ancestors(j) if j > block else range(block, 0, -1)   # the block: mutual
-        for k in ks:                          # k ⪯ j, eq. (6)
+        # eq. (6) for k ⪯ j; within a free flyer's block every axis turns every other
+        ks = chain.ancestors(j) if j > block else range(block, 0, -1)
+        for k in ks:
             dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
             dqd[j - 1][k - 1] = (dot6(moving[k - 1], w) if k <= block
                                  else 2 * dot6(Sd[k - 1], w)) + dot6(S[k - 1], u)

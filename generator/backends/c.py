@@ -33,8 +33,9 @@ SIMD_NAMES = ("mg_rows_to_block", "mg_block_to_rows", "mg_transpose_tile", "MG_S
 """The SIMD blocks' helpers and macros (templates/c/simd_block.c.j2, sincos.c.j2)."""
 STREAM_MIN_SIZE = 128
 """An output of at least this many doubles per state is written by the _batch kernel with
-non-temporal stores when the call writes more than MG_STREAM_MIN doubles (docs/architecture.md,
-"Large outputs of a batch"); smaller rows would leave partial cache lines between states."""
+non-temporal stores when the call's such outputs add up to more than MG_STREAM_MIN doubles
+(docs/architecture.md, "Large outputs of a batch"); a row's partial lines at either end get
+plain stores, so a smaller row would be mostly plain stores through a local buffer."""
 
 
 def streamed_outputs(outputs: list[dict]) -> list[dict]:

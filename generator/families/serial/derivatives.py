@@ -39,8 +39,8 @@ from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inv
 from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply, symmetric_inverse
 from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
-                                                          mass_matrix_from, rnea_derivatives,
-                                                          velocity_pass)
+                                                          free_flyer_block, mass_matrix_from,
+                                                          rnea_derivatives, velocity_pass)
 from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
@@ -72,7 +72,11 @@ def _with_springs(chain: Chain, q, qd, dq, dqd) -> list[list[sp.Expr]]:
     passive = passive_forces(chain, q, qd)
 
     def d(e, x):        # a free flyer's coordinates are 0 here (kernels._configuration)
-        return sp.diff(e, x) if isinstance(x, sp.Symbol) else sp.Integer(0)
+        if x == 0:
+            return sp.Integer(0)
+        if not isinstance(x, sp.Symbol):
+            raise ValueError(f"{chain.source}: coordinate {x} is neither a name nor 0")
+        return sp.diff(e, x)
     return [[dq[i][k] - d(passive[i], q[k]) for k in range(chain.n)]
             + [dqd[i][k] - d(passive[i], qd[k]) for k in range(chain.n)]
             for i in range(chain.n)]
@@ -90,8 +94,8 @@ def directions(chain: Chain, rchain: Chain, ins) -> tuple[list[sp.Symbol], dict]
 
         dp/drho_c = R e_c,     d tau_base/dphi_c = -[e_c]x tau_base     (tau_base = R^T),
 
-    tau_base being the rotation kernels._configuration gives the base joint (a signed
-    choice of its own entries: no operation), so the quaternion's rational R(quat) is never
+    tau_base being the rotation kernels._configuration gives the base joint. Each seed is a
+    signed entry of tau_base (no operation), so the quaternion's rational R(quat) is never
     differentiated. The velocity directions stay qd: on the body-twist base it is
     Pinocchio's v already. Any other chain: q and qd, no seeds."""
     q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
@@ -175,8 +179,12 @@ def id_derivatives_analytic(chain: Chain, frame: int | None = None) -> Kernel:
 
 def spine(chain: Chain) -> list[int]:
     """Frame 0 and the bodies from the base to the first body with several children (a whole
-    serial chain; a legged robot's trunk and the base joints below it)."""
-    out, j = [0], 0
+    serial chain; a legged robot's trunk and the base joints below it). A free flyer's
+    (rnea_derivatives.free_flyer_block) starts at its body: the frames of its six joints are
+    all that body's at displacement 0, and frame 0 would bring the base pose into every
+    axis."""
+    block = free_flyer_block(chain)
+    out, j = [block], block
     while len(chain.children(j)) == 1:
         j = chain.children(j)[0]
         out.append(j)

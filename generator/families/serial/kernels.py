@@ -326,7 +326,8 @@ def manifest(chain: Chain) -> dict:
         "base": chain.base,
         "attitude": chain.attitude if chain.base == "free" else None,
         **({"base_velocity": "body"} if chain.base_velocity == "body" else {}),
-        # the derivatives' q columns along the tangent (model.DERIVATIVES): n, not nq
+        # the derivatives' q columns along the tangent (model.DERIVATIVES): n, not nq;
+        # Pinocchio's own derivatives with base_velocity "body"
         **({"derivatives": "tangent"} if chain.derivatives == "tangent"
            and chain.attitude == "quaternion" else {}),
         "n": chain.n,
