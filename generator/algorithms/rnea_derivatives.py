@@ -99,15 +99,13 @@ def fcross(m: list, f: list) -> list:
 
 def free_flyer_block(chain: Chain) -> int:
     """Joints 1..block form one free flyer (module docstring): 6 for the body-twist base,
-    whose derivatives are taken along Pinocchio's tangent; 0 for any other chain. Raises
-    ValueError for a body-twist base asked for other derivatives (the quaternion's own
-    columns: forward mode only) or not built as model.free_base_joints builds it (three
-    slides, three quasi twist rotations, one chain, the five bodies between them massless)."""
+    whose derivatives these equations take along Pinocchio's tangent (the caller maps them
+    to the quaternion's columns where asked: families/serial/derivatives.coordinate_rows);
+    0 for any other chain. Raises ValueError for a body-twist base not built as
+    model.free_base_joints builds it (three slides, three quasi twist rotations, one chain,
+    the five bodies between them massless)."""
     if not (chain.attitude == "quaternion" and chain.base_velocity == "body"):
         return 0
-    if chain.derivatives != "tangent":
-        raise ValueError(f"{chain.source}: the analytical derivatives of the body-twist base "
-                         f"are along its tangent only (derivatives = 'tangent')")
     if (chain.n < 6 or list(chain.parent[:6]) != list(range(6))
             or not all(chain.bodies[j].fictitious for j in range(5))
             or not all(j.quasi and j.twist for j in chain.joints[3:6])):

@@ -123,11 +123,11 @@ def directions(chain: Chain, rchain: Chain, ins) -> tuple[list[sp.Symbol], dict]
 
 def analytic_applies(chain: Chain) -> bool:
     """The analytical path needs one coordinate per joint and no quasi joints, or the
-    body-twist base (Pinocchio's free flyer) differentiated along its tangent
-    (rnea_derivatives.free_flyer_block); not the frame-0 quaternion base, nor a quaternion's
-    own four columns."""
+    body-twist base (Pinocchio's free flyer: rnea_derivatives.free_flyer_block, along its
+    tangent, then mapped to the quaternion's columns unless ``derivatives = "tangent"``,
+    :func:`coordinate_rows`); not the frame-0 quaternion base."""
     if chain.attitude == "quaternion":
-        return chain.base_velocity == "body" and chain.derivatives == "tangent"
+        return chain.base_velocity == "body"
     return chain.nq == chain.n and not any(j.quasi for j in chain.joints)
 
 
@@ -174,7 +174,34 @@ def id_derivatives_analytic(chain: Chain, frame: int | None = None) -> Kernel:
     frame = best_frame(chain) if frame is None else frame
     ins, rec, rchain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
     rows = _analytic_rows(rec, rchain, _links(rec, rchain, q), q, qd, qdd, frame)
-    return _id_derivatives_kernel(chain, ins, rec.statements, rows)
+    return _id_derivatives_kernel(chain, ins, rec.statements, coordinate_rows(rchain, ins, rows))
+
+
+def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[sp.Expr]]:
+    """The analytical rows of a free flyer (rnea_derivatives.free_flyer_block), taken along
+    its tangent, as ``[kernels] derivatives = true`` asks: along the input q (x, y, z, qw,
+    qx, qy, qz). With rho = R^T dp and dphi = (4/|quat|^2) G^T dquat (G's columns
+    quat (x) (0, e_c) / 2, orthogonal, each of norm |quat|/2; the radial direction moves
+    nothing, R(quat) being of any norm):
+
+        dX/dp_i = sum_c dX/drho_c R_ic,   dX/dquat_m = 4/|quat|^2 sum_c dX/dphi_c G_mc.
+
+    Any other chain, or ``derivatives = "tangent"``: ``rows`` as they are."""
+    if not free_flyer_block(rchain) or rchain.derivatives == "tangent":
+        return rows
+    w, x, y, z = list(ins[0].elements)[3:7]
+    tau_base = rchain.joints[0].gamma       # R^T (kernels._configuration)
+    k = 4 / (w * w + x * x + y * y + z * z)
+    half = sp.Rational(1, 2)
+    G = [[-half * x, -half * y, -half * z], [half * w, -half * z, half * y],
+         [half * z, half * w, -half * x], [-half * y, half * x, half * w]]
+    out = []
+    for row in rows:
+        rho, phi, rest = row[:3], row[3:6], row[6:]
+        dp = [sp.Add(*[rho[c] * tau_base[c][i] for c in range(3)]) for i in range(3)]
+        dquat = [k * sp.Add(*[phi[c] * G[m][c] for c in range(3)]) for m in range(4)]
+        out.append([*dp, *dquat, *rest])
+    return out
 
 
 def spine(chain: Chain) -> list[int]:
@@ -314,10 +341,11 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         raise ModelError(f"{chain.source}: {e}") from None
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
     if composite:
-        rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd))
+        rows = coordinate_rows(rchain, ins, _with_springs(
+            rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd)))
     elif analytic:
         rec._taken |= names
-        rows = _analytic_rows(rec, rchain, links, q, qd, qdd, frame)
+        rows = coordinate_rows(rchain, ins, _analytic_rows(rec, rchain, links, q, qd, qdd, frame))
     else:
         held = {x for x in qdd if isinstance(x, sp.Symbol)}
         tau = _id_torques(rec, rchain, links, q, qd, qdd)
