@@ -38,9 +38,10 @@ import sympy as sp
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
 from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply, symmetric_inverse
 from mechgen.generator.algorithms.rnea import rnea
-from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
+from mechgen.generator.algorithms.rnea_derivatives import (ZERO, bias_from, derivatives_at,
                                                           free_flyer_block, mass_matrix_from,
-                                                          rnea_derivatives, velocity_pass)
+                                                          mcross, rnea_derivatives,
+                                                          velocity_pass)
 from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces)
@@ -310,6 +311,32 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
     return forms[costs.index(min(costs))](rec, L, invD, parent)
 
 
+def base_turns(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
+    """A^-1 dID/dphi_k for a free flyer's turns along its tangent, without a solve: {column:
+    the n solved entries}. dID/dphi_k = W^T (a_0 x S_k) (w_j = Ic_j S_j; rnea_derivatives'
+    block), and the mass matrix's base columns are A[:, base] = W^T S_B (A_jk = w_j . S_k,
+    the block's composite being the whole robot's), so A^-1 W^T = E_base S_B^-1: the base
+    rows get S_B^-1 (a_0 x S_k), the joints 0 (turning the robot against uniform gravity
+    changes only the base's acceleration). Only where the block's axes S_B in the common
+    frame are signed unit twists (S_B^-1 = S_B^T: the base body's own frame, which
+    best_frame starts from); else {} (the solves)."""
+    block = free_flyer_block(rchain)
+    if not block:
+        return {}
+    S_B = [list(m.S[k]) for k in range(block)]
+    if not all(sp.sympify(x).is_number for col in S_B for x in col):
+        return {}
+    if not all(sorted(abs(x) for x in col) == [0] * 5 + [1] for col in S_B) or any(
+            sum(abs(S_B[k][i]) for k in range(block)) != 1 for i in range(6)):
+        return {}
+    out = {}
+    for k in range(3, block):          # the three rotations: phi_x, phi_y, phi_z
+        c = mcross(m.a_base, S_B[k])
+        y = [sp.Add(*[S_B[r][i] * c[i] for i in range(6)]) for r in range(block)]
+        out[k] = y + [ZERO] * (n - block)
+    return out
+
+
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                     inverse=inverse_mass_matrix, composite: bool = False,
                     columns: str | None = "cheaper") -> Kernel:
@@ -355,6 +382,8 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
     nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions)
+    solved = base_turns(rchain, passes.m, n) if composite and nq == n else {}
+    rows = [[ZERO if c in solved else e for c, e in enumerate(row)] for row in rows]
     Ainv = inverse(rec, L, invD, parent)
     if columns is None:
         cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)],
@@ -363,6 +392,8 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         x = column_loops(rec, [[rows[i][c] for i in range(n)] for c in range(nq + n)],
                          L, invD, parent, Ainv, form=None if columns == "cheaper" else columns)
         cols = [[-e for e in col] for col in x]
+    for c, x_c in solved.items():
+        cols[c] = [-e for e in x_c]
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
