@@ -44,7 +44,7 @@ from mechgen.generator.algorithms.rnea_derivatives import (ZERO, bias_from, deri
                                                           velocity_pass)
 from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
-                                                       mass_and_bias, passive_forces)
+                                                       mass_and_bias, passive_forces, tau_base)
 from mechgen.generator.ir import Assign, Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.passes.cse import common_subexpressions
@@ -105,20 +105,19 @@ def directions(chain: Chain, rchain: Chain, ins) -> tuple[list[sp.Symbol], dict]
     rho, phi = [symbol(f"base_rho_{a}") for a in "xyz"], [symbol(f"base_phi_{a}") for a in "xyz"]
     wrt = [*rho, *phi, *q_in[7:], *qd_in]
     n = len(wrt)
-    turned = 0 if chain.base_velocity == "body" else 3          # the joint tau_base turns
-    tau_base = rchain.joints[turned].gamma
+    rotation = tau_base(rchain)
     seeds: dict[sp.Symbol, list[sp.Expr]] = {}
     for i, p in enumerate(q_in[:3]):                      # p_i: R_ic = tau_base[c][i]
-        seeds[p] = [tau_base[c][i] for c in range(3)] + [sp.Integer(0)] * (n - 3)
+        seeds[p] = [rotation[c][i] for c in range(3)] + [sp.Integer(0)] * (n - 3)
     for i in range(3):
         for j in range(3):
             column = [sp.Integer(0)] * n
             for c in range(3):   # -([e_c]x tau_base)_ij = -sum_m eps_icm tau_base_mj
-                column[3 + c] = -sp.Add(*[sp.LeviCivita(i, c, m) * tau_base[m][j]
+                column[3 + c] = -sp.Add(*[sp.LeviCivita(i, c, m) * rotation[m][j]
                                           for m in range(3)])
-            if not isinstance(tau_base[i][j], sp.Symbol):
+            if not isinstance(rotation[i][j], sp.Symbol):
                 raise ValueError(f"{chain.source}: tau_base[{i}][{j}] is not a name")
-            seeds[tau_base[i][j]] = column
+            seeds[rotation[i][j]] = column
     return wrt, seeds
 
 
@@ -162,7 +161,6 @@ def id_derivatives_forward(chain: Chain) -> Kernel:
     """dID/dq and dID/dqd by forward differentiation of the RNEA's scalar IR."""
     ins, rec, rchain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
     tau = _id_torques(rec, rchain, _links(rec, rchain, q), q, qd, qdd)
-    q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
     k = Kernel("inverse_dynamics_derivatives", "", ins, (), tuple(rec.statements))
     wrt, seeds = directions(chain, rchain, ins)
     body, rows = differentiate(k, tau, wrt, reserved={"dtau_dq", "dtau_dqd"}, seeds=seeds)
@@ -191,7 +189,7 @@ def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[
     if not free_flyer_block(rchain) or rchain.derivatives == "tangent":
         return rows
     w, x, y, z = list(ins[0].elements)[3:7]
-    tau_base = rchain.joints[0].gamma       # R^T (kernels._configuration)
+    rotation = tau_base(rchain)             # R^T
     k = 4 / (w * w + x * x + y * y + z * z)
     half = sp.Rational(1, 2)
     G = [[-half * x, -half * y, -half * z], [half * w, -half * z, half * y],
@@ -199,7 +197,7 @@ def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[
     out = []
     for row in rows:
         rho, phi, rest = row[:3], row[3:6], row[6:]
-        dp = [sp.Add(*[rho[c] * tau_base[c][i] for c in range(3)]) for i in range(3)]
+        dp = [sp.Add(*[rho[c] * rotation[c][i] for c in range(3)]) for i in range(3)]
         dquat = [k * sp.Add(*[phi[c] * G[m][c] for c in range(3)]) for m in range(4)]
         out.append([*dp, *dquat, *rest])
     return out
@@ -318,16 +316,14 @@ def base_turns(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
     the block's composite being the whole robot's), so A^-1 W^T = E_base S_B^-1: the base
     rows get S_B^-1 (a_0 x S_k), the joints 0 (turning the robot against uniform gravity
     changes only the base's acceleration). Only where the block's axes S_B in the common
-    frame are signed unit twists (S_B^-1 = S_B^T: the base body's own frame, which
-    best_frame starts from); else {} (the solves)."""
+    frame are orthonormal numbers (S_B^-1 = S_B^T: in the base body's own frame, which
+    best_frame starts from, signed unit twists); else {} (the solves)."""
     block = free_flyer_block(rchain)
     if not block:
         return {}
     S_B = [list(m.S[k]) for k in range(block)]
-    if not all(sp.sympify(x).is_number for col in S_B for x in col):
-        return {}
-    if not all(sorted(abs(x) for x in col) == [0] * 5 + [1] for col in S_B) or any(
-            sum(abs(S_B[k][i]) for k in range(block)) != 1 for i in range(6)):
+    if not all(sp.sympify(x).is_number for col in S_B for x in col) or \
+            sp.Matrix(S_B) * sp.Matrix(S_B).T != sp.eye(block):
         return {}
     out = {}
     for k in range(3, block):          # the three rotations: phi_x, phi_y, phi_z

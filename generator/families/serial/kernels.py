@@ -92,12 +92,24 @@ def _configuration(rec: Recorder, chain: Chain, q_in: list) -> tuple[Chain, list
     tau_base = rec.mat(transpose(R), "tau_base")
     joints = list(chain.joints)
     zero = sp.Integer(0)
+    turned = _turned_joint(chain)
+    joints[turned] = replace(joints[turned], gamma=tuple(tuple(row) for row in tau_base),
+                             **({"l": tuple(q_in[:3])} if turned == 0 else {}))
     if chain.base_velocity == "body":
-        joints[0] = replace(joints[0], l=tuple(q_in[:3]),
-                            gamma=tuple(tuple(row) for row in tau_base))
         return replace(chain, joints=joints), [zero] * 6 + list(q_in[7:])
-    joints[3] = replace(joints[3], gamma=tuple(tuple(row) for row in tau_base))
     return replace(chain, joints=joints), [*q_in[:3], zero, zero, zero, *q_in[7:]]
+
+
+def _turned_joint(chain: Chain) -> int:
+    """The joint (index) whose frame a quaternion base's attitude turns: the first slide on
+    the body-twist base, the first rotation on the frame-0 one (:func:`_configuration`)."""
+    return 0 if chain.base_velocity == "body" else 3
+
+
+def tau_base(rchain: Chain) -> tuple:
+    """tau_base = R(quat)^T, the names :func:`_configuration` gave a quaternion base's
+    attitude, from the chain as the recursion sees it."""
+    return rchain.joints[_turned_joint(rchain)].gamma
 
 
 def _targets(chain: Chain, rec: Recorder, kin):
