@@ -332,15 +332,18 @@ def subtree_sums(rec: Recorder, chain: Chain, own: list, name: str) -> list:
 
 
 def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc: list,
-               Hc: list, Fc: list) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
-    """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites."""
+               Hc: list, Fc: list, block_rates: bool = True
+               ) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+    """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites. ``block_rates`` False:
+    a free flyer's qd columns without their w_j . (v_b x S_k) (the caller adds A^-1 of it
+    without a solve: families/serial/derivatives.base_rates)."""
     n, S, Sd = chain.n, m.S, m.Sd
     dq = [[ZERO] * n for _ in range(n)]
     dqd = [[ZERO] * n for _ in range(n)]
     block = free_flyer_block(chain)
     # a free flyer's axes move with the base body: dS_k/dt = v_b x S_k (module docstring)
     moving = [rec.vec(mcross(m.v[block - 1], S[k]), f"SdB{k + 1}", labels="abcxyz")
-              for k in range(block)]
+              if block_rates else [ZERO] * 6 for k in range(block)]
     for j in range(1, n + 1):
         if Ic[j - 1] is None:   # nothing moves below joint j
             continue
@@ -484,9 +487,10 @@ def bias_from(rec: Recorder, chain: Chain, c: Composites) -> list[sp.Expr]:
             for j, (S, F) in enumerate(zip(c.m.S, c.Fc0), start=1)]
 
 
-def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list,
-                   qdd: list) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
-    """(dtau/dq, dtau/dqd) at qdd by eqs. (9), (3), (6), (7)."""
+def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list, qdd: list,
+                   block_rates: bool = True) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+    """(dtau/dq, dtau/dqd) at qdd by eqs. (9), (3), (6), (7) (``block_rates``: as
+    :func:`pair_terms`)."""
     alpha: list[list] = []
     for j in range(1, chain.n + 1):
         par = chain.parent[j - 1]
@@ -500,4 +504,4 @@ def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list,
                       "dFc")
     Fc = [F0 if dFj is None else rec.vec(_add(F0, dFj), f"Fc{j}", labels="abcxyz")
           for j, (F0, dFj) in enumerate(zip(c.Fc0, dF), start=1)]
-    return pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc)
+    return pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc, block_rates)

@@ -21,7 +21,9 @@ The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at 
 applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
 tree; the columns with one pattern of structural zeros in one column loop, which the compiler
 vectorises across the columns: column_solves.py); dFD/dQ = A^-1 itself by the symmetric form
-of algorithms/ltdl_inverse.py when that is cheaper. Three forms, the cheapest kept
+of algorithms/ltdl_inverse.py when that is cheaper. A free flyer's three turns and the
+W^T (v_b x S_k) part of its six velocity columns need no solve (:func:`base_turns`,
+:func:`base_rates`). Three forms, the cheapest kept
 (:func:`choose`): the mass matrix and bias from the analytical pass's composites
 (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
 (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
@@ -309,28 +311,53 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
     return forms[costs.index(min(costs))](rec, L, invD, parent)
 
 
+def _orthonormal_block(rchain: Chain, m) -> list[list] | None:
+    """A free flyer's axes S_B (rows: S_1..S_block in the common frame) where they are
+    orthonormal numbers (S_B^-1 = S_B^T: in the base body's own frame, which best_frame
+    starts from, signed unit twists); else None."""
+    block = free_flyer_block(rchain)
+    if not block:
+        return None
+    S_B = [list(m.S[k]) for k in range(block)]
+    if not all(sp.sympify(x).is_number for col in S_B for x in col) or \
+            sp.Matrix(S_B) * sp.Matrix(S_B).T != sp.eye(block):
+        return None
+    return S_B
+
+
+def _through_base(S_B: list[list], motion: list, k: int, n: int) -> list[sp.Expr]:
+    """A^-1 W^T (motion x S_k) = E_base S_B^-1 (motion x S_k): S_B^T (motion x S_k) in the
+    base rows, 0 in the joints (:func:`base_turns`)."""
+    c = mcross(motion, S_B[k])
+    y = [sp.Add(*[S_B[r][i] * c[i] for i in range(6)]) for r in range(len(S_B))]
+    return y + [ZERO] * (n - len(S_B))
+
+
 def base_turns(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
     """A^-1 dID/dphi_k for a free flyer's turns along its tangent, without a solve: {column:
     the n solved entries}. dID/dphi_k = W^T (a_0 x S_k) (w_j = Ic_j S_j; rnea_derivatives'
     block), and the mass matrix's base columns are A[:, base] = W^T S_B (A_jk = w_j . S_k,
     the block's composite being the whole robot's), so A^-1 W^T = E_base S_B^-1: the base
     rows get S_B^-1 (a_0 x S_k), the joints 0 (turning the robot against uniform gravity
-    changes only the base's acceleration). Only where the block's axes S_B in the common
-    frame are orthonormal numbers (S_B^-1 = S_B^T: in the base body's own frame, which
-    best_frame starts from, signed unit twists); else {} (the solves)."""
-    block = free_flyer_block(rchain)
-    if not block:
+    changes only the base's acceleration). Only where S_B is orthonormal numbers
+    (:func:`_orthonormal_block`); else {} (the solves)."""
+    S_B = _orthonormal_block(rchain, m)
+    if S_B is None:
         return {}
-    S_B = [list(m.S[k]) for k in range(block)]
-    if not all(sp.sympify(x).is_number for col in S_B for x in col) or \
-            sp.Matrix(S_B) * sp.Matrix(S_B).T != sp.eye(block):
+    return {k: _through_base(S_B, m.a_base, k, n) for k in range(3, len(S_B))}
+
+
+def base_rates(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
+    """The part A^-1 W^T (v_b x S_k) of -dFD/dqd_k for a free flyer's six velocity columns,
+    without a solve: {k: the n entries}. dID/dqd_k = W^T (v_b x S_k) + U^T S_k
+    (rnea_derivatives' block, u_j = Idc_j S_j - S_j x* Hc_j), and A^-1 W^T = E_base S_B^-1
+    (:func:`base_turns`): the base rows get S_B^-1 (v_b x S_k), the joints 0; only U^T S_k,
+    signed entries of u_j where S_B is orthonormal numbers, goes through the solve
+    (rnea_derivatives.pair_terms with ``block_rates`` False). Else {}."""
+    S_B = _orthonormal_block(rchain, m)
+    if S_B is None:
         return {}
-    out = {}
-    for k in range(3, block):          # the three rotations: phi_x, phi_y, phi_z
-        c = mcross(m.a_base, S_B[k])
-        y = [sp.Add(*[S_B[r][i] * c[i] for i in range(6)]) for r in range(block)]
-        out[k] = y + [ZERO] * (n - block)
-    return out
+    return {k: _through_base(S_B, m.v[len(S_B) - 1], k, n) for k in range(len(S_B))}
 
 
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
@@ -363,9 +390,10 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
+    rates = base_rates(rchain, passes.m, n) if composite else {}
     if composite:
         rows = coordinate_rows(rchain, ins, _with_springs(
-            rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd)))
+            rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd, not rates)))
     elif analytic:
         rec._taken |= names
         rows = coordinate_rows(rchain, ins, _analytic_rows(rec, rchain, links, q, qd, qdd, frame))
@@ -390,6 +418,8 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         cols = [[-e for e in col] for col in x]
     for c, x_c in solved.items():
         cols[c] = [-e for e in x_c]
+    for k, y_k in rates.items():      # -A^-1 (W^T (v_b x S_k) + U^T S_k)
+        cols[nq + k] = [x - y for x, y in zip(cols[nq + k], y_k)]
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
