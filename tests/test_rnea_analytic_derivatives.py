@@ -90,21 +90,30 @@ def test_analytical_derivatives_equal_forward_mode_derivatives(seed, n, base, pa
                 _same(a, f, f"{ka.name}.{port.name}")
 
 
-def test_quaternion_base_keeps_the_forward_mode_path():
+def test_frame0_quaternion_base_takes_the_twins_analytical_path():
+    """The frame-0 quaternion base's derivatives come from its body-twist twin's analytical
+    ones (families/serial/frame0_base.py): the kernel has the twin's Sdd and its rates
+    v_b = R^T v0."""
     chain, _ = quaternion_arm()
-    assert not D.analytic_applies(chain)
-    k = D.inverse_dynamics_derivatives(chain)
-    assert not any(st.target.name.startswith("Sdd") for st in k.body if isinstance(st, Assign))
+    assert chain.base_velocity == "frame0" and D.analytic_applies(chain)
+    k = D.id_derivatives_analytic(chain)
+    names = {st.target.name for st in k.body if isinstance(st, Assign)}
+    assert any(x.startswith("Sdd") for x in names), names
+    assert any(x.startswith("v_body") for x in names), names
 
 
+@pytest.mark.parametrize("base_velocity", ["body", "frame0"])
 @pytest.mark.parametrize("derivatives", ["tangent", True])
-def test_free_flyer_analytical_derivatives_equal_forward_mode_derivatives(derivatives):
+def test_free_flyer_analytical_derivatives_equal_forward_mode_derivatives(derivatives,
+                                                                          base_velocity):
     """The body-twist base (rnea_derivatives.free_flyer_block) under gravity (the a_0 x S_k
     terms), with springs and a prismatic joint, along Pinocchio's tangent and mapped to the
     quaternion's columns (coordinate_rows): dID in frames 0, 1 (a joint of the block), 6 (the
     base body), n and the picked one, dFD analytical and from the composites, all against
-    forward differentiation along the same directions."""
-    chain, pvals = quaternion_arm("ff_arm", (0.3, -1.2, -9.81), "body", derivatives)
+    forward differentiation along the same directions. The frame-0 quaternion base the same
+    way through its body-twist twin (frame0_base: v_b = R^T v0, qdd_b = T qdd0 + v_b x
+    omega, the rows turned by R), against forward differentiation of its own IR."""
+    chain, pvals = quaternion_arm("ff_arm", (0.3, -1.2, -9.81), base_velocity, derivatives)
     assert D.analytic_applies(chain) and D.best_frame(chain) in (6, chain.n)
     pairs = [(lambda c, f=f: D.id_derivatives_analytic(c, f), D.id_derivatives_forward)
              for f in sorted({0, 1, 6, chain.n, D.best_frame(chain)})]

@@ -27,6 +27,8 @@ W^T (v_b x S_k) part of its six velocity columns need no solve (:func:`base_turn
 (:func:`choose`): the mass matrix and bias from the analytical pass's composites
 (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
 (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
+The frame-0 quaternion base (v in frame 0) takes the analytical forms of its body-twist twin,
+mapped to its own rates (frame0_base.py).
 Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
 base the columns are those of x, y, z, qw, qx, qy, qz. With ``[kernels] derivatives =
 "tangent"`` those seven columns become six along Pinocchio's tangent space
@@ -34,6 +36,8 @@ base the columns are those of x, y, z, qw, qx, qy, qz. With ``[kernels] derivati
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import sympy as sp
 
@@ -45,6 +49,8 @@ from mechgen.generator.algorithms.rnea_derivatives import (ZERO, bias_from, deri
                                                           mcross, rnea_derivatives,
                                                           velocity_pass)
 from mechgen.generator.families.serial.column_solves import column_loops
+from mechgen.generator.families.serial.frame0_base import (body_twist_twin, fd_columns,
+                                                           frame0_base, id_columns, twin_start)
 from mechgen.generator.families.serial.kernels import (_flat, _links, _start, fd_statuses,
                                                        mass_and_bias, passive_forces, tau_base)
 from mechgen.generator.ir import Assign, Kernel, Port, symbol
@@ -127,9 +133,10 @@ def analytic_applies(chain: Chain) -> bool:
     """The analytical path needs one coordinate per joint and no quasi joints, or the
     body-twist base (Pinocchio's free flyer: rnea_derivatives.free_flyer_block, along its
     tangent, then mapped to the quaternion's columns unless ``derivatives = "tangent"``,
-    :func:`coordinate_rows`); not the frame-0 quaternion base."""
+    :func:`coordinate_rows`), or the frame-0 quaternion base through its body-twist twin
+    (frame0_base.py)."""
     if chain.attitude == "quaternion":
-        return chain.base_velocity == "body"
+        return True
     return chain.nq == chain.n and not any(j.quasi for j in chain.joints)
 
 
@@ -171,11 +178,39 @@ def id_derivatives_forward(chain: Chain) -> Kernel:
 
 def id_derivatives_analytic(chain: Chain, frame: int | None = None) -> Kernel:
     """dID/dq and dID/dqd by the analytical RNEA derivatives in the common frame ``frame``
-    (None: :func:`best_frame`)."""
+    (None: :func:`best_frame`); a frame-0 quaternion base through its body-twist twin
+    (:func:`id_derivatives_frame0`)."""
+    if frame0_base(chain):
+        return id_derivatives_frame0(chain, frame)
     frame = best_frame(chain) if frame is None else frame
     ins, rec, rchain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
     rows = _analytic_rows(rec, rchain, _links(rec, rchain, q), q, qd, qdd, frame)
     return _id_derivatives_kernel(chain, ins, rec.statements, coordinate_rows(rchain, ins, rows))
+
+
+def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
+    """dID/dq and dID/dqd of a frame-0 quaternion base: the analytical derivatives of its
+    body-twist twin at qd_b = T qd0, qdd_b = T qdd0 + c, from the composites (which give the
+    twin's mass matrix and bias too), mapped to the frame-0 rates (frame0_base.id_columns)."""
+    n = chain.n
+    ins, rec, rchain, (q, qd, qdd), tw = twin_start(chain, ["q", "qd", "qdd"])
+    frame = best_frame(rchain) if frame is None else frame
+    links = _links(rec, rchain, q)
+    passes = velocity_pass(rec, rchain, links, qd, frame)
+    A = mass_matrix_from(rec, rchain, passes)
+    h = bias_from(rec, rchain, passes)
+    rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd))
+    f_b = [h[k] + sp.Add(*[A[k][j] * qdd[j] for j in range(n)]) for k in range(3)]
+    dq, dqd = id_columns(rec, tw, _columns_of(rows, 0, n), _columns_of(rows, n, 2 * n),
+                         _columns_of(A, 0, 3), tw.a_b, f_b)
+    rows = [[col[i] for col in dq + dqd] for i in range(n)]
+    rows = coordinate_rows(replace(rchain, derivatives=chain.derivatives), ins, rows)
+    return _id_derivatives_kernel(chain, ins, rec.statements, rows)
+
+
+def _columns_of(rows: list[list], start: int, stop: int) -> list[list]:
+    """Columns start..stop-1 of a matrix given by rows."""
+    return [[row[c] for row in rows] for c in range(start, stop)]
 
 
 def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[sp.Expr]]:
@@ -230,6 +265,8 @@ def best_frame(chain: Chain) -> int:
     found). The rotations from a frame in the middle of the tree to the bodies are products
     of fewer joint rotations, so fewer entries are dense: panda 5512 ops in frame 0, 4282 in
     frame 2."""
+    if frame0_base(chain):
+        return best_frame(body_twist_twin(chain))
     key = repr(chain)
     if key not in _BEST_FRAME:
         frames = spine(chain)
@@ -371,7 +408,11 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
     2n solves as column loops (column_solves.py) with the body of fewer operations per
     pattern of zeros ("cheaper"), or with the body "solve" or "product"; None: the
     straight-line solves of ltdl_apply."""
-    ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
+    twin = analytic and frame0_base(chain)      # through the body-twist twin (frame0_base)
+    if twin:
+        ins, rec, rchain, (q, qd, Q), tw = twin_start(chain, ["q", "qd", "Q"])
+    else:
+        ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     n, nq, parent = chain.n, chain.nq, list(rchain.parent)
     names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
     if composite:   # A and h from the analytical pass's composites (rnea_derivatives eq. 8)
@@ -392,11 +433,11 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
     rates = base_rates(rchain, passes.m, n) if composite else {}
     if composite:
-        rows = coordinate_rows(rchain, ins, _with_springs(
-            rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd, not rates)))
+        rows = _with_springs(rchain, q, qd,
+                             *derivatives_at(rec, rchain, passes, qd, qdd, not rates))
     elif analytic:
         rec._taken |= names
-        rows = coordinate_rows(rchain, ins, _analytic_rows(rec, rchain, links, q, qd, qdd, frame))
+        rows = _analytic_rows(rec, rchain, links, q, qd, qdd, frame)
     else:
         held = {x for x in qdd if isinstance(x, sp.Symbol)}
         tau = _id_torques(rec, rchain, links, q, qd, qdd)
@@ -405,7 +446,7 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         body, rows = differentiate(k, tau, wrt, constants=held, reserved=names, seeds=seeds)
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
-    nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions)
+    nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions, analytical)
     solved = base_turns(rchain, passes.m, n) if composite and nq == n else {}
     rows = [[ZERO if c in solved else e for c, e in enumerate(row)] for row in rows]
     Ainv = inverse(rec, L, invD, parent)
@@ -423,6 +464,15 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
+
+    if twin:     # the twin's columns (along its tangent) mapped to the frame-0 rates
+        qdd, dq0, dqd0, dQ0 = fd_columns(rec, tw, qdd, cols[:nq], cols[nq:], Ainv, Q)
+        cols, Ainv = dq0 + dqd0, matrix(dQ0)
+    if analytic:  # a free flyer's solved tangent columns to the input's (coordinate_rows)
+        rows = coordinate_rows(replace(rchain, derivatives=chain.derivatives), ins,
+                               matrix(cols))
+        nq = len(rows[0]) - n
+        cols = _columns_of(rows, 0, nq + n)
 
     return merge_equal_statements(Kernel("forward_dynamics_derivatives",
                   "Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, "
