@@ -438,3 +438,29 @@ def test_turning_the_robot_changes_only_the_base_acceleration(solo_tangent):
         np.testing.assert_allclose(fq[:3, 3:6], np.cross(g[:, None], np.eye(3), axis=0),
                                    rtol=0, atol=1e-12)
         assert not fq[3:6, 3:6].any()
+
+
+@pytest.mark.parametrize("derivatives", ["tangent", True])
+def test_frame0_tree_takes_the_twins_derivatives(tmp_path, derivatives):
+    """A random URDF tree (several branches on the trunk) on the frame-0 quaternion base:
+    the analytical derivatives through the body-twist twin (frame0_base.py) equal forward
+    differentiation of the frame-0 base's own IR to 1e-10, dID and dFD, every column; a
+    quaternion base with a spring on a base joint keeps forward differentiation."""
+    from mechgen.generator.families.serial import derivatives as D
+    from tests.test_rnea_analytic_derivatives import _function, _same, _states
+    urdf = tmp_path / "tree.urdf"
+    urdf.write_text(random_urdf(5, n_links=7))
+    chain = load_urdf(urdf, "tree0", base="free", gravity=(0.4, -0.3, -9.81),
+                      attitude="quaternion", base_velocity="frame0")
+    chain = replace(chain, derivatives=derivatives)
+    assert chain.is_tree and D.analytic_applies(chain)
+    for analytic, forward in ((D.id_derivatives_analytic, D.id_derivatives_forward),
+                              (D.fd_derivatives_composite, D.fd_derivatives_forward)):
+        ka, kf = analytic(chain), forward(chain)
+        fa, ff = _function(ka), _function(kf)
+        for x in _states(chain, {}, [p.name for p in ka.inputs], 3):
+            for port, a, f in zip(ka.outputs, fa(x), ff(x)):
+                _same(a, f, f"{ka.name}.{port.name}")
+    sprung = replace(chain, joints=[replace(j, stiffness=sp.Integer(3)) if i == 0 else j
+                                    for i, j in enumerate(chain.joints)])
+    assert not D.analytic_applies(sprung)

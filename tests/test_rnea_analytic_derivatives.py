@@ -93,10 +93,13 @@ def test_analytical_derivatives_equal_forward_mode_derivatives(seed, n, base, pa
 def test_frame0_quaternion_base_takes_the_twins_analytical_path():
     """The frame-0 quaternion base's derivatives come from its body-twist twin's analytical
     ones (families/serial/frame0_base.py): the kernel has the twin's Sdd and its rates
-    v_b = R^T v0."""
-    chain, _ = quaternion_arm()
+    v_b = R^T v0, and dID and dFD share one search of the common frame."""
+    chain, _ = quaternion_arm("twin_arm", (0.0, 0.0, -9.81))
     assert chain.base_velocity == "frame0" and D.analytic_applies(chain)
+    searched = len(D._BEST_FRAME)
     k = D.id_derivatives_analytic(chain)
+    D.fd_derivatives_composite(chain)
+    assert len(D._BEST_FRAME) == searched + 1      # one frame search, the twin's
     names = {st.target.name for st in k.body if isinstance(st, Assign)}
     assert any(x.startswith("Sdd") for x in names), names
     assert any(x.startswith("v_body") for x in names), names

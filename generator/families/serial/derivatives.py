@@ -134,9 +134,14 @@ def analytic_applies(chain: Chain) -> bool:
     body-twist base (Pinocchio's free flyer: rnea_derivatives.free_flyer_block, along its
     tangent, then mapped to the quaternion's columns unless ``derivatives = "tangent"``,
     :func:`coordinate_rows`), or the frame-0 quaternion base through its body-twist twin
-    (frame0_base.py)."""
+    (frame0_base.py). A quaternion base not built as model.free_base_joints builds it, or
+    with spring-damper laws on its six joints, keeps forward differentiation."""
     if chain.attitude == "quaternion":
-        return True
+        try:
+            free_flyer_block(body_twist_twin(chain) if frame0_base(chain) else chain)
+        except ValueError:
+            return False
+        return all(j.stiffness == 0 and j.damping == 0 for j in chain.joints[:6])
     return chain.nq == chain.n and not any(j.quasi for j in chain.joints)
 
 
@@ -185,7 +190,7 @@ def id_derivatives_analytic(chain: Chain, frame: int | None = None) -> Kernel:
     frame = best_frame(chain) if frame is None else frame
     ins, rec, rchain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
     rows = _analytic_rows(rec, rchain, _links(rec, rchain, q), q, qd, qdd, frame)
-    return _id_derivatives_kernel(chain, ins, rec.statements, coordinate_rows(rchain, ins, rows))
+    return _id_derivatives_kernel(chain, ins, rec.statements, coordinate_rows(rec, rchain, ins, rows))
 
 
 def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
@@ -194,7 +199,7 @@ def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
     twin's mass matrix and bias too), mapped to the frame-0 rates (frame0_base.id_columns)."""
     n = chain.n
     ins, rec, rchain, (q, qd, qdd), tw = twin_start(chain, ["q", "qd", "qdd"])
-    frame = best_frame(rchain) if frame is None else frame
+    frame = best_frame(chain) if frame is None else frame
     links = _links(rec, rchain, q)
     passes = velocity_pass(rec, rchain, links, qd, frame)
     A = mass_matrix_from(rec, rchain, passes)
@@ -202,9 +207,9 @@ def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
     rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd))
     f_b = [h[k] + sp.Add(*[A[k][j] * qdd[j] for j in range(n)]) for k in range(3)]
     dq, dqd = id_columns(rec, tw, _columns_of(rows, 0, n), _columns_of(rows, n, 2 * n),
-                         _columns_of(A, 0, 3), tw.a_b, f_b)
+                         _columns_of(A, 0, 3), f_b)
     rows = [[col[i] for col in dq + dqd] for i in range(n)]
-    rows = coordinate_rows(replace(rchain, derivatives=chain.derivatives), ins, rows)
+    rows = coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives), ins, rows)
     return _id_derivatives_kernel(chain, ins, rec.statements, rows)
 
 
@@ -213,7 +218,8 @@ def _columns_of(rows: list[list], start: int, stop: int) -> list[list]:
     return [[row[c] for row in rows] for c in range(start, stop)]
 
 
-def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[sp.Expr]]:
+def coordinate_rows(rec: Recorder, rchain: Chain, ins,
+                    rows: list[list[sp.Expr]]) -> list[list[sp.Expr]]:
     """The analytical rows of a free flyer (rnea_derivatives.free_flyer_block), taken along
     its tangent, as ``[kernels] derivatives = true`` asks: along the input q (x, y, z, qw,
     qx, qy, qz). With rho = R^T dp and dphi = (4/|quat|^2) G^T dquat (G's columns
@@ -222,20 +228,23 @@ def coordinate_rows(rchain: Chain, ins, rows: list[list[sp.Expr]]) -> list[list[
 
         dX/dp_i = sum_c dX/drho_c R_ic,   dX/dquat_m = 4/|quat|^2 sum_c dX/dphi_c G_mc.
 
-    Any other chain, or ``derivatives = "tangent"``: ``rows`` as they are."""
+    The 4/|quat|^2 G_mc are named once (``quat_G<m><c>``; 4/|quat|^2 = 2 quat_k, the name
+    kernels._configuration gave 2/|quat|^2). Any other chain, or ``derivatives =
+    "tangent"``: ``rows`` as they are."""
     if not free_flyer_block(rchain) or rchain.derivatives == "tangent":
         return rows
     w, x, y, z = list(ins[0].elements)[3:7]
     rotation = tau_base(rchain)             # R^T
-    k = 4 / (w * w + x * x + y * y + z * z)
+    k = 2 * rec.bind(2 / (w * w + x * x + y * y + z * z), "quat_k")
     half = sp.Rational(1, 2)
     G = [[-half * x, -half * y, -half * z], [half * w, -half * z, half * y],
          [half * z, half * w, -half * x], [-half * y, half * x, half * w]]
+    kG = [[rec.bind(k * G[m][c], f"quat_G{m}{c}") for c in range(3)] for m in range(4)]
     out = []
     for row in rows:
         rho, phi, rest = row[:3], row[3:6], row[6:]
         dp = [sp.Add(*[rho[c] * rotation[c][i] for c in range(3)]) for i in range(3)]
-        dquat = [k * sp.Add(*[phi[c] * G[m][c] for c in range(3)]) for m in range(4)]
+        dquat = [sp.Add(*[phi[c] * kG[m][c] for c in range(3)]) for m in range(4)]
         out.append([*dp, *dquat, *rest])
     return out
 
@@ -364,7 +373,7 @@ def _orthonormal_block(rchain: Chain, m) -> list[list] | None:
 
 def _through_base(S_B: list[list], motion: list, k: int, n: int) -> list[sp.Expr]:
     """A^-1 W^T (motion x S_k) = E_base S_B^-1 (motion x S_k): S_B^T (motion x S_k) in the
-    base rows, 0 in the joints (:func:`base_turns`)."""
+    base rows (entry r: S_r . (motion x S_k)), 0 in the joints (:func:`base_turns`)."""
     c = mcross(motion, S_B[k])
     y = [sp.Add(*[S_B[r][i] * c[i] for i in range(6)]) for r in range(len(S_B))]
     return y + [ZERO] * (n - len(S_B))
@@ -413,7 +422,7 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         ins, rec, rchain, (q, qd, Q), tw = twin_start(chain, ["q", "qd", "Q"])
     else:
         ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
-    n, nq, parent = chain.n, chain.nq, list(rchain.parent)
+    n, parent = chain.n, list(rchain.parent)
     names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
     if composite:   # A and h from the analytical pass's composites (rnea_derivatives eq. 8)
         rec._taken |= names
@@ -469,7 +478,7 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         qdd, dq0, dqd0, dQ0 = fd_columns(rec, tw, qdd, cols[:nq], cols[nq:], Ainv, Q)
         cols, Ainv = dq0 + dqd0, matrix(dQ0)
     if analytic:  # a free flyer's solved tangent columns to the input's (coordinate_rows)
-        rows = coordinate_rows(replace(rchain, derivatives=chain.derivatives), ins,
+        rows = coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives), ins,
                                matrix(cols))
         nq = len(rows[0]) - n
         cols = _columns_of(rows, 0, nq + n)

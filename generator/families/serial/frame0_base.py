@@ -32,8 +32,9 @@ and with F = dFD_b/dq, G = dFD_b/dqd_b, M = A_b^-1, qdd_b = FD_b:
     dFD_0/dQ0    = T^T M T
 
 The rho columns are zero (translating the robot changes nothing) and the joints' columns are
-the twin's, rows turned by T^T. Checked against forward differentiation of the frame-0 base
-and central differences (tests/test_body_twist_base.py, test_rnea_analytic_derivatives.py).
+the twin's, rows turned by T^T. Checked against forward differentiation of the frame-0 base's
+own IR, on an arm and a random tree, both derivative conventions
+(tests/test_rnea_analytic_derivatives.py, tests/test_body_twist_base.py).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from mechgen.generator.families.serial.kernels import (_configuration, _inputs, 
 from mechgen.generator.ir import Port
 from mechgen.generator.model import Chain
 from mechgen.generator.scalar import Mat, Recorder, Vec, cross, matmul, matvec, skew, transpose
+
+ZERO = sp.Integer(0)
 
 
 def frame0_base(chain: Chain) -> bool:
@@ -124,59 +127,67 @@ def _plus(*cols: list) -> list:
     return [sp.Add(*xs) for xs in zip(*cols)]
 
 
+def _minus(x: list, y: list) -> list:
+    return [a - b for a, b in zip(x, y)]
+
+
 def _in_linear_rows(K: Mat, n: int) -> list[list]:
     """The three columns of E_lin K: K in the linear rows, 0 below."""
-    return [[K[i][c] for i in range(3)] + [sp.Integer(0)] * (n - 3) for c in range(3)]
+    return [[K[i][c] for i in range(3)] + [ZERO] * (n - 3) for c in range(3)]
+
+
+def _to_frame0(rec: Recorder, R: Mat, q_cols: list[list], dphi: list[list], y: Vec,
+               qd_cols: list[list], tag: str) -> tuple[list[list], list[list]]:
+    """The frame-0 columns from the twin's, once the rates' moves are in: every column's rows
+    turned by T^T, and the phi columns' turn of T^T itself, -E_lin R [y]x (module
+    docstring); the columns read again (coordinate_rows) named."""
+    dphi = _named(rec, dphi, f"{tag}_phi")
+    Ry = matmul(R, skew(y))
+    dq = [_turned_rows(R, col) for col in q_cols[:3] + dphi + q_cols[6:]]
+    turned = [[e - Ry[i][c] if i < 3 else e for i, e in enumerate(dq[3 + c])] for c in range(3)]
+    dq[3:6] = _named(rec, turned, f"{tag}0_phi")
+    return dq, [_turned_rows(R, col) for col in qd_cols]
 
 
 def id_columns(rec: Recorder, tw: Twin, D: list[list], V: list[list], A_lin: list[list],
-               a_b: Vec, f_b: Vec) -> tuple[list[list], list[list]]:
+               f_b: Vec) -> tuple[list[list], list[list]]:
     """(dID_0/dq, dID_0/dqd0) as columns from the twin's columns D = dID_b/dq (tangent),
-    V = dID_b/dqd_b, A_lin (its mass matrix's linear columns), a_b = R^T a0 and f_b (module
-    docstring)."""
-    n = len(V)
-    W, Vb, R = skew(tw.omega), skew(tw.v_b), tw.R
-    WRt = matmul(W, tw.Rt)
-    K = [[x - y for x, y in zip(r1, r2)] for r1, r2 in zip(skew(a_b), matmul(W, Vb))]
-    dv = [_plus(x, [-e for e in y]) for x, y in zip(_times(V[:3], tw.Rt), _times(A_lin, WRt))]
-    dw = [_plus(x, y) for x, y in zip(V[3:6], _times(A_lin, Vb))]
-    dphi = [_plus(x, y, z) for x, y, z in zip(D[3:6], _times(V[:3], Vb), _times(A_lin, K))]
-    dv, dw, dphi = (_named(rec, cols, name) for cols, name in
-                    ((dv, "dID_v"), (dw, "dID_w"), (dphi, "dID_phi")))
-    Rf = matmul(R, skew(f_b))
-    dq = [_turned_rows(R, col) for col in D[:3] + dphi + D[6:]]
-    for c in range(3):
-        dq[3 + c] = [e - Rf[i][c] if i < 3 else e for i, e in enumerate(dq[3 + c])]
-    dq[3:6] = _named(rec, dq[3:6], "dID0_phi")
-    dqd = [_turned_rows(R, col) for col in dv + dw + V[6:]]
-    assert len(dq) == len(dqd) == n
-    return dq, dqd
+    V = dID_b/dqd_b, A_lin (its mass matrix's linear columns) and f_b, with tw.a_b = R^T a0
+    (module docstring)."""
+    omega_x, v_b_x, R = skew(tw.omega), skew(tw.v_b), tw.R
+    omega_x_Rt = matmul(omega_x, tw.Rt)
+    K = _minus_rows(skew(tw.a_b), matmul(omega_x, v_b_x))     # [a_b]x - [omega]x [v_b]x
+    dv = [_minus(x, y) for x, y in zip(_times(V[:3], tw.Rt), _times(A_lin, omega_x_Rt))]
+    dw = [_plus(x, y) for x, y in zip(V[3:6], _times(A_lin, v_b_x))]
+    dphi = [_plus(x, y, z) for x, y, z in zip(D[3:6], _times(V[:3], v_b_x), _times(A_lin, K))]
+    dv, dw = _named(rec, dv, "dID_v"), _named(rec, dw, "dID_w")
+    return _to_frame0(rec, R, D, dphi, f_b, dv + dw + V[6:], "dID")
 
 
 def fd_columns(rec: Recorder, tw: Twin, qdd_b: list, F: list[list], G: list[list],
                M: list[list], Q_b: list) -> tuple[list, list[list], list[list], list[list]]:
     """(qdd0, dFD_0/dq, dFD_0/dqd0, dFD_0/dQ0) as columns (qdd0 a list) from the twin's qdd_b,
-    columns F = dFD_b/dq (tangent), G = dFD_b/dqd_b, M = A_b^-1 (rows) and Q_b (module
-    docstring)."""
+    columns F = dFD_b/dq (tangent), G = dFD_b/dqd_b, M = A_b^-1 (rows, symmetric) and Q_b
+    (module docstring)."""
     n = len(G)
-    W, Vb, R = skew(tw.omega), skew(tw.v_b), tw.R
-    c_lin = cross(tw.v_b, tw.omega)
-    a = [x - y for x, y in zip(qdd_b[:3], c_lin)]
-    M_cols = [[M[i][c] for i in range(n)] for c in range(n)]
-    dv = [_plus(x, y) for x, y in zip(_times(G[:3], tw.Rt), _in_linear_rows(matmul(W, tw.Rt), n))]
-    dw = [_plus(x, [-e for e in y]) for x, y in zip(G[3:6], _in_linear_rows(Vb, n))]
-    dphi = [_plus(x, y, z, u) for x, y, z, u in zip(F[3:6], _times(G[:3], Vb),
+    omega_x, v_b_x, R = skew(tw.omega), skew(tw.v_b), tw.R
+    a = rec.vec(_minus(qdd_b[:3], cross(tw.v_b, tw.omega)), "a_body")   # qdd_b - c, linear
+    M_cols = transpose(M)
+    dv = [_plus(x, y) for x, y in zip(_times(G[:3], tw.Rt),
+                                      _in_linear_rows(matmul(omega_x, tw.Rt), n))]
+    dw = [_minus(x, y) for x, y in zip(G[3:6], _in_linear_rows(v_b_x, n))]
+    dphi = [_plus(x, y, z, u) for x, y, z, u in zip(F[3:6], _times(G[:3], v_b_x),
                                                     _times(M_cols[:3], skew(Q_b[:3])),
-                                                    _in_linear_rows(matmul(W, Vb), n))]
-    dv, dw, dphi = (_named(rec, cols, name) for cols, name in
-                    ((dv, "dFD_v"), (dw, "dFD_w"), (dphi, "dFD_phi")))
-    Ra = matmul(R, skew(a))
-    dq = [_turned_rows(R, col) for col in F[:3] + dphi + F[6:]]
-    for c in range(3):
-        dq[3 + c] = [e - Ra[i][c] if i < 3 else e for i, e in enumerate(dq[3 + c])]
-    dq[3:6] = _named(rec, dq[3:6], "dFD0_phi")
-    dqd = [_turned_rows(R, col) for col in dv + dw + G[6:]]
+                                                    _in_linear_rows(matmul(omega_x, v_b_x), n))]
+    dv, dw = _named(rec, dv, "dFD_v"), _named(rec, dw, "dFD_w")
+    dq, dqd = _to_frame0(rec, R, F, dphi, a, dv + dw + G[6:], "dFD")
     MT = _named(rec, _times(M_cols[:3], tw.Rt), "MT") + M_cols[3:]     # M T, columns
     dQ = [_turned_rows(R, col) for col in MT]
-    qdd0 = matvec(R, a) + list(qdd_b[3:])
-    return qdd0, dq, dqd, dQ
+    for i in range(3):        # T^T M T is symmetric: its linear block from one triangle
+        for j in range(i):
+            dQ[j][i] = dQ[i][j]
+    return matvec(R, a) + list(qdd_b[3:]), dq, dqd, dQ
+
+
+def _minus_rows(A: Mat, B: Mat) -> Mat:
+    return [_minus(x, y) for x, y in zip(A, B)]
