@@ -82,6 +82,10 @@ def test_analytical_derivatives_equal_forward_mode_derivatives(seed, n, base, pa
     pairs = [(lambda c, f=f: D.id_derivatives_analytic(c, f), D.id_derivatives_forward)
              for f in sorted({0, chain.n, D.best_frame(chain)})]
     pairs.append((D.fd_derivatives_analytic, D.fd_derivatives_forward))
+    # from the composites (on the Euler-angle base with the base columns' W^T parts written
+    # without a solve, derivatives.euler_base), in frame 0, the last body's and the picked one
+    pairs += [(lambda c, f=f: D.fd_derivatives_composite(c, f), D.fd_derivatives_forward)
+              for f in sorted({0, chain.n, D.best_frame(chain)})]
     for analytic, forward in pairs:
         ka, kf = analytic(chain), forward(chain)
         fa, ff = _function(ka), _function(kf)

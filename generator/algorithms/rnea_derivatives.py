@@ -332,11 +332,15 @@ def subtree_sums(rec: Recorder, chain: Chain, own: list, name: str) -> list:
 
 
 def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc: list,
-               Hc: list, Fc: list, block_rates: bool = True
+               Hc: list, Fc: list, block_rates: bool = True, apart: int = 0
                ) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
     """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites. ``block_rates`` False:
     a free flyer's qd columns without their w_j . (v_b x S_k) (the caller adds A^-1 of it
-    without a solve: families/serial/derivatives.base_rates)."""
+    without a solve: families/serial/derivatives.base_rates). ``apart`` = m: the columns of
+    joints 1..m without their parts w_j . Sdd_k and 2 w_j . Sd_k in every row (for the rows
+    i before k through P_k's Ic_k Sdd_k and G_k's 2 Ic_k Sd_k, Ic_k being Ic_i: the bodies of
+    joints 1..m-1 massless; the caller adds A^-1 of them without a solve:
+    families/serial/derivatives.euler_base)."""
     n, S, Sd = chain.n, m.S, m.Sd
     dq = [[ZERO] * n for _ in range(n)]
     dqd = [[ZERO] * n for _ in range(n)]
@@ -351,17 +355,20 @@ def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc:
         XS = Idc[j - 1].times(S[j - 1])
         SH = fcross(S[j - 1], Hc[j - 1])
         u = rec.vec([x - y for x, y in zip(XS, SH)], f"uS{j}", labels="abcxyz")
-        P = _add(fcross(S[j - 1], Fc[j - 1]), Ic[j - 1].times(Sdd[j - 1]),
+        own = j > apart          # the w parts of column j (eq. 7's rows: Ic_j Sdd_j, 2 Ic_j Sd_j)
+        P = _add(fcross(S[j - 1], Fc[j - 1]), Ic[j - 1].times(Sdd[j - 1]) if own else [ZERO] * 6,
                  Idc[j - 1].times(Sd[j - 1]), fcross(Sd[j - 1], Hc[j - 1]))
         P = rec.vec(P, f"Pq{j}", labels="abcxyz")
-        G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
+        G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])) if own else [ZERO] * 6, XS, SH)
         G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
         # eq. (6) for k ⪯ j; within a free flyer's block every axis turns every other
         ks = chain.ancestors(j) if j > block else range(block, 0, -1)
         for k in ks:
-            dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
+            w_part = k > apart
+            dq[j - 1][k - 1] = (dot6(Sdd[k - 1], w) if w_part else ZERO) + dot6(Sd[k - 1], u)
             dqd[j - 1][k - 1] = (dot6(moving[k - 1], w) if k <= block
-                                 else 2 * dot6(Sd[k - 1], w)) + dot6(S[k - 1], u)
+                                 else 2 * dot6(Sd[k - 1], w) if w_part
+                                 else ZERO) + dot6(S[k - 1], u)
         if j <= block:
             continue
         for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
@@ -488,9 +495,10 @@ def bias_from(rec: Recorder, chain: Chain, c: Composites) -> list[sp.Expr]:
 
 
 def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list, qdd: list,
-                   block_rates: bool = True) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
-    """(dtau/dq, dtau/dqd) at qdd by eqs. (9), (3), (6), (7) (``block_rates``: as
-    :func:`pair_terms`)."""
+                   block_rates: bool = True, apart: int = 0
+                   ) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]], list[list]]:
+    """(dtau/dq, dtau/dqd, Sdd) at qdd by eqs. (9), (3), (6), (7) (``block_rates``,
+    ``apart``: as :func:`pair_terms`)."""
     alpha: list[list] = []
     for j in range(1, chain.n + 1):
         par = chain.parent[j - 1]
@@ -504,4 +512,4 @@ def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list, qdd: li
                       "dFc")
     Fc = [F0 if dFj is None else rec.vec(_add(F0, dFj), f"Fc{j}", labels="abcxyz")
           for j, (F0, dFj) in enumerate(zip(c.Fc0, dF), start=1)]
-    return pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc, block_rates)
+    return (*pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc, block_rates, apart), Sdd)

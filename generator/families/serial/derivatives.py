@@ -204,7 +204,7 @@ def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
     passes = velocity_pass(rec, rchain, links, qd, frame)
     A = mass_matrix_from(rec, rchain, passes)
     h = bias_from(rec, rchain, passes)
-    rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd))
+    rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd)[:2])
     f_b = [h[k] + sp.Add(*[A[k][j] * qdd[j] for j in range(n)]) for k in range(3)]
     dq, dqd = id_columns(rec, tw, _columns_of(rows, 0, n), _columns_of(rows, n, 2 * n),
                          _columns_of(A, 0, 3), f_b)
@@ -406,6 +406,45 @@ def base_rates(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
     return {k: _through_base(S_B, m.v[len(S_B) - 1], k, n) for k in range(len(S_B))}
 
 
+def euler_base(rec: Recorder, rchain: Chain, m):
+    """A^-1 W^T y without a solve on the Euler-angle free base (three slides along frame 0's
+    axes, three rotations, the five bodies between them massless): the function y, n ->
+    E_base S_B^-1 y (n entries), or None for any other chain. A[:, base] = W^T S_B holds as on
+    the free flyer (:func:`base_turns`; A_jk = w_j . S_k, the base bodies' composite being the
+    whole robot's), so A^-1 W^T = E_base S_B^-1. S_B = [[0, E], [M, P]] (angular rows first;
+    the slides' columns (0, M), M their axes, orthonormal; the rotations' (E, P)), so
+    S_B^-1 y = (M^T (y_lin - P x_rot), x_rot) with x_rot = E^-1 y_ang: E^-1 by its adjugate
+    over det E, which is +-cos psi_z, nonzero once the forward dynamics' regularity check
+    has passed. Used for the twelve base columns of dFD, whose dID columns carry W^T Sdd_k
+    and 2 W^T Sd_k in every row (rnea_derivatives.pair_terms with ``apart``)."""
+    if not (rchain.base == "free" and rchain.attitude == "euler" and rchain.n >= 6
+            and list(rchain.parent[:6]) == list(range(6))
+            and [j.kind for j in rchain.joints[:6]] == ["P"] * 3 + ["R"] * 3
+            and all(rchain.bodies[j].fictitious for j in range(5))):
+        return None
+    S = [list(m.S[k]) for k in range(6)]
+    if any(x != 0 for k in range(3) for x in S[k][:3]):
+        return None
+    M = [[S[c][3 + i] for c in range(3)] for i in range(3)]          # columns: the slides
+    E = [[S[3 + c][i] for c in range(3)] for i in range(3)]
+    P = [[S[3 + c][3 + i] for c in range(3)] for i in range(3)]
+    adj = [[E[(c + 1) % 3][(r + 1) % 3] * E[(c + 2) % 3][(r + 2) % 3]
+            - E[(c + 1) % 3][(r + 2) % 3] * E[(c + 2) % 3][(r + 1) % 3] for c in range(3)]
+           for r in range(3)]                                           # adj(E)[r][c]
+    det = rec.bind(sp.Add(*[E[0][c] * adj[c][0] for c in range(3)]), "S_B_det")
+    inv_det = rec.bind(1 / det, "S_B_inv_det")
+    E_inv = [[rec.bind(adj[r][c] * inv_det, f"S_B_Einv{r}{c}") for c in range(3)]
+             for r in range(3)]
+
+    def through_base(y: list, n: int) -> list:
+        x_rot = [sp.Add(*[E_inv[r][c] * y[c] for c in range(3)]) for r in range(3)]
+        x_rot = rec.vec(x_rot, "S_B_xrot")
+        rest = [y[3 + i] - sp.Add(*[P[i][c] * x_rot[c] for c in range(3)]) for i in range(3)]
+        x_slide = [sp.Add(*[M[i][r] * rest[i] for i in range(3)]) for r in range(3)]
+        return x_slide + x_rot + [ZERO] * (n - 6)
+    return through_base
+
+
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                     inverse=inverse_mass_matrix, composite: bool = False,
                     columns: str | None = "cheaper") -> Kernel:
@@ -441,9 +480,11 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         raise ModelError(f"{chain.source}: {e}") from None
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
     rates = base_rates(rchain, passes.m, n) if composite else {}
+    euler = euler_base(rec, rchain, passes.m) if composite else None
     if composite:
-        rows = _with_springs(rchain, q, qd,
-                             *derivatives_at(rec, rchain, passes, qd, qdd, not rates))
+        dq, dqd, Sdd = derivatives_at(rec, rchain, passes, qd, qdd, not rates,
+                                      6 if euler else 0)
+        rows = _with_springs(rchain, q, qd, dq, dqd)
     elif analytic:
         rec._taken |= names
         rows = _analytic_rows(rec, rchain, links, q, qd, qdd, frame)
@@ -470,6 +511,11 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         cols[c] = [-e for e in x_c]
     for k, y_k in rates.items():      # -A^-1 (W^T (v_b x S_k) + U^T S_k)
         cols[nq + k] = [x - y for x, y in zip(cols[nq + k], y_k)]
+    if euler:                          # -A^-1 (W^T Sdd_k + ...), -A^-1 (2 W^T Sd_k + ...)
+        for k in range(6):
+            cols[k] = [x - y for x, y in zip(cols[k], euler(Sdd[k], n))]
+            cols[nq + k] = [x - y for x, y in zip(cols[nq + k],
+                                                  euler([2 * e for e in passes.m.Sd[k]], n))]
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
