@@ -427,7 +427,7 @@ def test_turning_the_robot_changes_only_the_base_acceleration(solo_tangent):
     """dqdd/dphi (the base turned against uniform gravity, body twist and joints held): the
     joints' accelerations do not change and the base's linear one changes as gravity seen
     from the base does, g_b x e_k (g_b' = (1 - [phi]x) g_b), which the kernel writes without a
-    solve (derivatives.base_turns); Pinocchio agrees to 1e-9 (test above)."""
+    solve (derivatives.base_solver, base_rates); Pinocchio agrees to 1e-9 (test above)."""
     chain, mech, _, _ = solo_tangent
     rng = np.random.default_rng(12)
     for _ in range(3):

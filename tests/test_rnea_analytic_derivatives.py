@@ -83,7 +83,7 @@ def test_analytical_derivatives_equal_forward_mode_derivatives(seed, n, base, pa
              for f in sorted({0, chain.n, D.best_frame(chain)})]
     pairs.append((D.fd_derivatives_analytic, D.fd_derivatives_forward))
     # from the composites (on the Euler-angle base with the base columns' W^T parts written
-    # without a solve, derivatives.euler_base), in frame 0, the last body's and the picked one
+    # without a solve, derivatives.base_solver), in frame 0, the last body's and the picked one
     pairs += [(lambda c, f=f: D.fd_derivatives_composite(c, f), D.fd_derivatives_forward)
               for f in sorted({0, chain.n, D.best_frame(chain)})]
     for analytic, forward in pairs:
@@ -139,12 +139,12 @@ def test_free_flyer_analytical_derivatives_equal_forward_mode_derivatives(deriva
 def test_free_flyer_velocity_columns_skip_the_axes_rates_in_the_base_frame(monkeypatch):
     """In the base body's frame (its axes orthonormal numbers) the composite dFD solves only
     U^T S_k for the six base-velocity columns and writes A^-1 W^T (v_b x S_k) = S_B^T
-    (v_b x S_k) into the base rows (derivatives.base_rates): the kernel costs fewer operations
+    (v_b x S_k) into the base rows (derivatives.base_solver, base_rates): the kernel costs fewer operations
     than with W^T (v_b x S_k) formed and solved (their equality with forward mode: the test
     above)."""
     from mechgen.generator.passes.opcount import count_ops
     chain, _ = quaternion_arm("ff_arm", (0.3, -1.2, -9.81), "body", "tangent")
     k = D.fd_derivatives_composite(chain, 6)
-    monkeypatch.setattr(D, "base_rates", lambda *args: {})
+    monkeypatch.setattr(D, "base_solver", lambda *args: None)
     k_solved = D.fd_derivatives_composite(chain, 6)
     assert count_ops(k)["total"] < count_ops(k_solved)["total"]

@@ -332,22 +332,22 @@ def subtree_sums(rec: Recorder, chain: Chain, own: list, name: str) -> list:
 
 
 def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc: list,
-               Hc: list, Fc: list, block_rates: bool = True, apart: int = 0
+               Hc: list, Fc: list, apart: int = 0
                ) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
-    """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites. ``block_rates`` False:
-    a free flyer's qd columns without their w_j . (v_b x S_k) (the caller adds A^-1 of it
-    without a solve: families/serial/derivatives.base_rates). ``apart`` = m: the columns of
-    joints 1..m without their parts w_j . Sdd_k and 2 w_j . Sd_k in every row (for the rows
-    i before k through P_k's Ic_k Sdd_k and G_k's 2 Ic_k Sd_k, Ic_k being Ic_i: the bodies of
-    joints 1..m-1 massless; the caller adds A^-1 of them without a solve:
-    families/serial/derivatives.euler_base)."""
+    """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites. ``apart`` = m (a base
+    whose joints 1..m carry massless bodies but the last, so Ic_k is the whole robot's for
+    every k <= m): the columns of joints 1..m without their parts W^T y_k, y_k the rate of
+    S_k (w_j . Sdd_k in dq; in dqd w_j . (v_b x S_k) on a free flyer, 2 w_j . Sd_k else), in
+    every row (for the rows i before k through P_k's Ic_k Sdd_k and G_k's 2 Ic_k Sd_k, Ic_k
+    being Ic_i); the caller adds A^-1 W^T y_k without a solve
+    (families/serial/derivatives.base_solver)."""
     n, S, Sd = chain.n, m.S, m.Sd
     dq = [[ZERO] * n for _ in range(n)]
     dqd = [[ZERO] * n for _ in range(n)]
     block = free_flyer_block(chain)
     # a free flyer's axes move with the base body: dS_k/dt = v_b x S_k (module docstring)
     moving = [rec.vec(mcross(m.v[block - 1], S[k]), f"SdB{k + 1}", labels="abcxyz")
-              if block_rates else [ZERO] * 6 for k in range(block)]
+              if k >= apart else [ZERO] * 6 for k in range(block)]
     for j in range(1, n + 1):
         if Ic[j - 1] is None:   # nothing moves below joint j
             continue
@@ -366,9 +366,8 @@ def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc:
         for k in ks:
             w_part = k > apart
             dq[j - 1][k - 1] = (dot6(Sdd[k - 1], w) if w_part else ZERO) + dot6(Sd[k - 1], u)
-            dqd[j - 1][k - 1] = (dot6(moving[k - 1], w) if k <= block
-                                 else 2 * dot6(Sd[k - 1], w) if w_part
-                                 else ZERO) + dot6(S[k - 1], u)
+            rate = dot6(moving[k - 1], w) if k <= block else 2 * dot6(Sd[k - 1], w)
+            dqd[j - 1][k - 1] = (rate if w_part else ZERO) + dot6(S[k - 1], u)
         if j <= block:
             continue
         for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
@@ -495,10 +494,9 @@ def bias_from(rec: Recorder, chain: Chain, c: Composites) -> list[sp.Expr]:
 
 
 def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list, qdd: list,
-                   block_rates: bool = True, apart: int = 0
-                   ) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]], list[list]]:
-    """(dtau/dq, dtau/dqd, Sdd) at qdd by eqs. (9), (3), (6), (7) (``block_rates``,
-    ``apart``: as :func:`pair_terms`)."""
+                   apart: int = 0) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]], list[list]]:
+    """(dtau/dq, dtau/dqd, Sdd) at qdd by eqs. (9), (3), (6), (7) (``apart``: as
+    :func:`pair_terms`)."""
     alpha: list[list] = []
     for j in range(1, chain.n + 1):
         par = chain.parent[j - 1]
@@ -512,4 +510,4 @@ def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list, qdd: li
                       "dFc")
     Fc = [F0 if dFj is None else rec.vec(_add(F0, dFj), f"Fc{j}", labels="abcxyz")
           for j, (F0, dFj) in enumerate(zip(c.Fc0, dF), start=1)]
-    return (*pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc, block_rates, apart), Sdd)
+    return (*pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc, apart), Sdd)

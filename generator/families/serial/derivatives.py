@@ -21,8 +21,8 @@ The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at 
 applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
 tree; the columns with one pattern of structural zeros in one column loop, which the compiler
 vectorises across the columns: column_solves.py); dFD/dQ = A^-1 itself by the symmetric form
-of algorithms/ltdl_inverse.py when that is cheaper. A free flyer's three turns and the
-W^T (v_b x S_k) part of its six velocity columns need no solve (:func:`base_turns`,
+of algorithms/ltdl_inverse.py when that is cheaper. On the free flyer and the Euler-angle
+base the W^T y parts of the base columns need no solve (:func:`base_solver`,
 :func:`base_rates`). Three forms, the cheapest kept
 (:func:`choose`): the mass matrix and bias from the analytical pass's composites
 (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and Newton-Euler
@@ -59,7 +59,7 @@ from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.derivatives import differentiate, merge_equal_statements
 from mechgen.generator.passes.opcount import count_ops
-from mechgen.generator.scalar import Recorder, _count, counting_dense
+from mechgen.generator.scalar import Recorder, _count, counting_dense, transpose
 
 
 def _id_torques(rec: Recorder, chain: Chain, links, q, qd, qdd) -> list[sp.Expr]:
@@ -206,16 +206,11 @@ def id_derivatives_frame0(chain: Chain, frame: int | None = None) -> Kernel:
     h = bias_from(rec, rchain, passes)
     rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd)[:2])
     f_b = [h[k] + sp.Add(*[A[k][j] * qdd[j] for j in range(n)]) for k in range(3)]
-    dq, dqd = id_columns(rec, tw, _columns_of(rows, 0, n), _columns_of(rows, n, 2 * n),
-                         _columns_of(A, 0, 3), f_b)
-    rows = [[col[i] for col in dq + dqd] for i in range(n)]
-    rows = coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives), ins, rows)
+    cols = transpose(rows)
+    dq, dqd = id_columns(rec, tw, cols[:n], cols[n:], transpose(A)[:3], f_b)
+    rows = coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives), ins,
+                           transpose(dq + dqd))
     return _id_derivatives_kernel(chain, ins, rec.statements, rows)
-
-
-def _columns_of(rows: list[list], start: int, stop: int) -> list[list]:
-    """Columns start..stop-1 of a matrix given by rows."""
-    return [[row[c] for row in rows] for c in range(start, stop)]
 
 
 def coordinate_rows(rec: Recorder, rchain: Chain, ins,
@@ -357,77 +352,39 @@ def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[
     return forms[costs.index(min(costs))](rec, L, invD, parent)
 
 
-def _orthonormal_block(rchain: Chain, m) -> list[list] | None:
-    """A free flyer's axes S_B (rows: S_1..S_block in the common frame) where they are
-    orthonormal numbers (S_B^-1 = S_B^T: in the base body's own frame, which best_frame
-    starts from, signed unit twists); else None."""
+def base_solver(rec: Recorder, rchain: Chain, m):
+    """y, n -> A^-1 W^T y = E_base S_B^-1 y (n entries: the base rows, then 0) without a
+    solve, or None. Where the base joints' composite is the whole robot's (their bodies
+    massless but the last), A_jk = w_j . S_k for every base joint k, i.e. A[:, base] =
+    W^T S_B, so A^-1 W^T = E_base S_B^-1. Two bases:
+
+    - the free flyer (rnea_derivatives.free_flyer_block) whose axes are orthonormal numbers
+      in the common frame (in the base body's own frame, which best_frame starts from:
+      signed unit twists): S_B^-1 = S_B^T, entry r of the result S_r . y;
+    - the Euler-angle base (three slides along frame 0's axes, three rotations):
+      S_B = [[0, E], [M, P]] (angular rows first; the slides' columns (0, M), M their axes,
+      orthonormal; the rotations' (E, P)), so S_B^-1 y = (M^T (y_lin - P x_rot), x_rot) with
+      x_rot = E^-1 y_ang, E^-1 by its adjugate over det E = +-cos psi_z, nonzero once the
+      forward dynamics' regularity check has passed.
+
+    The columns it serves: :func:`base_rates`."""
     block = free_flyer_block(rchain)
-    if not block:
-        return None
-    S_B = [list(m.S[k]) for k in range(block)]
-    if not all(sp.sympify(x).is_number for col in S_B for x in col) or \
-            sp.Matrix(S_B) * sp.Matrix(S_B).T != sp.eye(block):
-        return None
-    return S_B
-
-
-def _through_base(S_B: list[list], motion: list, k: int, n: int) -> list[sp.Expr]:
-    """A^-1 W^T (motion x S_k) = E_base S_B^-1 (motion x S_k): S_B^T (motion x S_k) in the
-    base rows (entry r: S_r . (motion x S_k)), 0 in the joints (:func:`base_turns`)."""
-    c = mcross(motion, S_B[k])
-    y = [sp.Add(*[S_B[r][i] * c[i] for i in range(6)]) for r in range(len(S_B))]
-    return y + [ZERO] * (n - len(S_B))
-
-
-def base_turns(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
-    """A^-1 dID/dphi_k for a free flyer's turns along its tangent, without a solve: {column:
-    the n solved entries}. dID/dphi_k = W^T (a_0 x S_k) (w_j = Ic_j S_j; rnea_derivatives'
-    block), and the mass matrix's base columns are A[:, base] = W^T S_B (A_jk = w_j . S_k,
-    the block's composite being the whole robot's), so A^-1 W^T = E_base S_B^-1: the base
-    rows get S_B^-1 (a_0 x S_k), the joints 0 (turning the robot against uniform gravity
-    changes only the base's acceleration). Only where S_B is orthonormal numbers
-    (:func:`_orthonormal_block`); else {} (the solves)."""
-    S_B = _orthonormal_block(rchain, m)
-    if S_B is None:
-        return {}
-    return {k: _through_base(S_B, m.a_base, k, n) for k in range(3, len(S_B))}
-
-
-def base_rates(rchain: Chain, m, n: int) -> dict[int, list[sp.Expr]]:
-    """The part A^-1 W^T (v_b x S_k) of -dFD/dqd_k for a free flyer's six velocity columns,
-    without a solve: {k: the n entries}. dID/dqd_k = W^T (v_b x S_k) + U^T S_k
-    (rnea_derivatives' block, u_j = Idc_j S_j - S_j x* Hc_j), and A^-1 W^T = E_base S_B^-1
-    (:func:`base_turns`): the base rows get S_B^-1 (v_b x S_k), the joints 0; only U^T S_k,
-    signed entries of u_j where S_B is orthonormal numbers, goes through the solve
-    (rnea_derivatives.pair_terms with ``block_rates`` False). Else {}."""
-    S_B = _orthonormal_block(rchain, m)
-    if S_B is None:
-        return {}
-    return {k: _through_base(S_B, m.v[len(S_B) - 1], k, n) for k in range(len(S_B))}
-
-
-def euler_base(rec: Recorder, rchain: Chain, m):
-    """A^-1 W^T y without a solve on the Euler-angle free base (three slides along frame 0's
-    axes, three rotations, the five bodies between them massless): the function y, n ->
-    E_base S_B^-1 y (n entries), or None for any other chain. A[:, base] = W^T S_B holds as on
-    the free flyer (:func:`base_turns`; A_jk = w_j . S_k, the base bodies' composite being the
-    whole robot's), so A^-1 W^T = E_base S_B^-1. S_B = [[0, E], [M, P]] (angular rows first;
-    the slides' columns (0, M), M their axes, orthonormal; the rotations' (E, P)), so
-    S_B^-1 y = (M^T (y_lin - P x_rot), x_rot) with x_rot = E^-1 y_ang: E^-1 by its adjugate
-    over det E, which is +-cos psi_z, nonzero once the forward dynamics' regularity check
-    has passed. Used for the twelve base columns of dFD, whose dID columns carry W^T Sdd_k
-    and 2 W^T Sd_k in every row (rnea_derivatives.pair_terms with ``apart``)."""
+    S_B = [list(m.S[k]) for k in range(min(6, rchain.n))]
+    if block:
+        if not all(sp.sympify(x).is_number for col in S_B for x in col) or \
+                sp.Matrix(S_B) * sp.Matrix(S_B).T != sp.eye(block):
+            return None
+        return lambda y, n: ([sp.Add(*[S_r[i] * y[i] for i in range(6)]) for S_r in S_B]
+                             + [ZERO] * (n - block))
     if not (rchain.base == "free" and rchain.attitude == "euler" and rchain.n >= 6
             and list(rchain.parent[:6]) == list(range(6))
             and [j.kind for j in rchain.joints[:6]] == ["P"] * 3 + ["R"] * 3
-            and all(rchain.bodies[j].fictitious for j in range(5))):
+            and all(rchain.bodies[j].fictitious for j in range(5))
+            and not any(x != 0 for k in range(3) for x in S_B[k][:3])):
         return None
-    S = [list(m.S[k]) for k in range(6)]
-    if any(x != 0 for k in range(3) for x in S[k][:3]):
-        return None
-    M = [[S[c][3 + i] for c in range(3)] for i in range(3)]          # columns: the slides
-    E = [[S[3 + c][i] for c in range(3)] for i in range(3)]
-    P = [[S[3 + c][3 + i] for c in range(3)] for i in range(3)]
+    M = [[S_B[c][3 + i] for c in range(3)] for i in range(3)]        # columns: the slides
+    E = [[S_B[3 + c][i] for c in range(3)] for i in range(3)]
+    P = [[S_B[3 + c][3 + i] for c in range(3)] for i in range(3)]
     adj = [[E[(c + 1) % 3][(r + 1) % 3] * E[(c + 2) % 3][(r + 2) % 3]
             - E[(c + 1) % 3][(r + 2) % 3] * E[(c + 2) % 3][(r + 1) % 3] for c in range(3)]
            for r in range(3)]                                           # adj(E)[r][c]
@@ -436,13 +393,29 @@ def euler_base(rec: Recorder, rchain: Chain, m):
     E_inv = [[rec.bind(adj[r][c] * inv_det, f"S_B_Einv{r}{c}") for c in range(3)]
              for r in range(3)]
 
-    def through_base(y: list, n: int) -> list:
+    def by_blocks(y: list, n: int) -> list:
         x_rot = [sp.Add(*[E_inv[r][c] * y[c] for c in range(3)]) for r in range(3)]
         x_rot = rec.vec(x_rot, "S_B_xrot")
         rest = [y[3 + i] - sp.Add(*[P[i][c] * x_rot[c] for c in range(3)]) for i in range(3)]
         x_slide = [sp.Add(*[M[i][r] * rest[i] for i in range(3)]) for r in range(3)]
         return x_slide + x_rot + [ZERO] * (n - 6)
-    return through_base
+    return by_blocks
+
+
+def base_rates(rchain: Chain, m, Sdd: list) -> list[tuple[list, list]]:
+    """(y_q, y_qd) of each base joint k: dID's base columns are W^T y + (the rest) in every
+    row (rnea_derivatives.pair_terms with ``apart``), with
+
+    - the free flyer: y_q = a_0 x S_k (turning the robot against uniform gravity; 0 for the
+      slides), y_qd = v_b x S_k (the body twist moves the axes), so that A^-1 dID/dphi_k is
+      S_B^-1 (a_0 x S_k) in the base rows and 0 in the joints (turning the robot changes only
+      the base's acceleration, by g_b x e_k) and only U^T S_k of the velocity columns is
+      solved;
+    - the Euler-angle base: y_q = Sdd_k, y_qd = 2 Sd_k."""
+    if free_flyer_block(rchain):
+        v_b = m.v[5]
+        return [(mcross(m.a_base, m.S[k]), mcross(v_b, m.S[k])) for k in range(6)]
+    return [(Sdd[k], [2 * e for e in m.Sd[k]]) for k in range(6)]
 
 
 def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
@@ -479,11 +452,9 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
-    rates = base_rates(rchain, passes.m, n) if composite else {}
-    euler = euler_base(rec, rchain, passes.m) if composite else None
+    solve_base = base_solver(rec, rchain, passes.m) if composite else None
     if composite:
-        dq, dqd, Sdd = derivatives_at(rec, rchain, passes, qd, qdd, not rates,
-                                      6 if euler else 0)
+        dq, dqd, Sdd = derivatives_at(rec, rchain, passes, qd, qdd, 6 if solve_base else 0)
         rows = _with_springs(rchain, q, qd, dq, dqd)
     elif analytic:
         rec._taken |= names
@@ -497,8 +468,6 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
     nq = len(rows[0]) - n       # chain.nq, or n along the tangent (directions, analytical)
-    solved = base_turns(rchain, passes.m, n) if composite and nq == n else {}
-    rows = [[ZERO if c in solved else e for c, e in enumerate(row)] for row in rows]
     Ainv = inverse(rec, L, invD, parent)
     if columns is None:
         cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)],
@@ -507,27 +476,18 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
         x = column_loops(rec, [[rows[i][c] for i in range(n)] for c in range(nq + n)],
                          L, invD, parent, Ainv, form=None if columns == "cheaper" else columns)
         cols = [[-e for e in col] for col in x]
-    for c, x_c in solved.items():
-        cols[c] = [-e for e in x_c]
-    for k, y_k in rates.items():      # -A^-1 (W^T (v_b x S_k) + U^T S_k)
-        cols[nq + k] = [x - y for x, y in zip(cols[nq + k], y_k)]
-    if euler:                          # -A^-1 (W^T Sdd_k + ...), -A^-1 (2 W^T Sd_k + ...)
-        for k in range(6):
-            cols[k] = [x - y for x, y in zip(cols[k], euler(Sdd[k], n))]
-            cols[nq + k] = [x - y for x, y in zip(cols[nq + k],
-                                                  euler([2 * e for e in passes.m.Sd[k]], n))]
-
-    def matrix(columns):  # list of columns -> rows
-        return [[col[i] for col in columns] for i in range(n)]
+    if solve_base:      # -A^-1 (W^T y_k + the rest): the W^T y_k part without a solve
+        for k, (y_q, y_qd) in enumerate(base_rates(rchain, passes.m, Sdd)):
+            cols[k] = [x - y for x, y in zip(cols[k], solve_base(y_q, n))]
+            cols[nq + k] = [x - y for x, y in zip(cols[nq + k], solve_base(y_qd, n))]
 
     if twin:     # the twin's columns (along its tangent) mapped to the frame-0 rates
         qdd, dq0, dqd0, dQ0 = fd_columns(rec, tw, qdd, cols[:nq], cols[nq:], Ainv, Q)
-        cols, Ainv = dq0 + dqd0, matrix(dQ0)
+        cols, Ainv = dq0 + dqd0, transpose(dQ0)
     if analytic:  # a free flyer's solved tangent columns to the input's (coordinate_rows)
-        rows = coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives), ins,
-                               matrix(cols))
-        nq = len(rows[0]) - n
-        cols = _columns_of(rows, 0, nq + n)
+        cols = transpose(coordinate_rows(rec, replace(rchain, derivatives=chain.derivatives),
+                                         ins, transpose(cols)))
+        nq = len(cols) - n
 
     return merge_equal_statements(Kernel("forward_dynamics_derivatives",
                   "Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, "
@@ -535,10 +495,10 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
                   ins, (Port("qdd", (n,), tuple(qdd),
                              f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), in the "
                              f"order of qd"),
-                        Port("dqdd_dq", (n, nq), _flat(matrix(cols[:nq])),
+                        Port("dqdd_dq", (n, nq), _flat(transpose(cols[:nq])),
                              f"dqdd/dq, shape ({n}, {nq}); column j: coordinate j of "
                              f"{_doc_q(chain, nq)}"),
-                        Port("dqdd_dqd", (n, n), _flat(matrix(cols[nq:])),
+                        Port("dqdd_dqd", (n, n), _flat(transpose(cols[nq:])),
                              f"dqdd/dqd, shape ({n}, {n}); rows and columns in the order of qd"),
                         Port("dqdd_dQ", (n, n), _flat(Ainv),
                              f"dqdd/dQ = A^-1, symmetric, shape ({n}, {n}), in the order of qd")),
