@@ -1,7 +1,8 @@
 """The pass pipeline: kernel -> (optimised kernel, op counts before and after each pass).
 
     build (pruning + naming as the recursion goes)
-    -> fold constant checks -> dead code -> [cse -> dead code] -> shorter chains -> statement order
+    -> float units as integers -> fold constant checks -> dead code -> [cse -> dead code]
+    -> shorter chains -> statement order
 with :func:`generator.ir.check_invariants` after every pass.
 """
 
@@ -17,6 +18,7 @@ from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.latency import shorten_chains
 from mechgen.generator.passes.schedule import schedule_statements
+from mechgen.generator.passes.units import integer_units
 from mechgen.generator.passes.opcount import count_ops
 from mechgen.generator.scalar import counting_dense
 
@@ -32,6 +34,7 @@ class Generated:
 
 
 PASSES: list[tuple[str, Callable[[Kernel], Kernel]]] = [
+    ("integer_units", integer_units),
     ("fold_checks", drop_unguarded_checks),
     ("dead_code", remove_dead_code),
     ("cse", common_subexpressions),

@@ -10,6 +10,7 @@ from mechgen.generator.ir import Assign, Check, InvariantError, Kernel, Port, ch
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.opcount import count_ops
+from mechgen.generator.passes.units import exact_units, integer_units
 from mechgen.generator.scalar import (Recorder, counting_dense, cross, matmul, omega_products,
                               omega_x_I_omega, omega_x_omega_x, unit)
 
@@ -182,3 +183,17 @@ def test_cse_of_a_kernel_seen_again_is_the_first_result_and_of_another_kernel_it
     other = common_subexpressions(kernel(2.0))
     assert other != first and sp.Float(2.0) in other.body[-2].expr.atoms(sp.Float) | \
         {a for st in other.body for a in st.expr.atoms(sp.Float)}
+
+
+def test_numbers_printed_as_one_lose_their_factor_with_the_same_bits():
+    near_one = 1 - sp.Rational(1, 2 ** 60)             # nearest double 1.0
+    apart = 1 + sp.Rational(1, 2 ** 50)                # a double of its own
+    t, u, v = (symbol(n) for n in ("t", "u", "v"))
+    body = [Assign(t, y - near_one * x), Assign(u, near_one * a * b), Assign(v, apart * x + y)]
+    k = integer_units(_kernel(body, [t, u, v]))
+    assert [st.expr for st in k.body] == [y - x, a * b, apart * x + y]
+    assert count_ops(k)["total"] == count_ops(_kernel(body, [t, u, v]))["total"] - 2
+    rng = np.random.default_rng(0)
+    for xv, yv in rng.standard_normal((1000, 2)) * 10.0 ** rng.integers(-30, 30, (1000, 2)):
+        assert (yv + (-float(near_one)) * xv) == yv - xv         # what C ran before and now
+    assert exact_units(sp.Float(1.0) * x + sp.Float(-1.0) * y) == x - y

@@ -10,6 +10,7 @@ change of model, which is why it is a spec option and a bench variant, not a def
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +76,17 @@ def test_snapped_kernels_agree_with_pinocchio_and_the_exact_model(hyq_pair):
     assert worst["exact mass matrix"] < 1e-12, worst
     # the model moved by 4.9e-12 rad: accelerations move by about that much (4.4e-12 measured)
     assert worst["exact forward dynamics"] < 1e-11, worst
+
+
+def test_coefficients_that_round_to_one_are_not_multiplications(hyq_pair, tmp_path):
+    """As written, a rotated inertia's coefficient is 1 - 2.4e-23, printed 1.0: the kernels
+    subtract or add the term instead of multiplying it by 1.0 (generator/passes/units.py)."""
+    (chain, _, _), _ = hyq_pair
+    gen = optimise(K.mass_matrix, chain)
+    write_files(tmp_path / "hyq_units", render("hyq_units", "hyq_units.toml",
+                                                sha256_text("u"), [gen], manifest_fields(chain)))
+    c_text = (tmp_path / "hyq_units" / "hyq_units.c").read_text()
+    assert "(2.3976582465313225e-23)" in c_text      # the near-quarter-turn geometry is there
+    assert not re.search(r"[^0-9.e]1\.0\*", c_text)
+    assert [p for p in gen.passes if p[0] == "integer_units"][0][1]["total"] \
+        < gen.passes[0][1]["total"]

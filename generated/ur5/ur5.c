@@ -2254,7 +2254,7 @@ int64_t mechgen_ur5_velocities_batch_entry(int64_t n, double *const *a, int32_t 
 }
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
- * ops: 98 adds, 123 muls, 10 trig (231 total) */
+ * ops: 98 adds, 122 muls, 10 trig (230 total) */
 int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
 {
     const double q2 = q[1];
@@ -2313,6 +2313,7 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
     const double Ic4_22 = Ic5_22 + 0.2315882781;
     const double cse2 = -Ic4_22;
     const double IJ4_ss = s4*s4;
+    const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double IJ5_02 = IJ6_02*c5;
     const double IJ5_cs = c5*s5;
     const double IJ5_01 = IJ5_D*IJ5_cs;
@@ -2333,20 +2334,19 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
     const double IJ4_22 = -IJ4_X - cse2;
     const double IJ4_00 = IJ4_X + Ic4_00;
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
-    const double cse1 = c4 + (4.8965888601467475e-12)*s4;
-    const double cp4_z = (0.017784735)*beta4_00;
-    const double cse3 = (9.793177720293495e-12)*IJ4_02;
     const double beta4_20 = cse1;
     const double beta4_02 = -cse1;
+    const double cp4_x = (0.017784735)*beta4_20;
+    const double cp4_z = (0.017784735)*beta4_00;
+    const double cse3 = (9.793177720293495e-12)*IJ4_02;
+    const double Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x;
+    const double Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1;
+    const double Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2;
     const double cse4 = (0.7845)*cp4_z + 0.5956519516747499;
     const double Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3;
     const double Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3;
-    const double cp4_x = (0.017784735)*beta4_20;
-    const double Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x;
     const double Ic3_22_p1 = IJ4_00 + 0.004095;
     const double Ic3_22 = Ic3_22_p1 + Ic3_22_p2;
-    const double Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22;
-    const double Ic3_02 = -Ic3_02_p1 + Ic3_02_p2;
     const double Ic3_00_p1 = IJ4_22 + cse4;
     const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
     const double cse6 = -Ic3_22;
@@ -2517,6 +2517,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double IJ4_ss = s4*s4;
+            const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double IJ5_02 = IJ6_02*c5;
             const double IJ5_cs = c5*s5;
             const double IJ5_01 = IJ5_D*IJ5_cs;
@@ -2537,20 +2538,19 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             const double IJ4_22 = -IJ4_X - cse2;
             const double IJ4_00 = IJ4_X + Ic4_00;
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
-            const double cse1 = c4 + (4.8965888601467475e-12)*s4;
-            const double cp4_z = (0.017784735)*beta4_00;
-            const double cse3 = (9.793177720293495e-12)*IJ4_02;
             const double beta4_20 = cse1;
             const double beta4_02 = -cse1;
+            const double cp4_x = (0.017784735)*beta4_20;
+            const double cp4_z = (0.017784735)*beta4_00;
+            const double cse3 = (9.793177720293495e-12)*IJ4_02;
+            const double Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x;
+            const double Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1;
+            const double Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2;
             const double cse4 = (0.7845)*cp4_z + 0.5956519516747499;
             const double Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3;
             const double Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3;
-            const double cp4_x = (0.017784735)*beta4_20;
-            const double Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x;
             const double Ic3_22_p1 = IJ4_00 + 0.004095;
             const double Ic3_22 = Ic3_22_p1 + Ic3_22_p2;
-            const double Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22;
-            const double Ic3_02 = -Ic3_02_p1 + Ic3_02_p2;
             const double Ic3_00_p1 = IJ4_22 + cse4;
             const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
             const double cse6 = -Ic3_22;
@@ -3659,7 +3659,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch_entry(int64_t n, double *const *a, in
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
- * ops: 293 adds, 378 muls, 5 divs, 10 trig (686 total) */
+ * ops: 293 adds, 377 muls, 5 divs, 10 trig (685 total) */
 int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
 {
     int status = 0;
@@ -3723,6 +3723,7 @@ int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restric
     const double Ic4_22 = Ic5_22 + 0.2315882781;
     const double cse2 = -Ic4_22;
     const double IJ4_ss = s4*s4;
+    const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double IJ5_02 = IJ6_02*c5;
     const double IJ5_12 = IJ6_02*s5;
     const double IJ4_cs = c4*s4;
@@ -3735,36 +3736,35 @@ int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restric
     const double invD5 = 1.0/Ic5_22;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
+    const double beta4_20 = cse1;
+    const double beta4_02 = -cse1;
     const double Nm6_4_y = (0.0171364731454)*c5;
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double IJ2_cs = c2*s2;
     const double IJ2_ss = s2*s2;
-    const double cse1 = c4 + (4.8965888601467475e-12)*s4;
+    const double cp4_x = (0.017784735)*beta4_20;
     const double L6_4 = (58.355064750790525)*Nm6_4_y;
     const double cse22 = L6_4*Nm6_4_y;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
     const double cp4_z = (0.017784735)*beta4_00;
     const double cse3 = (9.793177720293495e-12)*IJ4_02;
-    const double beta4_20 = cse1;
-    const double beta4_02 = -cse1;
+    const double Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x;
+    const double Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1;
+    const double Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2;
     const double cse4 = (0.7845)*cp4_z + 0.5956519516747499;
     const double Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3;
     const double Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3;
-    const double omega_p2_x = beta2_02*qd1;
-    const double omega_p2_z = beta2_00*qd1;
-    const double cse23 = -cse22;
-    const double L5_4 = IJ5_12*invD5;
-    const double cp4_x = (0.017784735)*beta4_20;
-    const double Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x;
     const double Ic3_22_p1 = IJ4_00 + 0.004095;
     const double Ic3_22 = Ic3_22_p1 + Ic3_22_p2;
-    const double Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22;
-    const double Ic3_02 = -Ic3_02_p1 + Ic3_02_p2;
     const double Ic3_00_p1 = IJ4_22 + cse4;
     const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
     const double cse6 = -Ic3_22;
     const double Ic3_11 = Ic4_11 + cse4;
+    const double omega_p2_x = beta2_02*qd1;
+    const double omega_p2_z = beta2_00*qd1;
+    const double cse23 = -cse22;
+    const double L5_4 = IJ5_12*invD5;
     const double cse12 = omega_p2_z*qd2;
     const double oo2_xx = omega_p2_x*omega_p2_x;
     const double oo2_yy = qd2*qd2;
@@ -4142,6 +4142,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_sincos_poly(q4, &s4, &c4);
             mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double IJ4_ss = s4*s4;
+            const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double IJ5_02 = IJ6_02*c5;
             const double IJ5_12 = IJ6_02*s5;
             const double IJ4_cs = c4*s4;
@@ -4158,37 +4159,36 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
+            const double beta4_20 = cse1;
+            const double beta4_02 = -cse1;
             const double Nm6_4_y = (0.0171364731454)*c5;
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double IJ2_cs = c2*s2;
             const double IJ2_ss = s2*s2;
-            const double cse1 = c4 + (4.8965888601467475e-12)*s4;
+            const double cp4_x = (0.017784735)*beta4_20;
             const double L6_4 = (58.355064750790525)*Nm6_4_y;
             const double cse22 = L6_4*Nm6_4_y;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
             const double cp4_z = (0.017784735)*beta4_00;
             const double cse3 = (9.793177720293495e-12)*IJ4_02;
-            const double beta4_20 = cse1;
-            const double beta4_02 = -cse1;
+            const double Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x;
+            const double Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1;
+            const double Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2;
             const double cse4 = (0.7845)*cp4_z + 0.5956519516747499;
             const double Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3;
             const double Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3;
+            const double Ic3_22_p1 = IJ4_00 + 0.004095;
+            const double Ic3_22 = Ic3_22_p1 + Ic3_22_p2;
+            const double Ic3_00_p1 = IJ4_22 + cse4;
+            const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
+            const double cse6 = -Ic3_22;
+            const double Ic3_11 = Ic4_11 + cse4;
             const double qd1 = mg_in_qd[0][mg_l];
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse23 = -cse22;
             const double L5_4 = IJ5_12*invD5;
-            const double cp4_x = (0.017784735)*beta4_20;
-            const double Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x;
-            const double Ic3_22_p1 = IJ4_00 + 0.004095;
-            const double Ic3_22 = Ic3_22_p1 + Ic3_22_p2;
-            const double Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22;
-            const double Ic3_02 = -Ic3_02_p1 + Ic3_02_p2;
-            const double Ic3_00_p1 = IJ4_22 + cse4;
-            const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
-            const double cse6 = -Ic3_22;
-            const double Ic3_11 = Ic4_11 + cse4;
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse12 = omega_p2_z*qd2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
@@ -6796,7 +6796,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch_entry(int64_t n, double *
 
 /* forward_dynamics_derivatives: Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, dFD/dqd =
  * -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).
- * ops: 1483 adds, 1957 muls, 5 divs, 10 trig (3455 total) */
+ * ops: 1483 adds, 1956 muls, 5 divs, 10 trig (3454 total) */
 int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd, double *restrict dqdd_dq, double *restrict dqdd_dqd, double *restrict dqdd_dQ)
 {
     int status = 0;
@@ -6886,9 +6886,9 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     const double Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse1;
     const double Ic3_00 = Ic3_00_p1 + Ic3_00_p2;
     const double Ic3_01 = (4.8965888601467475e-12)*IJ4_01 + IJ4_12;
-    const double Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x;
-    const double Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22;
-    const double Ic3_02 = -Ic3_02_p1 + Ic3_02_p2;
+    const double Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x;
+    const double Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1;
+    const double Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2;
     const double Ic3_11 = Ic4_11 + cse2;
     const double Ic3_12_p1 = IJ4_01 + 0.051322656825;
     const double Ic3_12 = (4.8965888601467475e-12)*IJ4_12 - Ic3_12_p1;

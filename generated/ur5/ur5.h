@@ -79,7 +79,7 @@ int64_t mechgen_ur5_velocities_batch_entry(int64_t n, double *const *a, int32_t 
  *       wrist_3_joint
  *   out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 98 adds, 123 muls, 10 trig (231 total)
+ *   ops: 98 adds, 122 muls, 10 trig (230 total)
  */
 int mechgen_ur5_mass_matrix(const double *q, double *A);
 int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -124,7 +124,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch_entry(int64_t n, double *const *a, in
  *       the order of q
  *   out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 293 adds, 378 muls, 5 divs, 10 trig (686 total)
+ *   ops: 293 adds, 377 muls, 5 divs, 10 trig (685 total)
  */
 int mechgen_ur5_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
@@ -176,7 +176,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch_entry(int64_t n, double *
  *   out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
  *   out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 1483 adds, 1957 muls, 5 divs, 10 trig (3455 total)
+ *   ops: 1483 adds, 1956 muls, 5 divs, 10 trig (3454 total)
  */
 int mechgen_ur5_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -880,7 +880,7 @@ def mass_matrix(q, A):
         wrist_3_joint
     out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
         m^2, kg m or kg)
-    ops: 98 adds, 123 muls, 10 trig (231 total)
+    ops: 98 adds, 122 muls, 10 trig (230 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     s6 = math.sin(q6)
@@ -912,6 +912,7 @@ def mass_matrix(q, A):
     Ic4_22 = Ic5_22 + 0.2315882781
     cse2 = -Ic4_22
     IJ4_ss = s4*s4
+    cse1 = c4 + (4.8965888601467475e-12)*s4
     IJ5_02 = IJ6_02*c5
     IJ5_cs = c5*s5
     IJ5_01 = IJ5_D*IJ5_cs
@@ -926,20 +927,19 @@ def mass_matrix(q, A):
     IJ4_22 = -IJ4_X - cse2
     IJ4_00 = IJ4_X + Ic4_00
     beta4_00 = (4.8965888601467475e-12)*c4 - s4
-    cse1 = c4 + (4.8965888601467475e-12)*s4
-    cp4_z = (0.017784735)*beta4_00
-    cse3 = (9.793177720293495e-12)*IJ4_02
     beta4_20 = cse1
     beta4_02 = -cse1
+    cp4_x = (0.017784735)*beta4_20
+    cp4_z = (0.017784735)*beta4_00
+    cse3 = (9.793177720293495e-12)*IJ4_02
+    Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x
+    Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1
+    Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2
     cse4 = (0.7845)*cp4_z + 0.5956519516747499
     Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3
     Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3
-    cp4_x = (0.017784735)*beta4_20
-    Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x
     Ic3_22_p1 = IJ4_00 + 0.004095
     Ic3_22 = Ic3_22_p1 + Ic3_22_p2
-    Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22
-    Ic3_02 = -Ic3_02_p1 + Ic3_02_p2
     Ic3_00_p1 = IJ4_22 + cse4
     Ic3_00 = Ic3_00_p1 + Ic3_00_p2
     cse6 = -Ic3_22
@@ -1475,7 +1475,7 @@ def forward_dynamics(q, qd, Q, qdd):
         the order of q
     out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
     status 1: mass matrix not positive definite
-    ops: 293 adds, 378 muls, 5 divs, 10 trig (686 total)
+    ops: 293 adds, 377 muls, 5 divs, 10 trig (685 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     qd1, qd2, qd3, qd4, qd5, qd6 = qd
@@ -1511,6 +1511,7 @@ def forward_dynamics(q, qd, Q, qdd):
     Ic4_22 = Ic5_22 + 0.2315882781
     cse2 = -Ic4_22
     IJ4_ss = s4*s4
+    cse1 = c4 + (4.8965888601467475e-12)*s4
     IJ5_02 = IJ6_02*c5
     IJ5_12 = IJ6_02*s5
     IJ4_cs = c4*s4
@@ -1523,36 +1524,35 @@ def forward_dynamics(q, qd, Q, qdd):
     invD5 = 1.0/Ic5_22
     cse0 = c2 + (4.8965888601467475e-12)*s2
     beta4_00 = (4.8965888601467475e-12)*c4 - s4
+    beta4_20 = cse1
+    beta4_02 = -cse1
     Nm6_4_y = (0.0171364731454)*c5
     beta2_00 = (4.8965888601467475e-12)*c2 - s2
     IJ2_cs = c2*s2
     IJ2_ss = s2*s2
-    cse1 = c4 + (4.8965888601467475e-12)*s4
+    cp4_x = (0.017784735)*beta4_20
     L6_4 = (58.355064750790525)*Nm6_4_y
     cse22 = L6_4*Nm6_4_y
     beta2_02 = -cse0
     beta2_20 = cse0
     cp4_z = (0.017784735)*beta4_00
     cse3 = (9.793177720293495e-12)*IJ4_02
-    beta4_20 = cse1
-    beta4_02 = -cse1
+    Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x
+    Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1
+    Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2
     cse4 = (0.7845)*cp4_z + 0.5956519516747499
     Ic3_22_p2 = (2.3976582465313225e-23)*IJ4_22 - cse3
     Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse3
-    omega_p2_x = beta2_02*qd1
-    omega_p2_z = beta2_00*qd1
-    cse23 = -cse22
-    L5_4 = IJ5_12*invD5
-    cp4_x = (0.017784735)*beta4_20
-    Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x
     Ic3_22_p1 = IJ4_00 + 0.004095
     Ic3_22 = Ic3_22_p1 + Ic3_22_p2
-    Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22
-    Ic3_02 = -Ic3_02_p1 + Ic3_02_p2
     Ic3_00_p1 = IJ4_22 + cse4
     Ic3_00 = Ic3_00_p1 + Ic3_00_p2
     cse6 = -Ic3_22
     Ic3_11 = Ic4_11 + cse4
+    omega_p2_x = beta2_02*qd1
+    omega_p2_z = beta2_00*qd1
+    cse23 = -cse22
+    L5_4 = IJ5_12*invD5
     cse12 = omega_p2_z*qd2
     oo2_xx = omega_p2_x*omega_p2_x
     oo2_yy = qd2*qd2
@@ -2931,7 +2931,7 @@ def forward_dynamics_derivatives(q, qd, Q, qdd, dqdd_dq, dqdd_dqd, dqdd_dQ):
     out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
     out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
     status 1: mass matrix not positive definite
-    ops: 1483 adds, 1957 muls, 5 divs, 10 trig (3455 total)
+    ops: 1483 adds, 1956 muls, 5 divs, 10 trig (3454 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     qd1, qd2, qd3, qd4, qd5, qd6 = qd
@@ -2991,9 +2991,9 @@ def forward_dynamics_derivatives(q, qd, Q, qdd, dqdd_dq, dqdd_dqd, dqdd_dQ):
     Ic3_00_p2 = (2.3976582465313225e-23)*IJ4_00 + cse1
     Ic3_00 = Ic3_00_p1 + Ic3_00_p2
     Ic3_01 = (4.8965888601467475e-12)*IJ4_01 + IJ4_12
-    Ic3_02_p1 = (1.0)*IJ4_02 + (0.39225)*cp4_x
-    Ic3_02_p2 = -4.8965888601467475e-12*IJ4_00 + (4.8965888601467475e-12)*IJ4_22
-    Ic3_02 = -Ic3_02_p1 + Ic3_02_p2
+    Ic3_02_p1 = IJ4_02 + (0.39225)*cp4_x
+    Ic3_02_p2 = (4.8965888601467475e-12)*IJ4_00 + Ic3_02_p1
+    Ic3_02 = (4.8965888601467475e-12)*IJ4_22 - Ic3_02_p2
     Ic3_11 = Ic4_11 + cse2
     Ic3_12_p1 = IJ4_01 + 0.051322656825
     Ic3_12 = (4.8965888601467475e-12)*IJ4_12 - Ic3_12_p1
