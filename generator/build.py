@@ -62,7 +62,9 @@ def _generate(model: Any, cse: bool = True, progress: Progress = None, jobs: int
 
     def build(j: int, forms: tuple) -> tuple[Generated, Any]:
         if j >= len(items):         # the cheapest of a kernel's built forms, finished
-            g = finish(fewest_operations(g for g, _ in forms))
+            g = finish(fewest_operations((g for g, _ in forms),
+                                         lanes=getattr(builders[chosen[j - len(items)]],
+                                                       "lanes", False)))
             return g, then_(g)
         i, candidate = items[j]
         if candidate is None:

@@ -28,7 +28,7 @@
  *       HR_LOWER_LEG, FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT
  *   out tau[153] shape 17x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
  *       its rows are that frame's axes in frame 0), shape (17, 3, 3); rows in the order of r
- *   ops: 154 adds, 224 muls, 30 trig (408 total)
+ *   ops: 172 adds, 278 muls, 30 trig (480 total)
  */
 int mechgen_solo12_forward_kinematics(const double *q, double *r, double *tau);
 int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
@@ -47,7 +47,7 @@ int64_t mechgen_solo12_forward_kinematics_batch_entry(int64_t n, double *const *
  *       FR_FOOT, HL_FOOT, HR_FOOT
  *   out R[918] shape 17x3x18: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
  *       shape (17, 3, 18); rows in the order of T
- *   ops: 330 adds, 424 muls, 30 trig (784 total)
+ *   ops: 348 adds, 478 muls, 30 trig (856 total)
  */
 int mechgen_solo12_jacobians(const double *q, double *T, double *R);
 int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
@@ -74,7 +74,7 @@ int64_t mechgen_solo12_jacobians_batch_entry(int64_t n, double *const *a, int32_
  *       (13, 3); rows: base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER,
  *       FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER,
  *       HR_UPPER_LEG, HR_LOWER_LEG
- *   ops: 441 adds, 556 muls, 22 trig (1019 total)
+ *   ops: 483 adds, 650 muls, 22 trig (1155 total)
  */
 int mechgen_solo12_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
@@ -87,7 +87,7 @@ int64_t mechgen_solo12_velocities_batch_entry(int64_t n, double *const *a, int32
  *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
  *   out A[324] shape 18x18: joint-space mass matrix, symmetric, shape (18, 18); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 449 adds, 603 muls, 30 trig (1082 total)
+ *   ops: 457 adds, 629 muls, 30 trig (1116 total)
  */
 int mechgen_solo12_mass_matrix(const double *q, double *A);
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -102,7 +102,7 @@ int64_t mechgen_solo12_mass_matrix_batch_entry(int64_t n, double *const *a, int3
  *   in  Q[18]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (18,), in
  *       the order of q
  *   out b[18] shape 18: bias forces (N m or N), shape (18,), in the order of q
- *   ops: 773 adds, 908 muls, 30 trig (1711 total)
+ *   ops: 853 adds, 1013 muls, 30 trig (1896 total)
  */
 int mechgen_solo12_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
@@ -116,7 +116,7 @@ int64_t mechgen_solo12_bias_batch_entry(int64_t n, double *const *a, int32_t *st
  *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out Q[18] shape 18: drive torques or forces (N m or N), shape (18,), in the order of q
- *   ops: 777 adds, 931 muls, 30 trig (1738 total)
+ *   ops: 857 adds, 1021 muls, 30 trig (1908 total)
  */
 int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch_entry(int64_t n, double *const *a,
  *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1731 adds, 2045 muls, 14 divs, 30 trig (3820 total)
+ *   ops: 1839 adds, 2198 muls, 14 divs, 30 trig (4081 total)
  */
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

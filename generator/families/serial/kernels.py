@@ -24,6 +24,7 @@ from mechgen.generator.statuses import EULER_BASE_SINGULAR
 from mechgen.generator.ir import Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError, identity3
 from mechgen.generator.pipeline import choice
+from mechgen.generator.families.serial.leg_loops import with_tree_leg_loops
 from mechgen.generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
 
 
@@ -328,8 +329,11 @@ def energy(chain: Chain) -> Kernel:
                   tuple(rec.statements))
 
 
-BUILDERS = (forward_kinematics, jacobians, velocities, mass_matrix, bias, inverse_dynamics,
-            forward_dynamics, energy)
+BUILDERS = tuple(with_tree_leg_loops(b) for b in (
+    forward_kinematics, jacobians, velocities, mass_matrix, bias, inverse_dynamics,
+    forward_dynamics, energy))
+"""The kernels of every chain; on a tree whose legs are one computation (a quadruped), with
+the legs' statements in loops over the legs (leg_loops.py)."""
 
 
 def manifest(chain: Chain) -> dict:

@@ -1,0 +1,153 @@
+"""A tree's legs as loops over the legs (generator/families/serial/leg_loops.py).
+
+The looped kernels of the bundled solo12 and of URDF trees are checked against Pinocchio and
+the numpy references by the serial tests (tests/test_body_twist_base.py,
+tests/test_pinocchio_crosscheck.py, ...) and their SIMD batches bit for bit by
+tests/test_simd_batch.py; here: which legs are found, that shapes line up whatever the legs'
+numbers, that the looped kernels compute what the straight ones compute on a robot of general
+geometry (HyQ: near-quarter-turn hips, mirrored legs), that legs which are not one computation
+keep the straight kernel, and that forward dynamics is chosen by the operations the baseline
+target runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from mechgen import runtime
+from mechgen.generator.build import MECHANISMS, manifest_fields, write_files
+from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.families import family_of
+from mechgen.generator.families.parallel.leg_loop import LegLoopError
+from mechgen.generator.families.serial import kernels as K
+from mechgen.generator.families.serial.leg_loops import (rebuild, shape, tree_leg_loops,
+                                                         tree_legs, with_tree_leg_loops)
+from mechgen.generator.families.serial.urdf import load_urdf
+from mechgen.generator.frontend import load
+from mechgen.generator.ir import ColumnLoop, symbol
+from mechgen.generator.pipeline import lane_ops, optimise
+from tests import pinocchio_ref as pref
+from tests.test_body_twist_base import URDFS, random_state
+
+x, y, z = (symbol(n) for n in "xyz")
+LOOPED = ("forward_kinematics", "jacobians", "velocities", "mass_matrix", "bias",
+          "inverse_dynamics", "forward_dynamics")
+
+
+def _solo12():
+    model = load(MECHANISMS / "solo12.toml")
+    return family_of(model).coded(model)
+
+
+def test_a_quadrupeds_four_legs_are_found_and_an_arm_has_none():
+    chain = _solo12()
+    assert tree_legs(chain) == [[7, 8, 9], [10, 11, 12], [13, 14, 15], [16, 17, 18]]
+    assert tree_legs(load(MECHANISMS / "ur5_arm.toml")) is None
+
+
+def test_shapes_line_up_whatever_the_numbers_and_signs():
+    name = lambda s: s.name
+    k1, c1 = shape(sp.Rational(1, 5) * x + y * sp.cos(z), name)
+    k2, c2 = shape(-sp.Rational(7, 10) * x + 3 * y * sp.cos(z), name)
+    assert k1 == k2 and c1 != c2
+    assert shape(y - x, name)[0] == shape(y + x, name)[0]      # x is the term 1 * x
+    assert shape(y - x, name)[1] != shape(y + x, name)[1]
+    assert shape(x + y, name)[0] != shape(x + y + 1, name)[0]  # a constant term more
+    e = -sp.Rational(7, 10) * x + 3 * y * sp.cos(z) + sp.Rational(1, 3)
+    key, coefficients = shape(e, name)
+    assert rebuild(key, iter(coefficients), symbol) == e
+
+
+def test_two_parts_of_one_shape_are_refused():
+    with pytest.raises(LegLoopError, match="one shape"):
+        shape(sp.cos(2 * x) + sp.cos(3 * x), lambda s: s.name)
+
+
+@pytest.fixture(scope="module")
+def hyq_pair(tmp_path_factory):
+    """HyQ on the body-twist base: the kernels straight and with the legs in loops, loaded."""
+    root = tmp_path_factory.mktemp("hyq_legs")
+    chain = load_urdf(URDFS["hyq"], "hyq_legs", base="free", gravity=(0.3, -1.2, -9.81),
+                      attitude="quaternion", base_velocity="body")
+    loaded, gens = {}, {}
+    for tag, wrap in (("straight", lambda b: b), ("looped", with_tree_leg_loops)):
+        builders = [getattr(K, name) for name in LOOPED]
+        gen = [optimise(wrap(b), chain) for b in builders]
+        name = f"hyq_{tag}"
+        write_files(root / name, render(name, f"{name}.toml", sha256_text(tag), gen,
+                                        manifest_fields(chain)))
+        loaded[tag], gens[tag] = runtime.load(name, "c", generated=root), gen
+    return chain, loaded, gens
+
+
+def test_every_looped_kernel_has_its_legs_in_one_loop_of_four_columns(hyq_pair):
+    _, _, gens = hyq_pair
+    for g in gens["looped"]:
+        loops = [st for st in g.kernel.body if isinstance(st, ColumnLoop)]
+        assert loops and all(len(loop.columns) == 4 for loop in loops), g.kernel.name
+    for g in gens["straight"]:
+        assert not any(isinstance(st, ColumnLoop) for st in g.kernel.body)
+
+
+def test_looped_kernels_compute_what_the_straight_ones_compute(hyq_pair):
+    chain, loaded, _ = hyq_pair
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for _ in range(40):
+        s = random_state(rng, chain.n)
+        args = {"forward_kinematics": (s["q"],), "jacobians": (s["q"],),
+                "velocities": (s["q"], s["qd"]), "mass_matrix": (s["q"],),
+                "bias": (s["q"], s["qd"], s["Q"]),
+                "inverse_dynamics": (s["q"], s["qd"], s["qdd"]),
+                "forward_dynamics": (s["q"], s["qd"], s["Q"])}
+        for name, a in args.items():
+            ref = getattr(loaded["straight"], name)(*a)
+            got = getattr(loaded["looped"], name)(*a)
+            for r, v in zip(ref if isinstance(ref, tuple) else (ref,),
+                            got if isinstance(got, tuple) else (got,)):
+                r, v = np.asarray(r), np.asarray(v)
+                worst = max(worst, np.max(np.abs(v - r)) / max(np.max(np.abs(r)), 1e-300))
+    assert worst < 1e-13, worst
+
+
+def test_looped_forward_dynamics_matches_pinocchio(hyq_pair):
+    chain, loaded, _ = hyq_pair
+    pm = pref.build(URDFS["hyq"], chain)
+    rng = np.random.default_rng(6)
+    for _ in range(10):
+        s = random_state(rng, chain.n)
+        want = pref.forward_dynamics(pm, s["q"], s["qd"], s["Q"])
+        got = loaded["looped"].forward_dynamics(s["q"], s["qd"], s["Q"])
+        assert np.max(np.abs(got - want)) <= 1e-10 * np.max(np.abs(want))
+
+
+def test_legs_that_are_not_one_computation_keep_the_straight_kernel():
+    chain = _solo12()
+    legs = tree_legs(chain)
+    j = legs[2][1] - 1                                  # leg 3's second joint: moved sideways
+    joints = list(chain.joints)
+    joints[j] = replace(joints[j], l=(joints[j].l[0], joints[j].l[1], sp.Rational(1, 50)))
+    bent = replace(chain, joints=joints)
+    assert tree_legs(bent) is not None                 # the same joints: the legs are found
+    with pytest.raises(LegLoopError):
+        tree_leg_loops(K.mass_matrix(bent), bent)
+    looped = optimise(with_tree_leg_loops(K.mass_matrix), bent)
+    assert not any(isinstance(st, ColumnLoop) for st in looped.kernel.body)
+    assert looped.ops == optimise(K.mass_matrix, bent).ops
+
+
+def test_forward_dynamics_is_chosen_by_the_operations_the_baseline_runs():
+    chain = _solo12()
+    looped = optimise(with_tree_leg_loops(K.forward_dynamics), chain)
+    ltdl = optimise(with_tree_leg_loops(K.forward_dynamics_ltdl), chain)
+    aba = optimise(with_tree_leg_loops(K.forward_dynamics_aba), chain)
+    assert not any(isinstance(st, ColumnLoop) for st in ltdl.kernel.body)   # not one computation
+    assert any(isinstance(st, ColumnLoop) for st in aba.kernel.body)
+    # more operations in all, fewer once a loop's body counts once per two legs
+    assert aba.ops["total"] > ltdl.ops["total"]
+    assert lane_ops(aba.kernel, aba.ops["total"]) < ltdl.ops["total"]
+    assert looped.ops == aba.ops
