@@ -28,7 +28,7 @@
  *       HR_LOWER_LEG, FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT
  *   out tau[153] shape 17x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
  *       its rows are that frame's axes in frame 0), shape (17, 3, 3); rows in the order of r
- *   ops: 172 adds, 278 muls, 30 trig (480 total)
+ *   ops: 160 adds, 242 muls, 30 trig (432 total)
  */
 int mechgen_solo12_forward_kinematics(const double *q, double *r, double *tau);
 int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
@@ -47,7 +47,7 @@ int64_t mechgen_solo12_forward_kinematics_batch_entry(int64_t n, double *const *
  *       FR_FOOT, HL_FOOT, HR_FOOT
  *   out R[918] shape 17x3x18: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
  *       shape (17, 3, 18); rows in the order of T
- *   ops: 348 adds, 478 muls, 30 trig (856 total)
+ *   ops: 336 adds, 442 muls, 30 trig (808 total)
  */
 int mechgen_solo12_jacobians(const double *q, double *T, double *R);
 int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
@@ -74,7 +74,7 @@ int64_t mechgen_solo12_jacobians_batch_entry(int64_t n, double *const *a, int32_
  *       (13, 3); rows: base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER,
  *       FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER,
  *       HR_UPPER_LEG, HR_LOWER_LEG
- *   ops: 483 adds, 650 muls, 22 trig (1155 total)
+ *   ops: 447 adds, 574 muls, 22 trig (1043 total)
  */
 int mechgen_solo12_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
 int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
@@ -102,7 +102,7 @@ int64_t mechgen_solo12_mass_matrix_batch_entry(int64_t n, double *const *a, int3
  *   in  Q[18]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (18,), in
  *       the order of q
  *   out b[18] shape 18: bias forces (N m or N), shape (18,), in the order of q
- *   ops: 853 adds, 1013 muls, 30 trig (1896 total)
+ *   ops: 847 adds, 1013 muls, 30 trig (1890 total)
  */
 int mechgen_solo12_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
@@ -116,7 +116,7 @@ int64_t mechgen_solo12_bias_batch_entry(int64_t n, double *const *a, int32_t *st
  *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out Q[18] shape 18: drive torques or forces (N m or N), shape (18,), in the order of q
- *   ops: 857 adds, 1021 muls, 30 trig (1908 total)
+ *   ops: 851 adds, 1021 muls, 30 trig (1902 total)
  */
 int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch_entry(int64_t n, double *const *a,
  *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1839 adds, 2198 muls, 14 divs, 30 trig (4081 total)
+ *   ops: 1830 adds, 2198 muls, 14 divs, 30 trig (4072 total)
  */
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
@@ -149,7 +149,7 @@ int64_t mechgen_solo12_forward_dynamics_batch_entry(int64_t n, double *const *a,
  *   out T[1] shape 1: kinetic energy, J, shape (1,)
  *   out V[1] shape 1: potential energy of gravity (zero for every centre of mass at the origin of frame 0), J,
  *       shape (1,)
- *   ops: 574 adds, 892 muls, 30 trig (1496 total)
+ *   ops: 580 adds, 910 muls, 30 trig (1520 total)
  */
 int mechgen_solo12_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
@@ -165,7 +165,7 @@ int64_t mechgen_solo12_energy_batch_entry(int64_t n, double *const *a, int32_t *
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out dtau_dq[324] shape 18x18: dQ/dq, shape (18, 18); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[324] shape 18x18: dQ/dqd, shape (18, 18); rows and columns in the order of qd
- *   ops: 4279 adds, 4888 muls, 30 trig (9197 total)
+ *   ops: 4312 adds, 5121 muls, 30 trig (9463 total)
  */
 int mechgen_solo12_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);

@@ -39,7 +39,7 @@ from typing import Callable
 
 import sympy as sp
 
-from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, symbol
+from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, Port, defines, reads, symbol
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.families.parallel.platform import Platform
@@ -191,18 +191,18 @@ def _levels(k: Kernel, free: list[set]) -> tuple[list[tuple[int | None, float]],
     level: dict[sp.Symbol, float] = {}
     per_leg: set[sp.Symbol] = set()
     out, scalar = [], []
-    for st, reads in zip(k.body, free):
+    for st, names in zip(k.body, free):
         leg = _leg_of(st.target.name) if isinstance(st, Assign) else None
         if isinstance(st, Check):
-            legs = {_leg_of(s.name) for s in reads if s in per_leg}
+            legs = {_leg_of(s.name) for s in names if s in per_leg}
             leg = legs.pop() if len(legs) == 1 and not any(
-                s in level and s not in per_leg and level[s] > 0 for s in reads) else None
+                s in level and s not in per_leg and level[s] > 0 for s in names) else None
         is_call = isinstance(st, Assign) and leg is not None and _no_vector_form(st.expr)
         if leg is None:
-            lv = max([level.get(s, 0) for s in reads], default=0)
+            lv = max([level.get(s, 0) for s in names], default=0)
         else:
             need = 1.0
-            for s in reads:
+            for s in names:
                 if s in per_leg:
                     need = max(need, float(int(level[s]) + 1) if level[s] % 1 else level[s])
                 elif level.get(s, 0) > 0:
@@ -212,6 +212,9 @@ def _levels(k: Kernel, free: list[set]) -> tuple[list[tuple[int | None, float]],
             level[st.target] = lv
             if leg is not None:
                 per_leg.add(st.target)
+        elif isinstance(st, ColumnLoop):        # a loop the kernel had (a tree's column
+            for t in defines(st):               # solves): mechanism-wide, after what it reads
+                level[t] = lv
         out.append((leg, lv))
         scalar.append(is_call)
     return out, scalar
@@ -312,7 +315,7 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
     """``k`` (built on :func:`symbolic_legs`) with its leg statements in loops over the legs
     (module docstring); LegLoopError when the legs are not one computation."""
     k = _split_calls(remove_dead_code(drop_unguarded_checks(k)))
-    free = [st.expr.free_symbols for st in k.body]
+    free = [reads(st) for st in k.body]
     where, scalar = _levels(k, free)
     per_leg: dict[int, list] = {g: [] for g in range(1, n_legs + 1)}
     for (leg, lv), st in zip(where, k.body):
@@ -327,14 +330,14 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
     level_of = {st.target: lv for (leg, lv), st in zip(where, k.body)
                 if leg is not None and isinstance(st, Assign)}
     outside: set[sp.Symbol] = set()
-    for (leg, lv), reads in zip(where, free):
-        for s in reads:
+    for (leg, lv), names in zip(where, free):
+        for s in names:
             if s in level_of and (leg is None or level_of[s] != lv):
                 outside.add(s)
     for p in k.outputs:
         outside |= {s for e in p.elements for s in sp.sympify(e).free_symbols if s in level_of}
     original: dict[tuple[sp.Symbol, int], sp.Symbol] = {}    # (canonical, leg) -> name
-    for s in {*(s for reads in free for s in reads),
+    for s in {*(s for names in free for s in names),
               *(st.target for st in k.body if isinstance(st, Assign)), *values}:
         if _LEG.search(s.name):
             original[(_canonical(s), int(_LEG.search(s.name).group(1)))] = s
@@ -395,6 +398,10 @@ def _assemble(k: Kernel, where, loops: dict, checks: dict, original: dict, value
     seen: dict[tuple[int, float], int] = {}
     last = 0
     for (leg, lv), st in zip(where, k.body):
+        if isinstance(st, ColumnLoop):
+            blocks[2 * slot[lv] + 1].append(replace(st, columns=tuple(
+                tuple(sp.sympify(e).xreplace(values) for e in c) for c in st.columns)))
+            continue
         if isinstance(st, Assign):
             if leg is None:
                 blocks[2 * slot[lv] + 1].append(

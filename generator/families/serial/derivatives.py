@@ -48,6 +48,7 @@ from mechgen.generator.algorithms.rnea_derivatives import (ZERO, bias_from, deri
                                                           free_flyer_block, mass_matrix_from,
                                                           mcross, rnea_derivatives,
                                                           velocity_pass)
+from mechgen.generator.families.serial.leg_loops import with_tree_leg_loops
 from mechgen.generator.families.serial.column_solves import column_loops
 from mechgen.generator.families.serial.frame0_base import (body_twist_twin, fd_columns,
                                                            frame0_base, id_columns, twin_start)
@@ -563,5 +564,7 @@ BUILDERS = (inverse_dynamics_derivatives, forward_dynamics_derivatives)
 
 
 def extra_builders(chain: Chain) -> tuple:
-    """The derivative kernels when the spec asks for them (``[kernels] derivatives = true``)."""
-    return BUILDERS if chain.derivatives else ()
+    """The derivative kernels when the spec asks for them (``[kernels] derivatives = true``),
+    a tree's legs in loops over the legs where they are one computation (leg_loops.py:
+    inverse dynamics' derivatives; forward dynamics' have their column solves in loops)."""
+    return tuple(with_tree_leg_loops(b) for b in BUILDERS) if chain.derivatives else ()

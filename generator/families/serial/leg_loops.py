@@ -38,7 +38,7 @@ from typing import Callable, Iterator
 import sympy as sp
 
 from mechgen.generator.families.parallel.leg_loop import LegLoopError, leg_loops
-from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, symbol
+from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, reads, symbol
 from mechgen.generator.model import Chain
 
 LEG_INPUTS = ("q", "qd", "qdd", "Q")
@@ -153,22 +153,25 @@ def _is_trig(e: sp.Expr, inputs: set) -> bool:
     return isinstance(e, (sp.sin, sp.cos)) and e.args[0] in inputs
 
 
-def _owners(k: Kernel, owner: dict[sp.Symbol, int]) -> tuple[Kernel, list[int | None]]:
+def _owners(k: Kernel, owner: dict[sp.Symbol, int],
+            n_legs: int) -> tuple[Kernel, list[int | None]]:
     """``k`` with the statements some legs share copied into each, and the leg of each
     statement (None: mechanism-wide).
 
     Forwards: a statement that reads one leg's inputs or statements and no other leg's is that
-    leg's. Backwards: one that reads no leg but is read by one leg's statements alone (the
-    origin of a leg's first body: the trunk's values and that leg's constants) is that leg's
-    too; one read by the statements of several legs alone (the recorder named an expression
-    once, two legs with one hip offset reading it) is copied into each of them (its own name
-    ``<name>_c<g>``, placed before the leg's first statement that reads it), so that every leg
-    computes what leg 1 computes, in its order."""
+    leg's. Backwards, for one that reads no leg: if one leg's statements read it (and perhaps
+    mechanism-wide ones: the loop then exports it), it is that leg's (the origin of a leg's
+    first body: the trunk's values and that leg's constants); if the statements of several
+    legs but not all read it (the recorder named an expression once: two legs with one hip
+    offset), it is copied into each of them (its own name ``<name>_c<g>``, placed before the
+    leg's first statement that reads it; the original stays if mechanism-wide statements read
+    it), so that every leg computes what leg 1 computes, in its order. One that every leg
+    reads (the trunk's velocity) stays mechanism-wide."""
     owner = dict(owner)
     leg_of: list[int | None] = []
     for st in k.body:
-        gs = {owner[s] for s in st.expr.free_symbols if s in owner}
-        g = gs.pop() if len(gs) == 1 else None
+        gs = {owner[s] for s in reads(st) if s in owner}
+        g = gs.pop() if len(gs) == 1 and not isinstance(st, ColumnLoop) else None
         leg_of.append(g)
         if g is not None and isinstance(st, Assign):
             owner[st.target] = g
@@ -177,31 +180,48 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int]) -> tuple[Kernel, list[int | 
     for i in range(len(k.body) - 1, -1, -1):
         st = k.body[i]
         if isinstance(st, Assign) and leg_of[i] is None and st.target not in owner:
-            legs = readers.get(st.target, set())
-            if legs and None not in legs:
+            legs = readers.get(st.target, set()) - {None}
+            if legs:
                 if len(legs) == 1:
                     leg_of[i] = next(iter(legs))
-                else:
+                elif len(legs) < n_legs:
                     copies[i] = [(g, Assign(symbol(f"{st.target.name}_c{g}"), st.expr))
                                  for g in sorted(legs)]
-                    for s in st.expr.free_symbols:     # what the copies read stays shared
-                        readers.setdefault(s, set()).add(None)
-                    continue
-        for s in st.expr.free_symbols:
+                    for g, _ in copies[i]:
+                        for s in st.expr.free_symbols:
+                            readers.setdefault(s, set()).add(g)
+                    if None not in readers.get(st.target, ()):
+                        continue
+        for s in reads(st):
             readers.setdefault(s, set()).add(leg_of[i])
     if not copies:
         return k, leg_of
     copy_of = {(k.body[i].target, g): c.target for i, cs in copies.items() for g, c in cs}
-    pending = {c.target: (i, c) for i, cs in copies.items() for _, c in cs}
+    pending = {c.target: (i, g, c) for i, cs in copies.items() for g, c in cs}
     body, legs_out = [], []
+
+    def emit_copies(expr: sp.Expr) -> None:
+        """The pending copies ``expr`` reads (and those they read), each before its reader."""
+        for s in sorted(expr.free_symbols & pending.keys(), key=lambda s: pending[s][0]):
+            if s in pending:
+                _, g, c = pending.pop(s)
+                c_expr = _read_copies(c.expr, g, copy_of)
+                emit_copies(c_expr)
+                body.append(Assign(c.target, c_expr))
+                legs_out.append(g)
     for i, st in enumerate(k.body):
         if i in copies:
+            if None in readers.get(st.target, ()):      # read by mechanism-wide statements too
+                body.append(st)
+                legs_out.append(None)
+            continue
+        if isinstance(st, ColumnLoop):
+            body.append(st)
+            legs_out.append(None)
             continue
         g = leg_of[i]
         expr = _read_copies(st.expr, g, copy_of) if g is not None else st.expr
-        for s in sorted(expr.free_symbols & pending.keys(), key=lambda s: pending[s][0]):
-            body.append(pending.pop(s)[1])         # a copy just before its leg's first reader
-            legs_out.append(g)
+        emit_copies(expr)                 # a copy just before its leg's first reader
         body.append(Assign(st.target, expr) if isinstance(st, Assign)
                     else Check(expr, st.status, st.message))
         legs_out.append(g)
@@ -226,8 +246,6 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
     legs = tree_legs(chain)
     if legs is None:
         raise LegLoopError("no body carries two legs of the same joints")
-    if any(isinstance(st, ColumnLoop) for st in k.body):
-        raise LegLoopError("the kernel has loops already")
     if any("leg" in s.name for st in k.body if isinstance(st, Assign) for s in [st.target]):
         raise LegLoopError("a name with 'leg' in it")
     owner: dict[sp.Symbol, int] = {}          # symbol -> its leg (1-based)
@@ -240,7 +258,7 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
                     owner[port.elements[j - 1 + off]] = g
                     first[port.elements[j - 1 + off]] = port.elements[j1 - 1 + off]
     inputs = set(owner)
-    k, leg_of = _owners(k, owner)
+    k, leg_of = _owners(k, owner, len(legs))
     per_leg: dict[int, list[int]] = {g: [] for g in range(1, len(legs) + 1)}
     for i, g in enumerate(leg_of):
         if g is not None:
@@ -312,6 +330,11 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
     for i, st in enumerate(k.body):
         if i in rebuilt:
             body.append(rebuilt[i])
+        elif isinstance(st, ColumnLoop):     # a tree's column solves: mechanism-wide
+            body.append(replace(st, body=tuple(Assign(b.target, b.expr.xreplace(renamed))
+                                               for b in st.body),
+                                columns=tuple(tuple(sp.sympify(e).xreplace(renamed) for e in c)
+                                              for c in st.columns)))
         elif isinstance(st, Assign):
             body.append(Assign(st.target, st.expr.xreplace(renamed)))
         else:
