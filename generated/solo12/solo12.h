@@ -87,7 +87,7 @@ int64_t mechgen_solo12_velocities_batch_entry(int64_t n, double *const *a, int32
  *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
  *   out A[324] shape 18x18: joint-space mass matrix, symmetric, shape (18, 18); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 457 adds, 629 muls, 30 trig (1116 total)
+ *   ops: 457 adds, 613 muls, 30 trig (1100 total)
  */
 int mechgen_solo12_mass_matrix(const double *q, double *A);
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -102,7 +102,7 @@ int64_t mechgen_solo12_mass_matrix_batch_entry(int64_t n, double *const *a, int3
  *   in  Q[18]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (18,), in
  *       the order of q
  *   out b[18] shape 18: bias forces (N m or N), shape (18,), in the order of q
- *   ops: 847 adds, 1013 muls, 30 trig (1890 total)
+ *   ops: 787 adds, 953 muls, 30 trig (1770 total)
  */
 int mechgen_solo12_bias(const double *q, const double *qd, const double *Q, double *b);
 int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
@@ -116,7 +116,7 @@ int64_t mechgen_solo12_bias_batch_entry(int64_t n, double *const *a, int32_t *st
  *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out Q[18] shape 18: drive torques or forces (N m or N), shape (18,), in the order of q
- *   ops: 851 adds, 1021 muls, 30 trig (1902 total)
+ *   ops: 791 adds, 961 muls, 30 trig (1782 total)
  */
 int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch_entry(int64_t n, double *const *a,
  *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1830 adds, 2198 muls, 14 divs, 30 trig (4072 total)
+ *   ops: 1750 adds, 2118 muls, 14 divs, 30 trig (3912 total)
  */
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
@@ -165,7 +165,7 @@ int64_t mechgen_solo12_energy_batch_entry(int64_t n, double *const *a, int32_t *
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out dtau_dq[324] shape 18x18: dQ/dq, shape (18, 18); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[324] shape 18x18: dQ/dqd, shape (18, 18); rows and columns in the order of qd
- *   ops: 4312 adds, 5121 muls, 30 trig (9463 total)
+ *   ops: 4312 adds, 5037 muls, 30 trig (9379 total)
  */
 int mechgen_solo12_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);

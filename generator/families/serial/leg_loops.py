@@ -11,23 +11,25 @@ brings a tree's kernel to the form it takes:
 
 1. :func:`tree_legs`: the trunk and its legs, subtrees of one body with the same joints
    (kinds and axes) in the same order.
-2. A statement belongs to leg g when what it reads comes from leg g's inputs (its joints'
-   q, qd, qdd, Q) and no other leg's; every other statement is mechanism-wide (the trunk, the
-   base, sums over the legs).
+2. :func:`_owners`: a statement belongs to leg g when what it reads comes from leg g's
+   inputs (its joints' q, qd, qdd, Q) and no other leg's, or when it reads no leg and leg g's
+   statements are the only legs' that read it; one that several legs but not all read is
+   copied into each; the rest is mechanism-wide (the trunk, the base, sums over the legs, and
+   a kernel's own column loops: forward dynamics' derivatives' column solves).
 3. Each leg's statements, in the kernel's order, must be leg 1's with other numbers: the
    same expressions once each sum's and product's terms are sorted by their shape and every
    number is read as a coefficient (:func:`shape`; a term without one has the coefficient 1,
    so x and -x are one shape). A coefficient that differs between the legs becomes a constant
-   of each leg (``leg3_kc7``), one that is the same stays a number.
+   of each leg (``leg3_kc7``, one per set of values), one that is the same stays a number.
 4. Each leg's statements are rebuilt from the shapes (leg 1's names written ``leg<g>_<name>``,
    a sine or cosine of a joint angle ``<name>_leg<g>``, left to the kernel's vectorised
    sine-cosine loop, and each leg input read through an alias ``<input>_leg<g>``) and handed
    to ``leg_loops``, which splits them into loops by level, evaluates the constants per leg,
    and keeps every column bit for bit its unrolled form.
 
-Anything else (one leg with a statement more, a shape that differs, a kernel that has loops
-already) raises :class:`LegLoopError`; :func:`with_tree_leg_loops` then returns the straight
-kernel.
+Anything else (one leg with a statement more, a shape that differs) raises
+:class:`LegLoopError`; :func:`with_tree_leg_loops` then returns the straight kernel. Measured
+in docs/algorithms.md section 2.4.4.
 """
 
 from __future__ import annotations
@@ -304,7 +306,7 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
         by_first[(f.name, owner[s])] = alias
         aliases.append(Assign(alias, s))
     values: dict[sp.Symbol, sp.Expr] = {}
-    n_kc = 0
+    constant: dict[tuple, list[sp.Symbol]] = {}     # the legs' values -> their symbols
     rebuilt: dict[int, Assign | Check] = {}
     for n, key in enumerate(shapes):
         columns = list(zip(*(coefficients[g][n] for g in per_leg)))
@@ -312,11 +314,11 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
         for col in columns:
             if all(c == col[0] for c in col):
                 slots.append([col[0]] * len(legs))
-            else:
-                syms = [symbol(f"leg{g}_kc{n_kc}") for g in per_leg]
-                values.update(zip(syms, col))
-                slots.append(syms)
-                n_kc += 1
+                continue
+            if col not in constant:         # one constant per set of values
+                constant[col] = [symbol(f"leg{g}_kc{len(constant)}") for g in per_leg]
+                values.update(zip(constant[col], col))
+            slots.append(constant[col])
         for g, idx in per_leg.items():
             st = k.body[idx[n]]
             if n in trig:
@@ -357,8 +359,8 @@ def with_tree_leg_loops(build: Callable[[Chain], Kernel]) -> Callable[[Chain], K
     keeps them, each with its legs in loops, chosen by the operations the baseline target
     runs (pipeline.lane_ops: a loop's body once per two legs), so that forward dynamics by
     the articulated-body algorithm, whose legs loop, is not lost to L^T D L with a few
-    operations fewer, whose legs do not (solo12: 4081 against 3820 operations, 526 against
-    1036 ns)."""
+    operations fewer, whose legs do not (HyQ on the body twist: 4605 against 4271
+    operations, 516 against 1129 ns at -O3)."""
     def looped(chain: Chain) -> Kernel:
         k = build(chain)
         try:
