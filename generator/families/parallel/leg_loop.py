@@ -336,6 +336,7 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
                 outside.add(s)
     for p in k.outputs:
         outside |= {s for e in p.elements for s in sp.sympify(e).free_symbols if s in level_of}
+    outside_any = {_canonical(s) for s in outside}
     original: dict[tuple[sp.Symbol, int], sp.Symbol] = {}    # (canonical, leg) -> name
     for s in {*(s for names in free for s in names),
               *(st.target for st in k.body if isinstance(st, Assign)), *values}:
@@ -350,7 +351,7 @@ def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kerne
         for _, st in (x for x in first if x[0] == lv):
             if isinstance(st, Assign):
                 body.append(Assign(_canonical(st.target), _canonical_expr(st.expr)))
-                if st.target in outside:
+                if _canonical(st.target) in outside_any:    # read outside in some leg
                     results.append(_canonical(st.target))
             else:
                 t = symbol(f"L_check{tag[1:]}{len(chk) + 1}")

@@ -241,6 +241,70 @@ def _read_copies(e: sp.Expr, g: int, copy_of: dict) -> sp.Expr:
     return e.xreplace(sub) if sub else e
 
 
+ALIGN_WINDOW = 48
+"""How far ahead in another leg's statements :func:`_align` looks for leg 1's next one."""
+
+
+def _align(k: Kernel, per_leg: dict[int, list[int]], to_first: dict[sp.Symbol, str]
+           ) -> tuple[dict[int, list[int]], list[Key], dict[int, list[list[sp.Expr]]]]:
+    """The legs' statements that line up: (for each leg the indices of its statements, one
+    per statement of leg 1 kept, in order; their shapes; each leg's coefficients).
+
+    Leg 1's statements are taken in order; each other leg's next statement of the same shape
+    is looked for among its next ALIGN_WINDOW (names mapped to leg 1's as they line up:
+    ``to_first`` grows). Found in every leg, the statements line up and each leg's skipped
+    ones stay mechanism-wide; missing in one, leg 1's statement stays mechanism-wide (a
+    factorization that treats one leg apart: the L^T D L of forward dynamics' derivatives
+    pivots on the trunk after leg 1). A statement left out is computed once, straight,
+    reading the loops' results; the statements that read it then differ in shape from their
+    like in the other legs and stay out too."""
+    legs = sorted(per_leg)
+    out: dict[int, list[int]] = {g: [] for g in legs}
+    coefficients: dict[int, list[list[sp.Expr]]] = {g: [] for g in legs}
+    shapes: list[Key] = []
+    ptr = {g: 0 for g in legs}
+    for i1 in per_leg[1]:
+        s1 = k.body[i1]
+        key, c1 = _shape_or_none(s1.expr, lambda s: s.name)
+        if key is None:
+            continue
+        found: dict[int, tuple[int, list]] = {}
+        for g in legs[1:]:
+            idx = per_leg[g]
+            for j in range(ptr[g], min(ptr[g] + ALIGN_WINDOW, len(idx))):
+                sg = k.body[idx[j]]
+                if type(sg) is not type(s1) or \
+                        (isinstance(s1, Check) and sg.status != s1.status):
+                    continue
+                key_g, cg = _shape_or_none(sg.expr, lambda s: to_first.get(s, s.name))
+                if key_g == key:
+                    found[g] = (j, cg)
+                    break
+            if g not in found:
+                break
+        if len(found) != len(legs) - 1:
+            continue
+        out[1].append(i1)
+        coefficients[1].append(c1)
+        for g, (j, cg) in found.items():
+            i = per_leg[g][j]
+            out[g].append(i)
+            coefficients[g].append(cg)
+            if isinstance(s1, Assign):
+                to_first[k.body[i].target] = s1.target.name
+            ptr[g] = j + 1
+        shapes.append(key)
+    return out, shapes, coefficients
+
+
+def _shape_or_none(e: sp.Expr, name: Callable[[sp.Symbol], str]) -> tuple[Key | None, list]:
+    """:func:`shape`, or (None, []) for an expression with two parts of one shape."""
+    try:
+        return shape(e, name)
+    except LegLoopError:
+        return None, []
+
+
 def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr], int]:
     """(``k`` with its legs' statements named and built as leg_loops expects, the values of
     the legs' constants, the number of legs); LegLoopError when the legs are not one
@@ -267,27 +331,11 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
             per_leg[g].append(i)
             if isinstance(k.body[i], Assign):
                 owner[k.body[i].target] = g
-    if len({len(v) for v in per_leg.values()}) != 1 or not per_leg[1]:
-        raise LegLoopError(f"the legs have {[len(v) for v in per_leg.values()]} statements")
     # shapes: leg g's statements against leg 1's, names mapped to leg 1's as they line up
     to_first: dict[sp.Symbol, str] = {s: f.name for s, f in first.items()}
-    shapes, coefficients = [], {g: [] for g in per_leg}
-    for n, i1 in enumerate(per_leg[1]):
-        s1 = k.body[i1]
-        key, c1 = shape(s1.expr, lambda s: s.name)
-        coefficients[1].append(c1)
-        for g in range(2, len(legs) + 1):
-            sg = k.body[per_leg[g][n]]
-            if type(sg) is not type(s1) or (isinstance(s1, Check) and sg.status != s1.status):
-                raise LegLoopError(f"leg{g}: {sg} is not leg 1's {s1}")
-            key_g, cg = shape(sg.expr, lambda s: to_first.get(s, s.name))
-            if key_g != key:
-                raise LegLoopError(f"leg{g}: {sg} is not leg 1's {s1}",
-                                   {x: to_first.get(x) for x in sg.expr.free_symbols})
-            coefficients[g].append(cg)
-            if isinstance(sg, Assign):
-                to_first[sg.target] = s1.target.name
-        shapes.append(key)
+    per_leg, shapes, coefficients = _align(k, per_leg, to_first)
+    if not per_leg[1]:
+        raise LegLoopError("no statement of leg 1 has its like in every other leg")
     # new names: leg<g>_<leg 1 name>; a joint's sine or cosine <name>_leg<g>
     trig = {n for n, i1 in enumerate(per_leg[1])
             if isinstance(k.body[i1], Assign) and _is_trig(k.body[i1].expr, inputs)}
