@@ -173,3 +173,34 @@ def test_forward_dynamics_is_chosen_by_the_operations_the_baseline_runs(hyq_pair
     assert lane_ops(aba.kernel, aba.ops["total"]) < lane_ops(ltdl.kernel, ltdl.ops["total"])
     looped = next(g for g in gens["looped"] if g.kernel.name == "forward_dynamics")
     assert looped.ops == aba.ops
+
+
+def test_a_statement_reading_two_legs_is_never_handed_to_a_third(monkeypatch):
+    """s = a1 + b3 reads legs 1 and 3 and only leg 2 reads it: handed to leg 2 it would line
+    up with leg 1's t1 = a1 + b1 and be rebuilt reading leg 2's own a and b (found by the
+    review of this module). It stays mechanism-wide, and the looped kernel computes what the
+    straight one does (exactly, in rationals)."""
+    from types import SimpleNamespace
+    from mechgen.generator.families.serial import leg_loops as LL
+    from mechgen.generator.ir import Assign, Kernel, Port
+    from mechgen.generator.passes.loops import unroll_loops
+    q = [symbol(f"q{i}") for i in (1, 2, 3)]
+    S = symbol
+    body = [*(Assign(S(f"a{i}"), q[i - 1] ** 2) for i in (1, 2, 3)),
+            *(Assign(S(f"b{i}"), 3 * q[i - 1]) for i in (1, 2, 3)),
+            Assign(S("s"), S("a1") + S("b3")),
+            *(Assign(S(f"t{i}"), S(f"a{i}") + S(f"b{i}")) for i in (1, 2, 3)),
+            Assign(S("r1"), S("t1") * q[0]), Assign(S("r2"), S("s") * q[1]),
+            Assign(S("r3"), S("t3") * q[2])]
+    k = Kernel("k", "", (Port("q", (3,), tuple(q)),),
+               (Port("out", (4,), (S("r1"), S("r2"), S("r3"), S("t2"))),), tuple(body), {})
+    monkeypatch.setattr(LL, "tree_legs", lambda chain: [[1], [2], [3]])
+    looped = unroll_loops(LL.tree_leg_loops(k, SimpleNamespace(n=3)))
+
+    def run(kernel, values):
+        env = dict(zip(q, values))
+        for st in kernel.body:
+            env[st.target] = st.expr.xreplace(env)
+        return [sp.sympify(e).xreplace(env) for e in kernel.outputs[0].elements]
+    values = [sp.Integer(2), sp.Integer(5), sp.Integer(7)]
+    assert run(looped, values) == run(k, values) == [20, 125, 490, 40]

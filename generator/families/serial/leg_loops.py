@@ -40,7 +40,7 @@ from typing import Callable, Iterator
 import sympy as sp
 
 from mechgen.generator.families.parallel.leg_loop import LegLoopError, leg_loops
-from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, reads, symbol
+from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, defines, reads, symbol
 from mechgen.generator.model import Chain
 
 LEG_INPUTS = ("q", "qd", "qdd", "Q")
@@ -48,7 +48,7 @@ LEG_INPUTS = ("q", "qd", "qdd", "Q")
 more coordinate than joints)."""
 
 Key = tuple
-_FUNCTIONS: dict[str, type] = {}     # a shape's function name -> its SymPy class
+_FUNCTIONS: dict[str, type] = {}     # a shape's function (module.name) -> its SymPy class
 
 
 def tree_legs(chain: Chain) -> list[list[int]] | None:
@@ -105,10 +105,11 @@ def _shape_factor(e, name, out) -> Key:
     if e.is_Pow:
         if not e.exp.is_Number:
             raise LegLoopError(f"a power with a symbolic exponent: {e}")
-        return ("P", _shape_factor(e.base, name, out), str(e.exp))
+        return ("P", _shape_factor(e.base, name, out), sp.srepr(e.exp))   # exact
     if isinstance(e, sp.Function):
-        _FUNCTIONS.setdefault(type(e).__name__, type(e))
-        return ("F", type(e).__name__, *(_shape_term(a, name, out) for a in e.args))
+        f = f"{type(e).__module__}.{type(e).__qualname__}"
+        _FUNCTIONS.setdefault(f, type(e))
+        return ("F", f, *(_shape_term(a, name, out) for a in e.args))
     raise LegLoopError(f"no shape for {type(e).__name__}: {e}")
 
 
@@ -161,7 +162,9 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int],
     statement (None: mechanism-wide).
 
     Forwards: a statement that reads one leg's inputs or statements and no other leg's is that
-    leg's. Backwards, for one that reads no leg: if one leg's statements read it (and perhaps
+    leg's. Backwards, for one that reads no leg's symbol at all (one that reads several legs'
+    stays mechanism-wide: handed to one leg, its other legs' names would be read as that
+    leg's own): if one leg's statements read it (and perhaps
     mechanism-wide ones: the loop then exports it), it is that leg's (the origin of a leg's
     first body: the trunk's values and that leg's constants); if the statements of several
     legs but not all read it (the recorder named an expression once: two legs with one hip
@@ -181,7 +184,9 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int],
     copies: dict[int, list[tuple[int, Assign]]] = {}     # statement -> its copies per leg
     for i in range(len(k.body) - 1, -1, -1):
         st = k.body[i]
-        if isinstance(st, Assign) and leg_of[i] is None and st.target not in owner:
+        own = {owner[s] for s in reads(st) if s in owner}   # several: it reads other legs
+        if isinstance(st, Assign) and leg_of[i] is None and st.target not in owner \
+                and not own:
             legs = readers.get(st.target, set()) - {None}
             if legs:
                 if len(legs) == 1:
@@ -312,8 +317,10 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
     legs = tree_legs(chain)
     if legs is None:
         raise LegLoopError("no body carries two legs of the same joints")
-    if any("leg" in s.name for st in k.body if isinstance(st, Assign) for s in [st.target]):
-        raise LegLoopError("a name with 'leg' in it")
+    names = {s for p in k.inputs for s in p.elements} | \
+        {s for st in k.body for s in (*defines(st), *reads(st))}
+    if any("leg" in s.name for s in names):
+        raise LegLoopError("a name with 'leg' in it (the loops' names would be ambiguous)")
     owner: dict[sp.Symbol, int] = {}          # symbol -> its leg (1-based)
     first: dict[sp.Symbol, sp.Symbol] = {}    # a leg input -> leg 1's input in its place
     for port in k.inputs:
