@@ -19,7 +19,7 @@ from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dea
 from mechgen.generator.passes.latency import shorten_chains
 from mechgen.generator.passes.schedule import schedule_statements
 from mechgen.generator.passes.units import integer_units
-from mechgen.generator.passes.opcount import count_ops
+from mechgen.generator.passes.opcount import count_expr_ops, count_ops
 from mechgen.generator.scalar import counting_dense
 
 
@@ -82,7 +82,7 @@ def lane_ops(k: Kernel, total: int) -> int:
     leg after another. Without loops, ``total``."""
     for st in k.body:
         if isinstance(st, ColumnLoop):
-            body = count_ops(Kernel("", "", (), (), st.body))["total"]
+            body = sum(count_expr_ops(b.expr for b in st.body).values())
             n = len(st.columns)
             total -= body * (n - -(-n // BASELINE_LANES))
     return total

@@ -164,19 +164,22 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int],
     Forwards: a statement that reads one leg's inputs or statements and no other leg's is that
     leg's. Backwards, for one that reads no leg's symbol at all (one that reads several legs'
     stays mechanism-wide: handed to one leg, its other legs' names would be read as that
-    leg's own): if one leg's statements read it (and perhaps
-    mechanism-wide ones: the loop then exports it), it is that leg's (the origin of a leg's
-    first body: the trunk's values and that leg's constants); if the statements of several
+    leg's own): if one leg's statements read it (and perhaps mechanism-wide ones: the loop
+    then exports it), it is that leg's (the origin of a leg's first body: the trunk's values
+    and that leg's constants); if the statements of several
     legs but not all read it (the recorder named an expression once: two legs with one hip
     offset), it is copied into each of them (its own name ``<name>_c<g>``, placed before the
     leg's first statement that reads it; the original stays if mechanism-wide statements read
     it), so that every leg computes what leg 1 computes, in its order. One that every leg
     reads (the trunk's velocity) stays mechanism-wide."""
     owner = dict(owner)
+    names = [reads(st) for st in k.body]
+    legs_read: list[set[int]] = []          # the legs each statement reads
     leg_of: list[int | None] = []
-    for st in k.body:
-        gs = {owner[s] for s in reads(st) if s in owner}
-        g = gs.pop() if len(gs) == 1 and not isinstance(st, ColumnLoop) else None
+    for st, read in zip(k.body, names):
+        gs = {owner[s] for s in read if s in owner}
+        legs_read.append(gs)
+        g = next(iter(gs)) if len(gs) == 1 and not isinstance(st, ColumnLoop) else None
         leg_of.append(g)
         if g is not None and isinstance(st, Assign):
             owner[st.target] = g
@@ -184,9 +187,7 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int],
     copies: dict[int, list[tuple[int, Assign]]] = {}     # statement -> its copies per leg
     for i in range(len(k.body) - 1, -1, -1):
         st = k.body[i]
-        own = {owner[s] for s in reads(st) if s in owner}   # several: it reads other legs
-        if isinstance(st, Assign) and leg_of[i] is None and st.target not in owner \
-                and not own:
+        if isinstance(st, Assign) and not legs_read[i]:
             legs = readers.get(st.target, set()) - {None}
             if legs:
                 if len(legs) == 1:
@@ -199,7 +200,7 @@ def _owners(k: Kernel, owner: dict[sp.Symbol, int],
                             readers.setdefault(s, set()).add(g)
                     if None not in readers.get(st.target, ()):
                         continue
-        for s in reads(st):
+        for s in names[i]:
             readers.setdefault(s, set()).add(leg_of[i])
     if not copies:
         return k, leg_of
@@ -336,8 +337,6 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
     for i, g in enumerate(leg_of):
         if g is not None:
             per_leg[g].append(i)
-            if isinstance(k.body[i], Assign):
-                owner[k.body[i].target] = g
     # shapes: leg g's statements against leg 1's, names mapped to leg 1's as they line up
     to_first: dict[sp.Symbol, str] = {s: f.name for s, f in first.items()}
     per_leg, shapes, coefficients = _align(k, per_leg, to_first)
