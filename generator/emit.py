@@ -137,8 +137,9 @@ def _loop(loop: ColumnLoop, printer, where: str) -> dict:
     columns). For C, the slots split in two: ``constant_rows`` (a slot that is a number in
     every column: one row of the values, a ``static const`` array written once at load time)
     and ``variable_slots`` / ``variable_columns`` (the rest, stored at every call), both padded
-    with zero columns to ``size``. The template names its arrays with ``prefix`` (filled in by
-    :func:`_loop_prefixes`)."""
+    with zero columns to ``size``; ``forwarded`` (filled in by :func:`_forward_results`): the
+    slots read from an earlier loop's results. The template names its arrays with ``prefix``
+    (filled in by :func:`_loop_prefixes`)."""
     name = lambda s, what: _identifier(s, f"{where}: column loop {what}")
     slots = [name(s, "slot") for s in loop.slots]
     columns = [[_code(printer, e, f"{where}: column loop value") for e in col]
@@ -159,7 +160,7 @@ def _loop(loop: ColumnLoop, printer, where: str) -> dict:
             "body": [{"target": name(st.target, "assignment"),
                       "expr": _code(printer, st.expr, f"{where}: {st.target}")}
                      for st in loop.body],
-            "size": size, "count": len(loop.columns), "prefix": None}
+            "size": size, "count": len(loop.columns), "prefix": None, "forwarded": []}
 
 
 def _loop_prefixes(body: list[dict], taken: set[str]) -> None:
@@ -174,6 +175,34 @@ def _loop_prefixes(body: list[dict], taken: set[str]) -> None:
                       *(t for col in lp["targets"] for t in col)}
     for i, st in enumerate(b for b in body if b.get("loop")):
         st["loop"]["prefix"] = free_prefix(names, f"cl{i}_")
+
+
+def _forward_results(body: list[dict]) -> None:
+    """A column loop's slot whose values, column by column, are the results of an earlier
+    loop (a leg's value computed in a platform's first loop and read again after the
+    reduction) reads that loop's ``out`` array directly (``forwarded``: the slot and the
+    array row), instead of a copy into the kernel's scalars and from them into its own
+    ``in`` array. The copies into scalars stay where anything else reads them (the compiler
+    drops the others). The padding columns then hold what the earlier loop computed from its
+    zero columns, not zeros; nothing reads them."""
+    made: dict[tuple, str] = {}         # (the targets column by column, size) -> array row
+    for st in body:
+        L = st.get("loop")
+        if not L:
+            continue
+        keep, forwarded = [], []
+        for i, s in enumerate(L["variable_slots"]):
+            values = tuple(col[i] for col in L["variable_columns"][:L["count"]])
+            source = made.get((values, L["size"]))
+            if source:
+                forwarded.append({"slot": s, "source": source})
+            else:
+                keep.append(i)
+        L["variable_slots"] = [L["variable_slots"][i] for i in keep]
+        L["variable_columns"] = [[col[i] for i in keep] for col in L["variable_columns"]]
+        L["forwarded"] = forwarded
+        for r in range(len(L["results"])):
+            made[(tuple(col[r] for col in L["targets"]), L["size"])] = f"{L['prefix']}out[{r}]"
 
 
 def _port(p, where: str) -> dict:
@@ -221,6 +250,7 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     body = _body(k, printer, where)
     _loop_prefixes(body, {*backend.template_names, *(p.name for p in (*k.inputs, *k.outputs)),
                           *(_text(s) for p in k.inputs for s in p.elements)})
+    _forward_results(body)
     context = {
         "name": _identifier(k.name, f"{where}: name"),
         **backend.kernel_fields(mech, k.name),

@@ -190,3 +190,85 @@ def test_line_up_test_of_two_legs_agrees_with_renaming_both():
         agree += expect
         lined_up += leg_loop._line_up(e1, e2)
     assert agree > 200 and lined_up > 100          # both branches were exercised
+
+
+def _synthetic(body, n_legs: int = 3):
+    """A kernel of ``body`` whose inputs are every name it reads and does not assign."""
+    from mechgen.generator.ir import Kernel, Port
+    assigned = {st.target for st in body}
+    names = sorted({s for st in body for s in st.expr.free_symbols} - assigned, key=str)
+    last = body[-1].target
+    return Kernel("k", "", (Port("x", (len(names),), tuple(names)),),
+                  (Port("y", (1,), (last,)),), tuple(body))
+
+
+def test_a_sum_over_the_legs_is_split_into_per_leg_parts():
+    """A mechanism-wide sum of one computation per leg (a reduced mass matrix element)
+    becomes one statement per leg (computed in the legs' loop) and the sum of their names;
+    a term of several legs or of none stays in the sum."""
+    c = sp.Symbol("c")
+    x = [sp.Symbol(f"leg{g}_x") for g in (1, 2, 3)]
+    y = [sp.Symbol(f"leg{g}_y") for g in (1, 2, 3)]
+    s = sp.Symbol("s")
+    k = _synthetic([Assign(s, c + x[0] * x[1] + sum(2 * x[g] * y[g] - y[g] for g in range(3)))])
+    out = leg_loop._split_leg_sums(k, 3).body
+    parts = [st.target for st in out[:3]]
+    assert [t.name for t in parts] == ["leg1_sum_s", "leg2_sum_s", "leg3_sum_s"]
+    assert out[3].target == s
+    assert [st.expr for st in out[:3]] == [2 * x[g] * y[g] - y[g] for g in range(3)]
+    assert out[3].expr == c + x[0] * x[1] + sum(parts)
+
+
+@pytest.mark.parametrize("case", ["a leg missing", "another computation", "names alone"])
+def test_a_sum_that_is_not_one_computation_per_leg_stays_whole(case):
+    x = [sp.Symbol(f"leg{g}_x") for g in (1, 2, 3)]
+    y = [sp.Symbol(f"leg{g}_y") for g in (1, 2, 3)]
+    terms = {"a leg missing": [x[0] * y[0], x[1] * y[1]],
+             "another computation": [x[0] * y[0], x[1] * y[1], x[2] + y[2]],
+             "names alone": [x[0], x[1], x[2]]}[case]
+    k = _synthetic([Assign(sp.Symbol("s"), sp.Add(*terms))])
+    assert leg_loop._split_leg_sums(k, 3).body == k.body
+
+
+def test_reduced_mass_matrix_sums_are_computed_per_leg_in_the_loop():
+    """hexapod_rsu's step: an element of Ac* is the ring's term plus the sum of the legs'
+    parts, the parts computed in a loop over the legs, not mechanism-wide (or, where a leg's
+    part is one value of the loop already, the sum of those)."""
+    pf = _platform("hexapod_rsu")
+    k = leg_loop.with_leg_loops(pk._step, pf, FrameCBuild)
+    loops = [st for st in k.body if isinstance(st, ColumnLoop)]
+    from_loops = {t for st in loops for col in st.targets for t in col}
+    sums = [st for st in k.body if isinstance(st, Assign) and st.target.name.startswith("Ac_star")
+            and any(s.name.startswith("leg") for s in st.expr.free_symbols)]
+    assert len(sums) == 21
+    split = 0
+    for st in sums:
+        legs = [s for s in st.expr.free_symbols if s.name.startswith("leg")]
+        assert len(legs) == 6 and set(legs) <= from_loops, st
+        split += sorted(s.name for s in legs) == [f"leg{g}_sum_{st.target.name}"
+                                                  for g in range(1, 7)]
+    assert split >= 15
+
+
+def test_a_later_loop_reads_an_earlier_loops_results_in_place():
+    """In C, a slot of a later loop whose columns are an earlier loop's results (a leg's
+    values from before the reduction, read again after it) is read from that loop's array,
+    not copied through the kernel's scalars into its own."""
+    from mechgen.generator.build import files_for_spec
+    from mechgen.generator.emit import _forward_results
+    body = [{"loop": {"variable_slots": ["L_a"], "variable_columns": [["0.0"]] * 4,
+                      "count": 2, "size": 4, "results": ["L_u", "L_v"], "prefix": "cl0_",
+                      "targets": [["leg1_u", "leg1_v"], ["leg2_u", "leg2_v"]]}},
+            {"loop": {"variable_slots": ["M_v", "M_w"], "count": 2, "size": 4,
+                      "variable_columns": [["leg1_v", "leg1_w"], ["leg2_v", "leg2_w"],
+                                           ["0.0", "0.0"], ["0.0", "0.0"]],
+                      "results": [], "prefix": "cl1_", "targets": [[], []]}}]
+    _forward_results(body)
+    second = body[1]["loop"]
+    assert second["forwarded"] == [{"slot": "M_v", "source": "cl0_out[1]"}]
+    assert second["variable_slots"] == ["M_w"]
+    assert second["variable_columns"] == [["leg1_w"], ["leg2_w"], ["0.0"], ["0.0"]]
+    text = (Path(__file__).resolve().parent.parent / "generated" / "hexapod_rsu"
+            / "hexapod_rsu.c").read_text()
+    import re
+    assert re.search(r"const double \w+ = cl0_out\[\d+\]\[cl[1-9]_c\];", text)

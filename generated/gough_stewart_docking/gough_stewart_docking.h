@@ -415,7 +415,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch_entry(int64_t n, do
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1735 adds, 2236 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4080 total)
+ *   ops: 1711 adds, 2220 muls, 31 divs, 12 sqrt, 18 trig, 36 other (4028 total)
  */
 int mechgen_gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -468,7 +468,7 @@ int64_t mechgen_gough_stewart_docking_step_batch_entry(int64_t n, double *const 
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1204 adds, 1631 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2908 total)
+ *   ops: 1204 adds, 1637 muls, 31 divs, 12 sqrt, 6 trig, 24 other (2914 total)
  */
 int mechgen_gough_stewart_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -624,7 +624,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch_entry(int64_t n, double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2044 adds, 2656 muls, 31 divs, 12 sqrt, 18 trig, 48 other (4809 total)
+ *   ops: 2020 adds, 2640 muls, 31 divs, 12 sqrt, 18 trig, 36 other (4757 total)
  */
 int mechgen_gough_stewart_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -690,7 +690,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch_entry(int64_t n, double *c
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5277 adds, 6890 muls, 31 divs, 12 sqrt, 18 trig, 60 other (12288 total)
+ *   ops: 5253 adds, 6904 muls, 31 divs, 12 sqrt, 18 trig, 48 other (12266 total)
  */
 int mechgen_gough_stewart_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -465,7 +465,7 @@ int64_t mechgen_hexapod_ucu_reduced_dynamics_batch_entry(int64_t n, double *cons
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2583 adds, 3633 muls, 43 divs, 18 sqrt, 24 trig (6301 total)
+ *   ops: 2611 adds, 3612 muls, 43 divs, 18 sqrt, 24 trig (6308 total)
  */
 int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -524,7 +524,7 @@ int64_t mechgen_hexapod_ucu_step_batch_entry(int64_t n, double *const *a, int32_
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1972 adds, 2819 muls, 43 divs, 18 sqrt, 6 trig (4858 total)
+ *   ops: 1972 adds, 2825 muls, 43 divs, 18 sqrt, 6 trig (4864 total)
  */
 int mechgen_hexapod_ucu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_ucu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -696,7 +696,7 @@ int64_t mechgen_hexapod_ucu_drive_forces_batch_entry(int64_t n, double *const *a
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2922 adds, 4115 muls, 43 divs, 18 sqrt, 24 trig (7122 total)
+ *   ops: 2950 adds, 4092 muls, 43 divs, 18 sqrt, 24 trig (7127 total)
  */
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -768,7 +768,7 @@ int64_t mechgen_hexapod_ucu_base_step_batch_entry(int64_t n, double *const *a, i
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7209 adds, 9824 muls, 43 divs, 18 sqrt, 24 trig (17118 total)
+ *   ops: 7209 adds, 9856 muls, 43 divs, 18 sqrt, 24 trig (17150 total)
  */
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

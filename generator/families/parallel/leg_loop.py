@@ -181,6 +181,48 @@ def _split_calls(k: Kernel) -> Kernel:
     return k.with_body(body)
 
 
+def _split_leg_sums(k: Kernel, n_legs: int) -> Kernel:
+    """Each mechanism-wide sum over the legs of one computation per leg, such as an element
+    of the reduced mass matrix Ac* = I_C + sum_k (J_k^T M_k J_k), with its per-leg part a
+    statement of that leg (``leg<k>_sum_<target>``), so that the part is computed in the legs'
+    loop, in vector lanes, and only the sum of the parts is left mechanism-wide. A sum's terms
+    that read one leg each are grouped by leg; the sum is split when every leg has a group,
+    the groups are the same computation up to the legs (:func:`_same_up_to_legs`) and a
+    group is more than one name (a name alone is already the loop's result)."""
+    body: list = []
+    for st in k.body:
+        parts = _leg_parts(st, n_legs)
+        if parts is None:
+            body.append(st)
+            continue
+        rest, per_leg = parts
+        names = [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
+        body += [Assign(t, e) for t, e in zip(names, per_leg)]
+        body.append(Assign(st.target, sp.Add(*rest, *names)))
+    return k.with_body(body)
+
+
+def _leg_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
+    """(terms of no single leg, the part of each leg) of a splittable sum (as
+    :func:`_split_leg_sums` describes), or None."""
+    if not isinstance(st, Assign) or _LEG.search(st.target.name) or not st.expr.is_Add:
+        return None
+    groups: dict[int, list[sp.Expr]] = {}
+    rest = []
+    for term in st.expr.args:
+        legs = {int(m.group(1)) for s in term.free_symbols for m in [_LEG.search(s.name)] if m}
+        if len(legs) == 1:
+            groups.setdefault(legs.pop(), []).append(term)
+        else:
+            rest.append(term)
+    if sorted(groups) != list(range(1, n_legs + 1)):
+        return None
+    per_leg = [sp.Add(*groups[g]) for g in range(1, n_legs + 1)]
+    if per_leg[0].is_Symbol or not all(_same_up_to_legs(per_leg[0], e) for e in per_leg[1:]):
+        return None
+    return rest, per_leg
+
+
 def _levels(k: Kernel, free: list[set]) -> tuple[list[tuple[int | None, float]], list[bool]]:
     """(leg, level) of every statement (``free``: the names each reads) and whether it is a
     scalar call.
@@ -314,7 +356,7 @@ def _same_computation(first: list, other: list, g: int) -> None:
 def leg_loops(k: Kernel, values: dict[sp.Symbol, sp.Expr], n_legs: int) -> Kernel:
     """``k`` (built on :func:`symbolic_legs`) with its leg statements in loops over the legs
     (module docstring); LegLoopError when the legs are not one computation."""
-    k = _split_calls(remove_dead_code(drop_unguarded_checks(k)))
+    k = _split_calls(_split_leg_sums(remove_dead_code(drop_unguarded_checks(k)), n_legs))
     free = [reads(st) for st in k.body]
     where, scalar = _levels(k, free)
     per_leg: dict[int, list] = {g: [] for g in range(1, n_legs + 1)}
