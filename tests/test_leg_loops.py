@@ -219,14 +219,19 @@ def test_a_sum_over_the_legs_is_split_into_per_leg_parts():
     assert out[3].expr == c + x[0] * x[1] + sum(parts)
 
 
-@pytest.mark.parametrize("case", ["a leg missing", "another computation", "names alone"])
+@pytest.mark.parametrize("case", ["a leg missing", "another computation", "names alone",
+                                  "a part's name taken"])
 def test_a_sum_that_is_not_one_computation_per_leg_stays_whole(case):
     x = [sp.Symbol(f"leg{g}_x") for g in (1, 2, 3)]
     y = [sp.Symbol(f"leg{g}_y") for g in (1, 2, 3)]
     terms = {"a leg missing": [x[0] * y[0], x[1] * y[1]],
              "another computation": [x[0] * y[0], x[1] * y[1], x[2] + y[2]],
-             "names alone": [x[0], x[1], x[2]]}[case]
-    k = _synthetic([Assign(sp.Symbol("s"), sp.Add(*terms))])
+             "names alone": [x[0], x[1], x[2]],
+             "a part's name taken": [x[g] * y[g] for g in range(3)]}[case]
+    body = [Assign(sp.Symbol("s"), sp.Add(*terms))]
+    if case == "a part's name taken":
+        body.insert(0, Assign(sp.Symbol("leg2_sum_s"), x[0] + 1))
+    k = _synthetic(body)
     assert leg_loop._split_leg_sums(k, 3).body == k.body
 
 

@@ -188,15 +188,18 @@ def _split_leg_sums(k: Kernel, n_legs: int) -> Kernel:
     loop, in vector lanes, and only the sum of the parts is left mechanism-wide. A sum's terms
     that read one leg each are grouped by leg; the sum is split when every leg has a group,
     the groups are the same computation up to the legs (:func:`_same_up_to_legs`) and a
-    group is more than one name (a name alone is already the loop's result)."""
+    group is more than one name (a name alone is already the loop's result). A sum whose
+    parts' names the kernel has already is left whole."""
+    taken = {st.target.name for st in k.body if isinstance(st, Assign)} | {
+        s.name for p in k.inputs for s in p.elements}
     body: list = []
     for st in k.body:
         parts = _leg_parts(st, n_legs)
-        if parts is None:
+        names = parts and [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
+        if parts is None or any(t.name in taken for t in names):
             body.append(st)
             continue
         rest, per_leg = parts
-        names = [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
         body += [Assign(t, e) for t, e in zip(names, per_leg)]
         body.append(Assign(st.target, sp.Add(*rest, *names)))
     return k.with_body(body)
