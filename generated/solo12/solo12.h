@@ -186,7 +186,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch_entry(int64_t n, doubl
  *   out dqdd_dQ[324] shape 18x18: dqdd/dQ = A^-1, symmetric, shape (18, 18), in the order of qd
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 10269 adds, 11859 muls, 19 divs, 30 trig (22177 total)
+ *   ops: 10315 adds, 11952 muls, 19 divs, 30 trig (22316 total)
  */
 int mechgen_solo12_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -10,6 +10,8 @@ not positive definite, e.g. a joint that moves no mass).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import sympy as sp
 
 from mechgen.generator.scalar import Recorder, _count
@@ -75,31 +77,15 @@ def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: 
         D z = y,  L qdd = z:   for i = 1..n: qdd_i = z_i - sum over ancestors j of L_ij qdd_j
 
     A serial chain (every joint an ancestor of the later ones) gives the dense factorisation.
-    Each pivot D_k is checked as in :func:`ldlt_solve`.
+    Each pivot D_k is checked as in :func:`ldlt_solve`. The factors: :func:`ltdl_factor`.
     """
     n = len(b)
-    lam = [None] + list(parent)  # lam[k] = parent of joint k (1-based), 0 = the base
 
     def ancestors(k: int) -> list[int]:
-        out = []
-        while lam[k]:
-            k = lam[k]
-            out.append(k)
-        return out
+        return _ancestors(parent, k)
 
-    H = {(i, j): A[i - 1][j - 1] for i in range(1, n + 1) for j in range(1, n + 1)}
-    L: dict[tuple[int, int], sp.Expr] = {}
-    invD = [None] * (n + 1)
-    for k in range(n, 0, -1):
-        D = rec.bind(H[k, k], f"D{k}")
-        invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1] if names else f"{k}",
-                                 status, rel_tol, "the mass matrix")
-        for i in ancestors(k):
-            _count(muls=1)
-            L[k, i] = rec.bind(H[k, i] * invD[k], f"L{k}_{i}")
-            for j in [i] + ancestors(i):
-                _count(adds=1, muls=1)
-                H[i, j] = H[j, i] = rec.bind(H[i, j] - L[k, i] * H[k, j], f"H{i}_{j}")
+    L, invD = ltdl_factor(rec, A, parent, names or [f"{k}" for k in range(1, n + 1)],
+                          status, rel_tol)
     y = {i: b[i - 1] for i in range(1, n + 1)}
     for i in range(n, 0, -1):
         y[i] = rec.bind(y[i], f"y{i}")
@@ -112,3 +98,81 @@ def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: 
         x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1] for j in ancestors(i)]),
                             f"qdd{i}")
     return x
+
+
+def branch_of(parent: list[int]) -> Callable[[int, int], int | None]:
+    """branch(k, i) for i an ancestor of k (1-based, parent 0 = the base): the joint where k's
+    path leaves the branching body nearest to i, i.e. the child c of the shallowest joint m in
+    i, ..., parent(k) with more than one child (c on the path to k); None when no joint there
+    branches. Joints of one branch of m update the rows of m and above independently of every
+    other branch's joints, so their updates can be summed per branch (a quadruped's four legs
+    into four partial sums) and the partial sums added at the end."""
+    children: dict[int, int] = {}
+    for p in parent:
+        children[p] = children.get(p, 0) + 1
+
+    def branch(k: int, i: int) -> int | None:
+        found, j = None, k
+        while j != i:
+            below, j = j, parent[j - 1]
+            if children.get(j, 0) > 1:
+                found = below          # the last one found is the shallowest
+        return found
+    return branch
+
+
+def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names: list[str],
+                status: int = SINGULAR, rel_tol: float = 1e-13
+                ) -> tuple[dict[tuple[int, int], sp.Expr], list]:
+    """A = L^T D L from the leaves (Featherstone RBDA Table 6.3): (L {(k, i): L_ki for i an
+    ancestor of k}, 1/D per joint, 1-based), every pivot checked (``status``).
+
+        for k = n..1:  D_k = H_kk;  for each ancestor i of k:   L_ki = H_ki / D_k,
+                       H_ij -= L_ki H_kj for each ancestor j of i (j = i included)
+
+    The updates that the joints of one branch make to an entry above the branching body
+    (:func:`branch_of`) are summed per branch, H_ij = A_ij - sum over the branches of
+    (sum of the branch's L_ki H_kj), the branch sums named ``P<i>_<j>_b<c>``, each added when
+    H_ij is next read: the operations of the one running sum, but a leg's sums depend on its
+    own joints only (generator/families/serial/leg_loops.py runs them in the legs' loop)."""
+    n = len(A)
+    branch = branch_of(parent)
+    H = {(i, j): A[i - 1][j - 1] for i in range(1, n + 1) for j in range(1, n + 1)}
+    P: dict[tuple[int, int], dict[int, sp.Expr]] = {}     # (i, j), j <= i -> branch -> sum
+
+    def settled(i: int, j: int) -> sp.Expr:
+        """H_ij with its pending branch sums added."""
+        i, j = max(i, j), min(i, j)
+        sums = P.pop((i, j), None)
+        if sums:
+            H[i, j] = H[j, i] = rec.bind(H[i, j] - sp.Add(*sums.values()), f"H{i}_{j}")
+        return H[i, j]
+
+    L: dict[tuple[int, int], sp.Expr] = {}
+    invD: list = [None] * (n + 1)
+    for k in range(n, 0, -1):
+        D = rec.bind(settled(k, k), f"D{k}")
+        invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1], status, rel_tol,
+                                 "the mass matrix")
+        for i in _ancestors(parent, k):
+            _count(muls=1)
+            L[k, i] = rec.bind(settled(k, i) * invD[k], f"L{k}_{i}")
+            c = branch(k, i)
+            for j in [i] + _ancestors(parent, i):
+                _count(adds=1, muls=1)
+                update = L[k, i] * settled(k, j)
+                if c is None:
+                    H[i, j] = H[j, i] = rec.bind(settled(i, j) - update, f"H{i}_{j}")
+                else:
+                    sums = P.setdefault((i, j), {})
+                    sums[c] = rec.bind(sums.get(c, 0) + update, f"P{i}_{j}_b{c}")
+    return L, invD
+
+
+def _ancestors(parent: list[int], k: int) -> list[int]:
+    """The ancestors of joint k (1-based), from its parent to the base's first joint."""
+    out = []
+    while parent[k - 1]:
+        k = parent[k - 1]
+        out.append(k)
+    return out

@@ -22,6 +22,7 @@ from typing import Callable
 
 import sympy as sp
 
+from mechgen.generator.algorithms.ldlt import branch_of
 from mechgen.generator.scalar import Recorder
 
 
@@ -44,19 +45,34 @@ def path(parent: list[int], k: int) -> list[int]:
     return out
 
 
+def one_sum(rec: Recorder, terms: list[sp.Expr], name: str) -> sp.Expr:
+    """The sum of ``terms`` as one statement."""
+    return rec.bind(sp.Add(*terms), name)
+
+
 def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr], name: str,
-               total: Callable[[Recorder, list, str], sp.Expr] = latest_last) -> list[sp.Expr]:
+               total: Callable[[Recorder, list, str], sp.Expr] = latest_last,
+               join: Callable[[Recorder, list, str], sp.Expr] = one_sum) -> list[sp.Expr]:
     """x = A^-1 b from the factors (RBDA Table 6.4): L^T y = b, then x = L^-1 D^-1 y; sums
-    over ancestors only. Each sum is formed by ``total``: :func:`latest_last` (the chain of
+    over ancestors only. A row above a branching body sums each branch's terms apart first
+    (``<name>_y<i>_b<c>``, algorithms/ldlt.branch_of), so a leg's part reads that leg alone;
+    ``join`` adds them (default: one statement, which reads every leg, not the last leg's
+    part apart). Each sum is formed by ``total``: :func:`latest_last` (the chain of
     dependent operations from one unknown to the next is one multiply and one add), or a
     left-to-right fold of two-operand sums (the body of a column loop)."""
     n = len(b)
+    branch = branch_of(parent)
     terms = {i: [b[i - 1]] for i in range(1, n + 1)}
+    per_branch: dict[int, dict[int, list[sp.Expr]]] = {}    # row -> branch -> its terms
     y: dict[int, sp.Expr] = {}
     for i in range(n, 0, -1):
-        y[i] = total(rec, terms[i], f"{name}_y{i}")
+        sums = [total(rec, ts, f"{name}_y{i}_b{c}") for c, ts in per_branch.pop(i, {}).items()]
+        y[i] = join(rec, terms[i] + sums, f"{name}_y{i}") if sums else \
+            total(rec, terms[i], f"{name}_y{i}")
         for p in path(parent, i)[1:]:
-            terms[p].append(-L[i, p] * y[i])
+            c = branch(i, p)
+            (terms[p] if c is None else per_branch.setdefault(p, {}).setdefault(c, [])).append(
+                -L[i, p] * y[i])
     x = [sp.Integer(0)] * n
     for i in range(1, n + 1):
         older = [-L[i, j] * x[j - 1] for j in reversed(path(parent, i)[1:])]

@@ -47,7 +47,7 @@ def solve_body(rec: Recorder, b: list[sp.Expr], L: dict, invD: list,
                parent: list[int]) -> list[sp.Expr]:
     """x = A^-1 b from the factors, ``b`` (1-based rows in a list) zero where the column is:
     ltdl_apply with every sum a fold of two-operand sums."""
-    return ltdl_apply(rec, L, invD, parent, b, "x", total=fold)
+    return ltdl_apply(rec, L, invD, parent, b, "x", total=fold, join=fold)
 
 
 def product_body(rec: Recorder, b: list[sp.Expr], Ainv: list[list[sp.Expr]]) -> list[sp.Expr]:

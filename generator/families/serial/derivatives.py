@@ -41,7 +41,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
+from mechgen.generator.algorithms.ldlt import SingularMassMatrix, ltdl_factor
 from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply, symmetric_inverse
 from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.algorithms.rnea_derivatives import (ZERO, bias_from, derivatives_at,
@@ -297,35 +297,6 @@ def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
     """dID/dq and dID/dqd by whichever path (analytical or forward-mode) costs fewer
     operations on this chain (:func:`choose`)."""
     return choose(chain, (id_derivatives_analytic,), id_derivatives_forward)
-
-
-def _ancestors(parent: list[int], k: int) -> list[int]:
-    out = []
-    while parent[k - 1]:
-        k = parent[k - 1]
-        out.append(k)
-    return out
-
-
-def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names: list[str]):
-    """A = L^T D L from the leaves (Featherstone RBDA Table 6.3), as in
-    algorithms/ldlt.ltdl_solve: (L {(k, i): L_ki for i an ancestor of k}, 1/D per joint),
-    every pivot checked (status SINGULAR)."""
-    n = len(A)
-    H = {(i, j): A[i - 1][j - 1] for i in range(1, n + 1) for j in range(1, n + 1)}
-    L: dict[tuple[int, int], sp.Expr] = {}
-    invD: list = [None] * (n + 1)
-    for k in range(n, 0, -1):
-        D = rec.bind(H[k, k], f"D{k}")
-        invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1], SINGULAR, 1e-13,
-                                 "the mass matrix")
-        for i in _ancestors(parent, k):
-            _count(muls=1)
-            L[k, i] = rec.bind(H[k, i] * invD[k], f"L{k}_{i}")
-            for j in [i] + _ancestors(parent, i):
-                _count(adds=1, muls=1)
-                H[i, j] = H[j, i] = rec.bind(H[i, j] - L[k, i] * H[k, j], f"H{i}_{j}")
-    return L, invD
 
 
 def _ops_of(statements) -> int:

@@ -260,8 +260,8 @@ def _align(k: Kernel, per_leg: dict[int, list[int]], to_first: dict[sp.Symbol, s
     is looked for among its next ALIGN_WINDOW (names mapped to leg 1's as they line up:
     ``to_first`` grows). Found in every leg, the statements line up and each leg's skipped
     ones stay mechanism-wide; missing in one, leg 1's statement stays mechanism-wide (a
-    factorization that treats one leg apart: the L^T D L of forward dynamics' derivatives
-    pivots on the trunk after leg 1). A statement left out is computed once, straight,
+    computation that treats one leg apart, as L^T D L did while it added the legs' updates
+    of the trunk in one running sum, leg 1's last). A statement left out is computed once, straight,
     reading the loops' results; the statements that read it then differ in shape from their
     like in the other legs and stay out too."""
     legs = sorted(per_leg)
@@ -411,10 +411,10 @@ def with_tree_leg_loops(build: Callable[[Chain], Kernel]) -> Callable[[Chain], K
     """A builder whose kernel has its legs in loops where :func:`tree_leg_loops` can, the
     straight kernel elsewhere. A builder with alternative forms (generator/pipeline.choice)
     keeps them, each with its legs in loops, chosen by the operations the baseline target
-    runs (pipeline.lane_ops: a loop's body once per two legs), so that forward dynamics by
-    the articulated-body algorithm, whose legs loop, is not lost to L^T D L with a few
-    operations fewer, whose legs do not (HyQ on the body twist: 4605 against 4271
-    operations, 516 against 1129 ns at -O3)."""
+    runs (pipeline.lane_ops: a loop's body once per two legs), not by their number: a form
+    with a few operations fewer whose legs do not all loop would lose (HyQ on the body twist,
+    before L^T D L summed its trunk's updates per leg: the articulated-body form's 4605
+    operations ran in 516 ns at -O3, L^T D L's 4271 in 1129 ns)."""
     def looped(chain: Chain) -> Kernel:
         k = build(chain)
         try:
