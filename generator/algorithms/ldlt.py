@@ -80,22 +80,19 @@ def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: 
     Each pivot D_k is checked as in :func:`ldlt_solve`. The factors: :func:`ltdl_factor`.
     """
     n = len(b)
-
-    def ancestors(k: int) -> list[int]:
-        return _ancestors(parent, k)
-
     L, invD = ltdl_factor(rec, A, parent, names or [f"{k}" for k in range(1, n + 1)],
                           status, rel_tol)
     y = {i: b[i - 1] for i in range(1, n + 1)}
     for i in range(n, 0, -1):
         y[i] = rec.bind(y[i], f"y{i}")
-        for p in ancestors(i):
+        for p in _ancestors(parent, i):
             _count(adds=1, muls=1)
             y[p] = y[p] - L[i, p] * y[i]
     x = [sp.Integer(0)] * n
     for i in range(1, n + 1):
-        _count(adds=len(ancestors(i)), muls=len(ancestors(i)) + 1)
-        x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1] for j in ancestors(i)]),
+        up = _ancestors(parent, i)
+        _count(adds=len(up), muls=len(up) + 1)
+        x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1] for j in up]),
                             f"qdd{i}")
     return x
 
