@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from mechgen.generator.algorithms.ldlt import branch_of, ltdl_factor
+from mechgen.generator.algorithms.ldlt import ancestors, branch_of, ltdl_factor
 from mechgen.generator.algorithms.ltdl_inverse import ltdl_apply
 from mechgen.generator.ir import Assign, Check, symbol
 from mechgen.generator.scalar import Recorder
@@ -42,20 +42,12 @@ def test_an_update_belongs_to_the_leg_below_the_shallowest_branching_body():
     assert nested(7, 1) == 6 and nested(7, 6) is None
 
 
-def _ancestors(parent, k):
-    out = []
-    while parent[k - 1]:
-        k = parent[k - 1]
-        out.append(k)
-    return out
-
-
 def _tree_spd(parent, rng):
     """A = L^T D L with the tree's sparsity (L_ki != 0 for i an ancestor of k)."""
     n = len(parent)
     L = np.eye(n)
     for k in range(1, n + 1):
-        for i in _ancestors(parent, k):
+        for i in ancestors(parent, k):
             L[k - 1, i - 1] = rng.uniform(-1, 1)
     return L.T @ np.diag(rng.uniform(0.5, 2.0, n)) @ L
 
@@ -134,14 +126,7 @@ def test_every_leg_statement_of_solo12s_fd_derivatives_has_its_like_in_the_other
     chain = family_of(model).coded(model)
     k = D.forward_dynamics_derivatives(chain)
     legs = LL.tree_legs(chain)
-    owner, first = {}, {}
-    for port in k.inputs:
-        if port.name in LL.LEG_INPUTS:
-            off = len(port.elements) - chain.n
-            for g, leg in enumerate(legs, start=1):
-                for j, j1 in zip(leg, legs[0]):
-                    owner[port.elements[j - 1 + off]] = g
-                    first[port.elements[j - 1 + off]] = port.elements[j1 - 1 + off]
+    owner, first = LL.leg_inputs(k, chain, legs)
     k, leg_of = LL._owners(k, owner, len(legs))
     per_leg = {g: [i for i, o in enumerate(leg_of) if o == g] for g in range(1, 5)}
     aligned, _, _ = LL._align(k, per_leg, {s: f.name for s, f in first.items()})

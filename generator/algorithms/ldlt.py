@@ -85,12 +85,12 @@ def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: 
     y = {i: b[i - 1] for i in range(1, n + 1)}
     for i in range(n, 0, -1):
         y[i] = rec.bind(y[i], f"y{i}")
-        for p in _ancestors(parent, i):
+        for p in ancestors(parent, i):
             _count(adds=1, muls=1)
             y[p] = y[p] - L[i, p] * y[i]
     x = [sp.Integer(0)] * n
     for i in range(1, n + 1):
-        up = _ancestors(parent, i)
+        up = ancestors(parent, i)
         _count(adds=len(up), muls=len(up) + 1)
         x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1] for j in up]),
                             f"qdd{i}")
@@ -151,11 +151,11 @@ def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names:
         D = rec.bind(settled(k, k), f"D{k}")
         invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1], status, rel_tol,
                                  "the mass matrix")
-        for i in _ancestors(parent, k):
+        for i in ancestors(parent, k):
             _count(muls=1)
             L[k, i] = rec.bind(settled(k, i) * invD[k], f"L{k}_{i}")
             c = branch(k, i)
-            for j in [i] + _ancestors(parent, i):
+            for j in [i] + ancestors(parent, i):
                 _count(adds=1, muls=1)
                 update = L[k, i] * settled(k, j)
                 if c is None:
@@ -166,7 +166,7 @@ def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names:
     return L, invD
 
 
-def _ancestors(parent: list[int], k: int) -> list[int]:
+def ancestors(parent: list[int], k: int) -> list[int]:
     """The ancestors of joint k (1-based), from its parent to the base's first joint."""
     out = []
     while parent[k - 1]:

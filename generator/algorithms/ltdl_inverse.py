@@ -22,7 +22,7 @@ from typing import Callable
 
 import sympy as sp
 
-from mechgen.generator.algorithms.ldlt import branch_of
+from mechgen.generator.algorithms.ldlt import ancestors, branch_of
 from mechgen.generator.scalar import Recorder
 
 
@@ -39,10 +39,7 @@ def latest_last(rec: Recorder, terms: list[sp.Expr], name: str) -> sp.Expr:
 
 def path(parent: list[int], k: int) -> list[int]:
     """k and its ancestors, from k down to the base's first joint (1-based; parent 0 = base)."""
-    out = [k]
-    while parent[out[-1] - 1]:
-        out.append(parent[out[-1] - 1])
-    return out
+    return [k, *ancestors(parent, k)]
 
 
 def one_sum(rec: Recorder, terms: list[sp.Expr], name: str) -> sp.Expr:
@@ -69,13 +66,13 @@ def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr], name
         sums = [total(rec, ts, f"{name}_y{i}_b{c}") for c, ts in per_branch.pop(i, {}).items()]
         y[i] = join(rec, terms[i] + sums, f"{name}_y{i}") if sums else \
             total(rec, terms[i], f"{name}_y{i}")
-        for p in path(parent, i)[1:]:
+        for p in ancestors(parent, i):
             c = branch(i, p)
             (terms[p] if c is None else per_branch.setdefault(p, {}).setdefault(c, [])).append(
                 -L[i, p] * y[i])
     x = [sp.Integer(0)] * n
     for i in range(1, n + 1):
-        older = [-L[i, j] * x[j - 1] for j in reversed(path(parent, i)[1:])]
+        older = [-L[i, j] * x[j - 1] for j in reversed(ancestors(parent, i))]
         x[i - 1] = total(rec, [y[i] * invD[i], *older], f"{name}{i}")
     return x
 
@@ -87,9 +84,9 @@ def unit_lower_inverse(rec: Recorder, L: dict, parent: list[int], name: str) -> 
     U: dict[tuple[int, int], sp.Expr] = {}
     for k in range(1, n + 1):
         U[k, k] = sp.Integer(1)
-        ancestors = path(parent, k)[1:]
-        for i in ancestors:
-            between = [j for j in reversed(ancestors) if i in on_path[j]]   # i ⪯ j ≺ k
+        up = ancestors(parent, k)
+        for i in up:
+            between = [j for j in reversed(up) if i in on_path[j]]   # i ⪯ j ≺ k
             U[k, i] = latest_last(rec, [-L[k, j] * U[j, i] for j in between], f"{name}U{k}_{i}")
     return U
 

@@ -195,7 +195,8 @@ def _split_leg_sums(k: Kernel, n_legs: int) -> Kernel:
     body: list = []
     for st in k.body:
         parts = _leg_parts(st, n_legs)
-        names = parts and [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
+        if parts is not None:
+            names = [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
         if parts is None or any(t.name in taken for t in names):
             body.append(st)
             continue

@@ -311,6 +311,22 @@ def _shape_or_none(e: sp.Expr, name: Callable[[sp.Symbol], str]) -> tuple[Key | 
         return None, []
 
 
+def leg_inputs(k: Kernel, chain: Chain, legs: list[list[int]]
+               ) -> tuple[dict[sp.Symbol, int], dict[sp.Symbol, sp.Symbol]]:
+    """({a leg input: its leg, 1-based}, {a leg input: leg 1's input in its place}) for the
+    joint-indexed inputs (:data:`LEG_INPUTS`) of ``k``."""
+    owner: dict[sp.Symbol, int] = {}
+    first: dict[sp.Symbol, sp.Symbol] = {}
+    for port in k.inputs:
+        if port.name in LEG_INPUTS:
+            off = len(port.elements) - chain.n
+            for g, leg in enumerate(legs, start=1):
+                for j, j1 in zip(leg, legs[0]):
+                    owner[port.elements[j - 1 + off]] = g
+                    first[port.elements[j - 1 + off]] = port.elements[j1 - 1 + off]
+    return owner, first
+
+
 def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr], int]:
     """(``k`` with its legs' statements named and built as leg_loops expects, the values of
     the legs' constants, the number of legs); LegLoopError when the legs are not one
@@ -322,15 +338,7 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
         {s for st in k.body for s in (*defines(st), *reads(st))}
     if any("leg" in s.name for s in names):
         raise LegLoopError("a name with 'leg' in it (the loops' names would be ambiguous)")
-    owner: dict[sp.Symbol, int] = {}          # symbol -> its leg (1-based)
-    first: dict[sp.Symbol, sp.Symbol] = {}    # a leg input -> leg 1's input in its place
-    for port in k.inputs:
-        if port.name in LEG_INPUTS:
-            off = len(port.elements) - chain.n
-            for g, leg in enumerate(legs, start=1):
-                for j, j1 in zip(leg, legs[0]):
-                    owner[port.elements[j - 1 + off]] = g
-                    first[port.elements[j - 1 + off]] = port.elements[j1 - 1 + off]
+    owner, first = leg_inputs(k, chain, legs)
     inputs = set(owner)
     k, leg_of = _owners(k, owner, len(legs))
     per_leg: dict[int, list[int]] = {g: [] for g in range(1, len(legs) + 1)}
