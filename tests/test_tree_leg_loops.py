@@ -205,3 +205,54 @@ def test_a_statement_reading_two_legs_is_never_handed_to_a_third(monkeypatch):
         return [sp.sympify(e).xreplace(env) for e in kernel.outputs[0].elements]
     values = [sp.Integer(2), sp.Integer(5), sp.Integer(7)]
     assert run(looped, values) == run(k, values) == [20, 125, 490, 40]
+
+
+def test_the_trunks_composite_inertia_adds_per_leg_parts_computed_in_the_loop(hyq_pair):
+    """HyQ's legs carry their inertias into the trunk's frame through mirrored hip offsets, so
+    each leg's part of an element of the trunk's composite inertia is leg 1's with other
+    numbers (leg_loops._split_sums): every element of it (Ic6_*) reads only the legs' sums
+    from the loop, none of the legs' own values (before, the six elements were 13 to 16
+    terms each, summed mechanism-wide)."""
+    _, _, gens = hyq_pair
+    mm = next(g for g in gens["looped"] if g.kernel.name == "mass_matrix")
+    wide = [st for st in mm.kernel.body
+            if not isinstance(st, ColumnLoop) and st.target.name.startswith("Ic6_")]
+    reads = {s.name for st in wide for s in st.expr.free_symbols if "leg" in s.name}
+    elements = {name.split("_sum_")[1] for name in reads if "_sum_" in name}
+    assert elements == {"Ic6_00", "Ic6_01", "Ic6_02", "Ic6_11", "Ic6_12", "Ic6_22"}
+    assert all("_sum_" in name for name in reads), sorted(reads)
+
+
+def test_a_sum_of_mirrored_leg_parts_is_split_into_the_legs_loop(monkeypatch):
+    """s = (2 u1 + v1) + (2 u2 - v2) + (2 u3 + 5 v3) + 7: each leg's part is leg 1's with
+    other numbers, so it becomes a statement of each leg (its coefficient of v a constant of
+    the leg: 1, -1, 5) and s the sum of the parts and 7; t, whose leg 3 lacks a term, stays
+    whole. The looped kernel computes what the straight one does (exactly, in rationals)."""
+    from types import SimpleNamespace
+    from mechgen.generator.families.serial import leg_loops as LL
+    from mechgen.generator.ir import Assign, Kernel, Port
+    from mechgen.generator.passes.loops import unroll_loops
+    q = [symbol(f"q{i}") for i in (1, 2, 3)]
+    S = symbol
+    body = [*(Assign(S(f"u{i}"), q[i - 1] ** 2) for i in (1, 2, 3)),
+            *(Assign(S(f"v{i}"), 3 * q[i - 1] + 1) for i in (1, 2, 3)),
+            Assign(S("s"), 2 * S("u1") + S("v1") + 2 * S("u2") - S("v2") + 2 * S("u3")
+                   + 5 * S("v3") + 7),
+            Assign(S("t"), S("u1") + S("v1") + S("u2") + S("v2") + S("u3"))]
+    k = Kernel("k", "", (Port("q", (3,), tuple(q)),),
+               (Port("out", (2,), (S("s"), S("t"))),), tuple(body), {})
+    monkeypatch.setattr(LL, "tree_legs", lambda chain: [[1], [2], [3]])
+    form, values, _ = LL.loop_form(k, SimpleNamespace(n=3))
+    wide = {st.target.name: st.expr for st in form.body if not LL._LEG.search(st.target.name)}
+    assert wide["s"] == 7 + sum(S(f"leg{g}_sum_s") for g in (1, 2, 3))
+    assert not any(name.endswith("_sum_t") for name in (st.target.name for st in form.body))
+    assert sorted(v for v in values.values()) == [-1, 1, 5]
+    looped = unroll_loops(LL.tree_leg_loops(k, SimpleNamespace(n=3)))
+
+    def run(kernel, point):
+        env = dict(zip(q, point))
+        for st in kernel.body:
+            env[st.target] = st.expr.xreplace(env)
+        return [sp.sympify(e).xreplace(env) for e in kernel.outputs[0].elements]
+    point = [sp.Integer(2), sp.Rational(5, 3), sp.Integer(-7)]
+    assert run(looped, point) == run(k, point)

@@ -87,7 +87,7 @@ int64_t mechgen_solo12_velocities_batch_entry(int64_t n, double *const *a, int32
  *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
  *   out A[324] shape 18x18: joint-space mass matrix, symmetric, shape (18, 18); rows and columns in the order of q (kg
  *       m^2, kg m or kg)
- *   ops: 457 adds, 613 muls, 30 trig (1100 total)
+ *   ops: 463 adds, 609 muls, 30 trig (1102 total)
  */
 int mechgen_solo12_mass_matrix(const double *q, double *A);
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);

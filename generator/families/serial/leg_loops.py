@@ -26,6 +26,10 @@ brings a tree's kernel to the form it takes:
    sine-cosine loop, and each leg input read through an alias ``<input>_leg<g>``) and handed
    to ``leg_loops``, which splits them into loops by level, evaluates the constants per leg,
    and keeps every column bit for bit its unrolled form.
+5. :func:`_split_sums`: a mechanism-wide sum over the legs whose per-leg parts are leg 1's with
+   other numbers (the trunk's composite inertia gathering each leg's, carried through the
+   mirrored hip offsets) is split into one part per leg, computed in the legs' loop, and the
+   sum of the parts.
 
 Anything else (one leg with a statement more, a shape that differs) raises
 :class:`LegLoopError`; :func:`with_tree_leg_loops` then returns the straight kernel. Measured
@@ -39,7 +43,7 @@ from typing import Callable, Iterator
 
 import sympy as sp
 
-from mechgen.generator.families.parallel.leg_loop import LegLoopError, leg_loops
+from mechgen.generator.families.parallel.leg_loop import _LEG, LegLoopError, _canonical, leg_loops
 from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, defines, reads, symbol
 from mechgen.generator.model import Chain
 
@@ -372,15 +376,7 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
     rebuilt: dict[int, Assign | Check] = {}
     for n, key in enumerate(shapes):
         columns = list(zip(*(coefficients[g][n] for g in per_leg)))
-        slots = []
-        for col in columns:
-            if all(c == col[0] for c in col):
-                slots.append([col[0]] * len(legs))
-                continue
-            if col not in constant:         # one constant per set of values
-                constant[col] = [symbol(f"leg{g}_kc{len(constant)}") for g in per_leg]
-                values.update(zip(constant[col], col))
-            slots.append(constant[col])
+        slots = _leg_constants(columns, constant, values)
         for g, idx in per_leg.items():
             st = k.body[idx[n]]
             if n in trig:
@@ -403,9 +399,80 @@ def loop_form(k: Kernel, chain: Chain) -> tuple[Kernel, dict[sp.Symbol, sp.Expr]
             body.append(Assign(st.target, st.expr.xreplace(renamed)))
         else:
             body.append(Check(st.expr.xreplace(renamed), st.status, st.message))
+    body = _split_sums(body, len(legs), constant, values)
     outputs = tuple(replace(p, elements=tuple(sp.sympify(e).xreplace(renamed)
                                               for e in p.elements)) for p in k.outputs)
     return replace(k.with_body(body), outputs=outputs), values, len(legs)
+
+
+def _leg_constants(columns: list[tuple], constant: dict[tuple, list[sp.Symbol]],
+                   values: dict[sp.Symbol, sp.Expr]) -> list[list[sp.Expr]]:
+    """Each leg's value of each coefficient (``columns``: one tuple of the legs' numbers per
+    coefficient): the number where every leg has it, else a constant of each leg
+    (``leg<g>_kc<n>``, one per set of values, recorded in ``constant`` and ``values``)."""
+    slots = []
+    for col in columns:
+        if all(c == col[0] for c in col):
+            slots.append([col[0]] * len(col))
+            continue
+        if col not in constant:
+            constant[col] = [symbol(f"leg{g}_kc{len(constant)}") for g in range(1, len(col) + 1)]
+            values.update(zip(constant[col], col))
+        slots.append(constant[col])
+    return slots
+
+
+def _split_sums(body: list, n_legs: int, constant: dict[tuple, list[sp.Symbol]],
+                values: dict[sp.Symbol, sp.Expr]) -> list:
+    """Step 5: a mechanism-wide sum whose terms group by leg into one sum per leg that is leg
+    1's with other numbers (the trunk's composite inertia, the legs' inertias carried into the
+    trunk's frame through mirrored hip offsets) becomes a statement of each leg
+    (``leg<g>_sum_<target>``, its numbers constants of the leg where they differ) and the sum
+    of those parts and the other terms. The parts then run in the legs' loop, in vector
+    lanes; the operations are the same. (The platforms' loops split such sums only where the
+    legs' parts are equal up to the legs' names: their numbers are symbols already.)"""
+    taken = {st.target.name for st in body if isinstance(st, Assign)}
+    out: list = []
+    for st in body:
+        parts = _leg_sum_parts(st, n_legs)
+        if parts is None:
+            out.append(st)
+            continue
+        names = [symbol(f"leg{g}_sum_{st.target.name}") for g in range(1, n_legs + 1)]
+        if any(t.name in taken for t in names):
+            out.append(st)
+            continue
+        rest, groups = parts
+        shaped = [_shape_or_none(e, lambda s: _canonical(s).name) for e in groups]
+        key = shaped[0][0]
+        if key is None or any(kg != key for kg, _ in shaped):
+            out.append(st)
+            continue
+        slots = _leg_constants(list(zip(*(c for _, c in shaped))), constant, values)
+        for g, (e, t) in enumerate(zip(groups, names), start=1):
+            own = {_canonical(s).name: s for s in e.free_symbols}
+            out.append(Assign(t, rebuild(key, iter([s[g - 1] for s in slots]),
+                                         lambda name, own=own: own.get(name, symbol(name)))))
+        out.append(Assign(st.target, sp.Add(*rest, *names)))
+    return out
+
+
+def _leg_sum_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
+    """(the terms of no one leg, each leg's sum of its terms) of a mechanism-wide sum whose
+    terms include a sum of two terms or more of every leg; None for any other statement."""
+    if not isinstance(st, Assign) or _LEG.search(st.target.name) or not st.expr.is_Add:
+        return None
+    groups: dict[int, list[sp.Expr]] = {}
+    rest = []
+    for term in st.expr.args:
+        legs = {int(m.group(1)) for s in term.free_symbols for m in [_LEG.search(s.name)] if m}
+        if len(legs) == 1:
+            groups.setdefault(legs.pop(), []).append(term)
+        else:
+            rest.append(term)
+    if sorted(groups) != list(range(1, n_legs + 1)) or any(len(t) < 2 for t in groups.values()):
+        return None
+    return rest, [sp.Add(*groups[g]) for g in range(1, n_legs + 1)]
 
 
 def tree_leg_loops(k: Kernel, chain: Chain) -> Kernel:
