@@ -206,9 +206,10 @@ def _split_leg_sums(k: Kernel, n_legs: int) -> Kernel:
     return k.with_body(body)
 
 
-def _leg_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
-    """(terms of no single leg, the part of each leg) of a splittable sum (as
-    :func:`_split_leg_sums` describes), or None."""
+def leg_groups(st, n_legs: int) -> tuple[list[sp.Expr], list[list[sp.Expr]]] | None:
+    """(the terms of no single leg, each leg's terms, legs 1..n) of a mechanism-wide sum with
+    terms of every leg (a term is a leg's when every leg name it reads is that leg's), or
+    None for any other statement."""
     if not isinstance(st, Assign) or _LEG.search(st.target.name) or not st.expr.is_Add:
         return None
     groups: dict[int, list[sp.Expr]] = {}
@@ -221,7 +222,17 @@ def _leg_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
             rest.append(term)
     if sorted(groups) != list(range(1, n_legs + 1)):
         return None
-    per_leg = [sp.Add(*groups[g]) for g in range(1, n_legs + 1)]
+    return rest, [groups[g] for g in range(1, n_legs + 1)]
+
+
+def _leg_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
+    """(terms of no single leg, the part of each leg) of a splittable sum (as
+    :func:`_split_leg_sums` describes), or None."""
+    grouped = leg_groups(st, n_legs)
+    if grouped is None:
+        return None
+    rest, groups = grouped
+    per_leg = [sp.Add(*terms) for terms in groups]
     if per_leg[0].is_Symbol or not all(_same_up_to_legs(per_leg[0], e) for e in per_leg[1:]):
         return None
     return rest, per_leg

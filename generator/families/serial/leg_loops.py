@@ -43,7 +43,8 @@ from typing import Callable, Iterator
 
 import sympy as sp
 
-from mechgen.generator.families.parallel.leg_loop import _LEG, LegLoopError, _canonical, leg_loops
+from mechgen.generator.families.parallel.leg_loop import (LegLoopError, _canonical, leg_groups,
+                                                          leg_loops)
 from mechgen.generator.ir import Assign, Check, ColumnLoop, Kernel, defines, reads, symbol
 from mechgen.generator.model import Chain
 
@@ -460,19 +461,11 @@ def _split_sums(body: list, n_legs: int, constant: dict[tuple, list[sp.Symbol]],
 def _leg_sum_parts(st, n_legs: int) -> tuple[list[sp.Expr], list[sp.Expr]] | None:
     """(the terms of no one leg, each leg's sum of its terms) of a mechanism-wide sum whose
     terms include a sum of two terms or more of every leg; None for any other statement."""
-    if not isinstance(st, Assign) or _LEG.search(st.target.name) or not st.expr.is_Add:
+    grouped = leg_groups(st, n_legs)
+    if grouped is None or any(len(terms) < 2 for terms in grouped[1]):
         return None
-    groups: dict[int, list[sp.Expr]] = {}
-    rest = []
-    for term in st.expr.args:
-        legs = {int(m.group(1)) for s in term.free_symbols for m in [_LEG.search(s.name)] if m}
-        if len(legs) == 1:
-            groups.setdefault(legs.pop(), []).append(term)
-        else:
-            rest.append(term)
-    if sorted(groups) != list(range(1, n_legs + 1)) or any(len(t) < 2 for t in groups.values()):
-        return None
-    return rest, [sp.Add(*groups[g]) for g in range(1, n_legs + 1)]
+    rest, groups = grouped
+    return rest, [sp.Add(*terms) for terms in groups]
 
 
 def tree_leg_loops(k: Kernel, chain: Chain) -> Kernel:
