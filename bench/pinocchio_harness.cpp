@@ -12,7 +12,8 @@
      <name>_<kernel>_batch of the generated C file (compiled as C and linked) with the arguments
      its prototype asks for, in order: inputs (const double*), outputs (double*), status; and
      ours_loop(), which calls the single-state <name>_<kernel> once per state, every output
-     into one reused buffer.
+     into one reused buffer (placed at another offset in each rep, as Pinocchio gets another
+     copy of its Data: see "Placements" in main()).
 
    CONFIG, one item a line (paths run to the end of the line):
      urdf PATH | root fixed|free | lock JOINT VALUE | convention local|world | n N | reps R
@@ -150,6 +151,7 @@ int64_t ours_loop(const std::string& kernel, int64_t n, const double* const* in,
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -231,7 +233,16 @@ int main(int argc, char** argv) try {
   }
   pinocchio::buildReducedModel(full, locked, q_ref, model);
 #endif
-  pinocchio::Data data(model);
+  // Placements: rep r runs Pinocchio on its own copy of Data, datas[r % PLACEMENTS], and our
+  // single-state loop writes its outputs at r % PLACEMENTS times PLACEMENT_STEP doubles into a
+  // padded buffer, so neither side's best or median time is that of the one place an
+  // allocation happened to land (a kernel's stack against its buffers, 4 KiB apart: in a plain
+  // driver the offset of the arrays alone moved HyQ's forward dynamics from 309 to 402 ns).
+  constexpr int PLACEMENTS = 7;
+  constexpr long PLACEMENT_STEP = 72;   // 576 bytes: seven places across a 4 KiB page
+  std::vector<std::unique_ptr<pinocchio::Data>> datas;
+  for (int p = 0; p < PLACEMENTS; p++) datas.push_back(std::make_unique<pinocchio::Data>(model));
+  int placement = 0;
 
   // States: every array is a block of n x width float64.
   std::map<std::string, std::vector<double>> arr;
@@ -257,24 +268,36 @@ int main(int argc, char** argv) try {
   double sink = 0;
   const auto last = model.njoints - 1;
   std::map<std::string, std::function<void()>> pin = {
-      {"forward_kinematics", [&] { for (long i = 0; i < n; i++) {
-         pinocchio::forwardKinematics(model, data, q[i]);
-         sink += data.oMi[last].translation()[0]; } }},
-      {"mass_matrix", [&] { for (long i = 0; i < n; i++)
-         sink += pinocchio::crba(model, data, q[i], conv)(0, model.nv - 1); }},
-      {"inverse_dynamics", [&] { for (long i = 0; i < n; i++)
-         sink += pinocchio::rnea(model, data, q[i], v[i], a[i])[0]; }},
-      {"forward_dynamics", [&] { for (long i = 0; i < n; i++)
-         sink += pinocchio::aba(model, data, q[i], v[i], tau[i], conv)[0]; }},
+      {"forward_kinematics", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++) {
+           pinocchio::forwardKinematics(model, data, q[i]);
+           sink += data.oMi[last].translation()[0]; } }},
+      {"mass_matrix", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++)
+           sink += pinocchio::crba(model, data, q[i], conv)(0, model.nv - 1); }},
+      {"inverse_dynamics", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++)
+           sink += pinocchio::rnea(model, data, q[i], v[i], a[i])[0]; }},
+      {"forward_dynamics", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++)
+           sink += pinocchio::aba(model, data, q[i], v[i], tau[i], conv)[0]; }},
       // analytical derivatives (Carpentier & Mansard 2018): data.dtau_dq, dtau_dv, M;
       // data.ddq, ddq_dq, ddq_dv, Minv (its upper triangle)
-      {"inverse_dynamics_derivatives", [&] { for (long i = 0; i < n; i++) {
-         pinocchio::computeRNEADerivatives(model, data, q[i], v[i], a[i]);
-         sink += data.dtau_dq(0, model.nv - 1) + data.dtau_dv(0, model.nv - 1); } }},
-      {"forward_dynamics_derivatives", [&] { for (long i = 0; i < n; i++) {
-         pinocchio::computeABADerivatives(model, data, q[i], v[i], tau[i]);
-         sink += data.ddq_dq(0, model.nv - 1) + data.ddq_dv(0, model.nv - 1)
-                 + data.Minv(0, model.nv - 1); } }},
+      {"inverse_dynamics_derivatives", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++) {
+           pinocchio::computeRNEADerivatives(model, data, q[i], v[i], a[i]);
+           sink += data.dtau_dq(0, model.nv - 1) + data.dtau_dv(0, model.nv - 1); } }},
+      {"forward_dynamics_derivatives", [&] {
+         auto& data = *datas[placement];
+         for (long i = 0; i < n; i++) {
+           pinocchio::computeABADerivatives(model, data, q[i], v[i], tau[i]);
+           sink += data.ddq_dq(0, model.nv - 1) + data.ddq_dv(0, model.nv - 1)
+                   + data.Minv(0, model.nv - 1); } }},
   };
 
   // Our batch calls: inputs and outputs laid out state after state.
@@ -285,7 +308,6 @@ int main(int argc, char** argv) try {
   std::map<std::string, std::vector<long>> in_width;
   // the single-state loop's outputs: one state's worth, overwritten by every call
   std::map<std::string, std::vector<std::vector<double>>> one;
-  std::map<std::string, std::vector<double*>> one_ptrs;
   std::map<std::string, int64_t> failed, failed_loop;
   for (auto& k : kernels) {
     if (!pin.count(k.name)) throw std::runtime_error("no Pinocchio counterpart for " + k.name);
@@ -296,10 +318,9 @@ int main(int argc, char** argv) try {
     }
     for (long s : k.out_sizes) {
       outs[k.name].emplace_back(size_t(n) * s);
-      one[k.name].emplace_back(size_t(s));
+      one[k.name].emplace_back(size_t(s + PLACEMENT_STEP * (PLACEMENTS - 1)));
     }
     for (auto& o : outs[k.name]) out_ptrs[k.name].push_back(o.data());
-    for (auto& o : one[k.name]) one_ptrs[k.name].push_back(o.data());
   }
   auto ours = [&](const Kernel& k) {
     return [&] {
@@ -310,19 +331,20 @@ int main(int argc, char** argv) try {
   };
   auto ours1 = [&](const Kernel& k) {
     return [&] {
+      std::vector<double*> at;         // the outputs at this rep's placement
+      for (auto& o : one[k.name]) at.push_back(o.data() + PLACEMENT_STEP * placement);
       failed_loop[k.name] = ours_loop(k.name, n, ins[k.name].data(), in_width[k.name].data(),
-                                      int(k.in.size()), one_ptrs[k.name].data(),
-                                      int(k.out_sizes.size()));
+                                      int(k.in.size()), at.data(), int(k.out_sizes.size()));
       if (failed_loop[k.name] < 0)
         throw std::runtime_error(k.name + ": arguments do not match header");
-      sink += one[k.name][0][0];
+      sink += at[0][0];
     };
   };
 
   // Warm-up pass, then reps interleaved (the three orders rotating), kernel by kernel.
   std::map<std::string, std::vector<double>> t_ours, t_loop, t_pin;
   for (auto& k : kernels) { ours(k)(); ours1(k)(); pin[k.name](); }
-  for (int r = 0; r < reps; r++)
+  for (int r = 0; r < reps; r++, placement = r % PLACEMENTS)
     for (auto& k : kernels)
       for (int j = 0; j < 3; j++) switch ((r + j) % 3) {
           case 0: t_ours[k.name].push_back(ns_per_state(n, ours(k))); break;

@@ -8,7 +8,10 @@ batch of ``batch`` random states inside a compiled loop, divided by ``batch``; b
 ``reps`` passes in each of ``processes`` (3) runs of the harness (a kernel's time moved by up to
 1.5x between two runs of the same binary: other addresses under ASLR). The passes of ours and Pinocchio's are interleaved (kernel by kernel, their
 order alternating between repetitions) after one warm-up pass each, so load on the machine hits
-both alike. Pairs:
+both alike. Each repetition runs Pinocchio on another copy of its Data and writes our
+single-state loop's outputs at another offset of a padded buffer (the harness's "Placements":
+one kernel, the same C text in two harness binaries, had taken 1420 and 806 ns; 839 and 860
+with them). Pairs:
 
     ours (mechgen_<mech>_...)                Pinocchio (header-only templates, same flags)
     forward_kinematics_batch(q)              forwardKinematics(model, data, q)   joint placements
