@@ -451,9 +451,8 @@ def _split_sums(body: list, n_legs: int, constant: dict[tuple, list[sp.Symbol]],
             continue
         slots = _leg_constants(list(zip(*(c for _, c in shaped))), constant, values)
         for g, (e, t) in enumerate(zip(groups, names), start=1):
-            own = {_canonical(s).name: s for s in e.free_symbols}
-            out.append(Assign(t, rebuild(key, iter([s[g - 1] for s in slots]),
-                                         lambda name, own=own: own.get(name, symbol(name)))))
+            own = {_canonical(s).name: s for s in e.free_symbols}     # every name of the shape
+            out.append(Assign(t, rebuild(key, iter([s[g - 1] for s in slots]), own.__getitem__)))
         out.append(Assign(st.target, sp.Add(*rest, *names)))
     return out
 
