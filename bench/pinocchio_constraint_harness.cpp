@@ -22,7 +22,9 @@
                      pin_tau (nv), then ours: x 6, u 6, F NLEG, fE 3, mE 3, g 3, p NP
      ours NLEG NP NOUT SIZE_1..SIZE_NOUT     (our step's per-state sizes)
      accel NQ                                 (leg coordinates: step_accel gives xdot 12, qdd NQ)
-   Timed (ns per state, best and median of R interleaved repetitions, after one warm-up):
+   Timed (ns per state, best and median of R interleaved repetitions, after one warm-up; each
+   repetition runs Pinocchio on another of seven copies of its Data and writes our single-state
+   calls' outputs at another offset: see "Placements" in main()):
      pin_batch    constraintDynamics over the N states (initConstraintDynamics once before)
      pin_init     initConstraintDynamics + constraintDynamics per state over the N states
      pin_single   constraintDynamics N times on state 0
@@ -87,6 +89,7 @@ int64_t ours_accel_batch(int64_t n, const double* const* in, double* const* out,
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -209,18 +212,32 @@ int main(int argc, char** argv) try {
     tau[i] = Eigen::Map<const Vec>(blocks[2].data() + i * model.nv, model.nv);
   }
 
-  pinocchio::Data data(model);
-  CDatas cdatas;
-  for (auto& c : cmodels) cdatas.emplace_back(c);
-  pinocchio::initConstraintDynamics(model, data, cmodels, cdatas);
+  // Placements (as in bench/pinocchio_harness.cpp): repetition r runs Pinocchio on its own
+  // copy of Data and the constraints' datas, number r % PLACEMENTS, and our single-state calls
+  // write their outputs at r % PLACEMENTS times PLACEMENT_STEP doubles into padded buffers, so
+  // neither side's best or median time is that of the one place an allocation happened to land.
+  constexpr int PLACEMENTS = 7;
+  constexpr long PLACEMENT_STEP = 72;   // 576 bytes: seven places across a 4 KiB page
+  std::vector<std::unique_ptr<pinocchio::Data>> datas;
+  std::vector<CDatas> cdatas_at(PLACEMENTS);
+  for (int p = 0; p < PLACEMENTS; p++) {
+    datas.push_back(std::make_unique<pinocchio::Data>(model));
+    for (auto& c : cmodels) cdatas_at[p].emplace_back(c);
+    pinocchio::initConstraintDynamics(model, *datas[p], cmodels, cdatas_at[p]);
+  }
+  int placement = 0;
 
   double sink = 0;
   auto pin_batch = [&] {
+    auto& data = *datas[placement];
+    auto& cdatas = cdatas_at[placement];
     for (long i = 0; i < n; i++)
       sink += pinocchio::constraintDynamics(model, data, q[i], v[i], tau[i], cmodels, cdatas,
                                             prox)[0];
   };
   auto pin_init = [&] {
+    auto& data = *datas[placement];
+    auto& cdatas = cdatas_at[placement];
     for (long i = 0; i < n; i++) {
       pinocchio::initConstraintDynamics(model, data, cmodels, cdatas);
       sink += pinocchio::constraintDynamics(model, data, q[i], v[i], tau[i], cmodels, cdatas,
@@ -228,6 +245,8 @@ int main(int argc, char** argv) try {
     }
   };
   auto pin_single = [&] {
+    auto& data = *datas[placement];
+    auto& cdatas = cdatas_at[placement];
     for (long i = 0; i < n; i++)
       sink += pinocchio::constraintDynamics(model, data, q[0], v[0], tau[0], cmodels, cdatas,
                                             prox)[0];
@@ -244,10 +263,19 @@ int main(int argc, char** argv) try {
   int64_t failed = 0;
   int single_status = 0;
   auto ours_batch = [&] { failed = ours_step_batch(n, in.data(), out.data(), status.data()); };
+  // the single-state calls' outputs: one state's worth each, at this repetition's placement
+  std::vector<std::vector<double>> ones;
+  for (long s : out_sizes) ones.emplace_back(size_t(s + PLACEMENT_STEP * (PLACEMENTS - 1)));
+  auto placed = [&](std::vector<std::vector<double>>& bufs) {
+    std::vector<double*> at;
+    for (auto& b : bufs) at.push_back(b.data() + PLACEMENT_STEP * placement);
+    return at;
+  };
   auto ours_single = [&] {
+    const std::vector<double*> at = placed(ones);
     for (long i = 0; i < n; i++) {
-      single_status |= ours_step(in.data(), out.data());
-      sink += out[0][6];
+      single_status |= ours_step(in.data(), at.data());
+      sink += at[0][6];
     }
   };
 
@@ -259,10 +287,14 @@ int main(int argc, char** argv) try {
   auto accel_batch = [&] {
     accel_failed = ours_accel_batch(n, in.data(), aout.data(), astatus.data());
   };
+  std::vector<std::vector<double>> aones = {
+      std::vector<double>(size_t(12 + PLACEMENT_STEP * (PLACEMENTS - 1))),
+      std::vector<double>(size_t(nq_legs + PLACEMENT_STEP * (PLACEMENTS - 1)))};
   auto accel_single = [&] {
+    const std::vector<double*> at = placed(aones);
     for (long i = 0; i < n; i++) {
-      single_status |= ours_accel(in.data(), aout.data());
-      sink += aout[0][6];
+      single_status |= ours_accel(in.data(), at.data());
+      sink += at[0][6];
     }
   };
 
@@ -273,7 +305,8 @@ int main(int argc, char** argv) try {
       {"accel_single", accel_single}};
   std::map<std::string, std::vector<double>> t;
   for (auto& [name, f] : passes) f();  // warm-up
-  for (int r = 0; r < reps; r++) {     // interleaved, order reversed every other repetition
+  for (int r = 0; r < reps; r++, placement = r % PLACEMENTS) {   // interleaved, order
+                                                                  // reversed every other one
     for (size_t j = 0; j < passes.size(); j++) {
       auto& [name, f] = passes[r % 2 ? passes.size() - 1 - j : j];
       t[name].push_back(ns_per_state(n, f));

@@ -17,6 +17,10 @@ What is timed (ns per state, best of ``reps`` interleaved repetitions after one 
   evaluated here beforehand): only the constrained forward dynamics;
 - pin_single: ``constraintDynamics`` N times on one state;
 - pin_init: ``initConstraintDynamics`` + ``constraintDynamics`` per state.
+Each repetition runs Pinocchio on another of seven copies of its ``Data`` (and constraint
+datas) and writes our single-state calls' outputs at another offset of a padded buffer, as
+bench/pinocchio_harness.cpp does ("Placements"), so that neither side's best time is that of
+the one place an allocation happened to land.
 ProximalSettings(1e-12, 1e-10, 10) (accuracy, mu, iterations): mu and the iteration count of
 Pinocchio's closed-kinematic-chain example, a tighter accuracy (1e-8 there) so the result
 matches ours to ~1e-15.

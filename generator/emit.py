@@ -182,8 +182,8 @@ def _forward_results(body: list[dict]) -> None:
     loop (a leg's value computed in a platform's first loop and read again after the
     reduction) reads that loop's ``out`` array directly (``forwarded``: the slot and the
     array row), instead of a copy into the kernel's scalars and from them into its own
-    ``in`` array. The copies into scalars stay where anything else reads them (the compiler
-    drops the others). The padding columns then hold what the earlier loop computed from its
+    ``in`` array. The copies into scalars stay where anything else reads them
+    (:func:`_loop_copies`). The padding columns then hold what the earlier loop computed from its
     zero columns, not zeros; nothing reads them."""
     made: dict[tuple, str] = {}         # (the targets column by column, size) -> array row
     for st in body:
@@ -203,6 +203,31 @@ def _forward_results(body: list[dict]) -> None:
         L["forwarded"] = forwarded
         for r in range(len(L["results"])):
             made[(tuple(col[r] for col in L["targets"]), L["size"])] = f"{L['prefix']}out[{r}]"
+
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _loop_copies(body: list[dict], outputs: list[dict]) -> None:
+    """Each column loop's ``copies``: its targets that the printed kernel still reads, as
+    (target, result row, column). A target read only by a later loop, which reads the loop's
+    ``out`` array in place (:func:`_forward_results`), or by nothing (another column's target of
+    the same result is read), gets no copy into a scalar: the kernel's text holds no dead
+    statement (hexapod_rsu's file had 2,208 such copies, left to the compiler to drop)."""
+    texts = [o for p in outputs for o in p["elements"]]
+    for st in body:
+        L = st.get("loop")
+        if L:
+            texts += [v for col in L["variable_columns"] for v in col]
+            texts += [b["expr"] for b in L["body"]]
+        else:
+            texts.append(st["expr"])
+    read = set(IDENTIFIER.findall(" ".join(texts)))
+    for st in body:
+        if L := st.get("loop"):
+            L["copies"] = [{"target": t, "row": r, "column": c}
+                           for c, col in enumerate(L["targets"])
+                           for r, t in enumerate(col) if t in read]
 
 
 def _port(p, where: str) -> dict:
@@ -270,6 +295,7 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         "ops_line": ", ".join(f"{v} {key}" for key, v in g.ops.items() if key != "total" and v)
                     + f" ({g.ops['total']} total)",
     }
+    _loop_copies(body, context["outputs"])
     if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
         context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
         context["simd"] = simd_plan(_batch_context(k, context, printer, where))
@@ -292,7 +318,23 @@ def _batch_context(k, context: dict, printer, where: str) -> dict:
         return context
     body = unrolled_body(_body(k, printer, where), loops, names_taken(k),
                          lambda e: _code(printer, e, f"{where}: column loop"))
-    return {**context, "body": pair_sincos(body)}
+    outputs = {_text(s) for p in k.outputs for e in p.elements for s in sp.sympify(e).free_symbols}
+    return {**context, "body": pair_sincos(_live(body, outputs))}
+
+
+def _live(body: list[dict], outputs: set[str]) -> list[dict]:
+    """A printed body without the assignments nothing reads (``outputs``: the names the
+    outputs read): an unrolled loop's column computes every body statement, also those whose
+    results only other columns' targets need (a platform's leg whose copy of a result no one
+    reads)."""
+    needed = set(outputs)
+    kept = []
+    for st in reversed(body):
+        if st["assign"] and st["target"] not in needed:
+            continue
+        kept.append(st)
+        needed |= set(IDENTIFIER.findall(st["expr"]))
+    return kept[::-1]
 
 
 def unrolled_body(body: list[dict], loops: list[ColumnLoop], taken: set[str],

@@ -23,14 +23,15 @@ import sympy as sp
 from mechgen import runtime
 from mechgen.generator.build import manifest_fields, write_files
 from mechgen.generator.backends import BACKENDS
-from mechgen.generator.emit import _batch_context, _body, render, sha256_text
+from mechgen.generator.emit import (_batch_context, _body, _code, render, sha256_text,
+                                    unrolled_body)
 from mechgen.generator.families.serial import derivatives as D
 from mechgen.generator.ir import (Assign, ColumnLoop, InvariantError, Kernel, Port,
                                   check_invariants, symbol)
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import remove_dead_code
 from mechgen.generator.passes.derivatives import merge_equal_statements
-from mechgen.generator.passes.loops import unroll_loops
+from mechgen.generator.passes.loops import names_taken, unroll_loops
 from mechgen.generator.passes.opcount import count_ops
 from mechgen.generator.passes.sincos import pair_sincos
 from mechgen.generator.pipeline import Generated, PASSES
@@ -168,7 +169,8 @@ def test_the_batch_of_a_looped_kernel_is_the_single_state_loop():
 def test_the_batch_body_unrolls_the_printed_loop_as_the_ir_unrolls(first):
     """emit.unrolled_body renames the printed loop body as text; that writes what printing
     passes/loops.unroll_loops' statements writes, a local whose name the kernel already has
-    (an input named ``lt_c1``) renamed with an underscore as there."""
+    (an input named ``lt_c1``) renamed with an underscore as there; emit._live then drops
+    what the IR's dead-code pass drops from the unrolled kernel (column 1, read by nobody)."""
     k, loop = _toy_loop()
     p0 = {symbol("p0"): symbol(first)}
     loop = replace(loop, columns=tuple(tuple(sp.sympify(v).xreplace(p0) for v in col)
@@ -177,9 +179,15 @@ def test_the_batch_body_unrolls_the_printed_loop_as_the_ir_unrolls(first):
                k.outputs, (Assign(k.body[0].target, k.body[0].expr.xreplace(p0)), loop))
     check_invariants(k)
     printer = BACKENDS["c"].fast_printer
-    expected = pair_sincos(_body(unroll_loops(k), printer, "toy"))
+    whole = _body(unroll_loops(k), printer, "toy")
+    assert unrolled_body(_body(k, printer, "toy"), [loop], names_taken(k),
+                         lambda e: _code(printer, e, "toy")) == whole
+    assert any(st["target"] == "lt_c1_" for st in whole) == (first == "lt_c1")
+    expected = pair_sincos(_body(remove_dead_code(unroll_loops(k)), printer, "toy"))
     assert _batch_context(k, {}, printer, "toy")["body"] == expected
-    assert any(st["target"] == "lt_c1_" for st in expected) == (first == "lt_c1")
+    assert not any(st["target"] in ("lu_c1", "lv_c1", "u1", "v1") for st in expected)
+    assert any(st["target"] == "lv_c2" for st in whole)
+    assert not any(st["target"] == "lv_c2" for st in expected)   # v of column 2: unread
 
 
 def test_the_batch_body_keeps_the_operand_order_when_renaming_reorders_names():
